@@ -1,0 +1,1 @@
+//! Controller: experiment specs, the load driver, storage and the runner that ties them together.

@@ -1,0 +1,42 @@
+//! Command-line surface: one subcommand per part of the tool.
+
+mod agent;
+mod boutique;
+
+use clap::{Parser, Subcommand};
+
+/// Tolerant: measure what your circuit breakers cost and buy.
+#[derive(Debug, Parser)]
+#[command(name = "tolerant", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the fault-injection sidecar proxy in front of an HTTP service.
+    Agent(agent::AgentArgs),
+    /// Run the Online Boutique services (`all` or one service by name).
+    Boutique(boutique::BoutiqueArgs),
+}
+
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+}
+
+pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Some(Command::Agent(args)) => agent::run(args).await,
+        Some(Command::Boutique(args)) => boutique::run(args).await,
+        None => {
+            println!(
+                "tolerant: the embedded stack and dashboard are not wired yet; \
+                 try `tolerant boutique all` or `tolerant agent --help`"
+            );
+            Ok(())
+        }
+    }
+}
