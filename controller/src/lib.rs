@@ -1,1 +1,3 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
+
+pub mod spec;

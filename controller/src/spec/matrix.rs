@@ -1,0 +1,105 @@
+//! Expands a spec into conditions (fault kind × fault rate × breaker mode) and the run plan
+//! (every condition once per round, the order shuffled per round from the seed).
+//!
+//! The shuffle uses its own SplitMix64 generator and a Fisher–Yates pass rather than `rand`, so a
+//! plan is a pure function of `(spec, seed)` that no dependency upgrade can change: a resumed
+//! experiment must find exactly the plan it started with.
+
+use serde::Serialize;
+
+use super::{BreakerMode, ExperimentSpec, FaultKind, Order};
+
+/// One cell of the factorial design.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Condition {
+    /// Position in expansion order (stable across rounds; the key runs are grouped by).
+    pub index: usize,
+    pub fault: FaultKind,
+    pub fault_rate: f64,
+    pub breaker_mode: BreakerMode,
+}
+
+impl Condition {
+    /// Short human label, e.g. `error 500 @ 25% / enforce`.
+    pub fn label(&self) -> String {
+        let fault = match self.fault {
+            FaultKind::Error { status } => format!("error {status}"),
+            FaultKind::Hang => "hang".to_owned(),
+            FaultKind::Delay { delay, .. } => format!("delay {}", humantime::format_duration(delay)),
+            FaultKind::Reset => "reset".to_owned(),
+        };
+        format!(
+            "{fault} @ {}% / {}",
+            self.fault_rate * 100.0,
+            self.breaker_mode.as_str()
+        )
+    }
+}
+
+/// One run of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PlannedRun {
+    /// Position in the whole plan, 0-based.
+    pub sequence: usize,
+    /// Round, 0-based.
+    pub round: u32,
+    pub condition: Condition,
+}
+
+pub(super) fn conditions(spec: &ExperimentSpec) -> Vec<Condition> {
+    let mut conditions = Vec::new();
+    for fault in &spec.fault.kinds {
+        for &fault_rate in &spec.fault.rates {
+            for &breaker_mode in &spec.breaker.modes {
+                conditions.push(Condition {
+                    index: conditions.len(),
+                    fault: *fault,
+                    fault_rate,
+                    breaker_mode,
+                });
+            }
+        }
+    }
+    conditions
+}
+
+pub(super) fn plan(spec: &ExperimentSpec) -> Vec<PlannedRun> {
+    let conditions = conditions(spec);
+    let mut plan = Vec::with_capacity(conditions.len() * spec.rounds as usize);
+    for round in 0..spec.rounds {
+        let mut order: Vec<usize> = (0..conditions.len()).collect();
+        if spec.order == Order::Randomized {
+            shuffle_seeded(&mut order, round_seed(spec.seed, round));
+        }
+        for index in order {
+            plan.push(PlannedRun {
+                sequence: plan.len(),
+                round,
+                condition: conditions[index],
+            });
+        }
+    }
+    plan
+}
+
+/// Seed of one round's shuffle: independent of the other rounds.
+fn round_seed(seed: u64, round: u32) -> u64 {
+    seed ^ (u64::from(round) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Fisher–Yates shuffle driven by SplitMix64 from `seed`: the same seed always gives the same order.
+pub fn shuffle_seeded<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    for i in (1..items.len()).rev() {
+        let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,279 @@
+//! Experiment spec: the TOML file that says what to run (conditions, rounds, load, fault, breaker, stop).
+//!
+//! Parsing is two steps: `toml` deserialises into raw structs that keep every value's span
+//! (`toml::Spanned`), then [`ExperimentSpec::parse`] checks every value and builds the plain, valid
+//! spec. Every problem — an unknown field, an impossible value, an unknown target — becomes a
+//! [`SpecError`] naming the dotted field and its line, before anything runs or is stored.
+
+mod error;
+mod matrix;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use error::{Location, SpecError};
+pub use matrix::{Condition, PlannedRun, shuffle_seeded};
+
+/// The services of the boutique testbed a fault or a target may name. Mirrors `boutique::ServiceName`
+/// (the controller does not depend on the boutique crate for parsing a spec).
+pub const SERVICE_NAMES: [&str; 10] = [
+    "frontend",
+    "productcatalog",
+    "cart",
+    "currency",
+    "payment",
+    "shipping",
+    "email",
+    "checkout",
+    "recommendation",
+    "ad",
+];
+
+/// Extra target keys besides the services: the fault agent's control API.
+pub const AGENT_TARGET: &str = "agent";
+
+/// A validated experiment spec. Durations are as written; use [`ExperimentSpec::scaled`] for the
+/// durations a run really uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentSpec {
+    pub name: String,
+    pub rounds: u32,
+    /// Measured time of every run, after the warmup (unscaled).
+    pub duration: Duration,
+    /// Time at the start of every run that is cut from every figure (unscaled).
+    pub warmup: Duration,
+    /// Divides every duration, breaker window and think time.
+    pub time_scale: f64,
+    pub order: Order,
+    pub seed: u64,
+    pub load: LoadSpec,
+    pub fault: FaultSpec,
+    pub breaker: BreakerSpec,
+    pub stop: Option<StopSpec>,
+    /// External targets by service name (or `agent`); empty = the embedded stack.
+    pub targets: BTreeMap<String, String>,
+    /// The spec text as given (stored with the experiment).
+    pub source: String,
+}
+
+/// Order of the conditions within a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Shuffled per round from the seed (the default; guards against drift over time).
+    #[default]
+    Randomized,
+    /// Every round in the order the conditions expand.
+    Fixed,
+}
+
+/// The task mix virtual users follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// The stock Online Boutique Locust mix: index 1, setCurrency 2, browseProduct 10, addToCart 2,
+    /// viewCart 3, checkout 1.
+    #[default]
+    OnlineBoutique,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    pub users: u32,
+    /// Uniform think time between a user's tasks (unscaled), `min <= max`.
+    pub think_time: (Duration, Duration),
+    pub mix: Mix,
+    /// Open model: tasks per second over all users at a constant arrival rate (replaces think time).
+    pub rate: Option<f64>,
+    /// Per-request client timeout (not scaled: it is a property of the client, not of the study).
+    pub timeout: Duration,
+}
+
+/// Fault kinds the agent knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKindName {
+    Error,
+    Hang,
+    Delay,
+    Reset,
+}
+
+impl FaultKindName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKindName::Error => "error",
+            FaultKindName::Hang => "hang",
+            FaultKindName::Delay => "delay",
+            FaultKindName::Reset => "reset",
+        }
+    }
+}
+
+/// One fault kind with its parameters, as applied in one condition.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FaultKind {
+    Error {
+        status: u16,
+    },
+    Hang,
+    Delay {
+        #[serde(with = "humantime_serde_compat")]
+        delay: Duration,
+        #[serde(with = "humantime_serde_compat")]
+        jitter: Duration,
+    },
+    Reset,
+}
+
+impl FaultKind {
+    pub fn name(&self) -> FaultKindName {
+        match self {
+            FaultKind::Error { .. } => FaultKindName::Error,
+            FaultKind::Hang => FaultKindName::Hang,
+            FaultKind::Delay { .. } => FaultKindName::Delay,
+            FaultKind::Reset => FaultKindName::Reset,
+        }
+    }
+}
+
+/// Which requests of the target a fault hits (the agent's `match`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultSpec {
+    /// A boutique service name.
+    pub target: String,
+    /// Every kind is one factor level, with its parameters filled in.
+    pub kinds: Vec<FaultKind>,
+    /// Injection probabilities in `[0, 1]`, one factor level each.
+    pub rates: Vec<f64>,
+    pub match_rule: MatchRule,
+    /// Lease asked of the agent; renewed while the run lasts (not scaled).
+    pub lease: Duration,
+}
+
+/// Breaker modes, as in the breaker config vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BreakerMode {
+    Enforce,
+    Shadow,
+    ForcedOpen,
+    Disabled,
+}
+
+impl BreakerMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerMode::Enforce => "enforce",
+            BreakerMode::Shadow => "shadow",
+            BreakerMode::ForcedOpen => "forced-open",
+            BreakerMode::Disabled => "disabled",
+        }
+    }
+}
+
+/// The breaker factor: the modes to compare and the config every mode shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerSpec {
+    pub modes: Vec<BreakerMode>,
+    /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`), in the breaker config
+    /// vocabulary, as written (unscaled). Absent sections take the breaker crate's defaults.
+    pub config: toml::Table,
+}
+
+impl BreakerSpec {
+    /// The full breaker config (TOML table) for one mode, ready for `PUT /_admin/breakers`.
+    pub fn config_for(&self, mode: BreakerMode) -> toml::Table {
+        let mut table = self.config.clone();
+        table.insert("mode".into(), toml::Value::String(mode.as_str().into()));
+        table
+    }
+}
+
+/// Abort a run when a steady-state condition is violated (enforced by the runner).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopSpec {
+    /// Abort when availability stays below this for `window`.
+    pub availability_below: Option<f64>,
+    /// How long the condition must hold (not scaled).
+    pub window: Duration,
+}
+
+impl ExperimentSpec {
+    /// Parses and validates a spec. The returned spec is runnable; any problem is a [`SpecError`].
+    pub fn parse(source: &str) -> Result<Self, SpecError> {
+        raw::parse(source)
+    }
+
+    /// Reads and validates a spec file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, SpecError> {
+        let path = path.as_ref();
+        let source = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&source)
+    }
+
+    /// A duration as a run really uses it: divided by `time_scale`.
+    pub fn scaled(&self, duration: Duration) -> Duration {
+        duration.div_f64(self.time_scale)
+    }
+
+    /// Scaled warmup of every run.
+    pub fn run_warmup(&self) -> Duration {
+        self.scaled(self.warmup)
+    }
+
+    /// Scaled measured time of every run (after the warmup).
+    pub fn run_duration(&self) -> Duration {
+        self.scaled(self.duration)
+    }
+
+    /// Scaled think-time range.
+    pub fn think_time(&self) -> (Duration, Duration) {
+        (
+            self.scaled(self.load.think_time.0),
+            self.scaled(self.load.think_time.1),
+        )
+    }
+
+    /// The conditions (fault kind × fault rate × breaker mode), in expansion order.
+    pub fn conditions(&self) -> Vec<Condition> {
+        matrix::conditions(self)
+    }
+
+    /// Every run of the experiment in execution order: each round holds every condition once,
+    /// shuffled per round from the seed when `order = "randomized"`.
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        matrix::plan(self)
+    }
+}
+
+/// Serialises durations as humantime strings ("30s") in JSON/TOML output.
+mod humantime_serde_compat {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(
+        duration: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_duration(*duration))
+    }
+}

@@ -1,0 +1,531 @@
+//! Raw, span-keeping spec structs and the validation that turns them into an `ExperimentSpec`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{
+    AGENT_TARGET, BreakerMode, BreakerSpec, ExperimentSpec, FaultKind, FaultKindName, FaultSpec,
+    LoadSpec, MatchRule, Mix, Order, SERVICE_NAMES, SpecError, StopSpec,
+};
+
+/// Default per-request client timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default fault lease asked of the agent.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Default time a stop condition must hold.
+pub const DEFAULT_STOP_WINDOW: Duration = Duration::from_secs(10);
+/// A run shorter than this after scaling measures nothing useful.
+pub const MIN_RUN_DURATION: Duration = Duration::from_secs(1);
+/// Upper bound on virtual users (each is a task with its own connection).
+pub const MAX_USERS: u32 = 100_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Spanned<String>,
+    rounds: Option<Spanned<u32>>,
+    duration: Spanned<String>,
+    warmup: Option<Spanned<String>>,
+    time_scale: Option<Spanned<f64>>,
+    order: Option<Order>,
+    seed: Option<u64>,
+    load: Spanned<RawLoad>,
+    fault: Option<Spanned<RawFault>>,
+    breaker: Option<Spanned<RawBreaker>>,
+    stop: Option<Spanned<RawStop>>,
+    targets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    users: Spanned<u32>,
+    think_time: Option<Spanned<Vec<Spanned<String>>>>,
+    mix: Option<Mix>,
+    rate: Option<Spanned<f64>>,
+    timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    target: Spanned<String>,
+    kind: Option<Spanned<FaultKindName>>,
+    kinds: Option<Spanned<Vec<Spanned<FaultKindName>>>>,
+    status: Option<Spanned<u16>>,
+    rates: Spanned<Vec<Spanned<f64>>>,
+    delay: Option<Spanned<String>>,
+    jitter: Option<Spanned<String>>,
+    #[serde(rename = "match")]
+    match_rule: Option<Spanned<MatchRule>>,
+    lease: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBreaker {
+    modes: Spanned<Vec<Spanned<BreakerMode>>>,
+    trip: Option<toml::Table>,
+    open: Option<toml::Table>,
+    half_open: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStop {
+    availability_below: Option<Spanned<f64>>,
+    window: Option<Spanned<String>>,
+}
+
+/// Collects field errors in source order; the first one is returned.
+struct Checker<'a> {
+    source: &'a str,
+}
+
+impl Checker<'_> {
+    fn error(&self, field: &str, span: Range<usize>, message: impl Into<String>) -> SpecError {
+        SpecError::field_at(self.source, field, span, message)
+    }
+
+    fn duration(&self, field: &str, value: &Spanned<String>) -> Result<Duration, SpecError> {
+        humantime::parse_duration(value.get_ref().trim()).map_err(|error| {
+            self.error(
+                field,
+                value.span(),
+                format!(
+                    "`{}` is not a duration ({error}); write e.g. \"30s\", \"250ms\", \"5m\"",
+                    value.get_ref()
+                ),
+            )
+        })
+    }
+
+    fn fraction(&self, field: &str, value: &Spanned<f64>) -> Result<f64, SpecError> {
+        let v = *value.get_ref();
+        if !(0.0..=1.0).contains(&v) {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!("{v} is not a fraction between 0 and 1"),
+            ));
+        }
+        Ok(v)
+    }
+}
+
+pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
+    let raw: RawSpec = toml::from_str(source).map_err(|e| SpecError::from_toml(source, &e))?;
+    let check = Checker { source };
+
+    let name = raw.name.get_ref().trim().to_owned();
+    if name.is_empty() {
+        return Err(check.error("name", raw.name.span(), "must not be empty"));
+    }
+
+    let rounds = match &raw.rounds {
+        Some(rounds) if *rounds.get_ref() == 0 => {
+            return Err(check.error("rounds", rounds.span(), "must be at least 1"));
+        }
+        Some(rounds) => *rounds.get_ref(),
+        None => 1,
+    };
+
+    let time_scale = match &raw.time_scale {
+        Some(scale) => {
+            let v = *scale.get_ref();
+            if !(v.is_finite() && v > 0.0) {
+                return Err(check.error(
+                    "time_scale",
+                    scale.span(),
+                    format!("{v} is not a positive number"),
+                ));
+            }
+            v
+        }
+        None => 1.0,
+    };
+
+    let duration = check.duration("duration", &raw.duration)?;
+    if duration.div_f64(time_scale) < MIN_RUN_DURATION {
+        return Err(check.error(
+            "duration",
+            raw.duration.span(),
+            format!(
+                "{} divided by time_scale {time_scale} is shorter than {}",
+                raw.duration.get_ref(),
+                humantime::format_duration(MIN_RUN_DURATION)
+            ),
+        ));
+    }
+    let warmup = match &raw.warmup {
+        Some(warmup) => {
+            let v = check.duration("warmup", warmup)?;
+            if v >= duration {
+                return Err(check.error(
+                    "warmup",
+                    warmup.span(),
+                    format!(
+                        "{} is not shorter than duration {}",
+                        warmup.get_ref(),
+                        raw.duration.get_ref()
+                    ),
+                ));
+            }
+            v
+        }
+        None => Duration::ZERO,
+    };
+
+    let load = load(&check, raw.load.get_ref())?;
+    let fault = match &raw.fault {
+        Some(fault) => self::fault(&check, fault.get_ref())?,
+        // No [fault]: one level, no injection.
+        None => FaultSpec {
+            target: "payment".into(),
+            kinds: vec![FaultKind::Error { status: 500 }],
+            rates: vec![0.0],
+            match_rule: MatchRule::default(),
+            lease: DEFAULT_LEASE,
+        },
+    };
+    let breaker = match &raw.breaker {
+        Some(breaker) => self::breaker(&check, breaker.get_ref())?,
+        None => BreakerSpec {
+            modes: vec![BreakerMode::Enforce],
+            config: toml::Table::new(),
+        },
+    };
+    let stop = match &raw.stop {
+        Some(stop) => Some(self::stop(&check, stop.get_ref())?),
+        None => None,
+    };
+
+    let mut targets = BTreeMap::new();
+    for (key, url) in raw.targets.iter().flatten() {
+        let service = key.get_ref().as_str();
+        if service != AGENT_TARGET && !SERVICE_NAMES.contains(&service) {
+            return Err(check.error(
+                &format!("targets.{service}"),
+                key.span(),
+                format!(
+                    "unknown target `{service}`; known: {}, {AGENT_TARGET}",
+                    SERVICE_NAMES.join(", ")
+                ),
+            ));
+        }
+        let value = url.get_ref().trim_end_matches('/');
+        let valid = value
+            .strip_prefix("http://")
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'));
+        if !valid {
+            return Err(check.error(
+                &format!("targets.{service}"),
+                url.span(),
+                format!("`{value}` is not a base URL like \"http://127.0.0.1:8080\""),
+            ));
+        }
+        targets.insert(service.to_owned(), value.to_owned());
+    }
+
+    Ok(ExperimentSpec {
+        name,
+        rounds,
+        duration,
+        warmup,
+        time_scale,
+        order: raw.order.unwrap_or_default(),
+        seed: raw.seed.unwrap_or(0),
+        load,
+        fault,
+        breaker,
+        stop,
+        targets,
+        source: source.to_owned(),
+    })
+}
+
+fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
+    let users = *raw.users.get_ref();
+    if users == 0 || users > MAX_USERS {
+        return Err(check.error(
+            "load.users",
+            raw.users.span(),
+            format!("{users} is not between 1 and {MAX_USERS}"),
+        ));
+    }
+    let think_time = match &raw.think_time {
+        Some(range) => {
+            let [min, max] = range.get_ref().as_slice() else {
+                return Err(check.error(
+                    "load.think_time",
+                    range.span(),
+                    "must be [min, max], e.g. [\"1s\", \"10s\"]",
+                ));
+            };
+            let min_value = check.duration("load.think_time[0]", min)?;
+            let max_value = check.duration("load.think_time[1]", max)?;
+            if min_value > max_value {
+                return Err(check.error(
+                    "load.think_time",
+                    range.span(),
+                    format!(
+                        "minimum {} is above maximum {}",
+                        min.get_ref(),
+                        max.get_ref()
+                    ),
+                ));
+            }
+            (min_value, max_value)
+        }
+        None => (Duration::from_secs(1), Duration::from_secs(10)),
+    };
+    let rate = match &raw.rate {
+        Some(rate) => {
+            let v = *rate.get_ref();
+            if !(v.is_finite() && v > 0.0) {
+                return Err(check.error(
+                    "load.rate",
+                    rate.span(),
+                    format!("{v} is not a positive number of tasks per second"),
+                ));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let timeout = match &raw.timeout {
+        Some(timeout) => {
+            let v = check.duration("load.timeout", timeout)?;
+            if v.is_zero() {
+                return Err(check.error("load.timeout", timeout.span(), "must be above zero"));
+            }
+            v
+        }
+        None => DEFAULT_TIMEOUT,
+    };
+    Ok(LoadSpec {
+        users,
+        think_time,
+        mix: raw.mix.unwrap_or_default(),
+        rate,
+        timeout,
+    })
+}
+
+fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
+    let target = raw.target.get_ref().as_str();
+    if !SERVICE_NAMES.contains(&target) {
+        return Err(check.error(
+            "fault.target",
+            raw.target.span(),
+            format!(
+                "unknown target `{target}`; known: {}",
+                SERVICE_NAMES.join(", ")
+            ),
+        ));
+    }
+
+    let names: Vec<Spanned<FaultKindName>> = match (&raw.kind, &raw.kinds) {
+        (Some(_), Some(kinds)) => {
+            return Err(check.error(
+                "fault.kinds",
+                kinds.span(),
+                "give either `kind` or `kinds`, not both",
+            ));
+        }
+        (Some(kind), None) => vec![kind.clone()],
+        (None, Some(kinds)) => {
+            if kinds.get_ref().is_empty() {
+                return Err(check.error("fault.kinds", kinds.span(), "must not be empty"));
+            }
+            kinds.get_ref().clone()
+        }
+        (None, None) => vec![Spanned::new(0..0, FaultKindName::Error)],
+    };
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].iter().any(|n| n.get_ref() == name.get_ref()) {
+            return Err(check.error(
+                &format!("fault.kinds[{i}]"),
+                name.span(),
+                format!("`{}` is listed twice", name.get_ref().as_str()),
+            ));
+        }
+    }
+    let has = |kind: FaultKindName| names.iter().any(|n| *n.get_ref() == kind);
+
+    let status = match &raw.status {
+        Some(status) => {
+            let v = *status.get_ref();
+            if !(400..=599).contains(&v) {
+                return Err(check.error(
+                    "fault.status",
+                    status.span(),
+                    format!("{v} is not an HTTP error status (400 to 599)"),
+                ));
+            }
+            if !has(FaultKindName::Error) {
+                return Err(check.error(
+                    "fault.status",
+                    status.span(),
+                    "only used by kind \"error\"",
+                ));
+            }
+            v
+        }
+        None => 500,
+    };
+    let delay = match &raw.delay {
+        Some(delay) => {
+            if !has(FaultKindName::Delay) {
+                return Err(check.error(
+                    "fault.delay",
+                    delay.span(),
+                    "only used by kind \"delay\"",
+                ));
+            }
+            let v = check.duration("fault.delay", delay)?;
+            if v.is_zero() {
+                return Err(check.error("fault.delay", delay.span(), "must be above zero"));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let jitter = match &raw.jitter {
+        Some(jitter) => {
+            if !has(FaultKindName::Delay) {
+                return Err(check.error(
+                    "fault.jitter",
+                    jitter.span(),
+                    "only used by kind \"delay\"",
+                ));
+            }
+            check.duration("fault.jitter", jitter)?
+        }
+        None => Duration::ZERO,
+    };
+
+    let mut kinds = Vec::with_capacity(names.len());
+    for name in &names {
+        kinds.push(match name.get_ref() {
+            FaultKindName::Error => FaultKind::Error { status },
+            FaultKindName::Hang => FaultKind::Hang,
+            FaultKindName::Reset => FaultKind::Reset,
+            FaultKindName::Delay => {
+                let Some(delay) = delay else {
+                    return Err(check.error(
+                        "fault.delay",
+                        name.span(),
+                        "kind \"delay\" needs `delay` (e.g. \"500ms\")",
+                    ));
+                };
+                FaultKind::Delay { delay, jitter }
+            }
+        });
+    }
+
+    if raw.rates.get_ref().is_empty() {
+        return Err(check.error("fault.rates", raw.rates.span(), "must not be empty"));
+    }
+    let mut rates = Vec::with_capacity(raw.rates.get_ref().len());
+    for (i, rate) in raw.rates.get_ref().iter().enumerate() {
+        let field = format!("fault.rates[{i}]");
+        let v = check.fraction(&field, rate)?;
+        if rates.contains(&v) {
+            return Err(check.error(&field, rate.span(), format!("{v} is listed twice")));
+        }
+        rates.push(v);
+    }
+
+    let match_rule = raw
+        .match_rule
+        .as_ref()
+        .map(|rule| rule.get_ref().clone())
+        .unwrap_or_default();
+    if let Some(prefix) = &match_rule.path_prefix {
+        if !prefix.starts_with('/') {
+            let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
+            return Err(check.error(
+                "fault.match.path_prefix",
+                span,
+                format!("`{prefix}` must start with /"),
+            ));
+        }
+    }
+
+    let lease = match &raw.lease {
+        Some(lease) => {
+            let v = check.duration("fault.lease", lease)?;
+            if v < Duration::from_secs(1) {
+                return Err(check.error(
+                    "fault.lease",
+                    lease.span(),
+                    "must be at least 1s (it is renewed at a third of its length)",
+                ));
+            }
+            v
+        }
+        None => DEFAULT_LEASE,
+    };
+
+    Ok(FaultSpec {
+        target: target.to_owned(),
+        kinds,
+        rates,
+        match_rule,
+        lease,
+    })
+}
+
+fn breaker(check: &Checker<'_>, raw: &RawBreaker) -> Result<BreakerSpec, SpecError> {
+    if raw.modes.get_ref().is_empty() {
+        return Err(check.error("breaker.modes", raw.modes.span(), "must not be empty"));
+    }
+    let mut modes = Vec::new();
+    for (i, mode) in raw.modes.get_ref().iter().enumerate() {
+        if modes.contains(mode.get_ref()) {
+            return Err(check.error(
+                &format!("breaker.modes[{i}]"),
+                mode.span(),
+                format!("`{}` is listed twice", mode.get_ref().as_str()),
+            ));
+        }
+        modes.push(*mode.get_ref());
+    }
+    let mut config = toml::Table::new();
+    for (key, section) in [
+        ("trip", &raw.trip),
+        ("open", &raw.open),
+        ("half_open", &raw.half_open),
+    ] {
+        if let Some(section) = section {
+            config.insert(key.into(), toml::Value::Table(section.clone()));
+        }
+    }
+    Ok(BreakerSpec { modes, config })
+}
+
+fn stop(check: &Checker<'_>, raw: &RawStop) -> Result<StopSpec, SpecError> {
+    let availability_below = match &raw.availability_below {
+        Some(v) => Some(check.fraction("stop.availability_below", v)?),
+        None => None,
+    };
+    let window = match &raw.window {
+        Some(window) => {
+            let v = check.duration("stop.window", window)?;
+            if v < Duration::from_secs(1) {
+                return Err(check.error("stop.window", window.span(), "must be at least 1s"));
+            }
+            v
+        }
+        None => DEFAULT_STOP_WINDOW,
+    };
+    Ok(StopSpec {
+        availability_below,
+        window,
+    })
+}

@@ -1,0 +1,349 @@
+//! Spec parsing, validation and matrix expansion tests.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use super::*;
+
+const MINIMAL: &str = r#"
+name = "t"
+duration = "10s"
+
+[load]
+users = 2
+"#;
+
+fn experiments_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments")
+}
+
+/// Parses `source`, expecting an error; returns (field, line).
+fn error_of(source: &str) -> (String, usize, String) {
+    let error = ExperimentSpec::parse(source).expect_err("spec should be rejected");
+    let message = error.to_string();
+    (
+        error.field().unwrap_or("<none>").to_owned(),
+        error.line().unwrap_or(0),
+        message,
+    )
+}
+
+#[test]
+fn every_shipped_experiment_parses() {
+    let mut parsed = 0;
+    for entry in std::fs::read_dir(experiments_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "toml") {
+            let spec = ExperimentSpec::from_file(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!spec.plan().is_empty(), "{}", path.display());
+            parsed += 1;
+        }
+    }
+    assert!(parsed >= 3, "expected the seed study, the hang variant and the smoke test");
+}
+
+#[test]
+fn seed_study_has_the_published_design() {
+    let spec = ExperimentSpec::from_file(experiments_dir().join("payment-errors.toml")).unwrap();
+    assert_eq!(spec.rounds, 15);
+    assert_eq!(spec.duration, Duration::from_secs(30 * 60));
+    assert_eq!(spec.warmup, Duration::from_secs(5 * 60));
+    assert_eq!(spec.load.users, 100);
+    assert_eq!(
+        spec.load.think_time,
+        (Duration::from_secs(1), Duration::from_secs(10))
+    );
+    assert_eq!(spec.fault.target, "payment");
+    assert_eq!(spec.fault.kinds, vec![FaultKind::Error { status: 500 }]);
+    assert_eq!(spec.fault.rates, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    assert_eq!(
+        spec.breaker.modes,
+        vec![BreakerMode::Disabled, BreakerMode::Enforce]
+    );
+    assert_eq!(spec.conditions().len(), 10);
+    assert_eq!(spec.plan().len(), 150);
+    let config = spec.breaker.config_for(BreakerMode::Enforce);
+    assert_eq!(config["mode"].as_str(), Some("enforce"));
+    assert_eq!(config["trip"]["consecutive_failures"].as_integer(), Some(5));
+}
+
+#[test]
+fn smoke_experiment_takes_about_a_minute() {
+    let spec = ExperimentSpec::from_file(experiments_dir().join("smoke.toml")).unwrap();
+    let total: Duration = spec
+        .plan()
+        .iter()
+        .map(|_| spec.run_warmup() + spec.run_duration())
+        .sum();
+    assert!(total <= Duration::from_secs(70), "{total:?}");
+    assert!(total >= Duration::from_secs(30), "{total:?}");
+}
+
+#[test]
+fn hang_variant_uses_hang_faults() {
+    let spec = ExperimentSpec::from_file(experiments_dir().join("payment-hang.toml")).unwrap();
+    assert_eq!(spec.fault.kinds, vec![FaultKind::Hang]);
+    assert_eq!(spec.fault.match_rule.path_prefix.as_deref(), Some("/charge"));
+}
+
+#[test]
+fn minimal_spec_takes_defaults() {
+    let spec = ExperimentSpec::parse(MINIMAL).unwrap();
+    assert_eq!(spec.rounds, 1);
+    assert_eq!(spec.time_scale, 1.0);
+    assert_eq!(spec.order, Order::Randomized);
+    assert_eq!(spec.warmup, Duration::ZERO);
+    assert_eq!(spec.fault.rates, vec![0.0]);
+    assert_eq!(spec.breaker.modes, vec![BreakerMode::Enforce]);
+    assert_eq!(spec.source, MINIMAL);
+}
+
+#[test]
+fn time_scale_divides_durations_and_think_time() {
+    let spec = ExperimentSpec::parse(
+        r#"
+name = "t"
+duration = "30m"
+warmup = "5m"
+time_scale = 30
+[load]
+users = 1
+think_time = ["1s", "10s"]
+"#,
+    )
+    .unwrap();
+    assert_eq!(spec.run_duration(), Duration::from_secs(60));
+    assert_eq!(spec.run_warmup(), Duration::from_secs(10));
+    assert_eq!(
+        spec.think_time(),
+        (
+            Duration::from_secs(1).div_f64(30.0),
+            Duration::from_secs(10).div_f64(30.0)
+        )
+    );
+}
+
+#[test]
+fn unknown_field_after_a_table_header_belongs_to_the_table() {
+    let (field, line, message) = error_of(&format!("{MINIMAL}bogus = 1\n"));
+    assert_eq!(field, "load.bogus", "{message}");
+    assert_eq!(line, 7, "{message}");
+    assert!(message.contains("unknown field"), "{message}");
+}
+
+#[test]
+fn unknown_field_in_a_table_names_table_and_key() {
+    let source = "name = \"t\"\nduration = \"10s\"\n\n[load]\nusers = 2\nthinktime = [\"1s\", \"2s\"]\n";
+    let (field, line, message) = error_of(source);
+    assert_eq!(field, "load.thinktime", "{message}");
+    assert_eq!(line, 6, "{message}");
+}
+
+#[test]
+fn unknown_field_before_any_table() {
+    let source = "name = \"t\"\ndurration = \"10s\"\n[load]\nusers = 2\n";
+    let (field, line, message) = error_of(source);
+    assert_eq!(field, "durration", "{message}");
+    assert_eq!(line, 2, "{message}");
+}
+
+#[test]
+fn unknown_field_in_an_inline_table() {
+    let source = format!(
+        "{MINIMAL}[fault]\ntarget = \"payment\"\nrates = [1.0]\nmatch = {{ methd = \"POST\" }}\n"
+    );
+    let (field, line, message) = error_of(&source);
+    assert_eq!(field, "fault.match.methd", "{message}");
+    assert_eq!(line, 10, "{message}");
+}
+
+#[test]
+fn zero_users_is_impossible() {
+    let (field, line, _) = error_of("name = \"t\"\nduration = \"10s\"\n[load]\nusers = 0\n");
+    assert_eq!((field.as_str(), line), ("load.users", 4));
+}
+
+#[test]
+fn negative_users_is_a_type_error_naming_the_field() {
+    let (field, line, message) = error_of("name = \"t\"\nduration = \"10s\"\n[load]\nusers = -3\n");
+    assert_eq!((field.as_str(), line), ("load.users", 4), "{message}");
+}
+
+#[test]
+fn rate_out_of_range_names_the_element() {
+    let source = format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nrates = [0.0, 1.5]\n");
+    let (field, line, message) = error_of(&source);
+    assert_eq!((field.as_str(), line), ("fault.rates[1]", 10), "{message}");
+}
+
+#[test]
+fn unknown_fault_target_is_rejected() {
+    let source = format!("{MINIMAL}\n[fault]\ntarget = \"paymnet\"\nrates = [0.5]\n");
+    let (field, line, message) = error_of(&source);
+    assert_eq!((field.as_str(), line), ("fault.target", 9), "{message}");
+    assert!(message.contains("paymnet"), "{message}");
+}
+
+#[test]
+fn unknown_external_target_is_rejected() {
+    let source = format!("{MINIMAL}\n[targets]\nfrontned = \"http://127.0.0.1:1\"\n");
+    let (field, line, message) = error_of(&source);
+    assert_eq!((field.as_str(), line), ("targets.frontned", 9), "{message}");
+}
+
+#[test]
+fn bad_target_url_is_rejected() {
+    let source = format!("{MINIMAL}\n[targets]\nfrontend = \"ftp://x\"\n");
+    let (field, _, message) = error_of(&source);
+    assert_eq!(field, "targets.frontend", "{message}");
+}
+
+#[test]
+fn bad_duration_names_field() {
+    let (field, line, message) = error_of("name = \"t\"\nduration = \"ten seconds\"\n[load]\nusers = 1\n");
+    assert_eq!((field.as_str(), line), ("duration", 2), "{message}");
+}
+
+#[test]
+fn warmup_must_be_shorter_than_duration() {
+    let (field, line, _) =
+        error_of("name = \"t\"\nduration = \"10s\"\nwarmup = \"10s\"\n[load]\nusers = 1\n");
+    assert_eq!((field.as_str(), line), ("warmup", 3));
+}
+
+#[test]
+fn scaled_duration_below_a_second_is_rejected() {
+    let (field, _, _) =
+        error_of("name = \"t\"\nduration = \"10s\"\ntime_scale = 100\n[load]\nusers = 1\n");
+    assert_eq!(field, "duration");
+}
+
+#[test]
+fn zero_time_scale_is_rejected() {
+    let (field, line, _) =
+        error_of("name = \"t\"\nduration = \"10s\"\ntime_scale = 0.0\n[load]\nusers = 1\n");
+    assert_eq!((field.as_str(), line), ("time_scale", 3));
+}
+
+#[test]
+fn think_time_min_above_max_is_rejected() {
+    let (field, line, _) = error_of(
+        "name = \"t\"\nduration = \"10s\"\n[load]\nusers = 1\nthink_time = [\"5s\", \"1s\"]\n",
+    );
+    assert_eq!((field.as_str(), line), ("load.think_time", 5));
+}
+
+#[test]
+fn delay_kind_needs_a_delay() {
+    let source = format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nkind = \"delay\"\nrates = [0.5]\n");
+    let (field, _, message) = error_of(&source);
+    assert_eq!(field, "fault.delay", "{message}");
+}
+
+#[test]
+fn status_outside_error_range_is_rejected() {
+    let source = format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nstatus = 200\nrates = [0.5]\n");
+    let (field, line, _) = error_of(&source);
+    assert_eq!((field.as_str(), line), ("fault.status", 10));
+}
+
+#[test]
+fn unknown_breaker_mode_names_field() {
+    let source = format!("{MINIMAL}\n[breaker]\nmodes = [\"enforce\", \"sometimes\"]\n");
+    let (field, line, message) = error_of(&source);
+    assert_eq!(line, 9, "{message}");
+    assert!(field.starts_with("breaker.modes"), "{field}: {message}");
+}
+
+#[test]
+fn duplicate_breaker_mode_is_rejected() {
+    let source = format!("{MINIMAL}\n[breaker]\nmodes = [\"enforce\", \"enforce\"]\n");
+    let (field, _, _) = error_of(&source);
+    assert_eq!(field, "breaker.modes[1]");
+}
+
+#[test]
+fn missing_required_field_is_named() {
+    let (field, _, message) = error_of("name = \"t\"\n[load]\nusers = 1\n");
+    assert!(field.ends_with("duration"), "{field}: {message}");
+}
+
+#[test]
+fn syntax_error_gives_a_line() {
+    let error = ExperimentSpec::parse("name = \"t\nduration = 1\n").unwrap_err();
+    assert_eq!(error.line(), Some(1), "{error}");
+}
+
+#[test]
+fn matrix_crosses_kinds_rates_and_modes() {
+    let spec = ExperimentSpec::parse(&format!(
+        "{MINIMAL}rate = 5.0\n[fault]\ntarget = \"payment\"\nkinds = [\"error\", \"delay\"]\ndelay = \"200ms\"\nrates = [0.1, 0.9]\n[breaker]\nmodes = [\"shadow\", \"enforce\"]\n"
+    ))
+    .unwrap();
+    let conditions = spec.conditions();
+    assert_eq!(conditions.len(), 2 * 2 * 2);
+    let distinct: BTreeSet<String> = conditions.iter().map(Condition::label).collect();
+    assert_eq!(distinct.len(), 8, "{distinct:?}");
+    assert!(distinct.contains("delay 200ms @ 90% / shadow"), "{distinct:?}");
+    for (i, condition) in conditions.iter().enumerate() {
+        assert_eq!(condition.index, i);
+    }
+}
+
+#[test]
+fn randomized_plan_holds_each_condition_once_per_round_and_is_reproducible() {
+    let spec = ExperimentSpec::from_file(experiments_dir().join("payment-errors.toml")).unwrap();
+    let plan = spec.plan();
+    let conditions = spec.conditions().len();
+    let mut orders = BTreeSet::new();
+    for round in 0..spec.rounds {
+        let in_round: Vec<usize> = plan
+            .iter()
+            .filter(|run| run.round == round)
+            .map(|run| run.condition.index)
+            .collect();
+        let distinct: BTreeSet<usize> = in_round.iter().copied().collect();
+        assert_eq!(distinct.len(), conditions);
+        assert_eq!(in_round.len(), conditions);
+        orders.insert(in_round);
+    }
+    // 15 shuffles of 10 conditions: all equal would mean no shuffle at all.
+    assert!(orders.len() > 10, "only {} distinct orders", orders.len());
+    assert_eq!(plan, spec.plan(), "same seed, same plan");
+    for (i, run) in plan.iter().enumerate() {
+        assert_eq!(run.sequence, i);
+    }
+
+    let mut other_seed = spec.clone();
+    other_seed.seed += 1;
+    assert_ne!(plan, other_seed.plan());
+}
+
+#[test]
+fn fixed_order_keeps_expansion_order() {
+    let spec = ExperimentSpec::parse(&format!(
+        "order = \"fixed\"\nrounds = 3\n{MINIMAL}[fault]\ntarget = \"payment\"\nrates = [0.0, 0.5, 1.0]\n"
+    ))
+    .unwrap();
+    let indices: Vec<usize> = spec.plan().iter().map(|run| run.condition.index).collect();
+    assert_eq!(indices, vec![0, 1, 2, 0, 1, 2, 0, 1, 2]);
+}
+
+#[test]
+fn shuffle_is_a_permutation() {
+    let mut items: Vec<u32> = (0..100).collect();
+    shuffle_seeded(&mut items, 7);
+    let mut sorted = items.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+    assert_ne!(items, sorted);
+}
+
+#[test]
+fn error_message_names_field_and_line() {
+    let error = ExperimentSpec::parse("name = \"t\"\nduration = \"10s\"\n[load]\nusers = 0\n")
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(message.starts_with("load.users (line 4, column 9)"), "{message}");
+}
