@@ -1,0 +1,307 @@
+//! The control API: an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
+//!
+//! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
+//! checked before the body is even parsed, so a refused request changes nothing. Errors are JSON
+//! [`ErrorBody`] objects naming the field at fault.
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use futures::{Sink, SinkExt, Stream, StreamExt};
+use serde_json::Value;
+use subtle::ConstantTimeEq;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::Agent;
+use crate::agent::AgentError;
+use crate::api::{
+    AgentEvent, ErrorBody, FaultSpec, HaltResponse, SpecError, parse_duration, validate_fault_id,
+};
+
+/// Content type of the Prometheus text exposition format.
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The control router, state bound.
+pub(crate) fn router(agent: Agent) -> Router {
+    Router::new()
+        .route("/_agent/faults", get(list_faults))
+        .route("/_agent/faults/{id}", put(put_fault).delete(delete_fault))
+        .route("/_agent/faults/{id}/renew", post(renew_fault))
+        .route("/_agent/halt", post(halt))
+        .route("/_agent/stream", get(stream_events))
+        .route("/_agent/metrics", get(metrics))
+        .with_state(agent)
+}
+
+/// A refused control request.
+#[derive(Debug)]
+enum ControlError {
+    Unauthorized(&'static str),
+    BadInput { field: String, message: String },
+    NotFound(String),
+}
+
+impl From<SpecError> for ControlError {
+    fn from(error: SpecError) -> Self {
+        ControlError::BadInput {
+            message: error.to_string(),
+            field: error.field,
+        }
+    }
+}
+
+impl From<AgentError> for ControlError {
+    fn from(error: AgentError) -> Self {
+        match error {
+            AgentError::InvalidSpec(error) => error.into(),
+            AgentError::LeaseOverCap { .. } => ControlError::BadInput {
+                field: "lease".into(),
+                message: error.to_string(),
+            },
+            AgentError::NotFound { .. } => ControlError::NotFound(error.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ControlError {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            ControlError::Unauthorized(message) => (
+                StatusCode::UNAUTHORIZED,
+                ErrorBody {
+                    error: message.into(),
+                    field: None,
+                },
+            ),
+            ControlError::BadInput { field, message } => (
+                StatusCode::BAD_REQUEST,
+                ErrorBody {
+                    error: message,
+                    field: Some(field),
+                },
+            ),
+            ControlError::NotFound(message) => (
+                StatusCode::NOT_FOUND,
+                ErrorBody {
+                    error: message,
+                    field: Some("id".into()),
+                },
+            ),
+        };
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Checks `Authorization: Bearer <token>` against the agent's token in constant time (only the length of the
+/// token can leak through timing).
+fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), ControlError> {
+    let Some(expected) = agent.config().token.as_deref() else {
+        return Err(ControlError::Unauthorized(
+            "this agent has no token configured, so every mutation is refused",
+        ));
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
+        .ok_or(ControlError::Unauthorized(
+            "missing bearer token (Authorization: Bearer <token>)",
+        ))?;
+    if bool::from(presented.ct_eq(expected.as_bytes())) {
+        Ok(())
+    } else {
+        Err(ControlError::Unauthorized("wrong bearer token"))
+    }
+}
+
+async fn list_faults(State(agent): State<Agent>) -> impl IntoResponse {
+    Json(agent.faults())
+}
+
+async fn put_fault(
+    State(agent): State<Agent>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ControlError> {
+    authorize(&agent, &headers)?;
+    validate_fault_id(&id)?;
+    let spec = FaultSpec::from_json_slice(&body)?;
+    let outcome = agent.put(&id, spec)?;
+    let status = if outcome.replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(outcome.view)).into_response())
+}
+
+async fn renew_fault(
+    State(agent): State<Agent>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ControlError> {
+    authorize(&agent, &headers)?;
+    let lease = parse_renew_body(&body)?;
+    let view = agent.renew(&id, lease)?;
+    Ok(Json(view).into_response())
+}
+
+/// An empty body, or `{"lease": "<duration>"}`.
+fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, SpecError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| SpecError::new("body", format!("malformed JSON: {error}")))?;
+    let Value::Object(mut object) = value else {
+        return Err(SpecError::new("body", "expected a JSON object"));
+    };
+    let lease = match object.remove("lease") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(
+            parse_duration(&text).map_err(|error| SpecError::new("lease", error.to_string()))?,
+        ),
+        Some(_) => {
+            return Err(SpecError::new(
+                "lease",
+                "expected a duration string such as \"30s\"",
+            ));
+        }
+    };
+    if let Some(unknown) = object.keys().next() {
+        return Err(SpecError::new(
+            unknown.clone(),
+            "unknown field, expected lease",
+        ));
+    }
+    Ok(lease)
+}
+
+async fn delete_fault(
+    State(agent): State<Agent>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ControlError> {
+    authorize(&agent, &headers)?;
+    agent.remove(&id)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn halt(
+    State(agent): State<Agent>,
+    headers: HeaderMap,
+) -> Result<Json<HaltResponse>, ControlError> {
+    authorize(&agent, &headers)?;
+    Ok(Json(HaltResponse {
+        removed: agent.halt(),
+    }))
+}
+
+pub(crate) async fn metrics(State(agent): State<Agent>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)],
+        agent.render_metrics(),
+    )
+}
+
+async fn stream_events(State(agent): State<Agent>, upgrade: WebSocketUpgrade) -> Response {
+    // Subscribe before the handshake completes so nothing between the 101 and the first send is missed.
+    let events = agent.subscribe();
+    upgrade.on_upgrade(move |socket: WebSocket| async move {
+        let (outgoing, incoming) = socket.split();
+        let outgoing = outgoing
+            .with(|text: String| async move { Ok::<_, axum::Error>(Message::Text(text.into())) });
+        let incoming = incoming.take_while(|message| {
+            std::future::ready(
+                matches!(message, Ok(message) if !matches!(message, Message::Close(_))),
+            )
+        });
+        forward_events(events, Box::pin(outgoing), Box::pin(incoming)).await;
+    })
+}
+
+/// Sends each event as one JSON text until the client goes away (`incoming` ends) or the agent is dropped.
+/// Generic over the transport so tests can drive it with channels.
+pub(crate) async fn forward_events<Outgoing, Incoming>(
+    mut events: broadcast::Receiver<AgentEvent>,
+    mut outgoing: Outgoing,
+    mut incoming: Incoming,
+) where
+    Outgoing: Sink<String> + Unpin,
+    Incoming: Stream + Unpin,
+{
+    loop {
+        let event = tokio::select! {
+            received = events.recv() => match received {
+                Ok(event) => event,
+                Err(RecvError::Lagged(missed)) => AgentEvent::Lagged { missed },
+                Err(RecvError::Closed) => return,
+            },
+            message = incoming.next() => match message {
+                Some(_) => continue,
+                None => return,
+            },
+        };
+        let Ok(text) = serde_json::to_string(&event) else {
+            continue;
+        };
+        if outgoing.send(text).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::channel::mpsc;
+
+    #[tokio::test]
+    async fn forward_events_sends_json_and_stops_when_the_client_leaves() {
+        let agent = Agent::new(crate::AgentConfig::default());
+        let (out_sender, mut out_receiver) = mpsc::unbounded::<String>();
+        let (in_sender, in_receiver) = mpsc::unbounded::<()>();
+        let pump = tokio::spawn(forward_events(agent.subscribe(), out_sender, in_receiver));
+        agent.put("f1", FaultSpec::error(500, 1.0)).unwrap();
+        agent.remove("f1").unwrap();
+        let applied: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        assert_eq!(applied["event"], "applied");
+        assert_eq!(applied["id"], "f1");
+        let removed: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        assert_eq!(removed["event"], "removed");
+        assert_eq!(removed["reason"], "deleted");
+        drop(in_sender);
+        pump.await.unwrap();
+    }
+
+    #[test]
+    fn renew_bodies_are_checked() {
+        assert_eq!(parse_renew_body(b"").unwrap(), None);
+        assert_eq!(
+            parse_renew_body(br#"{"lease":"5s"}"#).unwrap(),
+            Some(std::time::Duration::from_secs(5))
+        );
+        assert_eq!(
+            parse_renew_body(br#"{"lease":5}"#).unwrap_err().field,
+            "lease"
+        );
+        assert_eq!(
+            parse_renew_body(br#"{"leese":"5s"}"#).unwrap_err().field,
+            "leese"
+        );
+        assert_eq!(parse_renew_body(b"{").unwrap_err().field, "body");
+    }
+}

@@ -1,0 +1,189 @@
+//! [`ResponseFuture`]: the future of one request through a [`super::FaultService`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+use tower_service::Service;
+
+use super::body::{AbortReason, FaultBody};
+
+/// Header naming the fault kind on every answer the agent made up itself.
+pub const INJECTED_HEADER: &str = "x-tolerant-injected";
+
+/// An answer decided without calling the wrapped service.
+#[derive(Debug)]
+pub(crate) enum MadeUpAnswer {
+    Error { status: StatusCode, body: Bytes },
+    Abort(AbortReason),
+}
+
+impl MadeUpAnswer {
+    fn into_response<B>(self) -> Response<FaultBody<B>> {
+        match self {
+            MadeUpAnswer::Error { status, body } => {
+                let has_body = !body.is_empty();
+                let mut response = Response::new(FaultBody::injected(body));
+                *response.status_mut() = status;
+                let headers = response.headers_mut();
+                headers.insert(INJECTED_HEADER, HeaderValue::from_static("error"));
+                if has_body {
+                    headers.insert(
+                        http::header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; charset=utf-8"),
+                    );
+                }
+                response
+            }
+            MadeUpAnswer::Abort(reason) => {
+                let mut response = Response::new(FaultBody::Aborted { reason });
+                *response.status_mut() = StatusCode::BAD_GATEWAY;
+                let kind = match reason {
+                    AbortReason::Reset => "reset",
+                    AbortReason::HoldCapReached => "hang",
+                };
+                response
+                    .headers_mut()
+                    .insert(INJECTED_HEADER, HeaderValue::from_static(kind));
+                response
+            }
+        }
+    }
+}
+
+/// Counts a request as held while it lives (the `requests held` gauge).
+#[derive(Debug)]
+pub(crate) struct HeldRequest {
+    held: Arc<AtomicU64>,
+}
+
+impl HeldRequest {
+    pub(crate) fn new(held: Arc<AtomicU64>) -> Self {
+        held.fetch_add(1, Ordering::Relaxed);
+        HeldRequest { held }
+    }
+}
+
+impl Drop for HeldRequest {
+    fn drop(&mut self) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pin_project! {
+    /// Future of [`super::FaultService`].
+    pub struct ResponseFuture<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        #[pin]
+        state: State<S, ReqBody>,
+    }
+}
+
+pin_project! {
+    #[project = StateProjection]
+    enum State<S, ReqBody>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        /// Passed through: waiting for the wrapped service.
+        Called { #[pin] future: S::Future },
+        /// A `delay` fault: sleeping, then the request goes to `service` (already ready).
+        Delaying {
+            #[pin]
+            sleep: Sleep,
+            service: Option<S>,
+            request: Option<Request<ReqBody>>,
+        },
+        /// A `hang` fault: held until the client gives up (the future is dropped) or the hold cap.
+        Holding { #[pin] sleep: Sleep, held: HeldRequest },
+        /// An answer made up by the agent, handed out on the first poll.
+        Answered { answer: Option<MadeUpAnswer> },
+    }
+}
+
+impl<S, ReqBody> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>>,
+{
+    pub(crate) fn called(future: S::Future) -> Self {
+        ResponseFuture {
+            state: State::Called { future },
+        }
+    }
+
+    pub(crate) fn delaying(sleep: Sleep, service: S, request: Request<ReqBody>) -> Self {
+        ResponseFuture {
+            state: State::Delaying {
+                sleep,
+                service: Some(service),
+                request: Some(request),
+            },
+        }
+    }
+
+    pub(crate) fn holding(sleep: Sleep, held: HeldRequest) -> Self {
+        ResponseFuture {
+            state: State::Holding { sleep, held },
+        }
+    }
+
+    pub(crate) fn answered(answer: MadeUpAnswer) -> Self {
+        ResponseFuture {
+            state: State::Answered {
+                answer: Some(answer),
+            },
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> Future for ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+{
+    type Output = Result<Response<FaultBody<ResBody>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            match state.as_mut().project() {
+                StateProjection::Called { future } => {
+                    let response = ready!(future.poll(context))?;
+                    return Poll::Ready(Ok(response.map(|inner| FaultBody::Passed { inner })));
+                }
+                StateProjection::Delaying {
+                    sleep,
+                    service,
+                    request,
+                } => {
+                    ready!(sleep.poll(context));
+                    let (Some(mut service), Some(request)) = (service.take(), request.take())
+                    else {
+                        panic!("ResponseFuture polled after the delayed request was sent");
+                    };
+                    let future = service.call(request);
+                    state.set(State::Called { future });
+                }
+                StateProjection::Holding { sleep, .. } => {
+                    ready!(sleep.poll(context));
+                    state.set(State::Answered {
+                        answer: Some(MadeUpAnswer::Abort(AbortReason::HoldCapReached)),
+                    });
+                }
+                StateProjection::Answered { answer } => {
+                    let answer = answer
+                        .take()
+                        .expect("ResponseFuture polled after completion");
+                    return Poll::Ready(Ok(answer.into_response()));
+                }
+            }
+        }
+    }
+}
