@@ -1,3 +1,4 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod load;
 pub mod spec;

@@ -16,7 +16,10 @@ impl Location {
         let offset = offset.min(source.len());
         let before = &source[..offset];
         let line = before.matches('\n').count() + 1;
-        let column = before.rfind('\n').map_or(offset, |newline| offset - newline - 1) + 1;
+        let column = before
+            .rfind('\n')
+            .map_or(offset, |newline| offset - newline - 1)
+            + 1;
         Location { line, column }
     }
 }
@@ -109,7 +112,9 @@ impl SpecError {
 fn field_path_at(source: &str, span: Range<usize>, message: &str) -> Option<String> {
     let start = span.start.min(source.len());
     let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+    let line_end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |i| start + i);
     let line = source[line_start..line_end].trim();
 
     // A missing field is reported against the table that lacks it.
@@ -127,9 +132,11 @@ fn field_path_at(source: &str, span: Range<usize>, message: &str) -> Option<Stri
             .map(|key| key.trim().trim_matches('"').to_owned())
             .filter(|key| !key.is_empty())
     };
-    let header = line
-        .starts_with('[')
-        .then(|| line.trim_matches(|c| c == '[' || c == ']').trim().to_owned());
+    let header = line.starts_with('[').then(|| {
+        line.trim_matches(|c| c == '[' || c == ']')
+            .trim()
+            .to_owned()
+    });
 
     // An unknown field's span is the key itself.
     let unknown = message
@@ -174,5 +181,9 @@ fn enclosing_table(source: &str, offset: usize) -> Option<String> {
         .rev()
         .map(str::trim)
         .find(|line| line.starts_with('['))
-        .map(|line| line.trim_matches(|c| c == '[' || c == ']').trim().to_owned())
+        .map(|line| {
+            line.trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_owned()
+        })
 }

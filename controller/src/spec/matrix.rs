@@ -25,7 +25,9 @@ impl Condition {
         let fault = match self.fault {
             FaultKind::Error { status } => format!("error {status}"),
             FaultKind::Hang => "hang".to_owned(),
-            FaultKind::Delay { delay, .. } => format!("delay {}", humantime::format_duration(delay)),
+            FaultKind::Delay { delay, .. } => {
+                format!("delay {}", humantime::format_duration(delay))
+            }
             FaultKind::Reset => "reset".to_owned(),
         };
         format!(

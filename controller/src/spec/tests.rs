@@ -40,7 +40,10 @@ fn every_shipped_experiment_parses() {
             parsed += 1;
         }
     }
-    assert!(parsed >= 3, "expected the seed study, the hang variant and the smoke test");
+    assert!(
+        parsed >= 3,
+        "expected the seed study, the hang variant and the smoke test"
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn smoke_experiment_takes_about_a_minute() {
 fn hang_variant_uses_hang_faults() {
     let spec = ExperimentSpec::from_file(experiments_dir().join("payment-hang.toml")).unwrap();
     assert_eq!(spec.fault.kinds, vec![FaultKind::Hang]);
-    assert_eq!(spec.fault.match_rule.path_prefix.as_deref(), Some("/charge"));
+    assert_eq!(
+        spec.fault.match_rule.path_prefix.as_deref(),
+        Some("/charge")
+    );
 }
 
 #[test]
@@ -134,7 +140,8 @@ fn unknown_field_after_a_table_header_belongs_to_the_table() {
 
 #[test]
 fn unknown_field_in_a_table_names_table_and_key() {
-    let source = "name = \"t\"\nduration = \"10s\"\n\n[load]\nusers = 2\nthinktime = [\"1s\", \"2s\"]\n";
+    let source =
+        "name = \"t\"\nduration = \"10s\"\n\n[load]\nusers = 2\nthinktime = [\"1s\", \"2s\"]\n";
     let (field, line, message) = error_of(source);
     assert_eq!(field, "load.thinktime", "{message}");
     assert_eq!(line, 6, "{message}");
@@ -201,7 +208,8 @@ fn bad_target_url_is_rejected() {
 
 #[test]
 fn bad_duration_names_field() {
-    let (field, line, message) = error_of("name = \"t\"\nduration = \"ten seconds\"\n[load]\nusers = 1\n");
+    let (field, line, message) =
+        error_of("name = \"t\"\nduration = \"ten seconds\"\n[load]\nusers = 1\n");
     assert_eq!((field.as_str(), line), ("duration", 2), "{message}");
 }
 
@@ -236,7 +244,8 @@ fn think_time_min_above_max_is_rejected() {
 
 #[test]
 fn delay_kind_needs_a_delay() {
-    let source = format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nkind = \"delay\"\nrates = [0.5]\n");
+    let source =
+        format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nkind = \"delay\"\nrates = [0.5]\n");
     let (field, _, message) = error_of(&source);
     assert_eq!(field, "fault.delay", "{message}");
 }
@@ -285,7 +294,10 @@ fn matrix_crosses_kinds_rates_and_modes() {
     assert_eq!(conditions.len(), 2 * 2 * 2);
     let distinct: BTreeSet<String> = conditions.iter().map(Condition::label).collect();
     assert_eq!(distinct.len(), 8, "{distinct:?}");
-    assert!(distinct.contains("delay 200ms @ 90% / shadow"), "{distinct:?}");
+    assert!(
+        distinct.contains("delay 200ms @ 90% / shadow"),
+        "{distinct:?}"
+    );
     for (i, condition) in conditions.iter().enumerate() {
         assert_eq!(condition.index, i);
     }
@@ -342,8 +354,11 @@ fn shuffle_is_a_permutation() {
 
 #[test]
 fn error_message_names_field_and_line() {
-    let error = ExperimentSpec::parse("name = \"t\"\nduration = \"10s\"\n[load]\nusers = 0\n")
-        .unwrap_err();
+    let error =
+        ExperimentSpec::parse("name = \"t\"\nduration = \"10s\"\n[load]\nusers = 0\n").unwrap_err();
     let message = error.to_string();
-    assert!(message.starts_with("load.users (line 4, column 9)"), "{message}");
+    assert!(
+        message.starts_with("load.users (line 4, column 9)"),
+        "{message}"
+    );
 }

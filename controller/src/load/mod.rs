@@ -1,0 +1,286 @@
+//! Load driver: virtual users as tokio tasks, each with its own connection and cookies, following a
+//! workload (the Online Boutique mix) with think time (closed model) or at a constant arrival rate
+//! (open model), recording every request into per-endpoint HDR histograms per second and per run.
+//!
+//! Closed model: a user runs a task, thinks (uniform in the think-time range), runs the next one.
+//! A slow response delays the user's next request, which hides latency (coordinated omission).
+//! Open model: every user is paced at `users / rate` seconds per task whatever the responses do, and
+//! a request that took longer than the pace is recorded with `record_correct`, which back-fills the
+//! samples the stall kept from being sent.
+
+mod mix;
+mod outcome;
+mod session;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+pub use mix::{CHECKOUT_FORM, CURRENCIES, PRODUCT_IDS, Step, Task, Workload, endpoint, luhn_valid};
+pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
+pub use session::{CookieJar, Session, Target};
+pub use stats::{
+    EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
+    SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
+};
+
+/// How a load run is driven.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// The frontend (or any HTTP/1.1 server) to load.
+    pub target: SocketAddr,
+    pub workload: Workload,
+    pub users: u32,
+    /// Closed model: uniform think time between a user's tasks (already scaled).
+    pub think_time: (Duration, Duration),
+    /// Open model: tasks per second over all users (replaces think time).
+    pub rate: Option<f64>,
+    /// Per-request client timeout.
+    pub timeout: Duration,
+    /// Time at the start that is recorded per second but left out of the run totals.
+    pub warmup: Duration,
+    /// Measured time after the warmup.
+    pub duration: Duration,
+    /// Seeds every user's random choices (user `i` uses a seed derived from `seed` and `i`).
+    pub seed: u64,
+}
+
+/// One endpoint's figures over the measured part of a run.
+#[derive(Debug, Clone)]
+pub struct EndpointReport {
+    pub name: String,
+    pub stats: EndpointStats,
+}
+
+impl EndpointReport {
+    pub fn summary(&self) -> LatencySummary {
+        LatencySummary::of(&self.stats.latency)
+    }
+}
+
+/// Everything a load run saw.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    /// Per endpoint, measured part only (warmup excluded), in the workload's endpoint order.
+    pub endpoints: Vec<EndpointReport>,
+    /// Closed seconds, warmup included (empty when a second sink was given).
+    pub seconds: Vec<SecondStats>,
+    /// Tasks started per task name (warmup included).
+    pub tasks: Vec<(&'static str, u64)>,
+    /// Length of the measured part.
+    pub measured: Duration,
+}
+
+impl LoadReport {
+    /// Outcomes over every endpoint (measured part).
+    pub fn outcomes(&self) -> OutcomeCounts {
+        let mut total = OutcomeCounts::default();
+        for endpoint in &self.endpoints {
+            total.merge(&endpoint.stats.outcomes);
+        }
+        total
+    }
+
+    /// Successful requests per second over the measured part.
+    pub fn ok_per_second(&self) -> f64 {
+        self.outcomes().ok as f64 / self.measured.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+
+    /// Requests per second, any outcome, over the measured part.
+    pub fn requests_per_second(&self) -> f64 {
+        self.outcomes().total() as f64 / self.measured.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+
+    pub fn endpoint(&self, name: &str) -> Option<&EndpointReport> {
+        self.endpoints.iter().find(|e| e.name == name)
+    }
+}
+
+/// Summary of a report for printing or JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointSummary {
+    pub name: String,
+    pub outcomes: OutcomeCounts,
+    pub latency: LatencySummary,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("load.users: must be at least 1")]
+    NoUsers,
+    #[error("load.rate: {0} is not a positive number of tasks per second")]
+    BadRate(f64),
+    #[error("load.think_time: minimum {min:?} is above maximum {max:?}")]
+    BadThinkTime { min: Duration, max: Duration },
+}
+
+/// Drives load as configured and returns what it saw. Closed seconds go to `seconds_sink` as they
+/// close when one is given (the report then holds no seconds).
+pub async fn run(
+    config: LoadConfig,
+    seconds_sink: Option<SecondSink>,
+) -> Result<LoadReport, LoadError> {
+    if config.users == 0 {
+        return Err(LoadError::NoUsers);
+    }
+    if let Some(rate) = config.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(LoadError::BadRate(rate));
+        }
+    }
+    if config.think_time.0 > config.think_time.1 {
+        return Err(LoadError::BadThinkTime {
+            min: config.think_time.0,
+            max: config.think_time.1,
+        });
+    }
+
+    let endpoint_names = config.workload.endpoint_names();
+    let task_names = config.workload.task_names();
+    let start = Instant::now();
+    let end = start + config.warmup + config.duration;
+    let shared = Arc::new(Shared {
+        recorder: Mutex::new(Recorder::new(
+            endpoint_names.len(),
+            config.warmup,
+            seconds_sink,
+        )),
+        task_counts: Mutex::new(vec![0; task_names.len()]),
+        start,
+        end,
+        target: Target::new(config.target),
+        config,
+    });
+
+    let mut users = JoinSet::new();
+    for user in 0..shared.config.users {
+        let shared = Arc::clone(&shared);
+        users.spawn(async move {
+            let _ = tokio::time::timeout_at(end, virtual_user(&shared, user)).await;
+        });
+    }
+    // Closes seconds on time even when no request completes (e.g. everything hangs).
+    let ticker = {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut second = 1u64;
+            loop {
+                let at = start + Duration::from_secs(second);
+                if at > end {
+                    break;
+                }
+                tokio::time::sleep_until(at).await;
+                shared.recorder.lock().advance_to(second);
+                second += 1;
+            }
+        })
+    };
+    while users.join_next().await.is_some() {}
+    ticker.abort();
+    // Wait for the aborted ticker to drop its handle on the shared state.
+    let _ = ticker.await;
+
+    let shared = Arc::try_unwrap(shared)
+        .unwrap_or_else(|_| unreachable!("every user task and the ticker have ended"));
+    let total = shared.config.warmup + shared.config.duration;
+    let end_second = total.as_secs() + u64::from(total.subsec_nanos() > 0);
+    let (seconds, totals) = shared.recorder.into_inner().finish(end_second);
+    let task_counts = shared.task_counts.into_inner();
+    Ok(LoadReport {
+        endpoints: endpoint_names
+            .into_iter()
+            .zip(totals)
+            .map(|(name, stats)| EndpointReport { name, stats })
+            .collect(),
+        seconds,
+        tasks: task_names.into_iter().zip(task_counts).collect(),
+        measured: shared.config.duration,
+    })
+}
+
+struct Shared {
+    recorder: Mutex<Recorder>,
+    task_counts: Mutex<Vec<u64>>,
+    start: Instant,
+    end: Instant,
+    target: Target,
+    config: LoadConfig,
+}
+
+impl Shared {
+    async fn step(&self, session: &mut Session, step: Step, expected_interval: Duration) {
+        let sent = Instant::now();
+        let outcome = session.request(step.method, &step.path, step.form).await;
+        let done = Instant::now();
+        self.recorder.lock().record(
+            step.endpoint,
+            done - self.start,
+            outcome,
+            done - sent,
+            expected_interval,
+        );
+    }
+}
+
+/// Seed of user `user`'s random choices.
+fn user_seed(seed: u64, user: u32) -> u64 {
+    seed ^ (u64::from(user) + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+}
+
+async fn virtual_user(shared: &Shared, user: u32) {
+    let config = &shared.config;
+    let mut rng = SmallRng::seed_from_u64(user_seed(config.seed, user));
+    let mut session = Session::new(shared.target.clone(), config.timeout);
+
+    // Open model: a fixed pace per user, users staggered evenly over one pace.
+    let pace = config
+        .rate
+        .map(|rate| Duration::from_secs_f64(f64::from(config.users) / rate));
+    let mut next_start = match pace {
+        Some(pace) => shared.start + pace.mul_f64(f64::from(user) / f64::from(config.users)),
+        // Closed model: spread the users' first visits over the think-time range.
+        None => shared.start + random_between(&mut rng, Duration::ZERO, config.think_time.1),
+    };
+    tokio::time::sleep_until(next_start).await;
+
+    for step in config.workload.on_start() {
+        shared.step(&mut session, step, Duration::ZERO).await;
+    }
+    while Instant::now() < shared.end {
+        if let Some(pace) = pace {
+            tokio::time::sleep_until(next_start).await;
+            next_start += pace;
+        }
+        let (task, steps) = config.workload.next_task(&mut rng);
+        shared.task_counts.lock()[task] += 1;
+        for step in steps {
+            shared
+                .step(&mut session, step, pace.unwrap_or(Duration::ZERO))
+                .await;
+        }
+        if pace.is_none() {
+            let (min, max) = config.think_time;
+            if !max.is_zero() {
+                tokio::time::sleep(random_between(&mut rng, min, max)).await;
+            }
+        }
+    }
+}
+
+fn random_between(rng: &mut SmallRng, min: Duration, max: Duration) -> Duration {
+    if max <= min {
+        return min;
+    }
+    let span = (max - min).as_nanos() as u64;
+    min + Duration::from_nanos(rng.random_range(0..=span))
+}

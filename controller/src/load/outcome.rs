@@ -1,0 +1,116 @@
+//! Outcome classes of one request as a user saw it, and their counters.
+
+use serde::{Deserialize, Serialize};
+
+/// Header a boutique service sets when one of its breakers rejected the call.
+pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
+
+/// What happened to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// 1xx–3xx (after following redirects).
+    Ok,
+    /// 5xx without the rejection header: the dependency chain failed.
+    Failed,
+    /// A breaker rejected it (the `x-tolerant-rejected` header), whatever the status.
+    Rejected,
+    /// No complete response within the client timeout.
+    Timeout,
+    /// Connect, reset or protocol error.
+    ConnectionError,
+    /// 4xx without the rejection header: the request was wrong (e.g. 422 on invalid form input).
+    ClientError,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Ok,
+        Outcome::Failed,
+        Outcome::Rejected,
+        Outcome::Timeout,
+        Outcome::ConnectionError,
+        Outcome::ClientError,
+    ];
+
+    /// Classifies a complete response by status and whether the rejection header was present.
+    pub fn of_response(status: u16, rejected: bool) -> Outcome {
+        if rejected {
+            Outcome::Rejected
+        } else if status >= 500 {
+            Outcome::Failed
+        } else if status >= 400 {
+            Outcome::ClientError
+        } else {
+            Outcome::Ok
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Rejected => "rejected",
+            Outcome::Timeout => "timeout",
+            Outcome::ConnectionError => "connection_error",
+            Outcome::ClientError => "client_error",
+        }
+    }
+}
+
+/// Requests counted per outcome class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeCounts {
+    pub ok: u64,
+    pub failed: u64,
+    pub rejected: u64,
+    pub timeout: u64,
+    pub connection_error: u64,
+    pub client_error: u64,
+}
+
+impl OutcomeCounts {
+    pub fn add(&mut self, outcome: Outcome) {
+        *self.slot(outcome) += 1;
+    }
+
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        match outcome {
+            Outcome::Ok => self.ok,
+            Outcome::Failed => self.failed,
+            Outcome::Rejected => self.rejected,
+            Outcome::Timeout => self.timeout,
+            Outcome::ConnectionError => self.connection_error,
+            Outcome::ClientError => self.client_error,
+        }
+    }
+
+    fn slot(&mut self, outcome: Outcome) -> &mut u64 {
+        match outcome {
+            Outcome::Ok => &mut self.ok,
+            Outcome::Failed => &mut self.failed,
+            Outcome::Rejected => &mut self.rejected,
+            Outcome::Timeout => &mut self.timeout,
+            Outcome::ConnectionError => &mut self.connection_error,
+            Outcome::ClientError => &mut self.client_error,
+        }
+    }
+
+    pub fn merge(&mut self, other: &OutcomeCounts) {
+        for outcome in Outcome::ALL {
+            *self.slot(outcome) += other.get(outcome);
+        }
+    }
+
+    /// Every request, whatever its outcome.
+    pub fn total(&self) -> u64 {
+        Outcome::ALL.iter().map(|&o| self.get(o)).sum()
+    }
+
+    /// `ok / total` (a breaker rejection counts as a failure: the user got an error either way);
+    /// `None` without requests.
+    pub fn availability(&self) -> Option<f64> {
+        let total = self.total();
+        (total > 0).then(|| self.ok as f64 / total as f64)
+    }
+}

@@ -1,0 +1,312 @@
+//! One virtual user's HTTP session: its own keep-alive HTTP/1.1 connection and its own cookies.
+//!
+//! Built on `hyper::client::conn::http1` rather than a pooled client: a virtual user is one browser
+//! tab, so it owns exactly one connection (reconnecting when the server closes it or a request
+//! fails), and the request path does no pool look-up, no header map cloning and no URL parsing.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::outcome::{Outcome, REJECTED_HEADER};
+
+/// Redirects followed per request before the response is taken as final.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// A form body, already URL-encoded.
+pub type Form = Bytes;
+
+/// The target a session talks to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    host: HeaderValue,
+}
+
+impl Target {
+    pub fn new(addr: SocketAddr) -> Self {
+        let host =
+            HeaderValue::from_str(&addr.to_string()).expect("a socket address is a valid header");
+        Target { addr, host }
+    }
+}
+
+/// Cookies a session holds (name → value), sent back on every request like a browser would.
+#[derive(Debug, Default, Clone)]
+pub struct CookieJar {
+    cookies: Vec<(String, String)>,
+    header: Option<HeaderValue>,
+}
+
+impl CookieJar {
+    /// Takes `Set-Cookie` headers into the jar (`Max-Age=0` removes the cookie).
+    pub fn store(&mut self, headers: &http::HeaderMap) {
+        let mut changed = false;
+        for value in headers.get_all(header::SET_COOKIE) {
+            let Ok(value) = value.to_str() else { continue };
+            let mut parts = value.split(';');
+            let Some((name, cookie_value)) = parts.next().and_then(|pair| pair.split_once('='))
+            else {
+                continue;
+            };
+            let (name, cookie_value) = (name.trim(), cookie_value.trim());
+            let removed = parts.any(|attribute| {
+                attribute
+                    .trim()
+                    .to_ascii_lowercase()
+                    .strip_prefix("max-age=")
+                    .is_some_and(|age| age.trim().starts_with('0') || age.trim().starts_with('-'))
+            });
+            self.cookies.retain(|(existing, _)| existing != name);
+            if !removed {
+                self.cookies
+                    .push((name.to_owned(), cookie_value.to_owned()));
+            }
+            changed = true;
+        }
+        if changed {
+            self.header = (!self.cookies.is_empty()).then(|| {
+                let joined = self
+                    .cookies
+                    .iter()
+                    .map(|(name, value)| format!("{name}={value}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                HeaderValue::from_str(&joined).unwrap_or(HeaderValue::from_static(""))
+            });
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.cookies
+            .iter()
+            .find(|(existing, _)| existing == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn header(&self) -> Option<&HeaderValue> {
+        self.header.as_ref()
+    }
+}
+
+/// A virtual user's connection and cookies.
+pub struct Session {
+    target: Target,
+    sender: Option<SendRequest<Full<Bytes>>>,
+    pub cookies: CookieJar,
+    timeout: Duration,
+}
+
+impl Session {
+    pub fn new(target: Target, timeout: Duration) -> Self {
+        Session {
+            target,
+            sender: None,
+            cookies: CookieJar::default(),
+            timeout,
+        }
+    }
+
+    /// Sends one request (following redirects with GET, like a browser), reads the whole body and
+    /// classifies the result. Never fails: errors are outcomes.
+    pub async fn request(&mut self, method: Method, path: &str, form: Option<Form>) -> Outcome {
+        match tokio::time::timeout(self.timeout, self.exchange(method, path, form)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => {
+                self.sender = None;
+                Outcome::ConnectionError
+            }
+            Err(_elapsed) => {
+                // The connection has a response pending: it cannot be reused.
+                self.sender = None;
+                Outcome::Timeout
+            }
+        }
+    }
+
+    async fn exchange(
+        &mut self,
+        method: Method,
+        path: &str,
+        form: Option<Form>,
+    ) -> Result<Outcome, SessionError> {
+        let mut method = method;
+        let mut path = path.to_owned();
+        let mut form = form;
+        let mut rejected = false;
+        for _ in 0..=MAX_REDIRECTS {
+            let response = self.send(method.clone(), &path, form.take()).await?;
+            let status = response.status();
+            rejected |= response.headers().contains_key(REJECTED_HEADER);
+            self.cookies.store(response.headers());
+            let location = redirect_location(status, response.headers());
+            let keep_alive = !closes_connection(response.headers());
+            let mut body = response.into_body();
+            while let Some(frame) = body.frame().await {
+                frame.map_err(SessionError::Http)?;
+            }
+            if !keep_alive {
+                self.sender = None;
+            }
+            match location {
+                Some(next) if !rejected => {
+                    if status != StatusCode::TEMPORARY_REDIRECT
+                        && status != StatusCode::PERMANENT_REDIRECT
+                    {
+                        method = Method::GET;
+                        form = None;
+                    }
+                    path = next;
+                }
+                _ => return Ok(Outcome::of_response(status.as_u16(), rejected)),
+            }
+        }
+        // Too many redirects: the last response was a redirect, which is not an error status.
+        Ok(Outcome::of_response(StatusCode::FOUND.as_u16(), rejected))
+    }
+
+    async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        form: Option<Form>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, SessionError> {
+        let mut sender = match self.sender.take() {
+            Some(sender) if !sender.is_closed() => sender,
+            _ => self.connect().await?,
+        };
+        sender.ready().await.map_err(SessionError::Http)?;
+        let mut request = Request::builder().method(method).uri(path);
+        let headers = request.headers_mut().expect("builder has no error yet");
+        headers.insert(header::HOST, self.target.host.clone());
+        if let Some(cookie) = self.cookies.header() {
+            headers.insert(header::COOKIE, cookie.clone());
+        }
+        let body = match form {
+            Some(form) => {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-www-form-urlencoded"),
+                );
+                Full::new(form)
+            }
+            None => Full::new(Bytes::new()),
+        };
+        let request = request.body(body).map_err(SessionError::Request)?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(SessionError::Http)?;
+        self.sender = Some(sender);
+        Ok(response)
+    }
+
+    async fn connect(&mut self) -> Result<SendRequest<Full<Bytes>>, SessionError> {
+        let stream = TcpStream::connect(self.target.addr)
+            .await
+            .map_err(SessionError::Connect)?;
+        stream.set_nodelay(true).map_err(SessionError::Connect)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(SessionError::Http)?;
+        tokio::spawn(async move {
+            // Ends when the sender is dropped or the server closes; errors surface on the sender.
+            let _ = connection.await;
+        });
+        Ok(sender)
+    }
+}
+
+fn redirect_location(status: StatusCode, headers: &http::HeaderMap) -> Option<String> {
+    if !status.is_redirection() {
+        return None;
+    }
+    let location = headers.get(header::LOCATION)?.to_str().ok()?;
+    // Same-origin only: an absolute URL keeps just its path.
+    let path = match location.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |slash| &rest[slash..]),
+        None => location,
+    };
+    path.starts_with('/').then(|| path.to_owned())
+}
+
+fn closes_connection(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONNECTION)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.eq_ignore_ascii_case("close"))
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SessionError {
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("http: {0}")]
+    Http(hyper::Error),
+    #[error("request: {0}")]
+    Request(http::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_jar_keeps_latest_value_and_removes_expired() {
+        let mut jar = CookieJar::default();
+        let mut headers = http::HeaderMap::new();
+        headers.append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("shop_session-id=abc; Path=/; Max-Age=172800"),
+        );
+        headers.append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("shop_currency=EUR"),
+        );
+        jar.store(&headers);
+        assert_eq!(jar.get("shop_session-id"), Some("abc"));
+        assert_eq!(
+            jar.header().unwrap(),
+            "shop_session-id=abc; shop_currency=EUR"
+        );
+
+        let mut headers = http::HeaderMap::new();
+        headers.append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("shop_currency=JPY"),
+        );
+        headers.append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("shop_session-id=; Max-Age=0"),
+        );
+        jar.store(&headers);
+        assert_eq!(jar.get("shop_session-id"), None);
+        assert_eq!(jar.header().unwrap(), "shop_currency=JPY");
+    }
+
+    #[test]
+    fn redirects_keep_only_same_origin_paths() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(header::LOCATION, HeaderValue::from_static("/cart"));
+        assert_eq!(
+            redirect_location(StatusCode::FOUND, &headers).as_deref(),
+            Some("/cart")
+        );
+        headers.insert(
+            header::LOCATION,
+            HeaderValue::from_static("http://127.0.0.1:9/product/X"),
+        );
+        assert_eq!(
+            redirect_location(StatusCode::SEE_OTHER, &headers).as_deref(),
+            Some("/product/X")
+        );
+        assert_eq!(redirect_location(StatusCode::OK, &headers), None);
+    }
+}

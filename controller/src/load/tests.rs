@@ -1,0 +1,198 @@
+//! Unit tests of the HDR and outcome accounting.
+
+use std::time::Duration;
+
+use super::*;
+
+const MS: Duration = Duration::from_millis(1);
+
+#[test]
+fn outcome_classes_follow_status_and_rejection_header() {
+    assert_eq!(Outcome::of_response(200, false), Outcome::Ok);
+    assert_eq!(Outcome::of_response(302, false), Outcome::Ok);
+    assert_eq!(Outcome::of_response(404, false), Outcome::ClientError);
+    assert_eq!(Outcome::of_response(422, false), Outcome::ClientError);
+    assert_eq!(Outcome::of_response(500, false), Outcome::Failed);
+    assert_eq!(Outcome::of_response(503, false), Outcome::Failed);
+    // The header wins over the status: a breaker rejection is not an upstream failure.
+    assert_eq!(Outcome::of_response(503, true), Outcome::Rejected);
+    assert_eq!(Outcome::of_response(200, true), Outcome::Rejected);
+}
+
+#[test]
+fn outcome_counts_add_merge_and_availability() {
+    let mut counts = OutcomeCounts::default();
+    assert_eq!(counts.availability(), None);
+    for outcome in Outcome::ALL {
+        counts.add(outcome);
+    }
+    counts.add(Outcome::Ok);
+    assert_eq!(counts.total(), 7);
+    assert_eq!(counts.ok, 2);
+    assert_eq!(counts.availability(), Some(2.0 / 7.0));
+    let mut merged = counts;
+    merged.merge(&counts);
+    for outcome in Outcome::ALL {
+        assert_eq!(merged.get(outcome), 2 * counts.get(outcome), "{outcome:?}");
+    }
+}
+
+#[test]
+fn endpoint_stats_record_all_and_ok_latencies() {
+    let mut stats = EndpointStats::default();
+    stats.record(Outcome::Ok, 1_000, 0);
+    stats.record(Outcome::Ok, 3_000, 0);
+    stats.record(Outcome::Failed, 50_000, 0);
+    assert_eq!(stats.latency.len(), 3);
+    assert_eq!(stats.latency_ok.len(), 2);
+    assert_eq!(
+        stats.latency_ok.max(),
+        stats.latency_ok.highest_equivalent(3_000)
+    );
+    assert_eq!(stats.outcomes.failed, 1);
+    let summary = LatencySummary::of(&stats.latency);
+    assert_eq!(summary.count, 3);
+    assert_eq!(summary.p50_us, stats.latency.highest_equivalent(3_000));
+    assert_eq!(summary.max_us, stats.latency.highest_equivalent(50_000));
+}
+
+#[test]
+fn percentiles_of_a_known_distribution() {
+    let mut stats = EndpointStats::default();
+    for us in 1..=10_000u64 {
+        stats.record(Outcome::Ok, us, 0);
+    }
+    let summary = LatencySummary::of(&stats.latency);
+    // Three significant digits: within 0.1 %.
+    for (got, want) in [
+        (summary.p50_us, 5_000.0),
+        (summary.p95_us, 9_500.0),
+        (summary.p99_us, 9_900.0),
+    ] {
+        assert!((got as f64 - want).abs() / want < 0.002, "{got} vs {want}");
+    }
+}
+
+#[test]
+fn record_correct_backfills_a_stall() {
+    let mut stats = EndpointStats::default();
+    // Paced at 10 ms, one request stalled for 100 ms: the 9 requests it held back are back-filled.
+    stats.record(Outcome::Ok, 100_000, 10_000);
+    assert_eq!(stats.latency.len(), 10);
+    assert_eq!(
+        stats.outcomes.total(),
+        1,
+        "outcomes count real requests only"
+    );
+    let mut uncorrected = EndpointStats::default();
+    uncorrected.record(Outcome::Ok, 100_000, 0);
+    assert_eq!(uncorrected.latency.len(), 1);
+}
+
+#[test]
+fn latencies_above_the_range_are_clamped() {
+    assert_eq!(latency_us(Duration::from_secs(10 * 3600)), MAX_LATENCY_US);
+    let mut stats = EndpointStats::default();
+    stats.record(Outcome::Timeout, u64::MAX, 0);
+    assert_eq!(stats.latency.len(), 1);
+}
+
+#[test]
+fn recorder_splits_seconds_and_cuts_the_warmup_from_totals() {
+    let mut recorder = Recorder::new(2, Duration::from_secs(1), None);
+    recorder.record(0, 100 * MS, Outcome::Ok, 5 * MS, Duration::ZERO);
+    recorder.record(1, 900 * MS, Outcome::Failed, 7 * MS, Duration::ZERO);
+    recorder.record(0, 1_200 * MS, Outcome::Ok, 9 * MS, Duration::ZERO);
+    recorder.record(0, 3_500 * MS, Outcome::Rejected, MS, Duration::ZERO);
+    let (seconds, totals) = recorder.finish(4);
+
+    assert_eq!(seconds.len(), 4);
+    assert!(seconds[0].warmup);
+    assert!(!seconds[1].warmup);
+    assert_eq!(seconds[0].endpoints.len(), 2);
+    assert_eq!(seconds[0].outcomes().total(), 2);
+    assert_eq!(seconds[1].outcomes().ok, 1);
+    assert!(
+        seconds[2].endpoints.is_empty(),
+        "an idle second is still a second"
+    );
+    assert_eq!(seconds[3].outcomes().rejected, 1);
+
+    // Totals: the measured part only.
+    assert_eq!(totals[0].outcomes.total(), 2);
+    assert_eq!(totals[0].outcomes.ok, 1);
+    assert_eq!(totals[1].outcomes.total(), 0);
+
+    // Per-second histograms survive serialisation.
+    let histogram = deserialize_histogram(&seconds[1].endpoints[0].histogram_v2).unwrap();
+    assert_eq!(histogram.len(), 1);
+    assert_eq!(
+        histogram.max(),
+        histogram.highest_equivalent(9_000),
+        "latency in microseconds"
+    );
+    assert_eq!(seconds[1].endpoints[0].latency.count, 1);
+}
+
+#[test]
+fn recorder_sends_closed_seconds_to_a_sink() {
+    let (sink, mut closed) = tokio::sync::mpsc::unbounded_channel();
+    let mut recorder = Recorder::new(1, Duration::ZERO, Some(sink));
+    recorder.record(0, 10 * MS, Outcome::Ok, MS, Duration::ZERO);
+    recorder.advance_to(2);
+    assert_eq!(closed.try_recv().unwrap().second, 0);
+    assert_eq!(closed.try_recv().unwrap().second, 1);
+    assert!(closed.try_recv().is_err(), "second 2 is still open");
+    let (kept, totals) = recorder.finish(3);
+    assert!(kept.is_empty());
+    assert_eq!(totals[0].outcomes.ok, 1);
+    assert_eq!(closed.try_recv().unwrap().second, 2);
+}
+
+#[test]
+fn histogram_round_trips_through_v2() {
+    let mut histogram = new_histogram();
+    for value in [1u64, 10, 100, 1_000, 10_000, 1_000_000] {
+        histogram.record_n(value, value).unwrap();
+    }
+    let bytes = serialize_histogram(&histogram);
+    let back = deserialize_histogram(&bytes).unwrap();
+    assert_eq!(back.len(), histogram.len());
+    assert_eq!(
+        back.value_at_quantile(0.99),
+        histogram.value_at_quantile(0.99)
+    );
+    assert!(
+        bytes.len() < 200,
+        "sparse histograms stay small: {}",
+        bytes.len()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn config_errors_name_the_field() {
+    let config = LoadConfig {
+        target: "127.0.0.1:9".parse().unwrap(),
+        workload: Workload::OnlineBoutique,
+        users: 0,
+        think_time: (Duration::ZERO, Duration::ZERO),
+        rate: None,
+        timeout: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        duration: Duration::from_secs(1),
+        seed: 0,
+    };
+    let error = run(config.clone(), None).await.unwrap_err();
+    assert!(error.to_string().starts_with("load.users"));
+    let error = run(
+        LoadConfig {
+            users: 1,
+            rate: Some(0.0),
+            ..config
+        },
+        None,
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().starts_with("load.rate"));
+}
