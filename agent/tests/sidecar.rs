@@ -1,0 +1,425 @@
+//! The sidecar on loopback: pass-through of bodies, headers and statuses, then each fault kind on the wire.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agent::api::{FaultKind, FaultSpec};
+use agent::sidecar::Sidecar;
+use agent::{Agent, AgentConfig};
+use bytes::Bytes;
+use common::{
+    BIG_BODY_BYTES, PATIENCE, UpstreamProbe, big_byte, client, full, read_all, start_upstream,
+};
+use futures::StreamExt;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const TOKEN: &str = "sidecar-token";
+
+struct Running {
+    agent: Agent,
+    proxy: SocketAddr,
+    control: SocketAddr,
+    probe: Arc<UpstreamProbe>,
+}
+
+async fn start(max_hold: Duration) -> Running {
+    let (upstream, probe) = start_upstream().await;
+    let agent = Agent::new(AgentConfig {
+        token: Some(TOKEN.into()),
+        max_hold,
+        seed: 11,
+        ..AgentConfig::default()
+    });
+    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let sidecar = Sidecar::bind(
+        agent.clone(),
+        loopback,
+        &format!("http://{upstream}"),
+        loopback,
+    )
+    .await
+    .unwrap();
+    let proxy = sidecar.proxy_address().unwrap();
+    let control = sidecar.control_address().unwrap();
+    tokio::spawn(sidecar.serve());
+    Running {
+        agent,
+        proxy,
+        control,
+        probe,
+    }
+}
+
+fn url(address: SocketAddr, path: &str) -> String {
+    format!("http://{address}{path}")
+}
+
+fn fault(kind: FaultKind) -> FaultSpec {
+    FaultSpec {
+        kind,
+        ..FaultSpec::error(500, 1.0)
+    }
+}
+
+/// Sends one raw HTTP/1.1 GET and reads until the server closes; returns what was read or the read error.
+async fn raw_get(address: SocketAddr, path: &str) -> std::io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect(address).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").as_bytes())
+        .await?;
+    let mut received = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut received))
+        .await
+        .expect("the server neither answered nor closed")?;
+    Ok(received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_and_headers_pass_through_unchanged() {
+    let running = start(Duration::from_secs(5)).await;
+    let client = client();
+    for code in [200u16, 201, 204, 301, 404, 418, 500, 503] {
+        let response = client
+            .request(
+                Request::get(url(running.proxy, &format!("/status/{code}")))
+                    .body(full(""))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), code);
+        assert_eq!(response.headers()["x-upstream"], "yes");
+        let body = read_all(response).await;
+        if code != 204 {
+            assert_eq!(body, format!("status {code}"));
+        }
+    }
+    let request = Request::post(url(running.proxy, "/echo?q=1&r=two"))
+        .header("host", "payment.internal")
+        .header("x-custom", "kept as is")
+        .header("x-forwarded-for", "192.0.2.9")
+        .header("connection", "x-hop")
+        .header("x-hop", "must not cross")
+        .body(full("ping"))
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(read_all(response).await, "ping");
+    assert_eq!(headers["x-saw-host"], "payment.internal");
+    assert_eq!(headers["x-saw-custom"], "kept as is");
+    assert_eq!(headers["x-saw-forwarded-for"], "192.0.2.9, 127.0.0.1");
+    assert_eq!(headers["x-saw-hop"], "-");
+    assert_eq!(headers["x-saw-query"], "q=1&r=two");
+    assert_eq!(headers["x-saw-content-length"], "4");
+    assert_eq!(running.agent.requests_seen(), 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_bodies_pass_through_both_ways() {
+    let running = start(Duration::from_secs(5)).await;
+    let client = client();
+    let response = client
+        .request(
+            Request::get(url(running.proxy, "/big"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-length"],
+        BIG_BODY_BYTES.to_string().as_str()
+    );
+    let body = read_all(response).await;
+    assert_eq!(body.len(), BIG_BODY_BYTES);
+    assert!(
+        body.iter()
+            .enumerate()
+            .all(|(index, byte)| *byte == big_byte(index))
+    );
+
+    let upload: Bytes = (0..BIG_BODY_BYTES)
+        .map(|index| big_byte(index * 7))
+        .collect::<Vec<u8>>()
+        .into();
+    let response = client
+        .request(
+            Request::put(url(running.proxy, "/echo"))
+                .body(full(upload.clone()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["x-saw-content-length"],
+        BIG_BODY_BYTES.to_string().as_str()
+    );
+    assert_eq!(read_all(response).await, upload);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_bodies_stream_without_buffering() {
+    let running = start(Duration::from_secs(5)).await;
+    let client = client();
+
+    // Upstream → client: the first chunk arrives while the upstream still holds the rest back.
+    let response = client
+        .request(
+            Request::get(url(running.proxy, "/stream"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let first = tokio::time::timeout(PATIENCE, body.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.into_data().unwrap(), "first;");
+    running.probe.release_stream.notify_one();
+    let rest = tokio::time::timeout(PATIENCE, body.collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    assert_eq!(rest, "second;third");
+
+    // Client → upstream → client: a chunked upload is echoed chunk by chunk.
+    let (sender, receiver) = futures::channel::mpsc::unbounded::<Bytes>();
+    let upload =
+        StreamBody::new(receiver.map(|chunk| Ok::<_, common::BoxError>(Frame::data(chunk))))
+            .boxed_unsync();
+    sender.unbounded_send(Bytes::from_static(b"one;")).unwrap();
+    let response = tokio::time::timeout(
+        PATIENCE,
+        client.request(
+            Request::post(url(running.proxy, "/echo"))
+                .body(upload)
+                .unwrap(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(response.headers()["x-saw-transfer-encoding"], "chunked");
+    let mut echoed = response.into_body();
+    let first = tokio::time::timeout(PATIENCE, echoed.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.into_data().unwrap(), "one;");
+    sender.unbounded_send(Bytes::from_static(b"two")).unwrap();
+    drop(sender);
+    let rest = tokio::time::timeout(PATIENCE, echoed.collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    assert_eq!(rest, "two");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_upstream_is_a_bad_gateway() {
+    let agent = Agent::new(AgentConfig::default());
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead_upstream = closed.local_addr().unwrap();
+    drop(closed);
+    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let sidecar = Sidecar::bind(
+        agent,
+        loopback,
+        &format!("http://{dead_upstream}"),
+        loopback,
+    )
+    .await
+    .unwrap();
+    let proxy = sidecar.proxy_address().unwrap();
+    tokio::spawn(sidecar.serve());
+    let response = client()
+        .request(Request::get(url(proxy, "/")).body(full("")).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_faults_answer_without_reaching_the_upstream() {
+    let running = start(Duration::from_secs(5)).await;
+    running
+        .agent
+        .put(
+            "e",
+            fault(FaultKind::Error {
+                status: 503,
+                body: Some("injected".into()),
+            }),
+        )
+        .unwrap();
+    let response = client()
+        .request(
+            Request::get(url(running.proxy, "/anything"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(read_all(response).await, "injected");
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_faults_reset_the_connection() {
+    let running = start(Duration::from_secs(5)).await;
+    running.agent.put("r", fault(FaultKind::Reset)).unwrap();
+    let error = raw_get(running.proxy, "/")
+        .await
+        .expect_err("the read should fail with a reset");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 0);
+    // Keep-alive clients see a failed request, not a response.
+    assert!(
+        client()
+            .request(
+                Request::get(url(running.proxy, "/"))
+                    .body(full(""))
+                    .unwrap()
+            )
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_faults_hold_the_request_then_pass_it_on() {
+    let running = start(Duration::from_secs(5)).await;
+    running
+        .agent
+        .put(
+            "d",
+            fault(FaultKind::Delay {
+                delay: Duration::from_millis(150),
+                jitter: Duration::from_millis(50),
+            }),
+        )
+        .unwrap();
+    let started = std::time::Instant::now();
+    let response = client()
+        .request(
+            Request::get(url(running.proxy, "/status/201"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(read_all(response).await, "status 201");
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hang_faults_outlast_client_timeouts_and_close_at_the_hold_cap() {
+    let hold_cap = Duration::from_millis(400);
+    let running = start(hold_cap).await;
+    running.agent.put("h", fault(FaultKind::Hang)).unwrap();
+
+    // A client with a timeout sees its timeout; when it gives up, the held request is released.
+    let mut impatient = TcpStream::connect(running.proxy).await.unwrap();
+    impatient
+        .write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = [0u8; 64];
+    let waited =
+        tokio::time::timeout(Duration::from_millis(100), impatient.read(&mut buffer)).await;
+    assert!(waited.is_err(), "the client should have timed out waiting");
+    assert_eq!(running.agent.requests_held(), 1);
+    drop(impatient);
+    wait_until(|| running.agent.requests_held() == 0).await;
+
+    // A patient client is cut off at the hold cap: the connection closes with no response at all.
+    let started = std::time::Instant::now();
+    let received = raw_get(running.proxy, "/").await.unwrap();
+    assert!(started.elapsed() >= hold_cap);
+    assert!(
+        received.is_empty(),
+        "got {:?}",
+        String::from_utf8_lossy(&received)
+    );
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 0);
+}
+
+/// Polls `condition` every 10 ms, failing after [`PATIENCE`].
+async fn wait_until(condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached in time"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_listener_serves_the_api_and_metrics_while_the_proxy_forwards_everything() {
+    let running = start(Duration::from_secs(5)).await;
+    let client = client();
+    let put = Request::builder()
+        .method(Method::PUT)
+        .uri(url(running.control, "/_agent/faults/teapot"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(full(
+            r#"{"kind":"error","status":418,"match":{"path_prefix":"/tea"}}"#,
+        ))
+        .unwrap();
+    let response = client.request(put).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let response = client
+        .request(
+            Request::get(url(running.proxy, "/tea/pot"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::IM_A_TEAPOT);
+    // The proxy listener has no control API: /_agent/... goes to the upstream.
+    let response = client
+        .request(
+            Request::get(url(running.proxy, "/_agent/faults"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read_all(response).await, "hello");
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 1);
+    let response = client
+        .request(
+            Request::get(url(running.control, "/metrics"))
+                .body(full(""))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8(read_all(response).await.to_vec()).unwrap();
+    assert!(
+        text.contains("tolerant_agent_faults_injected_total{kind=\"error\"} 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("tolerant_agent_active_faults 1\n"));
+}
