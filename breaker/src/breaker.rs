@@ -1,0 +1,653 @@
+//! [`CircuitBreaker`]: the shell around the pure core. It owns the packed state word, the per-thread counters and
+//! windows, the clock and the sink; every state change is one CAS loop around a pure function of `core::machine`.
+//!
+//! The closed path with only a consecutive-failure detector is: one load of the word to admit, one store to the
+//! thread's own counter stripe, and on success one more load of the word — the word is written only when a failure
+//! count must be reset. The clock is read on that path only if a time-based detector is configured.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{Clock, Instant, duration_nanos};
+use crate::config::{BreakerConfig, Mode};
+use crate::core::machine::{self, Admission, Step, Transition, Verdict};
+use crate::core::policy::Policy;
+use crate::core::word::{GEN_MASK, Phase, UNTIL_NEVER_MS, Word};
+use crate::event::{EventSink, NoopSink, TransitionEvent};
+use crate::state::{Outcome, State};
+use crate::stripes::{self, CallTotals, Padded, StripedCounters};
+use crate::window::StripedWindow;
+
+/// The config compiled for the call path, with the windows it feeds.
+#[derive(Debug)]
+struct Armed {
+    policy: Policy,
+    failure_window: Option<Arc<StripedWindow>>,
+    slow_window: Option<Arc<StripedWindow>>,
+}
+
+impl Armed {
+    /// Compile `config`; keep `previous`'s windows where their rule is unchanged (so a config push does not forget
+    /// the last seconds of traffic), unless `fresh`.
+    fn new(config: &BreakerConfig, seed: u64, name: &str, previous: Option<&Armed>, fresh: bool) -> Armed {
+        let policy = Policy::compile(config, seed, name);
+        let reuse = |rule: Option<&crate::core::policy::RateRule>,
+                     old_rule: Option<&crate::core::policy::RateRule>,
+                     old: Option<&Arc<StripedWindow>>| {
+            let rule = rule?;
+            match (old_rule, old) {
+                (Some(old_rule), Some(old)) if !fresh && old_rule.bucket_ns == rule.bucket_ns => Some(Arc::clone(old)),
+                _ => Some(Arc::new(StripedWindow::new(rule))),
+            }
+        };
+        let failure_window = reuse(
+            policy.failure_rate.as_ref(),
+            previous.and_then(|p| p.policy.failure_rate.as_ref()),
+            previous.and_then(|p| p.failure_window.as_ref()),
+        );
+        let slow_window = reuse(
+            policy.slow_call.as_ref(),
+            previous.and_then(|p| p.policy.slow_call.as_ref()),
+            previous.and_then(|p| p.slow_window.as_ref()),
+        );
+        Armed { policy, failure_window, slow_window }
+    }
+}
+
+/// Transitions waiting to be numbered in generation order, and the per-state time accounting.
+#[derive(Debug)]
+struct EventLog {
+    next_generation: u16,
+    pending: Vec<(u16, Transition)>,
+    seq: u64,
+    state: State,
+    since: Instant,
+    time_in_ns: [u64; 3],
+    opens: u64,
+}
+
+/// A circuit breaker. `Send + Sync`; share it as `Arc<CircuitBreaker>`.
+pub struct CircuitBreaker {
+    word: Padded<AtomicU64>,
+    counters: StripedCounters,
+    armed: ArcSwap<Armed>,
+    clock: Arc<dyn Clock>,
+    sink: Arc<dyn EventSink>,
+    name: String,
+    service: String,
+    seed: u64,
+    config: Mutex<BreakerConfig>,
+    log: Mutex<EventLog>,
+    delivery: Mutex<()>,
+    baseline: Mutex<CallTotals>,
+}
+
+impl fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("name", &self.name)
+            .field("service", &self.service)
+            .field("state", &Word(self.word.load(Ordering::Relaxed)).state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A caller may not pass.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("circuit breaker {breaker} is open")]
+pub struct Rejected {
+    /// The breaker's name.
+    pub breaker: String,
+    /// Its state when it rejected (`open`, or `half_open` with every probe slot taken).
+    pub state: State,
+}
+
+/// The result of [`CircuitBreaker::call`] when it is not `Ok`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError<E> {
+    /// The breaker did not let the call through.
+    Rejected(Rejected),
+    /// The call ran and returned this error.
+    Inner(E),
+}
+
+impl<E: fmt::Display> fmt::Display for CallError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Rejected(rejected) => rejected.fmt(f),
+            CallError::Inner(inner) => inner.fmt(f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Rejected(rejected) => Some(rejected),
+            CallError::Inner(inner) => Some(inner),
+        }
+    }
+}
+
+/// Counters since creation or the last reset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Calls let through (including shadow-mode calls enforce would have rejected).
+    pub permitted: u64,
+    /// Calls rejected.
+    pub rejected: u64,
+    /// Shadow mode: calls let through that enforce mode would have rejected.
+    pub shadow_rejected: u64,
+    /// Outcomes recorded as success.
+    pub successes: u64,
+    /// Outcomes recorded as failure.
+    pub failures: u64,
+    /// Outcomes recorded as ignored, and permits dropped without an outcome.
+    pub ignored: u64,
+    /// Calls at least as slow as the slow-call duration (only counted when that detector is configured).
+    pub slow: u64,
+    /// Transitions into open.
+    pub opens: u64,
+    /// Time spent closed.
+    pub closed_ms: u64,
+    /// Time spent open.
+    pub open_ms: u64,
+    /// Time spent half-open.
+    pub half_open_ms: u64,
+}
+
+/// A breaker's observable state, as served on `/_breakers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerSnapshot {
+    /// The service the breaker lives in.
+    pub service: String,
+    /// The breaker's name.
+    pub name: String,
+    /// Its state now.
+    pub state: State,
+    /// Its mode.
+    pub mode: Mode,
+    /// Its counters.
+    pub counters: Counters,
+    /// Consecutive failures so far (closed).
+    pub consecutive_failures: u32,
+    /// Probes in flight (half-open).
+    pub probes_in_flight: u32,
+    /// Probe successes so far (half-open).
+    pub probe_successes: u32,
+    /// Trips since the last close.
+    pub trips: u32,
+    /// When the open window ends, Unix ms (open, not forced).
+    pub open_until_ms: Option<u64>,
+    /// Number of the last transition event.
+    pub seq: u64,
+}
+
+/// What a permit remembers about its admission.
+#[derive(Debug, Clone, Copy)]
+struct Ticket {
+    generation: u16,
+    kind: TicketKind,
+    started: Option<Instant>,
+    windowed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TicketKind {
+    Closed,
+    Probe,
+    Unwatched,
+}
+
+/// Leave to make one call. Record its outcome after the call; dropping it without an outcome counts as `Ignored`
+/// and frees its half-open probe slot. No lock is held while it lives.
+#[must_use = "a permit records nothing unless its outcome is recorded; dropping it counts the call as ignored"]
+#[derive(Debug)]
+pub struct Permit<'a> {
+    breaker: &'a CircuitBreaker,
+    ticket: Ticket,
+}
+
+impl Permit<'_> {
+    /// Record the call's outcome (elapsed time measured by the breaker's clock when a slow-call detector needs it).
+    pub fn record(self, outcome: Outcome) {
+        self.breaker.finish(self.ticket, outcome, None);
+        std::mem::forget(self);
+    }
+
+    /// Record the call's outcome and how long it took.
+    pub fn record_timed(self, outcome: Outcome, elapsed: Duration) {
+        self.breaker.finish(self.ticket, outcome, Some(elapsed));
+        std::mem::forget(self);
+    }
+
+    /// Whether this permit holds a half-open probe slot.
+    pub fn is_probe(&self) -> bool {
+        self.ticket.kind == TicketKind::Probe
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.breaker.finish(self.ticket, Outcome::Ignored, None);
+    }
+}
+
+/// A [`Permit`] that owns a reference to its breaker (for futures and tower services).
+#[must_use = "dropping it counts the call as ignored"]
+#[derive(Debug)]
+pub struct OwnedPermit {
+    breaker: Arc<CircuitBreaker>,
+    ticket: Option<Ticket>,
+}
+
+impl OwnedPermit {
+    /// Record the call's outcome.
+    pub fn record(mut self, outcome: Outcome) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.finish(ticket, outcome, None);
+        }
+    }
+
+    /// Record the call's outcome and how long it took.
+    pub fn record_timed(mut self, outcome: Outcome, elapsed: Duration) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.finish(ticket, outcome, Some(elapsed));
+        }
+    }
+
+    /// The breaker this permit belongs to.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.breaker
+    }
+}
+
+impl Drop for OwnedPermit {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.breaker.finish(ticket, Outcome::Ignored, None);
+        }
+    }
+}
+
+/// Default seed of the jitter draw when neither the config nor the registry sets one.
+pub const DEFAULT_SEED: u64 = 0x746f_6c65_7261_6e74;
+
+impl CircuitBreaker {
+    /// A closed breaker named `name` (by convention `caller->dependency`). `config` should have passed
+    /// [`BreakerConfig::validate`]. Events go nowhere until [`CircuitBreaker::with_sink`].
+    pub fn new(name: impl Into<String>, config: BreakerConfig, clock: Arc<dyn Clock>) -> Self {
+        let name = name.into();
+        let seed = DEFAULT_SEED;
+        let armed = Armed::new(&config, seed, &name, None, true);
+        let word = Word::initial(config.mode, armed.policy.timed(), armed.policy.windowed());
+        let now = clock.now();
+        let state = word.state();
+        CircuitBreaker {
+            word: Padded(AtomicU64::new(word.0)),
+            counters: StripedCounters::new(),
+            armed: ArcSwap::from_pointee(armed),
+            clock,
+            sink: Arc::new(NoopSink),
+            name,
+            service: String::new(),
+            seed,
+            config: Mutex::new(config),
+            log: Mutex::new(EventLog {
+                next_generation: 1,
+                pending: Vec::new(),
+                seq: 0,
+                state,
+                since: now,
+                time_in_ns: [0; 3],
+                opens: 0,
+            }),
+            delivery: Mutex::new(()),
+            baseline: Mutex::new(CallTotals::default()),
+        }
+    }
+
+    /// Send transitions to `sink`.
+    pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Name the service this breaker lives in (the `service` field of its events).
+    pub fn with_service(mut self, service: impl Into<String>) -> Self {
+        self.service = service.into();
+        self
+    }
+
+    /// Seed the open-window jitter (used when the config has no `open.seed`).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        let armed = Armed::new(&self.config.lock(), seed, &self.name, None, true);
+        self.armed = ArcSwap::from_pointee(armed);
+        self
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The service it lives in.
+    pub fn service(&self) -> &str {
+        &self.service
+    }
+
+    /// Its clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The current config.
+    pub fn config(&self) -> BreakerConfig {
+        self.config.lock().clone()
+    }
+
+    /// Ask to make a call. Never blocks. Reads the clock only when open / half-open or when a slow-call detector
+    /// must time the call.
+    #[inline]
+    pub fn try_acquire(&self) -> Result<Permit<'_>, Rejected> {
+        let word = Word(self.word.load(Ordering::Acquire));
+        if word.is_closed() && word.watching() && !word.timed() {
+            let stripe = stripes::current();
+            stripes::bump(&self.counters.stripe(stripe).permitted, stripe, 1);
+            let ticket =
+                Ticket { generation: word.generation(), kind: TicketKind::Closed, started: None, windowed: word.windowed() };
+            return Ok(Permit { breaker: self, ticket });
+        }
+        self.acquire_slow(word).map(|ticket| Permit { breaker: self, ticket })
+    }
+
+    /// [`CircuitBreaker::try_acquire`] for an `Arc`'d breaker, returning a permit that owns the `Arc`.
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPermit, Rejected> {
+        let permit = self.try_acquire()?;
+        let ticket = permit.ticket;
+        std::mem::forget(permit);
+        Ok(OwnedPermit { breaker: Arc::clone(self), ticket: Some(ticket) })
+    }
+
+    #[cold]
+    fn acquire_slow(&self, word: Word) -> Result<Ticket, Rejected> {
+        let stripe = stripes::current();
+        let counters = self.counters.stripe(stripe);
+        if word.mode() == Mode::Disabled {
+            stripes::bump(&counters.permitted, stripe, 1);
+            return Ok(Ticket { generation: word.generation(), kind: TicketKind::Unwatched, started: None, windowed: false });
+        }
+        let now = self.clock.now();
+        let armed = self.armed.load();
+        let (after, admission) = self.apply_with(|w| machine::acquire(w, now, &armed.policy));
+        let started = after.timed().then_some(now);
+        let ticket = |kind| Ticket { generation: after.generation(), kind, started, windowed: after.windowed() };
+        match admission {
+            Admission::Closed => {
+                stripes::bump(&counters.permitted, stripe, 1);
+                Ok(ticket(TicketKind::Closed))
+            }
+            Admission::Probe => {
+                stripes::bump(&counters.permitted, stripe, 1);
+                Ok(ticket(TicketKind::Probe))
+            }
+            Admission::Unwatched { would_reject } => {
+                stripes::bump(&counters.permitted, stripe, 1);
+                if would_reject {
+                    stripes::bump(&counters.shadow_rejected, stripe, 1);
+                }
+                Ok(ticket(TicketKind::Unwatched))
+            }
+            Admission::Rejected => {
+                stripes::bump(&counters.rejected, stripe, 1);
+                Err(Rejected { breaker: self.name.clone(), state: after.state() })
+            }
+        }
+    }
+
+    /// Record the outcome of the call `ticket` admitted.
+    #[inline]
+    fn finish(&self, ticket: Ticket, outcome: Outcome, elapsed: Option<Duration>) {
+        let stripe = stripes::current();
+        let counters = self.counters.stripe(stripe);
+        let cell = match outcome {
+            Outcome::Success => &counters.successes,
+            Outcome::Failure => &counters.failures,
+            Outcome::Ignored => &counters.ignored,
+        };
+        stripes::bump(cell, stripe, 1);
+        if ticket.kind == TicketKind::Closed
+            && outcome == Outcome::Success
+            && !ticket.windowed
+            && ticket.started.is_none()
+            && elapsed.is_none()
+            && Word(self.word.load(Ordering::Relaxed)).closed_consecutive_failures() == 0
+        {
+            return;
+        }
+        self.finish_slow(ticket, outcome, elapsed, stripe);
+    }
+
+    #[cold]
+    fn finish_slow(&self, ticket: Ticket, outcome: Outcome, elapsed: Option<Duration>, stripe: usize) {
+        let armed = self.armed.load();
+        let policy = &armed.policy;
+        let now = self.clock.now();
+        let slow = outcome != Outcome::Ignored
+            && policy.slow_call.is_some()
+            && elapsed
+                .or_else(|| ticket.started.map(|started| now - started))
+                .is_some_and(|e| duration_nanos(e) >= policy.slow_call_ns);
+        if slow {
+            stripes::bump(&self.counters.stripe(stripe).slow, stripe, 1);
+        }
+        match ticket.kind {
+            TicketKind::Unwatched => {}
+            TicketKind::Probe => {
+                self.apply(|w| machine::probe_outcome(w, ticket.generation, outcome, now, policy));
+            }
+            TicketKind::Closed => {
+                let mut verdict = Verdict::default();
+                let word = Word(self.word.load(Ordering::Acquire));
+                let current = word.is_closed() && word.watching() && word.generation() == ticket.generation;
+                if current && outcome != Outcome::Ignored {
+                    let at = now.as_nanos();
+                    if let (Some(window), Some(rule)) = (&armed.failure_window, &policy.failure_rate) {
+                        let failed = outcome == Outcome::Failure;
+                        window.record(stripe, at, ticket.generation, failed);
+                        if failed {
+                            let count = window.count(at, ticket.generation);
+                            if rule.fires(count.hits, count.calls) {
+                                verdict.failure_rate = Some((count.hits, count.calls));
+                            }
+                        }
+                    }
+                    if let (Some(window), Some(rule)) = (&armed.slow_window, &policy.slow_call) {
+                        window.record(stripe, at, ticket.generation, slow);
+                        if slow {
+                            let count = window.count(at, ticket.generation);
+                            if rule.fires(count.hits, count.calls) {
+                                verdict.slow_call = Some((count.hits, count.calls));
+                            }
+                        }
+                    }
+                }
+                self.apply(|w| machine::closed_outcome(w, ticket.generation, outcome, verdict, now, policy));
+            }
+        }
+    }
+
+    /// One CAS loop around a pure step; publishes the transition if this thread's exchange installed one.
+    fn apply(&self, mut step: impl FnMut(Word) -> Step) -> Word {
+        self.apply_with(|w| (step(w), ())).0
+    }
+
+    fn apply_with<A>(&self, mut step: impl FnMut(Word) -> (Step, A)) -> (Word, A) {
+        let mut current = Word(self.word.load(Ordering::Acquire));
+        loop {
+            let (Step { next, transition }, answer) = step(current);
+            if next == current {
+                return (current, answer);
+            }
+            match self.word.compare_exchange_weak(current.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    if let Some(transition) = transition {
+                        self.publish(next.generation(), transition);
+                    }
+                    return (next, answer);
+                }
+                Err(actual) => current = Word(actual),
+            }
+        }
+    }
+
+    /// Number the transition in generation order, account the time, deliver in order outside the log lock.
+    fn publish(&self, generation: u16, transition: Transition) {
+        let mut log = self.log.lock();
+        log.pending.push((generation, transition));
+        let mut ready = Vec::new();
+        while let Some(position) = log.pending.iter().position(|(g, _)| *g == log.next_generation) {
+            let (_, t) = log.pending.swap_remove(position);
+            log.next_generation = ((u64::from(log.next_generation) + 1) & GEN_MASK) as u16;
+            log.seq += 1;
+            let at = t.at.max(log.since);
+            let spent = at.as_nanos() - log.since.as_nanos();
+            log.time_in_ns[t.from.index()] += spent;
+            log.since = at;
+            log.state = t.to;
+            if t.to == State::Open {
+                log.opens += 1;
+            }
+            ready.push(TransitionEvent {
+                service: self.service.clone(),
+                breaker: self.name.clone(),
+                from: t.from,
+                to: t.to,
+                reason: t.reason,
+                detail: t.detail,
+                at_ms: self.clock.unix_ms(t.at),
+                seq: log.seq,
+                shadow: t.shadow,
+            });
+        }
+        let delivery = self.delivery.lock();
+        drop(log);
+        for event in &ready {
+            self.sink.emit(event);
+        }
+        drop(delivery);
+    }
+
+    /// The state now; an elapsed open window becomes half-open here, without waiting for a call.
+    pub fn state(&self) -> State {
+        let word = Word(self.word.load(Ordering::Acquire));
+        if word.state() != State::Open {
+            return word.state();
+        }
+        self.state_at(self.clock.now())
+    }
+
+    /// The state at `now` (performs the Open → HalfOpen transition if the window has ended by then).
+    pub fn state_at(&self, now: Instant) -> State {
+        self.apply(|w| machine::observe(w, now)).state()
+    }
+
+    /// Name, state, mode, counters and the open window's end.
+    pub fn snapshot(&self) -> BreakerSnapshot {
+        let now = self.clock.now();
+        let word = Word(self.word.load(Ordering::Acquire));
+        let word = if word.state() == State::Open { self.apply(|w| machine::observe(w, now)) } else { word };
+        let totals = self.counters.totals().since(*self.baseline.lock());
+        let log = self.log.lock();
+        let mut time_in_ns = log.time_in_ns;
+        time_in_ns[log.state.index()] += now.as_nanos().saturating_sub(log.since.as_nanos());
+        let (consecutive_failures, probes_in_flight, probe_successes, trips, open_until_ms) = match word.phase() {
+            Phase::Closed { consecutive_failures } => (consecutive_failures, 0, 0, 0, None),
+            Phase::Open { until_ms, trips } => {
+                let until = (until_ms != UNTIL_NEVER_MS)
+                    .then(|| self.clock.unix_ms(Instant::from_nanos(until_ms.saturating_mul(1_000_000))));
+                (0, 0, 0, trips, until)
+            }
+            Phase::HalfOpen { in_flight, successes, trips } => (0, in_flight, successes, trips, None),
+        };
+        BreakerSnapshot {
+            service: self.service.clone(),
+            name: self.name.clone(),
+            state: word.state(),
+            mode: word.mode(),
+            counters: Counters {
+                permitted: totals.permitted,
+                rejected: totals.rejected,
+                shadow_rejected: totals.shadow_rejected,
+                successes: totals.successes,
+                failures: totals.failures,
+                ignored: totals.ignored,
+                slow: totals.slow,
+                opens: log.opens,
+                closed_ms: time_in_ns[0] / 1_000_000,
+                open_ms: time_in_ns[1] / 1_000_000,
+                half_open_ms: time_in_ns[2] / 1_000_000,
+            },
+            consecutive_failures,
+            probes_in_flight,
+            probe_successes,
+            trips,
+            open_until_ms,
+            seq: log.seq,
+        }
+    }
+
+    /// Replace the config. Same mode: the state is kept (windows with an unchanged bucket width keep their
+    /// counts). Another mode: the breaker starts over closed (open for forced-open), emitting `forced` /
+    /// `config_changed` if that changes the state.
+    pub fn set_config(&self, config: BreakerConfig) {
+        let mut current = self.config.lock();
+        let armed = Armed::new(&config, self.seed, &self.name, Some(&self.armed.load()), false);
+        let (mode, timed, windowed) = (config.mode, armed.policy.timed(), armed.policy.windowed());
+        self.armed.store(Arc::new(armed));
+        *current = config;
+        drop(current);
+        let now = self.clock.now();
+        self.apply(|w| machine::reconfigure(w, mode, timed, windowed, now));
+    }
+
+    /// Back to closed with windows, failure counts, backoff and counters cleared (forced-open stays open).
+    pub fn reset(&self) {
+        let config = self.config.lock();
+        self.armed.store(Arc::new(Armed::new(&config, self.seed, &self.name, None, true)));
+        drop(config);
+        let now = self.clock.now();
+        self.apply(|w| machine::reset(w, now));
+        *self.baseline.lock() = self.counters.totals();
+        let mut log = self.log.lock();
+        log.time_in_ns = [0; 3];
+        log.opens = 0;
+        log.since = log.since.max(now);
+    }
+
+    /// Run `fut` through the breaker: rejected without running it if the breaker says no, otherwise its result
+    /// classified by `classify` and recorded. A dropped (cancelled) future counts as ignored.
+    pub async fn call<T, E, F>(
+        &self,
+        fut: F,
+        classify: impl FnOnce(&Result<T, E>) -> Outcome,
+    ) -> Result<T, CallError<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let permit = self.try_acquire().map_err(CallError::Rejected)?;
+        let result = fut.await;
+        permit.record(classify(&result));
+        result.map_err(CallError::Inner)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! Config parsing and validation tests.
