@@ -649,5 +649,3 @@ impl CircuitBreaker {
     }
 }
 
-#[cfg(test)]
-mod tests;

@@ -1,1 +1,137 @@
-//! Config parsing and validation tests.
+//! Config parsing and validation tests: every error names its field.
+
+use super::*;
+
+fn error_of(toml: &str) -> ConfigError {
+    match BreakerConfig::from_toml_str(toml) {
+        Ok(config) => panic!("expected an error, parsed {config:?}"),
+        Err(error) => error,
+    }
+}
+
+#[test]
+fn empty_document_is_the_study_breaker() {
+    let config = BreakerConfig::from_toml_str("").expect("empty is valid");
+    assert_eq!(config, BreakerConfig::default());
+    assert_eq!(config.trip.consecutive_failures, Some(5));
+    assert_eq!(config.open.base, Duration::from_secs(30));
+    assert_eq!(config.open.max, Duration::from_secs(300));
+    assert_eq!(config.half_open.probes, Probes::limited(1).expect("1"));
+    assert_eq!(config.half_open.successes_to_close, 2);
+}
+
+#[test]
+fn full_document_parses() {
+    let config = BreakerConfig::from_toml_str(
+        r#"
+mode = "shadow"
+[trip]
+consecutive_failures = 3
+failure_rate = { threshold = 0.5, window = "2s", min_calls = 20 }
+slow_call = { duration = "1s", rate = 0.5, window = "2s", min_calls = 20 }
+[open]
+base = "250ms"
+backoff = 2.0
+max = "1m"
+jitter = 0.1
+seed = 42
+[half_open]
+probes = "all"
+successes_to_close = 3
+"#,
+    )
+    .expect("valid");
+    assert_eq!(config.mode, Mode::Shadow);
+    assert_eq!(config.trip.consecutive_failures, Some(3));
+    let rate = config.trip.failure_rate.as_ref().expect("failure rate");
+    assert_eq!((rate.threshold, rate.window, rate.min_calls), (0.5, Duration::from_secs(2), 20));
+    let slow = config.trip.slow_call.as_ref().expect("slow call");
+    assert_eq!(slow.duration, Duration::from_secs(1));
+    assert_eq!(config.open.base, Duration::from_millis(250));
+    assert_eq!(config.open.seed, Some(42));
+    assert_eq!(config.half_open.probes, Probes::All);
+    let again = BreakerConfig::from_toml_str(&config.to_toml_string()).expect("round trip");
+    assert_eq!(again, config);
+}
+
+#[test]
+fn trip_table_lists_only_the_detectors_it_names() {
+    let config = BreakerConfig::from_toml_str(
+        "[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 10 }\n",
+    )
+    .expect("valid");
+    assert_eq!(config.trip.consecutive_failures, None);
+    assert!(config.trip.failure_rate.is_some());
+}
+
+#[test]
+fn modes_parse() {
+    for (text, mode) in [
+        ("enforce", Mode::Enforce),
+        ("shadow", Mode::Shadow),
+        ("forced-open", Mode::ForcedOpen),
+        ("disabled", Mode::Disabled),
+    ] {
+        let config = BreakerConfig::from_toml_str(&format!("mode = \"{text}\"")).expect("valid");
+        assert_eq!(config.mode, mode);
+        assert_eq!(mode.as_str(), text);
+    }
+}
+
+#[test]
+fn parse_errors_name_the_field() {
+    let cases = [
+        ("mode = \"sometimes\"", "mode"),
+        ("[half_open]\nprobes = 0", "half_open.probes"),
+        ("[half_open]\nprobes = \"some\"", "half_open.probes"),
+        ("[half_open]\nprobes = -3", "half_open.probes"),
+        ("[open]\nbase = \"thirty\"", "open.base"),
+        ("[open]\nbase = 30", "open.base"),
+        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2 fortnights\", min_calls = 1 }", "trip.failure_rate.window"),
+        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\" }", "trip.failure_rate"),
+        ("[open]\nbsae = \"30s\"", "open.bsae"),
+        ("colour = \"red\"", "colour"),
+        ("[trip]\nconsecutive_failures = \"five\"", "trip.consecutive_failures"),
+    ];
+    for (toml, field) in cases {
+        let error = error_of(toml);
+        assert_eq!(error.field, field, "{toml:?} gave {error}");
+        assert!(error.to_string().starts_with(&format!("{field}: ")), "{error}");
+    }
+    assert!(error_of("[open]\nbsae = \"30s\"").message.contains("bsae"));
+}
+
+#[test]
+fn validation_errors_name_the_field() {
+    let cases = [
+        ("[trip]\n", "trip"),
+        ("[trip]\nconsecutive_failures = 0", "trip.consecutive_failures"),
+        ("[trip]\nfailure_rate = { threshold = 1.5, window = \"2s\", min_calls = 1 }", "trip.failure_rate.threshold"),
+        ("[trip]\nfailure_rate = { threshold = 0.0, window = \"2s\", min_calls = 1 }", "trip.failure_rate.threshold"),
+        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"5ms\", min_calls = 1 }", "trip.failure_rate.window"),
+        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 0 }", "trip.failure_rate.min_calls"),
+        ("[trip]\nslow_call = { duration = \"0s\", rate = 0.5, window = \"2s\", min_calls = 1 }", "trip.slow_call.duration"),
+        ("[trip]\nslow_call = { duration = \"1s\", rate = 2.0, window = \"2s\", min_calls = 1 }", "trip.slow_call.rate"),
+        ("[open]\nbase = \"0s\"", "open.base"),
+        ("[open]\nbackoff = 0.5", "open.backoff"),
+        ("[open]\nbase = \"10m\"\nmax = \"5m\"", "open.max"),
+        ("[open]\njitter = 1.0", "open.jitter"),
+        ("[open]\njitter = -0.1", "open.jitter"),
+        ("[half_open]\nsuccesses_to_close = 0", "half_open.successes_to_close"),
+        ("[half_open]\nprobes = 2000000", "half_open.probes"),
+    ];
+    for (toml, field) in cases {
+        let error = error_of(toml);
+        assert_eq!(error.field, field, "{toml:?} gave {error}");
+    }
+    assert_eq!(error_of("[half_open]\nsuccesses_to_close = 0").to_string(), "half_open.successes_to_close: must be at least 1");
+}
+
+#[test]
+fn probes_display_and_serialise() {
+    assert_eq!(Probes::All.to_string(), "all");
+    assert_eq!(Probes::limited(3).expect("3").to_string(), "3");
+    assert_eq!(Probes::limited(0), None);
+    let json = serde_json::to_string(&HalfOpenConfig { probes: Probes::All, successes_to_close: 1 }).expect("json");
+    assert_eq!(json, r#"{"probes":"all","successes_to_close":1}"#);
+}

@@ -1,1 +1,0 @@
-//! Breaker shell tests.
