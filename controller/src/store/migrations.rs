@@ -1,0 +1,71 @@
+//! Schema migrations, embedded from `migrations/{sqlite,postgres}/` at the repository root.
+//!
+//! The two flavours differ only in id generation and the blob type name; everything else (queries
+//! included) is shared. They are embedded with `include_str!` and handed to sqlx's `Migrator`
+//! through a `MigrationSource`, so the binary needs no migration files at run time and the build
+//! needs no database.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+
+/// Which SQL flavour a database speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// (version, description, SQLite text, PostgreSQL text), in order.
+pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[(
+    1,
+    "initial",
+    include_str!("../../../migrations/sqlite/0001_initial.sql"),
+    include_str!("../../../migrations/postgres/0001_initial.sql"),
+)];
+
+#[derive(Debug)]
+struct Embedded(Backend);
+
+impl<'s> MigrationSource<'s> for Embedded {
+    fn resolve(
+        self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 's>> {
+        let backend = self.0;
+        Box::pin(async move {
+            Ok(MIGRATIONS
+                .iter()
+                .map(|(version, description, sqlite, postgres)| {
+                    let sql = match backend {
+                        Backend::Sqlite => sqlite,
+                        Backend::Postgres => postgres,
+                    };
+                    Migration::new(
+                        *version,
+                        Cow::Borrowed(*description),
+                        MigrationType::Simple,
+                        Cow::Borrowed(*sql),
+                        false,
+                    )
+                })
+                .collect())
+        })
+    }
+}
+
+/// The migrator for one backend.
+pub async fn migrator(backend: Backend) -> Result<Migrator, sqlx::migrate::MigrateError> {
+    Migrator::new(Embedded(backend)).await
+}

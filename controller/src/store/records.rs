@@ -1,0 +1,218 @@
+//! What storage writes and reads: statuses, the per-run record handed over when a run ends, and rows.
+
+use serde::Serialize;
+
+use crate::load::{EndpointReport, OutcomeCounts, SecondStats};
+
+/// Identifies an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ExperimentId(pub i64);
+
+/// Identifies one run (one attempt at one plan position).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RunId(pub i64);
+
+impl std::fmt::Display for ExperimentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Life cycle of an experiment or a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Running,
+    Finished,
+    /// Stopped on purpose (a stop condition, an abort request); the reason is stored.
+    Aborted,
+    /// Found running by a controller that restarted: the process died mid-run.
+    Interrupted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Finished => "finished",
+            Status::Aborted => "aborted",
+            Status::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        Some(match text {
+            "pending" => Status::Pending,
+            "running" => Status::Running,
+            "finished" => Status::Finished,
+            "aborted" => Status::Aborted,
+            "interrupted" => Status::Interrupted,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether an energy figure was read from hardware counters or computed from a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnergySource {
+    Measured,
+    Modelled,
+}
+
+impl EnergySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnergySource::Measured => "measured",
+            EnergySource::Modelled => "modelled",
+        }
+    }
+}
+
+/// Per-second figures the collector adds to the load driver's (all optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CollectorSample {
+    pub second: u64,
+    pub cart_mean_items: Option<f64>,
+    pub carts: Option<u64>,
+    pub pool_in_flight: Option<u64>,
+    pub pool_queued: Option<u64>,
+    pub cpu_seconds: Option<f64>,
+    pub energy_joules: Option<f64>,
+    /// Anything else worth keeping, as a JSON object.
+    pub extra: Option<serde_json::Value>,
+}
+
+/// A breaker transition as stored (the shape of the breaker's transition event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransitionRecord {
+    pub at_ms: i64,
+    pub service: String,
+    pub breaker: String,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+    pub detail: serde_json::Value,
+    pub seq: i64,
+    pub shadow: bool,
+}
+
+/// A fault event: applied, renewed, expired, removed (or a failure to do one of them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultEventRecord {
+    pub at_ms: i64,
+    pub event: String,
+    pub fault_id: String,
+    pub detail: serde_json::Value,
+}
+
+/// Everything one run produced, written in one transaction when it ends.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// `Finished` or `Aborted` (with `abort_reason`).
+    pub status: Status,
+    pub abort_reason: Option<String>,
+    pub finished_at_ms: i64,
+    /// Endpoint names, indexed as in the seconds' endpoint ids.
+    pub endpoint_names: Vec<String>,
+    /// Load driver seconds, warmup included.
+    pub seconds: Vec<SecondStats>,
+    /// Load driver totals per endpoint (measured part).
+    pub endpoints: Vec<EndpointReport>,
+    pub collector: Vec<CollectorSample>,
+    pub transitions: Vec<TransitionRecord>,
+    pub fault_events: Vec<FaultEventRecord>,
+    pub energy: Option<(f64, EnergySource)>,
+}
+
+impl RunRecord {
+    /// Outcomes over every endpoint (measured part).
+    pub fn outcomes(&self) -> OutcomeCounts {
+        let mut total = OutcomeCounts::default();
+        for endpoint in &self.endpoints {
+            total.merge(&endpoint.stats.outcomes);
+        }
+        total
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentRow {
+    pub id: ExperimentId,
+    pub name: String,
+    pub spec_toml: String,
+    pub seed: i64,
+    pub planned_runs: i64,
+    pub status: Status,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub abort_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    pub id: RunId,
+    pub experiment_id: ExperimentId,
+    pub plan_index: i64,
+    pub round_index: i64,
+    pub condition_index: i64,
+    pub condition_label: String,
+    pub fault_kind: String,
+    pub fault_rate: f64,
+    pub breaker_mode: String,
+    pub condition_json: String,
+    pub status: Status,
+    pub warmup_ms: i64,
+    pub duration_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub abort_reason: Option<String>,
+    /// Totals of the measured part; `None` until the run finished.
+    pub outcomes: Option<OutcomeCounts>,
+    pub energy: Option<(f64, EnergySource)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampleRow {
+    pub second: i64,
+    pub warmup: bool,
+    pub outcomes: OutcomeCounts,
+    pub collector: CollectorSample,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndpointSecondRow {
+    pub second: i64,
+    pub endpoint: String,
+    pub outcomes: OutcomeCounts,
+    pub p50_us: i64,
+    pub p95_us: i64,
+    pub p99_us: i64,
+    pub max_us: i64,
+    #[serde(skip)]
+    pub histogram_v2: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndpointHistogramRow {
+    pub endpoint: String,
+    pub outcomes: OutcomeCounts,
+    pub p50_us: i64,
+    pub p95_us: i64,
+    pub p99_us: i64,
+    pub max_us: i64,
+    pub mean_us: f64,
+    #[serde(skip)]
+    pub histogram_v2: Vec<u8>,
+    #[serde(skip)]
+    pub histogram_ok_v2: Vec<u8>,
+}

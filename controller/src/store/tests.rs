@@ -1,0 +1,577 @@
+//! Storage tests against a temporary SQLite file, and against PostgreSQL too when
+//! `TOLERANT_TEST_PG_URL` is set (e.g. `postgres://tolerant@127.0.0.1/tolerant_test`).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::load::{EndpointReport, Outcome, Recorder, deserialize_histogram, endpoint};
+use crate::spec::ExperimentSpec;
+
+const SPEC: &str = r#"
+name = "store-test"
+rounds = 2
+duration = "10s"
+warmup = "2s"
+seed = 9
+
+[load]
+users = 3
+
+[fault]
+target = "payment"
+rates = [0.0, 1.0]
+
+[breaker]
+modes = ["disabled", "enforce"]
+"#;
+
+/// A fresh SQLite file in the temp dir (removed with its WAL files when dropped).
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "tolerant-store-{}-{}.db",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        TempDb(path)
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// The stores every scenario runs against: SQLite always, PostgreSQL when configured.
+async fn stores() -> (Vec<Store>, TempDb) {
+    let file = TempDb::new();
+    let mut stores = vec![Store::open(file.0.to_str().unwrap()).await.unwrap()];
+    if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
+        stores.push(
+            Store::open(&url)
+                .await
+                .expect("TOLERANT_TEST_PG_URL must be reachable"),
+        );
+    }
+    (stores, file)
+}
+
+fn record(status: Status, warmup: Duration) -> RunRecord {
+    let names: Vec<String> = endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let mut recorder = Recorder::new(names.len(), warmup, None);
+    let ms = Duration::from_millis(1);
+    for i in 0..40u32 {
+        let at = ms * (i * 100);
+        let outcome = match i % 4 {
+            0 | 1 => Outcome::Ok,
+            2 => Outcome::Failed,
+            _ => Outcome::Rejected,
+        };
+        recorder.record(endpoint::PRODUCT, at, outcome, ms * (i + 1), Duration::ZERO);
+        recorder.record(endpoint::CHECKOUT, at, Outcome::Ok, ms * 3, Duration::ZERO);
+    }
+    let (seconds, totals) = recorder.finish(4);
+    RunRecord {
+        status,
+        abort_reason: (status == Status::Aborted).then(|| "availability below 0.2 for 10s".into()),
+        finished_at_ms: 2_000,
+        endpoint_names: names.clone(),
+        seconds,
+        endpoints: names
+            .into_iter()
+            .zip(totals)
+            .map(|(name, stats)| EndpointReport { name, stats })
+            .collect(),
+        collector: vec![CollectorSample {
+            second: 1,
+            cart_mean_items: Some(2.5),
+            carts: Some(3),
+            pool_in_flight: Some(4),
+            pool_queued: Some(0),
+            cpu_seconds: Some(0.25),
+            energy_joules: Some(12.5),
+            extra: Some(json!({"agent_injected": 7})),
+        }],
+        transitions: vec![TransitionRecord {
+            at_ms: 1_500,
+            service: "checkout".into(),
+            breaker: "checkout->payment".into(),
+            from: "closed".into(),
+            to: "open".into(),
+            reason: "consecutive_failures".into(),
+            detail: json!({"failures": 5}),
+            seq: 1,
+            shadow: false,
+        }],
+        fault_events: vec![
+            FaultEventRecord {
+                at_ms: 1_000,
+                event: "applied".into(),
+                fault_id: "run-1".into(),
+                detail: json!({"kind": "error", "status": 500, "rate": 1.0}),
+            },
+            FaultEventRecord {
+                at_ms: 1_900,
+                event: "removed".into(),
+                fault_id: "run-1".into(),
+                detail: json!({}),
+            },
+        ],
+        energy: Some((40.0, EnergySource::Modelled)),
+    }
+}
+
+async fn new_experiment(store: &Store) -> (ExperimentSpec, ExperimentId) {
+    let spec = ExperimentSpec::parse(SPEC).unwrap();
+    let id = store.create_experiment(&spec, 1_000).await.unwrap();
+    (spec, id)
+}
+
+#[test]
+fn locations_map_to_urls_and_backends() {
+    assert_eq!(
+        database_url("tolerant.db").unwrap(),
+        ("sqlite://tolerant.db?mode=rwc".to_owned(), Backend::Sqlite)
+    );
+    assert_eq!(
+        database_url("sqlite:///tmp/x.db").unwrap().0,
+        "sqlite:///tmp/x.db?mode=rwc"
+    );
+    assert_eq!(
+        database_url("sqlite://x.db?mode=ro").unwrap().0,
+        "sqlite://x.db?mode=ro"
+    );
+    assert_eq!(
+        database_url("postgres://u@127.0.0.1/db").unwrap().1,
+        Backend::Postgres
+    );
+    assert!(database_url("mysql://x").is_err());
+    assert!(database_url("sqlite::memory:").is_err());
+    assert!(database_url("").is_err());
+}
+
+#[test]
+fn both_migration_flavours_declare_the_same_columns() {
+    fn shape(sql: &str) -> Vec<String> {
+        sql.lines()
+            .map(str::trim)
+            .filter(|line| !line.starts_with("--") && !line.is_empty())
+            .map(|line| {
+                let mut words = line.split_whitespace();
+                let first = words.next().unwrap_or("");
+                match first {
+                    "CREATE" => line.split('(').next().unwrap_or("").trim().to_owned(),
+                    _ => first.to_owned(),
+                }
+            })
+            .collect()
+    }
+    for (version, _, sqlite, postgres) in MIGRATIONS {
+        assert_eq!(shape(sqlite), shape(postgres), "migration {version}");
+        assert!(sqlite.contains("INTEGER PRIMARY KEY"));
+        assert!(postgres.contains("GENERATED BY DEFAULT AS IDENTITY"));
+    }
+}
+
+#[tokio::test]
+async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
+    let file = TempDb::new();
+    let location = file.0.to_str().unwrap().to_owned();
+    let store = Store::open(&location).await.unwrap();
+    assert_eq!(store.backend(), Backend::Sqlite);
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let (_, id) = new_experiment(&store).await;
+    store.close().await;
+    assert!(file.0.exists());
+
+    // Migrations are not re-applied; data survives.
+    let store = Store::open(&location).await.unwrap();
+    assert_eq!(
+        store.experiment(id).await.unwrap().unwrap().name,
+        "store-test"
+    );
+    store.close().await;
+}
+
+#[tokio::test]
+async fn experiments_keep_their_spec_and_status() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, id) = new_experiment(store).await;
+        let row = store.experiment(id).await.unwrap().unwrap();
+        assert_eq!(row.spec_toml, SPEC);
+        assert_eq!(row.seed, 9);
+        assert_eq!(row.planned_runs, spec.plan().len() as i64);
+        assert_eq!(row.status, Status::Pending);
+        assert_eq!(row.started_at_ms, None);
+
+        store
+            .set_experiment_status(id, Status::Running, 2_000, None)
+            .await
+            .unwrap();
+        store
+            .set_experiment_status(id, Status::Running, 3_000, None)
+            .await
+            .unwrap();
+        let row = store.experiment(id).await.unwrap().unwrap();
+        assert_eq!(row.status, Status::Running);
+        assert_eq!(row.started_at_ms, Some(2_000), "the first start stays");
+
+        store
+            .set_experiment_status(id, Status::Aborted, 4_000, Some("halted"))
+            .await
+            .unwrap();
+        let row = store.experiment(id).await.unwrap().unwrap();
+        assert_eq!(row.status, Status::Aborted);
+        assert_eq!(row.finished_at_ms, Some(4_000));
+        assert_eq!(row.abort_reason.as_deref(), Some("halted"));
+
+        assert!(
+            store
+                .experiments()
+                .await
+                .unwrap()
+                .iter()
+                .any(|e| e.id == id)
+        );
+        assert_eq!(
+            store.experiment(ExperimentId(i64::MAX)).await.unwrap(),
+            None
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_finished_run_stores_everything_it_saw() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let planned = spec.plan()[3];
+        let run = store
+            .start_run(
+                experiment,
+                &planned,
+                Duration::from_secs(2),
+                Duration::from_secs(10),
+                1_100,
+            )
+            .await
+            .unwrap();
+        let runs = store.runs(experiment).await.unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status, Status::Running);
+        assert_eq!(runs[0].outcomes, None);
+        assert_eq!(runs[0].plan_index, 3);
+        assert_eq!(runs[0].condition_label, planned.condition.label());
+        assert_eq!(runs[0].fault_rate, planned.condition.fault_rate);
+        assert!(
+            store.samples(run).await.unwrap().is_empty(),
+            "nothing before the end"
+        );
+
+        let record = record(Status::Finished, Duration::from_secs(2));
+        store.finish_run(run, &record).await.unwrap();
+
+        let row = &store.runs(experiment).await.unwrap()[0];
+        assert_eq!(row.status, Status::Finished);
+        assert_eq!(row.finished_at_ms, Some(2_000));
+        assert_eq!(row.outcomes, Some(record.outcomes()));
+        assert_eq!(row.energy, Some((40.0, EnergySource::Modelled)));
+        assert_eq!(row.warmup_ms, 2_000);
+
+        let samples = store.samples(run).await.unwrap();
+        assert_eq!(samples.len(), 4);
+        assert!(samples[0].warmup && samples[1].warmup && !samples[2].warmup);
+        assert_eq!(samples[0].outcomes, record.seconds[0].outcomes());
+        assert_eq!(samples[1].collector, record.collector[0]);
+        assert_eq!(samples[2].collector.cart_mean_items, None);
+
+        let seconds = store.endpoint_seconds(run).await.unwrap();
+        assert_eq!(seconds.len(), 8, "two endpoints × four seconds");
+        let product = seconds
+            .iter()
+            .find(|s| s.second == 0 && s.endpoint == "GET /product/{id}")
+            .unwrap();
+        let histogram = deserialize_histogram(&product.histogram_v2).unwrap();
+        assert_eq!(histogram.len(), 10);
+        assert_eq!(product.outcomes.total(), 10);
+        assert_eq!(product.max_us as u64, histogram.max());
+
+        let histograms = store.endpoint_histograms(run).await.unwrap();
+        assert_eq!(histograms.len(), endpoint::NAMES.len());
+        let product = histograms
+            .iter()
+            .find(|h| h.endpoint == "GET /product/{id}")
+            .unwrap();
+        assert_eq!(product.outcomes.total(), 20, "measured part only");
+        assert_eq!(product.outcomes.ok, 10);
+        let all = deserialize_histogram(&product.histogram_v2).unwrap();
+        let ok = deserialize_histogram(&product.histogram_ok_v2).unwrap();
+        assert_eq!((all.len(), ok.len()), (20, 10));
+        assert_eq!(product.p99_us as u64, all.value_at_quantile(0.99));
+
+        assert_eq!(store.transitions(run).await.unwrap(), record.transitions);
+        assert_eq!(store.fault_events(run).await.unwrap(), record.fault_events);
+        assert_eq!(
+            store.finished_plan_indices(experiment).await.unwrap(),
+            vec![3]
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_aborted_run_keeps_its_reason() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        store
+            .finish_run(run, &record(Status::Aborted, Duration::ZERO))
+            .await
+            .unwrap();
+        let row = &store.runs(experiment).await.unwrap()[0];
+        assert_eq!(row.status, Status::Aborted);
+        assert_eq!(
+            row.abort_reason.as_deref(),
+            Some("availability below 0.2 for 10s")
+        );
+        assert!(
+            store
+                .finished_plan_indices(experiment)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let error = store
+            .finish_run(run, &record(Status::Running, Duration::ZERO))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, StoreError::NotAnEnd(..)), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_written_once() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[1],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        let record = record(Status::Finished, Duration::ZERO);
+        store.finish_run(run, &record).await.unwrap();
+        let error = store.finish_run(run, &record).await.unwrap_err();
+        assert!(
+            matches!(error, StoreError::RunNotRunning(id) if id == run),
+            "{error}"
+        );
+        assert_eq!(
+            store.samples(run).await.unwrap().len(),
+            record.seconds.len()
+        );
+    }
+}
+
+#[tokio::test]
+async fn interrupted_runs_get_no_rows_and_are_retried() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let planned = spec.plan()[2];
+        let first = store
+            .start_run(
+                experiment,
+                &planned,
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        // The controller died; a new one marks what was running.
+        assert_eq!(store.mark_interrupted(experiment, 50).await.unwrap(), 1);
+        assert_eq!(store.mark_interrupted(experiment, 60).await.unwrap(), 0);
+        let record = record(Status::Finished, Duration::ZERO);
+        assert!(matches!(
+            store.finish_run(first, &record).await,
+            Err(StoreError::RunNotRunning(_))
+        ));
+        assert!(store.samples(first).await.unwrap().is_empty());
+
+        // The retry of the same plan position finishes; the interrupted attempt stays as history.
+        let retry = store
+            .start_run(
+                experiment,
+                &planned,
+                Duration::ZERO,
+                Duration::from_secs(10),
+                70,
+            )
+            .await
+            .unwrap();
+        store.finish_run(retry, &record).await.unwrap();
+        let runs = store.runs(experiment).await.unwrap();
+        let statuses: Vec<Status> = runs.iter().map(|r| r.status).collect();
+        assert_eq!(statuses, vec![Status::Interrupted, Status::Finished]);
+        assert_eq!(
+            store.finished_plan_indices(experiment).await.unwrap(),
+            vec![2]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_plan_position_cannot_finish_twice() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let planned = spec.plan()[0];
+        let record = record(Status::Finished, Duration::ZERO);
+        let first = store
+            .start_run(
+                experiment,
+                &planned,
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        let second = store
+            .start_run(
+                experiment,
+                &planned,
+                Duration::ZERO,
+                Duration::from_secs(10),
+                2,
+            )
+            .await
+            .unwrap();
+        store.finish_run(first, &record).await.unwrap();
+        let error = store.finish_run(second, &record).await.unwrap_err();
+        assert!(matches!(error, StoreError::Database(_)), "{error}");
+        // The failed transaction left nothing behind and the run still counts as running.
+        assert!(store.samples(second).await.unwrap().is_empty());
+        let runs = store.runs(experiment).await.unwrap();
+        assert_eq!(runs[1].status, Status::Running);
+    }
+}
+
+#[tokio::test]
+async fn a_failing_write_leaves_nothing_behind() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        let mut broken = record(Status::Finished, Duration::ZERO);
+        // The same second twice violates the samples' primary key after other rows were written.
+        let duplicate = broken.seconds[0].clone();
+        broken.seconds.push(duplicate);
+        assert!(store.finish_run(run, &broken).await.is_err());
+        assert!(store.samples(run).await.unwrap().is_empty());
+        assert!(store.endpoint_histograms(run).await.unwrap().is_empty());
+        assert_eq!(
+            store.runs(experiment).await.unwrap()[0].status,
+            Status::Running
+        );
+
+        // The run can still be written properly.
+        store
+            .finish_run(run, &record(Status::Finished, Duration::ZERO))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn long_runs_are_written_in_chunks() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(600),
+                1,
+            )
+            .await
+            .unwrap();
+        let mut recorder = Recorder::new(1, Duration::ZERO, None);
+        for second in 0..(ROWS_PER_INSERT as u64 * 2 + 7) {
+            recorder.record(
+                0,
+                Duration::from_secs(second),
+                Outcome::Ok,
+                Duration::from_millis(2),
+                Duration::ZERO,
+            );
+        }
+        let (seconds, totals) = recorder.finish(ROWS_PER_INSERT as u64 * 2 + 7);
+        let mut long = record(Status::Finished, Duration::ZERO);
+        long.endpoint_names = vec!["GET /x".into()];
+        long.seconds = seconds;
+        long.endpoints = vec![EndpointReport {
+            name: "GET /x".into(),
+            stats: totals.into_iter().next().unwrap(),
+        }];
+        long.transitions = (0..(ROWS_PER_INSERT + 3))
+            .map(|i| TransitionRecord {
+                seq: i as i64,
+                ..long.transitions[0].clone()
+            })
+            .collect();
+        store.finish_run(run, &long).await.unwrap();
+        assert_eq!(
+            store.samples(run).await.unwrap().len(),
+            ROWS_PER_INSERT * 2 + 7
+        );
+        assert_eq!(
+            store.endpoint_seconds(run).await.unwrap().len(),
+            ROWS_PER_INSERT * 2 + 7
+        );
+        let transitions = store.transitions(run).await.unwrap();
+        assert_eq!(transitions.len(), ROWS_PER_INSERT + 3);
+        assert_eq!(transitions.last().unwrap().seq, ROWS_PER_INSERT as i64 + 2);
+    }
+}
