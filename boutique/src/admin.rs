@@ -1,0 +1,201 @@
+//! Admin and observability endpoints every service mounts outside its worker pool: `/_healthz`, `/metrics`,
+//! `/_breakers`, `/_breakers/stream`, `PUT /_admin/breakers`, `POST /_admin/reset`, `/_pool`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use subtle::ConstantTimeEq;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::context::ServiceContext;
+use crate::metrics;
+use crate::wire::ErrorBody;
+
+/// What a service adds to the common admin endpoints: state to clear on reset, extra metrics.
+pub trait ServiceHooks: Send + Sync + 'static {
+    /// Clears application state between runs (carts); breakers are reset by the caller.
+    fn reset(&self) {}
+    /// Appends service-specific Prometheus lines.
+    fn render_metrics(&self, _out: &mut String) {}
+}
+
+/// A service with nothing to add.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl ServiceHooks for NoHooks {}
+
+#[derive(Clone)]
+struct AdminState {
+    ctx: Arc<ServiceContext>,
+    hooks: Arc<dyn ServiceHooks>,
+}
+
+/// The admin and observability routes of one service.
+pub fn router(ctx: Arc<ServiceContext>, hooks: Arc<dyn ServiceHooks>) -> Router {
+    Router::new()
+        .route("/_healthz", get(healthz))
+        .route("/metrics", get(render_metrics))
+        .route("/_breakers", get(breakers))
+        .route("/_breakers/stream", get(breaker_stream))
+        .route("/_admin/breakers", put(replace_breaker_config))
+        .route("/_admin/reset", post(reset))
+        .route("/_pool", get(pool))
+        .with_state(AdminState { ctx, hooks })
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn render_metrics(State(state): State<AdminState>) -> Response {
+    let mut out = String::with_capacity(4096);
+    metrics::render(&state.ctx, &mut out);
+    state.hooks.render_metrics(&mut out);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+async fn breakers(State(state): State<AdminState>) -> Response {
+    Json(state.ctx.registry.snapshots()).into_response()
+}
+
+async fn pool(State(state): State<AdminState>) -> Response {
+    Json(state.ctx.pool.stats()).into_response()
+}
+
+async fn breaker_stream(State(state): State<AdminState>, upgrade: WebSocketUpgrade) -> Response {
+    let events = state.ctx.registry.subscribe();
+    let shutdown = state.ctx.shutdown.clone();
+    upgrade.on_upgrade(move |socket| forward_transitions(socket, events, shutdown))
+}
+
+/// Sends every transition event as one JSON text message until the client leaves or the service stops.
+async fn forward_transitions(
+    mut socket: WebSocket,
+    mut events: tokio::sync::broadcast::Receiver<breaker::TransitionEvent>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(event) => {
+                    let Ok(json) = serde_json::to_string(&event) else { continue };
+                    if socket.send(Message::Text(json.into())).await.is_err() {
+                        return;
+                    }
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "breaker stream subscriber lagged");
+                }
+                Err(RecvError::Closed) => return,
+            },
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            },
+            () = shutdown.cancelled() => {
+                let _ = socket.send(Message::Close(None)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Why an admin mutation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Denied {
+    NoTokenConfigured,
+    Unauthorized,
+}
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        match self {
+            Denied::NoTokenConfigured => error(
+                StatusCode::FORBIDDEN,
+                "admin mutations are disabled: no token configured",
+            ),
+            Denied::Unauthorized => {
+                error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+            }
+        }
+    }
+}
+
+/// Checks `Authorization: Bearer <token>` in constant time.
+fn authorize(ctx: &ServiceContext, headers: &HeaderMap) -> Result<(), Denied> {
+    let expected = ctx.token.as_deref().ok_or(Denied::NoTokenConfigured)?;
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or(Denied::Unauthorized)?;
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+        Ok(())
+    } else {
+        Err(Denied::Unauthorized)
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            error: message.into(),
+        }),
+    )
+        .into_response()
+}
+
+/// Parses a breaker config sent as JSON (by content type or a leading `{`) or as TOML.
+pub fn parse_breaker_config(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<breaker::BreakerConfig, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "body: not UTF-8".to_owned())?;
+    let is_json = content_type.is_some_and(|ct| ct.starts_with("application/json"))
+        || text.trim_start().starts_with('{');
+    let config: breaker::BreakerConfig = if is_json {
+        serde_json::from_str(text).map_err(|err| format!("body: {err}"))?
+    } else {
+        breaker::BreakerConfig::from_toml_str(text).map_err(|err| err.to_string())?
+    };
+    config.validate().map_err(|err| err.to_string())?;
+    Ok(config)
+}
+
+async fn replace_breaker_config(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
+        return denied.into_response();
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok());
+    match parse_breaker_config(content_type, &body) {
+        Ok(config) => {
+            state.ctx.registry.set_config(config);
+            Json(state.ctx.registry.snapshots()).into_response()
+        }
+        Err(message) => error(StatusCode::BAD_REQUEST, message),
+    }
+}
+
+async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
+        return denied.into_response();
+    }
+    state.ctx.registry.reset();
+    state.hooks.reset();
+    StatusCode::NO_CONTENT.into_response()
+}

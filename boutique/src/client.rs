@@ -1,0 +1,232 @@
+//! The breaker-wrapped JSON client every service uses to call a dependency.
+//!
+//! Each call takes a permit from the `caller->dependency` breaker (a rejection never touches the network),
+//! runs under the call timeout (so a hang becomes a failure the breaker can count), and records its
+//! outcome with `breaker::http::Classifier`: 5xx, timeouts and transport errors are failures, 4xx are the
+//! caller's mistake and ignored.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use breaker::{CircuitBreaker, Outcome};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::service_name::ServiceName;
+use crate::wire::ErrorBody;
+
+/// Header naming the breaker that rejected a request (design.md).
+pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
+
+/// Why a dependency call produced no value.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("circuit breaker {breaker} is open")]
+    Rejected { breaker: String },
+    #[error("{dependency} did not answer within {timeout:?}")]
+    Timeout {
+        dependency: ServiceName,
+        timeout: Duration,
+    },
+    #[error("{dependency} could not be reached: {message}")]
+    Transport {
+        dependency: ServiceName,
+        message: String,
+    },
+    #[error("{dependency} answered {status}: {message}")]
+    Status {
+        dependency: ServiceName,
+        status: u16,
+        message: String,
+        /// The breaker further down that rejected the request, when the dependency says so.
+        rejected_by: Option<String>,
+    },
+    #[error("{dependency} sent an unreadable answer: {message}")]
+    Decode {
+        dependency: ServiceName,
+        message: String,
+    },
+}
+
+impl CallError {
+    /// The breaker that rejected the call, here or further down the call graph.
+    pub fn rejected_by(&self) -> Option<&str> {
+        match self {
+            CallError::Rejected { breaker } => Some(breaker),
+            CallError::Status { rejected_by, .. } => rejected_by.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The 4xx status when the dependency blamed the caller.
+    pub fn client_error_status(&self) -> Option<u16> {
+        match self {
+            CallError::Status { status, .. } if (400..500).contains(status) => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Outcome counters of one dependency, exported in `/metrics`.
+#[derive(Debug, Default)]
+pub struct CallStats {
+    pub successes: AtomicU64,
+    pub failures: AtomicU64,
+    pub ignored: AtomicU64,
+    pub rejected: AtomicU64,
+}
+
+impl CallStats {
+    fn count(&self, outcome: Outcome) {
+        let counter = match outcome {
+            Outcome::Success => &self.successes,
+            Outcome::Failure => &self.failures,
+            Outcome::Ignored => &self.ignored,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A dependency as seen from one caller: its base URL, its breaker and the call timeout.
+#[derive(Debug, Clone)]
+pub struct Dependency {
+    target: ServiceName,
+    base_url: Arc<str>,
+    breaker: Arc<CircuitBreaker>,
+    http: reqwest::Client,
+    timeout: Duration,
+    classifier: breaker::http::Classifier,
+    stats: Arc<CallStats>,
+}
+
+impl Dependency {
+    /// A dependency reached at `base_url` (no trailing slash) through `breaker`.
+    pub fn new(
+        target: ServiceName,
+        base_url: impl Into<Arc<str>>,
+        breaker: Arc<CircuitBreaker>,
+        http: reqwest::Client,
+        timeout: Duration,
+        stats: Arc<CallStats>,
+    ) -> Self {
+        Dependency {
+            target,
+            base_url: base_url.into(),
+            breaker,
+            http,
+            timeout,
+            classifier: breaker::http::Classifier::default(),
+            stats,
+        }
+    }
+
+    /// The breaker guarding this dependency.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.breaker
+    }
+
+    /// `GET {base}{path}` and decode the JSON answer.
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+        let url = format!("{}{}", self.base_url, path);
+        self.call(self.http.get(url)).await
+    }
+
+    /// `POST {base}{path}` with a JSON body and decode the JSON answer.
+    pub async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, CallError> {
+        let url = format!("{}{}", self.base_url, path);
+        self.call(self.http.post(url).json(body)).await
+    }
+
+    /// `DELETE {base}{path}` and decode the JSON answer.
+    pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+        let url = format!("{}{}", self.base_url, path);
+        self.call(self.http.delete(url)).await
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, CallError> {
+        let permit = match self.breaker.try_acquire() {
+            Ok(permit) => permit,
+            Err(rejected) => {
+                self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                return Err(CallError::Rejected {
+                    breaker: rejected.breaker.clone(),
+                });
+            }
+        };
+        let started = Instant::now();
+        let exchange = tokio::time::timeout(self.timeout, async move {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            let rejected_by = response
+                .headers()
+                .get(REJECTED_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            let body = response.bytes().await?;
+            Ok::<_, reqwest::Error>((status, rejected_by, body))
+        })
+        .await;
+        let elapsed = started.elapsed();
+        let (outcome, result) = match exchange {
+            Err(_elapsed) => (
+                Outcome::Failure,
+                Err(CallError::Timeout {
+                    dependency: self.target,
+                    timeout: self.timeout,
+                }),
+            ),
+            Ok(Err(error)) => (
+                Outcome::Failure,
+                Err(CallError::Transport {
+                    dependency: self.target,
+                    message: error.to_string(),
+                }),
+            ),
+            Ok(Ok((status, rejected_by, body))) => {
+                let outcome = self.classifier.status(status);
+                if (200..300).contains(&status) {
+                    match serde_json::from_slice::<T>(&body) {
+                        Ok(value) => (outcome, Ok(value)),
+                        Err(error) => (
+                            Outcome::Failure,
+                            Err(CallError::Decode {
+                                dependency: self.target,
+                                message: error.to_string(),
+                            }),
+                        ),
+                    }
+                } else {
+                    let message = serde_json::from_slice::<ErrorBody>(&body)
+                        .map(|body| body.error)
+                        .unwrap_or_else(|_| {
+                            String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()
+                        });
+                    (
+                        outcome,
+                        Err(CallError::Status {
+                            dependency: self.target,
+                            status,
+                            message,
+                            rejected_by,
+                        }),
+                    )
+                }
+            }
+        };
+        permit.record_timed(outcome, elapsed);
+        self.stats.count(outcome);
+        result
+    }
+}
+
+/// An empty JSON object answer (`{}`), for calls that return nothing of interest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize)]
+pub struct Ack {}

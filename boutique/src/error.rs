@@ -1,0 +1,44 @@
+//! Errors of starting or running the stack.
+
+use crate::service_name::ServiceName;
+
+/// Why the stack (or one service) could not start or keep running.
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    #[error("invalid config: {field}: {message}")]
+    Config { field: String, message: String },
+    #[error("{service} cannot bind {addr}: {source}")]
+    Bind {
+        service: ServiceName,
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{service} needs the URL of {dependency} (pass it as a peer)")]
+    MissingPeer {
+        service: ServiceName,
+        dependency: ServiceName,
+    },
+    #[error("invalid peer URL for {service}: {url:?}: {message}")]
+    PeerUrl {
+        service: ServiceName,
+        url: String,
+        message: String,
+    },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("{service} stopped serving: {source}")]
+    Serve {
+        service: ServiceName,
+        source: std::io::Error,
+    },
+}
+
+impl StackError {
+    /// A config error naming the field at fault.
+    pub fn config(field: impl Into<String>, message: impl Into<String>) -> Self {
+        StackError::Config {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}

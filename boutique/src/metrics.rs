@@ -1,0 +1,153 @@
+//! Request counters per service and the Prometheus text rendering of `/metrics`.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::context::ServiceContext;
+
+/// Requests answered by a service's business routes, by status class, and their total latency.
+#[derive(Debug, Default)]
+pub struct RequestStats {
+    by_class: [AtomicU64; 5],
+    latency_micros_total: AtomicU64,
+}
+
+impl RequestStats {
+    /// Records one answered request.
+    pub fn record(&self, status: u16, micros: u64) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.by_class[class].fetch_add(1, Ordering::Relaxed);
+        self.latency_micros_total
+            .fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// Requests answered with status class `class` (1..=5).
+    pub fn count(&self, class: usize) -> u64 {
+        self.by_class[class.clamp(1, 5) - 1].load(Ordering::Relaxed)
+    }
+}
+
+/// Axum middleware counting every answered request and its latency.
+pub async fn track(
+    State(stats): State<Arc<RequestStats>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    stats.record(response.status().as_u16(), micros);
+    response
+}
+
+/// Renders the service's common metrics (requests, pool, breakers, dependency calls) as Prometheus text.
+pub fn render(ctx: &ServiceContext, out: &mut String) {
+    let service = ctx.service.as_str();
+    let _ = writeln!(out, "# TYPE boutique_http_requests_total counter");
+    for class in 1..=5 {
+        let _ = writeln!(
+            out,
+            "boutique_http_requests_total{{service=\"{service}\",class=\"{class}xx\"}} {}",
+            ctx.requests.count(class)
+        );
+    }
+    let micros = ctx.requests.latency_micros_total.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "# TYPE boutique_http_request_duration_seconds_sum counter"
+    );
+    let _ = writeln!(
+        out,
+        "boutique_http_request_duration_seconds_sum{{service=\"{service}\"}} {}",
+        micros as f64 / 1e6
+    );
+
+    let pool = ctx.pool.stats();
+    let _ = writeln!(out, "# TYPE boutique_pool_in_flight gauge");
+    let _ = writeln!(
+        out,
+        "boutique_pool_in_flight{{service=\"{service}\"}} {}",
+        pool.in_flight
+    );
+    let _ = writeln!(out, "# TYPE boutique_pool_queued gauge");
+    let _ = writeln!(
+        out,
+        "boutique_pool_queued{{service=\"{service}\"}} {}",
+        pool.queued
+    );
+    let _ = writeln!(out, "# TYPE boutique_pool_capacity gauge");
+    let _ = writeln!(
+        out,
+        "boutique_pool_capacity{{service=\"{service}\"}} {}",
+        pool.capacity
+    );
+    let _ = writeln!(out, "# TYPE boutique_pool_queue_capacity gauge");
+    let _ = writeln!(
+        out,
+        "boutique_pool_queue_capacity{{service=\"{service}\"}} {}",
+        pool.queue_capacity
+    );
+    let _ = writeln!(out, "# TYPE boutique_pool_rejected_total counter");
+    let _ = writeln!(
+        out,
+        "boutique_pool_rejected_total{{service=\"{service}\"}} {}",
+        pool.rejected
+    );
+
+    let calls = ctx.calls.lock().clone();
+    let _ = writeln!(
+        out,
+        "# HELP boutique_breaker_state 0 closed, 1 open, 2 half-open"
+    );
+    let _ = writeln!(out, "# TYPE boutique_breaker_state gauge");
+    for (breaker_name, _) in &calls {
+        let state = match ctx.registry.get(breaker_name).state() {
+            breaker::State::Closed => 0,
+            breaker::State::Open => 1,
+            breaker::State::HalfOpen => 2,
+        };
+        let _ = writeln!(
+            out,
+            "boutique_breaker_state{{service=\"{service}\",breaker=\"{breaker_name}\"}} {state}"
+        );
+    }
+    let _ = writeln!(out, "# TYPE boutique_dependency_calls_total counter");
+    for (breaker_name, stats) in &calls {
+        for (result, counter) in [
+            ("success", &stats.successes),
+            ("failure", &stats.failures),
+            ("ignored", &stats.ignored),
+            ("rejected", &stats.rejected),
+        ] {
+            let _ = writeln!(
+                out,
+                "boutique_dependency_calls_total{{service=\"{service}\",breaker=\"{breaker_name}\",result=\"{result}\"}} {}",
+                counter.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_land_in_their_class() {
+        let stats = RequestStats::default();
+        stats.record(200, 10);
+        stats.record(302, 10);
+        stats.record(503, 10);
+        stats.record(503, 10);
+        assert_eq!(stats.count(2), 1);
+        assert_eq!(stats.count(3), 1);
+        assert_eq!(stats.count(5), 2);
+        assert_eq!(stats.count(4), 0);
+    }
+}

@@ -1,0 +1,193 @@
+//! A bounded worker pool per service: `capacity` requests run at once, up to `queue` wait, the rest get a
+//! quick 503.
+//!
+//! Async services have no threads to exhaust, so the pool is what makes exhaustion real and visible: a
+//! request holds its slot until its response is ready, including the time it spends waiting on a hanging
+//! dependency. That is the cascade a breaker exists to stop (seed 001), and the numbers it exports
+//! (`in_flight`, `queued`, `capacity`) are what the collector samples.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::PoolConfig;
+
+/// Occupancy of a pool at one instant (the `/_pool` body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PoolStats {
+    pub in_flight: usize,
+    pub queued: usize,
+    pub capacity: usize,
+    pub queue_capacity: usize,
+    pub rejected: u64,
+}
+
+/// The pool is full and so is its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("worker pool full: {capacity} in flight and {queue_capacity} queued")]
+pub struct PoolFull {
+    pub capacity: usize,
+    pub queue_capacity: usize,
+}
+
+/// A bounded worker pool, cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WorkerPool {
+    inner: Arc<PoolInner>,
+}
+
+#[derive(Debug)]
+struct PoolInner {
+    workers: Arc<Semaphore>,
+    capacity: usize,
+    queue_capacity: usize,
+    queued: AtomicUsize,
+    rejected: AtomicU64,
+}
+
+/// A held worker; the slot frees when this drops.
+#[derive(Debug)]
+pub struct WorkerSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Decrements the queue count however the wait ends (admitted, or the request was dropped).
+struct QueuedGuard<'a>(&'a AtomicUsize);
+
+impl Drop for QueuedGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl WorkerPool {
+    /// A pool with `config.capacity` workers and a queue of `config.queue`.
+    pub fn new(config: PoolConfig) -> Self {
+        WorkerPool {
+            inner: Arc::new(PoolInner {
+                workers: Arc::new(Semaphore::new(config.capacity)),
+                capacity: config.capacity,
+                queue_capacity: config.queue,
+                queued: AtomicUsize::new(0),
+                rejected: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Takes a worker, waiting in the queue if every worker is busy; fails at once if the queue is full too.
+    pub async fn admit(&self) -> Result<WorkerSlot, PoolFull> {
+        let inner = &*self.inner;
+        if let Ok(permit) = inner.workers.clone().try_acquire_owned() {
+            return Ok(WorkerSlot { _permit: permit });
+        }
+        let joined = inner
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued < inner.queue_capacity).then_some(queued + 1)
+            });
+        if joined.is_err() {
+            inner.rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(PoolFull {
+                capacity: inner.capacity,
+                queue_capacity: inner.queue_capacity,
+            });
+        }
+        let _queued = QueuedGuard(&inner.queued);
+        let permit = inner
+            .workers
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool never closes its semaphore");
+        Ok(WorkerSlot { _permit: permit })
+    }
+
+    /// Current occupancy.
+    pub fn stats(&self) -> PoolStats {
+        let inner = &*self.inner;
+        PoolStats {
+            in_flight: inner.capacity - inner.workers.available_permits().min(inner.capacity),
+            queued: inner.queued.load(Ordering::Acquire),
+            capacity: inner.capacity,
+            queue_capacity: inner.queue_capacity,
+            rejected: inner.rejected.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Axum middleware: runs the request inside a worker slot, or answers 503 at once when the pool is full.
+pub async fn limit(State(pool): State<WorkerPool>, request: Request, next: Next) -> Response {
+    match pool.admit().await {
+        Ok(slot) => {
+            let response = next.run(request).await;
+            drop(slot);
+            response
+        }
+        Err(full) => {
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, full.to_string()).into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn admits_capacity_then_queues_then_rejects() {
+        let pool = WorkerPool::new(PoolConfig {
+            capacity: 2,
+            queue: 1,
+        });
+        let first = pool.admit().await.unwrap();
+        let _second = pool.admit().await.unwrap();
+        assert_eq!(pool.stats().in_flight, 2);
+
+        let waiting_pool = pool.clone();
+        let waiter = tokio::spawn(async move { waiting_pool.admit().await.map(|_| ()) });
+        for _ in 0..100 {
+            if pool.stats().queued == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(pool.stats().queued, 1);
+
+        assert!(pool.admit().await.is_err(), "queue is full");
+        assert_eq!(pool.stats().rejected, 1);
+
+        drop(first);
+        waiter.await.unwrap().unwrap();
+        assert_eq!(pool.stats().queued, 0);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_waiter_leaves_the_queue() {
+        let pool = WorkerPool::new(PoolConfig {
+            capacity: 1,
+            queue: 1,
+        });
+        let _held = pool.admit().await.unwrap();
+        let waiting_pool = pool.clone();
+        let waiter = tokio::spawn(async move { waiting_pool.admit().await.map(|_| ()) });
+        for _ in 0..100 {
+            if pool.stats().queued == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        waiter.abort();
+        let _ = waiter.await;
+        assert_eq!(pool.stats().queued, 0);
+    }
+}
