@@ -35,14 +35,22 @@ struct Armed {
 impl Armed {
     /// Compile `config`; keep `previous`'s windows where their rule is unchanged (so a config push does not forget
     /// the last seconds of traffic), unless `fresh`.
-    fn new(config: &BreakerConfig, seed: u64, name: &str, previous: Option<&Armed>, fresh: bool) -> Armed {
+    fn new(
+        config: &BreakerConfig,
+        seed: u64,
+        name: &str,
+        previous: Option<&Armed>,
+        fresh: bool,
+    ) -> Armed {
         let policy = Policy::compile(config, seed, name);
         let reuse = |rule: Option<&crate::core::policy::RateRule>,
                      old_rule: Option<&crate::core::policy::RateRule>,
                      old: Option<&Arc<StripedWindow>>| {
             let rule = rule?;
             match (old_rule, old) {
-                (Some(old_rule), Some(old)) if !fresh && old_rule.bucket_ns == rule.bucket_ns => Some(Arc::clone(old)),
+                (Some(old_rule), Some(old)) if !fresh && old_rule.bucket_ns == rule.bucket_ns => {
+                    Some(Arc::clone(old))
+                }
                 _ => Some(Arc::new(StripedWindow::new(rule))),
             }
         };
@@ -56,7 +64,11 @@ impl Armed {
             previous.and_then(|p| p.policy.slow_call.as_ref()),
             previous.and_then(|p| p.slow_window.as_ref()),
         );
-        Armed { policy, failure_window, slow_window }
+        Armed {
+            policy,
+            failure_window,
+            slow_window,
+        }
     }
 }
 
@@ -361,11 +373,21 @@ impl CircuitBreaker {
         if word.is_closed() && word.watching() && !word.timed() {
             let stripe = stripes::current();
             stripes::bump(&self.counters.stripe(stripe).permitted, stripe, 1);
-            let ticket =
-                Ticket { generation: word.generation(), kind: TicketKind::Closed, started: None, windowed: word.windowed() };
-            return Ok(Permit { breaker: self, ticket });
+            let ticket = Ticket {
+                generation: word.generation(),
+                kind: TicketKind::Closed,
+                started: None,
+                windowed: word.windowed(),
+            };
+            return Ok(Permit {
+                breaker: self,
+                ticket,
+            });
         }
-        self.acquire_slow(word).map(|ticket| Permit { breaker: self, ticket })
+        self.acquire_slow(word).map(|ticket| Permit {
+            breaker: self,
+            ticket,
+        })
     }
 
     /// [`CircuitBreaker::try_acquire`] for an `Arc`'d breaker, returning a permit that owns the `Arc`.
@@ -373,7 +395,10 @@ impl CircuitBreaker {
         let permit = self.try_acquire()?;
         let ticket = permit.ticket;
         std::mem::forget(permit);
-        Ok(OwnedPermit { breaker: Arc::clone(self), ticket: Some(ticket) })
+        Ok(OwnedPermit {
+            breaker: Arc::clone(self),
+            ticket: Some(ticket),
+        })
     }
 
     #[cold]
@@ -382,13 +407,23 @@ impl CircuitBreaker {
         let counters = self.counters.stripe(stripe);
         if word.mode() == Mode::Disabled {
             stripes::bump(&counters.permitted, stripe, 1);
-            return Ok(Ticket { generation: word.generation(), kind: TicketKind::Unwatched, started: None, windowed: false });
+            return Ok(Ticket {
+                generation: word.generation(),
+                kind: TicketKind::Unwatched,
+                started: None,
+                windowed: false,
+            });
         }
         let now = self.clock.now();
         let armed = self.armed.load();
         let (after, admission) = self.apply_with(|w| machine::acquire(w, now, &armed.policy));
         let started = after.timed().then_some(now);
-        let ticket = |kind| Ticket { generation: after.generation(), kind, started, windowed: after.windowed() };
+        let ticket = |kind| Ticket {
+            generation: after.generation(),
+            kind,
+            started,
+            windowed: after.windowed(),
+        };
         match admission {
             Admission::Closed => {
                 stripes::bump(&counters.permitted, stripe, 1);
@@ -407,7 +442,10 @@ impl CircuitBreaker {
             }
             Admission::Rejected => {
                 stripes::bump(&counters.rejected, stripe, 1);
-                Err(Rejected { breaker: self.name.clone(), state: after.state() })
+                Err(Rejected {
+                    breaker: self.name.clone(),
+                    state: after.state(),
+                })
             }
         }
     }
@@ -436,7 +474,13 @@ impl CircuitBreaker {
     }
 
     #[cold]
-    fn finish_slow(&self, ticket: Ticket, outcome: Outcome, elapsed: Option<Duration>, stripe: usize) {
+    fn finish_slow(
+        &self,
+        ticket: Ticket,
+        outcome: Outcome,
+        elapsed: Option<Duration>,
+        stripe: usize,
+    ) {
         let armed = self.armed.load();
         let policy = &armed.policy;
         let now = self.clock.now();
@@ -456,10 +500,13 @@ impl CircuitBreaker {
             TicketKind::Closed => {
                 let mut verdict = Verdict::default();
                 let word = Word(self.word.load(Ordering::Acquire));
-                let current = word.is_closed() && word.watching() && word.generation() == ticket.generation;
+                let current =
+                    word.is_closed() && word.watching() && word.generation() == ticket.generation;
                 if current && outcome != Outcome::Ignored {
                     let at = now.as_nanos();
-                    if let (Some(window), Some(rule)) = (&armed.failure_window, &policy.failure_rate) {
+                    if let (Some(window), Some(rule)) =
+                        (&armed.failure_window, &policy.failure_rate)
+                    {
                         let failed = outcome == Outcome::Failure;
                         window.record(stripe, at, ticket.generation, failed);
                         if failed {
@@ -479,7 +526,9 @@ impl CircuitBreaker {
                         }
                     }
                 }
-                self.apply(|w| machine::closed_outcome(w, ticket.generation, outcome, verdict, now, policy));
+                self.apply(|w| {
+                    machine::closed_outcome(w, ticket.generation, outcome, verdict, now, policy)
+                });
             }
         }
     }
@@ -496,7 +545,12 @@ impl CircuitBreaker {
             if next == current {
                 return (current, answer);
             }
-            match self.word.compare_exchange_weak(current.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+            match self.word.compare_exchange_weak(
+                current.0,
+                next.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     if let Some(transition) = transition {
                         self.publish(next.generation(), transition);
@@ -513,7 +567,11 @@ impl CircuitBreaker {
         let mut log = self.log.lock();
         log.pending.push((generation, transition));
         let mut ready = Vec::new();
-        while let Some(position) = log.pending.iter().position(|(g, _)| *g == log.next_generation) {
+        while let Some(position) = log
+            .pending
+            .iter()
+            .position(|(g, _)| *g == log.next_generation)
+        {
             let (_, t) = log.pending.swap_remove(position);
             log.next_generation = ((u64::from(log.next_generation) + 1) & GEN_MASK) as u16;
             log.seq += 1;
@@ -563,20 +621,33 @@ impl CircuitBreaker {
     pub fn snapshot(&self) -> BreakerSnapshot {
         let now = self.clock.now();
         let word = Word(self.word.load(Ordering::Acquire));
-        let word = if word.state() == State::Open { self.apply(|w| machine::observe(w, now)) } else { word };
+        let word = if word.state() == State::Open {
+            self.apply(|w| machine::observe(w, now))
+        } else {
+            word
+        };
         let totals = self.counters.totals().since(*self.baseline.lock());
         let log = self.log.lock();
         let mut time_in_ns = log.time_in_ns;
         time_in_ns[log.state.index()] += now.as_nanos().saturating_sub(log.since.as_nanos());
-        let (consecutive_failures, probes_in_flight, probe_successes, trips, open_until_ms) = match word.phase() {
-            Phase::Closed { consecutive_failures } => (consecutive_failures, 0, 0, 0, None),
-            Phase::Open { until_ms, trips } => {
-                let until = (until_ms != UNTIL_NEVER_MS)
-                    .then(|| self.clock.unix_ms(Instant::from_nanos(until_ms.saturating_mul(1_000_000))));
-                (0, 0, 0, trips, until)
-            }
-            Phase::HalfOpen { in_flight, successes, trips } => (0, in_flight, successes, trips, None),
-        };
+        let (consecutive_failures, probes_in_flight, probe_successes, trips, open_until_ms) =
+            match word.phase() {
+                Phase::Closed {
+                    consecutive_failures,
+                } => (consecutive_failures, 0, 0, 0, None),
+                Phase::Open { until_ms, trips } => {
+                    let until = (until_ms != UNTIL_NEVER_MS).then(|| {
+                        self.clock
+                            .unix_ms(Instant::from_nanos(until_ms.saturating_mul(1_000_000)))
+                    });
+                    (0, 0, 0, trips, until)
+                }
+                Phase::HalfOpen {
+                    in_flight,
+                    successes,
+                    trips,
+                } => (0, in_flight, successes, trips, None),
+            };
         BreakerSnapshot {
             service: self.service.clone(),
             name: self.name.clone(),
@@ -609,7 +680,13 @@ impl CircuitBreaker {
     /// `config_changed` if that changes the state.
     pub fn set_config(&self, config: BreakerConfig) {
         let mut current = self.config.lock();
-        let armed = Armed::new(&config, self.seed, &self.name, Some(&self.armed.load()), false);
+        let armed = Armed::new(
+            &config,
+            self.seed,
+            &self.name,
+            Some(&self.armed.load()),
+            false,
+        );
         let (mode, timed, windowed) = (config.mode, armed.policy.timed(), armed.policy.windowed());
         self.armed.store(Arc::new(armed));
         *current = config;
@@ -621,7 +698,9 @@ impl CircuitBreaker {
     /// Back to closed with windows, failure counts, backoff and counters cleared (forced-open stays open).
     pub fn reset(&self) {
         let config = self.config.lock();
-        self.armed.store(Arc::new(Armed::new(&config, self.seed, &self.name, None, true)));
+        self.armed.store(Arc::new(Armed::new(
+            &config, self.seed, &self.name, None, true,
+        )));
         drop(config);
         let now = self.clock.now();
         self.apply(|w| machine::reset(w, now));
@@ -648,4 +727,3 @@ impl CircuitBreaker {
         result.map_err(CallError::Inner)
     }
 }
-

@@ -116,13 +116,20 @@ impl ManualClock {
 
     /// A clock at its origin, whose origin is `unix_origin_ms` in wall-clock time.
     pub fn with_unix_origin_ms(unix_origin_ms: u64) -> Self {
-        ManualClock { nanos: AtomicU64::new(0), unix_origin_ms }
+        ManualClock {
+            nanos: AtomicU64::new(0),
+            unix_origin_ms,
+        }
     }
 
     /// Move the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
         let step = duration_nanos(d);
-        let _ = self.nanos.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_add(step)));
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(step))
+            });
     }
 
     /// Put the clock at `at` (an [`Instant`], or a `Duration` since the origin). Moving backwards is allowed, but
@@ -160,7 +167,10 @@ pub struct TokioClock {
 impl TokioClock {
     /// A clock whose origin is tokio's `now()` at this call.
     pub fn new() -> Self {
-        TokioClock { origin: tokio::time::Instant::now(), unix_origin_ms: SystemClock.unix_ms(SystemClock.now()) }
+        TokioClock {
+            origin: tokio::time::Instant::now(),
+            unix_origin_ms: SystemClock.unix_ms(SystemClock.now()),
+        }
     }
 }
 
@@ -174,7 +184,9 @@ impl Default for TokioClock {
 #[cfg(feature = "tokio")]
 impl Clock for TokioClock {
     fn now(&self) -> Instant {
-        Instant(duration_nanos(tokio::time::Instant::now().saturating_duration_since(self.origin)))
+        Instant(duration_nanos(
+            tokio::time::Instant::now().saturating_duration_since(self.origin),
+        ))
     }
 
     fn unix_ms(&self, at: Instant) -> u64 {
@@ -192,7 +204,10 @@ mod tests {
         assert_eq!(clock.now(), Instant::ZERO);
         clock.advance(Duration::from_millis(1500));
         assert_eq!(clock.now().as_nanos(), 1_500_000_000);
-        assert_eq!(clock.unix_ms(clock.now()), MANUAL_CLOCK_UNIX_ORIGIN_MS + 1500);
+        assert_eq!(
+            clock.unix_ms(clock.now()),
+            MANUAL_CLOCK_UNIX_ORIGIN_MS + 1500
+        );
         clock.set(Duration::from_secs(2));
         assert_eq!(clock.now(), Instant::from_nanos(2_000_000_000));
     }
@@ -202,7 +217,10 @@ mod tests {
         let a = SystemClock.now();
         let b = SystemClock.now();
         assert!(b >= a);
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
         let ours = SystemClock.unix_ms(b);
         assert!(ours.abs_diff(wall) < 5_000, "{ours} vs {wall}");
     }

@@ -35,7 +35,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { field: field.into(), message: message.into() }
+        ConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -113,7 +116,11 @@ pub struct TripConfig {
 
 impl Default for TripConfig {
     fn default() -> Self {
-        TripConfig { consecutive_failures: Some(DEFAULT_CONSECUTIVE_FAILURES), failure_rate: None, slow_call: None }
+        TripConfig {
+            consecutive_failures: Some(DEFAULT_CONSECUTIVE_FAILURES),
+            failure_rate: None,
+            slow_call: None,
+        }
     }
 }
 
@@ -179,7 +186,13 @@ fn default_backoff() -> f64 {
 
 impl Default for OpenConfig {
     fn default() -> Self {
-        OpenConfig { base: DEFAULT_OPEN_BASE, backoff: 1.0, max: DEFAULT_OPEN_MAX, jitter: 0.0, seed: None }
+        OpenConfig {
+            base: DEFAULT_OPEN_BASE,
+            backoff: 1.0,
+            max: DEFAULT_OPEN_MAX,
+            jitter: 0.0,
+            seed: None,
+        }
     }
 }
 
@@ -201,7 +214,10 @@ fn default_successes_to_close() -> u32 {
 
 impl Default for HalfOpenConfig {
     fn default() -> Self {
-        HalfOpenConfig { probes: Probes::default(), successes_to_close: DEFAULT_SUCCESSES_TO_CLOSE }
+        HalfOpenConfig {
+            probes: Probes::default(),
+            successes_to_close: DEFAULT_SUCCESSES_TO_CLOSE,
+        }
     }
 }
 
@@ -257,7 +273,12 @@ impl<'de> Deserialize<'de> for Probes {
                 u32::try_from(v)
                     .ok()
                     .and_then(Probes::limited)
-                    .ok_or_else(|| E::custom(format!("must be at least 1 and at most {}, got {v}", u32::MAX)))
+                    .ok_or_else(|| {
+                        E::custom(format!(
+                            "must be at least 1 and at most {}, got {v}",
+                            u32::MAX
+                        ))
+                    })
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Probes, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
@@ -266,7 +287,9 @@ impl<'de> Deserialize<'de> for Probes {
                 if v == "all" {
                     Ok(Probes::All)
                 } else {
-                    Err(E::custom(format!("expected an integer of at least 1 or \"all\", got \"{v}\"")))
+                    Err(E::custom(format!(
+                        "expected an integer of at least 1 or \"all\", got \"{v}\""
+                    )))
                 }
             }
         }
@@ -286,8 +309,11 @@ mod humantime_serde_duration {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(&text)
-            .map_err(|e| serde::de::Error::custom(format!("invalid duration \"{text}\" ({e}); write e.g. \"30s\"")))
+        humantime::parse_duration(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid duration \"{text}\" ({e}); write e.g. \"30s\""
+            ))
+        })
     }
 }
 
@@ -295,11 +321,16 @@ impl BreakerConfig {
     /// Parse a TOML document and validate it. Errors name the field.
     pub fn from_toml_str(s: &str) -> Result<Self, ConfigError> {
         let deserializer = toml::Deserializer::new(s);
-        let config: BreakerConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
-            let path = err.path().to_string();
-            let field = if path == "." || path.is_empty() { "config".to_string() } else { path };
-            ConfigError::new(field, first_line(&err.inner().message().to_string()))
-        })?;
+        let config: BreakerConfig =
+            serde_path_to_error::deserialize(deserializer).map_err(|err| {
+                let path = err.path().to_string();
+                let field = if path == "." || path.is_empty() {
+                    "config".to_string()
+                } else {
+                    path
+                };
+                ConfigError::new(field, first_line(err.inner().message()))
+            })?;
         config.validate()?;
         Ok(config)
     }
@@ -312,14 +343,20 @@ impl BreakerConfig {
     /// Check every value; the error names the first offending field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let trip = &self.trip;
-        if trip.consecutive_failures.is_none() && trip.failure_rate.is_none() && trip.slow_call.is_none() {
+        if trip.consecutive_failures.is_none()
+            && trip.failure_rate.is_none()
+            && trip.slow_call.is_none()
+        {
             return Err(ConfigError::new(
                 "trip",
                 "at least one detector is needed (consecutive_failures, failure_rate or slow_call)",
             ));
         }
         if trip.consecutive_failures == Some(0) {
-            return Err(ConfigError::new("trip.consecutive_failures", "must be at least 1"));
+            return Err(ConfigError::new(
+                "trip.consecutive_failures",
+                "must be at least 1",
+            ));
         }
         if let Some(rate) = &trip.failure_rate {
             check_fraction("trip.failure_rate.threshold", rate.threshold)?;
@@ -328,7 +365,10 @@ impl BreakerConfig {
         }
         if let Some(slow) = &trip.slow_call {
             if slow.duration.is_zero() {
-                return Err(ConfigError::new("trip.slow_call.duration", "must be greater than zero"));
+                return Err(ConfigError::new(
+                    "trip.slow_call.duration",
+                    "must be greater than zero",
+                ));
             }
             check_fraction("trip.slow_call.rate", slow.rate)?;
             check_window("trip.slow_call.window", slow.window)?;
@@ -339,7 +379,10 @@ impl BreakerConfig {
             return Err(ConfigError::new("open.base", "must be at least 1ms"));
         }
         if !(open.backoff.is_finite() && open.backoff >= 1.0) {
-            return Err(ConfigError::new("open.backoff", format!("must be a number ≥ 1.0, got {}", open.backoff)));
+            return Err(ConfigError::new(
+                "open.backoff",
+                format!("must be a number ≥ 1.0, got {}", open.backoff),
+            ));
         }
         if open.max < open.base {
             return Err(ConfigError::new("open.max", "must be at least open.base"));
@@ -348,10 +391,16 @@ impl BreakerConfig {
             return Err(ConfigError::new("open.max", "must be at most a year"));
         }
         if !(open.jitter.is_finite() && (0.0..1.0).contains(&open.jitter)) {
-            return Err(ConfigError::new("open.jitter", format!("must be in [0, 1), got {}", open.jitter)));
+            return Err(ConfigError::new(
+                "open.jitter",
+                format!("must be in [0, 1), got {}", open.jitter),
+            ));
         }
         if self.half_open.successes_to_close == 0 {
-            return Err(ConfigError::new("half_open.successes_to_close", "must be at least 1"));
+            return Err(ConfigError::new(
+                "half_open.successes_to_close",
+                "must be at least 1",
+            ));
         }
         if self.half_open.successes_to_close > MAX_SUCCESSES_TO_CLOSE {
             return Err(ConfigError::new(
@@ -361,7 +410,10 @@ impl BreakerConfig {
         }
         if let Probes::Limited(n) = self.half_open.probes {
             if n.get() > MAX_PROBES {
-                return Err(ConfigError::new("half_open.probes", format!("must be at most {MAX_PROBES} (or \"all\")")));
+                return Err(ConfigError::new(
+                    "half_open.probes",
+                    format!("must be at most {MAX_PROBES} (or \"all\")"),
+                ));
             }
         }
         Ok(())
@@ -381,20 +433,30 @@ fn check_fraction(field: &str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value > 0.0 && value <= 1.0 {
         Ok(())
     } else {
-        Err(ConfigError::new(field, format!("must be in (0, 1], got {value}")))
+        Err(ConfigError::new(
+            field,
+            format!("must be in (0, 1], got {value}"),
+        ))
     }
 }
 
 fn check_window(field: &str, window: Duration) -> Result<(), ConfigError> {
     if window < Duration::from_millis(u64::from(WINDOW_BUCKETS)) {
-        Err(ConfigError::new(field, format!("must be at least {WINDOW_BUCKETS}ms")))
+        Err(ConfigError::new(
+            field,
+            format!("must be at least {WINDOW_BUCKETS}ms"),
+        ))
     } else {
         Ok(())
     }
 }
 
 fn check_min_calls(field: &str, min_calls: u32) -> Result<(), ConfigError> {
-    if min_calls == 0 { Err(ConfigError::new(field, "must be at least 1")) } else { Ok(()) }
+    if min_calls == 0 {
+        Err(ConfigError::new(field, "must be at least 1"))
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

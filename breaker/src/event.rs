@@ -206,7 +206,10 @@ mod tests {
             from: State::Closed,
             to: State::Open,
             reason: Reason::ConsecutiveFailures,
-            detail: TransitionDetail { failures: Some(5), ..TransitionDetail::default() },
+            detail: TransitionDetail {
+                failures: Some(5),
+                ..TransitionDetail::default()
+            },
             at_ms: 1_732_896_000_123,
             seq: 42,
             shadow: false,

@@ -48,7 +48,11 @@ impl Classifier {
     }
 
     /// A status or a transport error.
-    pub fn result<E>(&self, result: &Result<u16, E>, transport: impl FnOnce(&E) -> TransportError) -> Outcome {
+    pub fn result<E>(
+        &self,
+        result: &Result<u16, E>,
+        transport: impl FnOnce(&E) -> TransportError,
+    ) -> Outcome {
         match result {
             Ok(status) => self.status(*status),
             Err(error) => self.transport(transport(error)),
@@ -64,9 +68,10 @@ pub fn transport_kind(error: &std::io::Error) -> TransportError {
         ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable | ErrorKind::NotConnected => {
             TransportError::Connect
         }
-        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe | ErrorKind::UnexpectedEof => {
-            TransportError::Reset
-        }
+        ErrorKind::ConnectionReset
+        | ErrorKind::ConnectionAborted
+        | ErrorKind::BrokenPipe
+        | ErrorKind::UnexpectedEof => TransportError::Reset,
         _ => TransportError::Other,
     }
 }
@@ -85,7 +90,9 @@ mod tests {
         assert_eq!(c.status(429), Outcome::Ignored);
         assert_eq!(c.status(500), Outcome::Failure);
         assert_eq!(c.status(503), Outcome::Failure);
-        let strict = Classifier { treat_429_as_failure: true };
+        let strict = Classifier {
+            treat_429_as_failure: true,
+        };
         assert_eq!(strict.status(429), Outcome::Failure);
         assert_eq!(strict.status(404), Outcome::Ignored);
     }
@@ -93,7 +100,12 @@ mod tests {
     #[test]
     fn transport_errors_are_failures() {
         let c = Classifier::default();
-        for kind in [TransportError::Timeout, TransportError::Connect, TransportError::Reset, TransportError::Other] {
+        for kind in [
+            TransportError::Timeout,
+            TransportError::Connect,
+            TransportError::Reset,
+            TransportError::Other,
+        ] {
             assert_eq!(c.transport(kind), Outcome::Failure);
         }
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
@@ -103,7 +115,13 @@ mod tests {
         assert_eq!(transport_kind(&refused), TransportError::Connect);
         let timeout = std::io::Error::from(std::io::ErrorKind::TimedOut);
         assert_eq!(transport_kind(&timeout), TransportError::Timeout);
-        assert_eq!(c.result(&Err::<u16, _>(timeout), transport_kind), Outcome::Failure);
-        assert_eq!(c.result::<std::io::Error>(&Ok(404), transport_kind), Outcome::Ignored);
+        assert_eq!(
+            c.result(&Err::<u16, _>(timeout), transport_kind),
+            Outcome::Failure
+        );
+        assert_eq!(
+            c.result::<std::io::Error>(&Ok(404), transport_kind),
+            Outcome::Ignored
+        );
     }
 }

@@ -34,18 +34,23 @@ mod state;
 mod stripes;
 mod window;
 
-pub use crate::breaker::{BreakerSnapshot, CallError, CircuitBreaker, Counters, DEFAULT_SEED, OwnedPermit, Permit, Rejected};
+pub use crate::breaker::{
+    BreakerSnapshot, CallError, CircuitBreaker, Counters, DEFAULT_SEED, OwnedPermit, Permit,
+    Rejected,
+};
 #[cfg(feature = "tokio")]
 pub use crate::clock::TokioClock;
 pub use crate::clock::{Clock, Instant, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock, SystemClock};
 pub use crate::config::{
-    BreakerConfig, ConfigError, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_OPEN_BASE, DEFAULT_OPEN_MAX, DEFAULT_PROBES,
-    DEFAULT_SUCCESSES_TO_CLOSE, FailureRateConfig, HalfOpenConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Mode,
-    OpenConfig, Probes, SlowCallConfig, TripConfig, WINDOW_BUCKETS,
+    BreakerConfig, ConfigError, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_OPEN_BASE, DEFAULT_OPEN_MAX,
+    DEFAULT_PROBES, DEFAULT_SUCCESSES_TO_CLOSE, FailureRateConfig, HalfOpenConfig, MAX_PROBES,
+    MAX_SUCCESSES_TO_CLOSE, Mode, OpenConfig, Probes, SlowCallConfig, TripConfig, WINDOW_BUCKETS,
 };
 #[cfg(feature = "tokio")]
 pub use crate::event::BroadcastSink;
-pub use crate::event::{EventSink, MemorySink, NoopSink, Reason, TransitionDetail, TransitionEvent};
+pub use crate::event::{
+    EventSink, MemorySink, NoopSink, Reason, TransitionDetail, TransitionEvent,
+};
 #[cfg(feature = "tokio")]
 pub use crate::registry::BROADCAST_CAPACITY;
 pub use crate::registry::Registry;

@@ -87,7 +87,10 @@ pub(crate) fn bump(cell: &AtomicU64, stripe: usize, by: u64) {
     if stripe == OVERFLOW {
         cell.fetch_add(by, Ordering::Relaxed);
     } else {
-        cell.store(cell.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+        cell.store(
+            cell.load(Ordering::Relaxed).wrapping_add(by),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -149,7 +152,9 @@ pub(crate) struct StripedCounters {
 
 impl StripedCounters {
     pub(crate) fn new() -> Self {
-        StripedCounters { stripes: (0..=STRIPES).map(|_| Padded::default()).collect() }
+        StripedCounters {
+            stripes: (0..=STRIPES).map(|_| Padded::default()).collect(),
+        }
     }
 
     #[inline]
@@ -160,11 +165,16 @@ impl StripedCounters {
     pub(crate) fn totals(&self) -> CallTotals {
         let mut totals = CallTotals::default();
         let visit = slots_in_use();
-        for stripe in self.stripes[..visit].iter().chain(std::iter::once(&self.stripes[OVERFLOW])) {
+        for stripe in self.stripes[..visit]
+            .iter()
+            .chain(std::iter::once(&self.stripes[OVERFLOW]))
+        {
             let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
             totals.permitted = totals.permitted.wrapping_add(load(&stripe.permitted));
             totals.rejected = totals.rejected.wrapping_add(load(&stripe.rejected));
-            totals.shadow_rejected = totals.shadow_rejected.wrapping_add(load(&stripe.shadow_rejected));
+            totals.shadow_rejected = totals
+                .shadow_rejected
+                .wrapping_add(load(&stripe.shadow_rejected));
             totals.successes = totals.successes.wrapping_add(load(&stripe.successes));
             totals.failures = totals.failures.wrapping_add(load(&stripe.failures));
             totals.ignored = totals.ignored.wrapping_add(load(&stripe.ignored));

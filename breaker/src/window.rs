@@ -85,11 +85,17 @@ impl StripedWindow {
         let oldest = newest.saturating_sub(BUCKETS as u64 - 1);
         let mut count = WindowCount::default();
         let visit = stripes::slots_in_use();
-        for stripe in self.stripes[..visit].iter().chain(std::iter::once(&self.stripes[OVERFLOW])) {
+        for stripe in self.stripes[..visit]
+            .iter()
+            .chain(std::iter::once(&self.stripes[OVERFLOW]))
+        {
             for bucket in stripe.0.iter() {
                 let tag = bucket.tag.load(Ordering::Acquire);
                 let epoch = (tag & !WRITTEN) >> GEN_BITS;
-                if tag & WRITTEN != 0 && (tag & GEN_MASK) as u16 == generation && (oldest..=newest).contains(&epoch) {
+                if tag & WRITTEN != 0
+                    && (tag & GEN_MASK) as u16 == generation
+                    && (oldest..=newest).contains(&epoch)
+                {
                     count.calls += bucket.calls.load(Ordering::Relaxed);
                     count.hits += bucket.hits.load(Ordering::Relaxed);
                 }
@@ -104,7 +110,12 @@ mod tests {
     use super::*;
 
     fn window() -> StripedWindow {
-        StripedWindow::new(&RateRule { threshold: 0.5, window_ns: 1_000, bucket_ns: 100, min_calls: 1 })
+        StripedWindow::new(&RateRule {
+            threshold: 0.5,
+            window_ns: 1_000,
+            bucket_ns: 100,
+            min_calls: 1,
+        })
     }
 
     #[test]

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use breaker::{
-    BreakerConfig, CircuitBreaker, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock, MemorySink, Mode,
-    Outcome, Probes, Reason, SlowCallConfig, State, TransitionEvent,
+    BreakerConfig, CircuitBreaker, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock,
+    MemorySink, Mode, Outcome, Probes, Reason, SlowCallConfig, State, TransitionEvent,
 };
 
 struct Fixture {
@@ -21,7 +21,11 @@ fn fixture(config: BreakerConfig) -> Fixture {
     let breaker = CircuitBreaker::new("frontend->checkout", config, clock.clone())
         .with_service("frontend")
         .with_sink(sink.clone());
-    Fixture { clock, breaker, sink }
+    Fixture {
+        clock,
+        breaker,
+        sink,
+    }
 }
 
 impl Fixture {
@@ -46,7 +50,11 @@ impl Fixture {
     }
 
     fn transitions(&self) -> Vec<(State, State, Reason)> {
-        self.sink.events().iter().map(|e| (e.from, e.to, e.reason)).collect()
+        self.sink
+            .events()
+            .iter()
+            .map(|e| (e.from, e.to, e.reason))
+            .collect()
     }
 
     fn last(&self) -> TransitionEvent {
@@ -64,25 +72,44 @@ fn consecutive_failures_trip_and_a_success_resets_the_count() {
     f.fail(4);
     assert!(f.call(Outcome::Success));
     f.fail(4);
-    assert!(f.call(Outcome::Ignored), "ignored outcomes neither count nor reset");
+    assert!(
+        f.call(Outcome::Ignored),
+        "ignored outcomes neither count nor reset"
+    );
     assert_eq!(f.breaker.snapshot().consecutive_failures, 4);
     assert_eq!(f.breaker.state(), State::Closed);
     f.advance(Duration::from_millis(1500));
     f.fail(1);
     assert_eq!(f.breaker.state(), State::Open);
     let event = f.last();
-    assert_eq!((event.from, event.to, event.reason), (State::Closed, State::Open, Reason::ConsecutiveFailures));
+    assert_eq!(
+        (event.from, event.to, event.reason),
+        (State::Closed, State::Open, Reason::ConsecutiveFailures)
+    );
     assert_eq!(event.detail.failures, Some(5));
     assert_eq!(event.detail.open_ms, Some(30_000));
     assert_eq!(event.at_ms, MANUAL_CLOCK_UNIX_ORIGIN_MS + 1500);
     assert_eq!((event.seq, event.shadow), (1, false));
-    assert_eq!((event.service.as_str(), event.breaker.as_str()), ("frontend", "frontend->checkout"));
+    assert_eq!(
+        (event.service.as_str(), event.breaker.as_str()),
+        ("frontend", "frontend->checkout")
+    );
     let rejected = f.breaker.try_acquire().expect_err("open rejects");
-    assert_eq!(rejected.to_string(), "circuit breaker frontend->checkout is open");
+    assert_eq!(
+        rejected.to_string(),
+        "circuit breaker frontend->checkout is open"
+    );
     assert_eq!(rejected.state, State::Open);
     let counters = f.breaker.snapshot().counters;
     assert_eq!(
-        (counters.permitted, counters.successes, counters.failures, counters.ignored, counters.rejected, counters.opens),
+        (
+            counters.permitted,
+            counters.successes,
+            counters.failures,
+            counters.ignored,
+            counters.rejected,
+            counters.opens
+        ),
         (11, 1, 9, 1, 1, 1)
     );
 }
@@ -92,7 +119,10 @@ fn open_becomes_half_open_without_a_call_with_one_event() {
     let f = fixture(BreakerConfig::default());
     f.fail(5);
     let snapshot = f.breaker.snapshot();
-    assert_eq!(snapshot.open_until_ms, Some(MANUAL_CLOCK_UNIX_ORIGIN_MS + 30_000));
+    assert_eq!(
+        snapshot.open_until_ms,
+        Some(MANUAL_CLOCK_UNIX_ORIGIN_MS + 30_000)
+    );
     f.advance(Duration::from_millis(29_999));
     assert_eq!(f.breaker.state(), State::Open);
     f.advance(Duration::from_millis(1));
@@ -101,9 +131,17 @@ fn open_becomes_half_open_without_a_call_with_one_event() {
     assert_eq!(f.breaker.state(), State::HalfOpen);
     assert_eq!(f.breaker.snapshot().state, State::HalfOpen);
     let events = f.sink.events();
-    assert_eq!(events.len(), 2, "exactly one event per transition: {events:?}");
+    assert_eq!(
+        events.len(),
+        2,
+        "exactly one event per transition: {events:?}"
+    );
     assert_eq!(events[1].reason, Reason::CooldownElapsed);
-    assert_eq!(events[1].at_ms, MANUAL_CLOCK_UNIX_ORIGIN_MS + 30_000, "dated at the window's end");
+    assert_eq!(
+        events[1].at_ms,
+        MANUAL_CLOCK_UNIX_ORIGIN_MS + 30_000,
+        "dated at the window's end"
+    );
     assert_eq!(events[1].seq, 2);
 }
 
@@ -128,7 +166,10 @@ fn half_open_admits_n_probes_and_closes_after_s_successes() {
     third.record(Outcome::Success);
     assert_eq!(f.breaker.state(), State::Closed);
     let event = f.last();
-    assert_eq!((event.from, event.to, event.reason), (State::HalfOpen, State::Closed, Reason::ProbesSucceeded));
+    assert_eq!(
+        (event.from, event.to, event.reason),
+        (State::HalfOpen, State::Closed, Reason::ProbesSucceeded)
+    );
     assert_eq!(event.detail.successes, Some(3));
 }
 
@@ -146,10 +187,16 @@ fn probe_failure_reopens_with_backoff_capped_and_a_close_resets_it() {
         f.advance(secs(60));
         assert!(f.call(Outcome::Failure), "probe admitted");
         let event = f.last();
-        assert_eq!((event.from, event.to, event.reason), (State::HalfOpen, State::Open, Reason::ProbeFailed));
+        assert_eq!(
+            (event.from, event.to, event.reason),
+            (State::HalfOpen, State::Open, Reason::ProbeFailed)
+        );
         windows.push(event.detail.open_ms);
     }
-    assert_eq!(windows, vec![Some(10_000), Some(20_000), Some(35_000), Some(35_000)]);
+    assert_eq!(
+        windows,
+        vec![Some(10_000), Some(20_000), Some(35_000), Some(35_000)]
+    );
     assert_eq!(f.breaker.snapshot().trips, 4);
     f.advance(Duration::from_millis(34_999));
     assert_eq!(f.breaker.state(), State::Open);
@@ -157,7 +204,11 @@ fn probe_failure_reopens_with_backoff_capped_and_a_close_resets_it() {
     assert!(f.call(Outcome::Success));
     assert_eq!(f.breaker.state(), State::Closed);
     f.fail(5);
-    assert_eq!(f.last().detail.open_ms, Some(10_000), "backoff restarts after a close");
+    assert_eq!(
+        f.last().detail.open_ms,
+        Some(10_000),
+        "backoff restarts after a close"
+    );
 }
 
 #[test]
@@ -183,16 +234,28 @@ fn stale_outcomes_do_not_move_the_machine() {
     f.advance(secs(30));
     let probe = f.breaker.try_acquire().expect("probe");
     slow_closed_call.record(Outcome::Failure);
-    assert_eq!(f.breaker.state(), State::HalfOpen, "a failure from the closed period is stale");
+    assert_eq!(
+        f.breaker.state(),
+        State::HalfOpen,
+        "a failure from the closed period is stale"
+    );
     probe.record(Outcome::Success);
     assert_eq!(f.breaker.state(), State::HalfOpen);
-    assert_eq!(f.breaker.snapshot().counters.failures, 6, "but it is counted");
+    assert_eq!(
+        f.breaker.snapshot().counters.failures,
+        6,
+        "but it is counted"
+    );
 }
 
 fn rate_config(threshold: f64, window: Duration, min_calls: u32) -> BreakerConfig {
     let mut config = BreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.failure_rate = Some(FailureRateConfig { threshold, window, min_calls });
+    config.trip.failure_rate = Some(FailureRateConfig {
+        threshold,
+        window,
+        min_calls,
+    });
     config
 }
 
@@ -206,8 +269,18 @@ fn failure_rate_trips_once_min_calls_are_in_the_window() {
     assert_eq!(f.breaker.state(), State::Open, "3 of 6 = 0.5");
     let event = f.last();
     assert_eq!(event.reason, Reason::FailureRate);
-    assert_eq!((event.detail.failures, event.detail.calls), (Some(3), Some(6)));
-    assert_eq!((event.detail.rate, event.detail.threshold, event.detail.window_ms), (Some(0.5), Some(0.5), Some(10_000)));
+    assert_eq!(
+        (event.detail.failures, event.detail.calls),
+        (Some(3), Some(6))
+    );
+    assert_eq!(
+        (
+            event.detail.rate,
+            event.detail.threshold,
+            event.detail.window_ms
+        ),
+        (Some(0.5), Some(0.5), Some(10_000))
+    );
 }
 
 #[test]
@@ -222,7 +295,11 @@ fn failure_rate_ignores_calls_that_left_the_window_and_ignored_outcomes() {
         assert!(f.call(Outcome::Success));
     }
     f.fail(1);
-    assert_eq!(f.breaker.state(), State::Closed, "1 of 4 once the old failures left the window");
+    assert_eq!(
+        f.breaker.state(),
+        State::Closed,
+        "1 of 4 once the old failures left the window"
+    );
     f.fail(2);
     assert_eq!(f.breaker.state(), State::Open, "3 of 6");
 }
@@ -239,14 +316,22 @@ fn the_window_is_cleared_by_a_close() {
     assert!(f.call(Outcome::Success));
     assert_eq!(f.breaker.state(), State::Closed);
     f.fail(1);
-    assert_eq!(f.breaker.state(), State::Closed, "the four old failures are gone");
+    assert_eq!(
+        f.breaker.state(),
+        State::Closed,
+        "the four old failures are gone"
+    );
 }
 
 fn slow_config() -> BreakerConfig {
     let mut config = BreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.slow_call =
-        Some(SlowCallConfig { duration: Duration::from_millis(100), rate: 0.5, window: secs(10), min_calls: 4 });
+    config.trip.slow_call = Some(SlowCallConfig {
+        duration: Duration::from_millis(100),
+        rate: 0.5,
+        window: secs(10),
+        min_calls: 4,
+    });
     config
 }
 
@@ -254,7 +339,10 @@ fn slow_config() -> BreakerConfig {
 fn slow_calls_trip_by_rate_timed_by_the_caller() {
     let f = fixture(slow_config());
     for elapsed in [10, 100, 20, 150] {
-        f.breaker.try_acquire().expect("closed").record_timed(Outcome::Success, Duration::from_millis(elapsed));
+        f.breaker
+            .try_acquire()
+            .expect("closed")
+            .record_timed(Outcome::Success, Duration::from_millis(elapsed));
     }
     assert_eq!(f.breaker.state(), State::Open);
     let event = f.last();
@@ -294,8 +382,10 @@ fn detectors_combine_and_the_first_to_fire_names_the_reason() {
 
 #[test]
 fn shadow_mode_never_rejects_but_reports_what_it_would_do() {
-    let mut config = BreakerConfig::default();
-    config.mode = Mode::Shadow;
+    let config = BreakerConfig {
+        mode: Mode::Shadow,
+        ..BreakerConfig::default()
+    };
     let f = fixture(config);
     f.fail(5);
     assert_eq!(f.breaker.state(), State::Open);
@@ -304,7 +394,10 @@ fn shadow_mode_never_rejects_but_reports_what_it_would_do() {
     f.advance(secs(30));
     let probe = f.breaker.try_acquire().expect("probe");
     assert!(probe.is_probe());
-    assert!(f.call(Outcome::Failure), "over the probe limit: let through, not counted by the machine");
+    assert!(
+        f.call(Outcome::Failure),
+        "over the probe limit: let through, not counted by the machine"
+    );
     assert_eq!(f.breaker.state(), State::HalfOpen);
     probe.record(Outcome::Failure);
     assert_eq!(
@@ -317,24 +410,39 @@ fn shadow_mode_never_rejects_but_reports_what_it_would_do() {
     );
     assert!(f.sink.events().iter().all(|e| e.shadow));
     let counters = f.breaker.snapshot().counters;
-    assert_eq!((counters.rejected, counters.shadow_rejected, counters.permitted), (0, 3, 9));
+    assert_eq!(
+        (
+            counters.rejected,
+            counters.shadow_rejected,
+            counters.permitted
+        ),
+        (0, 3, 9)
+    );
 }
 
 #[test]
 fn forced_open_rejects_and_config_changes_emit_their_reason() {
     let f = fixture(BreakerConfig::default());
-    let mut forced = BreakerConfig::default();
-    forced.mode = Mode::ForcedOpen;
+    let forced = BreakerConfig {
+        mode: Mode::ForcedOpen,
+        ..BreakerConfig::default()
+    };
     f.breaker.set_config(forced);
     assert_eq!(f.breaker.state(), State::Open);
     f.advance(secs(3600));
-    assert!(f.breaker.try_acquire().is_err(), "forced open never cools down");
+    assert!(
+        f.breaker.try_acquire().is_err(),
+        "forced open never cools down"
+    );
     assert_eq!(f.breaker.snapshot().open_until_ms, None);
     f.breaker.set_config(BreakerConfig::default());
     assert_eq!(f.breaker.state(), State::Closed);
     assert_eq!(
         f.transitions(),
-        vec![(State::Closed, State::Open, Reason::Forced), (State::Open, State::Closed, Reason::ConfigChanged)]
+        vec![
+            (State::Closed, State::Open, Reason::Forced),
+            (State::Open, State::Closed, Reason::ConfigChanged)
+        ]
     );
     assert_eq!(f.sink.events()[0].detail.mode, Some(Mode::ForcedOpen));
     // Same mode, other thresholds: the state is kept and nothing is emitted.
@@ -348,8 +456,10 @@ fn forced_open_rejects_and_config_changes_emit_their_reason() {
 
 #[test]
 fn disabled_admits_everything_and_detects_nothing() {
-    let mut config = BreakerConfig::default();
-    config.mode = Mode::Disabled;
+    let config = BreakerConfig {
+        mode: Mode::Disabled,
+        ..BreakerConfig::default()
+    };
     let f = fixture(config);
     f.fail(100);
     assert_eq!(f.breaker.state(), State::Closed);
@@ -365,11 +475,21 @@ fn reset_closes_and_clears_counters() {
     f.breaker.reset();
     assert_eq!(f.breaker.state(), State::Closed);
     let event = f.last();
-    assert_eq!((event.from, event.to, event.reason, event.detail.reset), (State::Open, State::Closed, Reason::Forced, Some(true)));
+    assert_eq!(
+        (event.from, event.to, event.reason, event.detail.reset),
+        (State::Open, State::Closed, Reason::Forced, Some(true))
+    );
     let counters = f.breaker.snapshot().counters;
-    assert_eq!((counters.failures, counters.opens, counters.open_ms), (0, 0, 0));
+    assert_eq!(
+        (counters.failures, counters.opens, counters.open_ms),
+        (0, 0, 0)
+    );
     f.fail(4);
-    assert_eq!(f.breaker.state(), State::Closed, "the failure count restarted");
+    assert_eq!(
+        f.breaker.state(),
+        State::Closed,
+        "the failure count restarted"
+    );
 }
 
 #[test]
@@ -384,7 +504,10 @@ fn time_in_each_state_is_accounted() {
     assert!(f.call(Outcome::Success));
     f.advance(secs(3));
     let counters = f.breaker.snapshot().counters;
-    assert_eq!((counters.closed_ms, counters.open_ms, counters.half_open_ms), (13_000, 30_000, 12_000));
+    assert_eq!(
+        (counters.closed_ms, counters.open_ms, counters.half_open_ms),
+        (13_000, 30_000, 12_000)
+    );
     let seqs: Vec<u64> = f.sink.events().iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 2, 3]);
 }
@@ -396,7 +519,9 @@ fn probes_all_admits_every_caller() {
     let f = fixture(config);
     f.fail(5);
     f.advance(secs(30));
-    let permits: Vec<_> = (0..1000).map(|_| f.breaker.try_acquire().expect("the herd passes")).collect();
+    let permits: Vec<_> = (0..1000)
+        .map(|_| f.breaker.try_acquire().expect("the herd passes"))
+        .collect();
     assert_eq!(f.breaker.snapshot().probes_in_flight, 1000);
     drop(permits);
     assert_eq!(f.breaker.snapshot().probes_in_flight, 0);
@@ -415,5 +540,8 @@ fn jitter_is_seeded() {
     assert_eq!(open_ms(1), open_ms(1));
     let spread: std::collections::BTreeSet<u64> = (0..20).map(open_ms).collect();
     assert!(spread.len() > 10, "{spread:?}");
-    assert!(spread.iter().all(|ms| (15_000..=45_000).contains(ms)), "{spread:?}");
+    assert!(
+        spread.iter().all(|ms| (15_000..=45_000).contains(ms)),
+        "{spread:?}"
+    );
 }

@@ -44,7 +44,10 @@ successes_to_close = 3
     assert_eq!(config.mode, Mode::Shadow);
     assert_eq!(config.trip.consecutive_failures, Some(3));
     let rate = config.trip.failure_rate.as_ref().expect("failure rate");
-    assert_eq!((rate.threshold, rate.window, rate.min_calls), (0.5, Duration::from_secs(2), 20));
+    assert_eq!(
+        (rate.threshold, rate.window, rate.min_calls),
+        (0.5, Duration::from_secs(2), 20)
+    );
     let slow = config.trip.slow_call.as_ref().expect("slow call");
     assert_eq!(slow.duration, Duration::from_secs(1));
     assert_eq!(config.open.base, Duration::from_millis(250));
@@ -87,16 +90,28 @@ fn parse_errors_name_the_field() {
         ("[half_open]\nprobes = -3", "half_open.probes"),
         ("[open]\nbase = \"thirty\"", "open.base"),
         ("[open]\nbase = 30", "open.base"),
-        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2 fortnights\", min_calls = 1 }", "trip.failure_rate.window"),
-        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\" }", "trip.failure_rate"),
+        (
+            "[trip]\nfailure_rate = { threshold = 0.5, window = \"2 fortnights\", min_calls = 1 }",
+            "trip.failure_rate.window",
+        ),
+        (
+            "[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\" }",
+            "trip.failure_rate",
+        ),
         ("[open]\nbsae = \"30s\"", "open.bsae"),
         ("colour = \"red\"", "colour"),
-        ("[trip]\nconsecutive_failures = \"five\"", "trip.consecutive_failures"),
+        (
+            "[trip]\nconsecutive_failures = \"five\"",
+            "trip.consecutive_failures",
+        ),
     ];
     for (toml, field) in cases {
         let error = error_of(toml);
         assert_eq!(error.field, field, "{toml:?} gave {error}");
-        assert!(error.to_string().starts_with(&format!("{field}: ")), "{error}");
+        assert!(
+            error.to_string().starts_with(&format!("{field}: ")),
+            "{error}"
+        );
     }
     assert!(error_of("[open]\nbsae = \"30s\"").message.contains("bsae"));
 }
@@ -105,26 +120,53 @@ fn parse_errors_name_the_field() {
 fn validation_errors_name_the_field() {
     let cases = [
         ("[trip]\n", "trip"),
-        ("[trip]\nconsecutive_failures = 0", "trip.consecutive_failures"),
-        ("[trip]\nfailure_rate = { threshold = 1.5, window = \"2s\", min_calls = 1 }", "trip.failure_rate.threshold"),
-        ("[trip]\nfailure_rate = { threshold = 0.0, window = \"2s\", min_calls = 1 }", "trip.failure_rate.threshold"),
-        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"5ms\", min_calls = 1 }", "trip.failure_rate.window"),
-        ("[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 0 }", "trip.failure_rate.min_calls"),
-        ("[trip]\nslow_call = { duration = \"0s\", rate = 0.5, window = \"2s\", min_calls = 1 }", "trip.slow_call.duration"),
-        ("[trip]\nslow_call = { duration = \"1s\", rate = 2.0, window = \"2s\", min_calls = 1 }", "trip.slow_call.rate"),
+        (
+            "[trip]\nconsecutive_failures = 0",
+            "trip.consecutive_failures",
+        ),
+        (
+            "[trip]\nfailure_rate = { threshold = 1.5, window = \"2s\", min_calls = 1 }",
+            "trip.failure_rate.threshold",
+        ),
+        (
+            "[trip]\nfailure_rate = { threshold = 0.0, window = \"2s\", min_calls = 1 }",
+            "trip.failure_rate.threshold",
+        ),
+        (
+            "[trip]\nfailure_rate = { threshold = 0.5, window = \"5ms\", min_calls = 1 }",
+            "trip.failure_rate.window",
+        ),
+        (
+            "[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 0 }",
+            "trip.failure_rate.min_calls",
+        ),
+        (
+            "[trip]\nslow_call = { duration = \"0s\", rate = 0.5, window = \"2s\", min_calls = 1 }",
+            "trip.slow_call.duration",
+        ),
+        (
+            "[trip]\nslow_call = { duration = \"1s\", rate = 2.0, window = \"2s\", min_calls = 1 }",
+            "trip.slow_call.rate",
+        ),
         ("[open]\nbase = \"0s\"", "open.base"),
         ("[open]\nbackoff = 0.5", "open.backoff"),
         ("[open]\nbase = \"10m\"\nmax = \"5m\"", "open.max"),
         ("[open]\njitter = 1.0", "open.jitter"),
         ("[open]\njitter = -0.1", "open.jitter"),
-        ("[half_open]\nsuccesses_to_close = 0", "half_open.successes_to_close"),
+        (
+            "[half_open]\nsuccesses_to_close = 0",
+            "half_open.successes_to_close",
+        ),
         ("[half_open]\nprobes = 2000000", "half_open.probes"),
     ];
     for (toml, field) in cases {
         let error = error_of(toml);
         assert_eq!(error.field, field, "{toml:?} gave {error}");
     }
-    assert_eq!(error_of("[half_open]\nsuccesses_to_close = 0").to_string(), "half_open.successes_to_close: must be at least 1");
+    assert_eq!(
+        error_of("[half_open]\nsuccesses_to_close = 0").to_string(),
+        "half_open.successes_to_close: must be at least 1"
+    );
 }
 
 #[test]
@@ -132,6 +174,10 @@ fn probes_display_and_serialise() {
     assert_eq!(Probes::All.to_string(), "all");
     assert_eq!(Probes::limited(3).expect("3").to_string(), "3");
     assert_eq!(Probes::limited(0), None);
-    let json = serde_json::to_string(&HalfOpenConfig { probes: Probes::All, successes_to_close: 1 }).expect("json");
+    let json = serde_json::to_string(&HalfOpenConfig {
+        probes: Probes::All,
+        successes_to_close: 1,
+    })
+    .expect("json");
     assert_eq!(json, r#"{"probes":"all","successes_to_close":1}"#);
 }

@@ -29,10 +29,19 @@ pub(crate) struct Step {
 
 impl Step {
     fn stay(word: Word) -> Step {
-        Step { next: word, transition: None }
+        Step {
+            next: word,
+            transition: None,
+        }
     }
 
-    fn moved(word: Word, next: Word, reason: Reason, detail: TransitionDetail, at: Instant) -> Step {
+    fn moved(
+        word: Word,
+        next: Word,
+        reason: Reason,
+        detail: TransitionDetail,
+        at: Instant,
+    ) -> Step {
         let transition = Transition {
             from: word.state(),
             to: next.state(),
@@ -41,7 +50,10 @@ impl Step {
             at,
             shadow: next.mode() == Mode::Shadow,
         };
-        Step { next, transition: Some(transition) }
+        Step {
+            next,
+            transition: Some(transition),
+        }
     }
 }
 
@@ -72,10 +84,25 @@ pub(crate) fn observe(word: Word, now: Instant) -> Step {
         return Step::stay(word);
     }
     match word.phase() {
-        Phase::Open { until_ms, trips } if until_ms != UNTIL_NEVER_MS && now.as_nanos() >= until_ms * 1_000_000 => {
-            let next = word.transition_to(Phase::HalfOpen { in_flight: 0, successes: 0, trips });
-            let detail = TransitionDetail { trips: Some(trips), ..TransitionDetail::default() };
-            Step::moved(word, next, Reason::CooldownElapsed, detail, Instant::from_nanos(until_ms * 1_000_000))
+        Phase::Open { until_ms, trips }
+            if until_ms != UNTIL_NEVER_MS && now.as_nanos() >= until_ms * 1_000_000 =>
+        {
+            let next = word.transition_to(Phase::HalfOpen {
+                in_flight: 0,
+                successes: 0,
+                trips,
+            });
+            let detail = TransitionDetail {
+                trips: Some(trips),
+                ..TransitionDetail::default()
+            };
+            Step::moved(
+                word,
+                next,
+                Reason::CooldownElapsed,
+                detail,
+                Instant::from_nanos(until_ms * 1_000_000),
+            )
         }
         _ => Step::stay(word),
     }
@@ -84,7 +111,14 @@ pub(crate) fn observe(word: Word, now: Instant) -> Step {
 /// A caller asks to pass.
 pub(crate) fn acquire(word: Word, now: Instant, policy: &Policy) -> (Step, Admission) {
     match word.mode() {
-        Mode::Disabled => return (Step::stay(word), Admission::Unwatched { would_reject: false }),
+        Mode::Disabled => {
+            return (
+                Step::stay(word),
+                Admission::Unwatched {
+                    would_reject: false,
+                },
+            );
+        }
         Mode::ForcedOpen => return (Step::stay(word), Admission::Rejected),
         Mode::Enforce | Mode::Shadow => {}
     }
@@ -101,11 +135,25 @@ pub(crate) fn acquire(word: Word, now: Instant, policy: &Policy) -> (Step, Admis
     match current.phase() {
         Phase::Closed { .. } => (observed, Admission::Closed),
         Phase::Open { .. } => refuse(observed),
-        Phase::HalfOpen { in_flight, successes, trips } => {
+        Phase::HalfOpen {
+            in_flight,
+            successes,
+            trips,
+        } => {
             let limit = policy.probes.unwrap_or(MAX_IN_FLIGHT).min(MAX_IN_FLIGHT);
             if in_flight < limit {
-                let next = current.with_phase(Phase::HalfOpen { in_flight: in_flight + 1, successes, trips });
-                (Step { next, transition: observed.transition }, Admission::Probe)
+                let next = current.with_phase(Phase::HalfOpen {
+                    in_flight: in_flight + 1,
+                    successes,
+                    trips,
+                });
+                (
+                    Step {
+                        next,
+                        transition: observed.transition,
+                    },
+                    Admission::Probe,
+                )
             } else {
                 refuse(observed)
             }
@@ -113,10 +161,19 @@ pub(crate) fn acquire(word: Word, now: Instant, policy: &Policy) -> (Step, Admis
     }
 }
 
-fn trip(word: Word, now: Instant, policy: &Policy, reason: Reason, mut detail: TransitionDetail) -> Step {
+fn trip(
+    word: Word,
+    now: Instant,
+    policy: &Policy,
+    reason: Reason,
+    mut detail: TransitionDetail,
+) -> Step {
     let trips = 1;
     let window_ns = policy.open_window_ns(trips, now.as_nanos());
-    let next = word.transition_to(Phase::Open { until_ms: until_ms(now.as_nanos(), window_ns), trips });
+    let next = word.transition_to(Phase::Open {
+        until_ms: until_ms(now.as_nanos(), window_ns),
+        trips,
+    });
     detail.open_ms = Some(window_ns.div_ceil(1_000_000));
     Step::moved(word, next, reason, detail, now)
 }
@@ -126,7 +183,11 @@ fn rate_detail(rule: &RateRule, hits: u64, calls: u64, slow: bool) -> Transition
         failures: (!slow).then_some(hits),
         slow: slow.then_some(hits),
         calls: Some(calls),
-        rate: Some(if calls == 0 { 0.0 } else { hits as f64 / calls as f64 }),
+        rate: Some(if calls == 0 {
+            0.0
+        } else {
+            hits as f64 / calls as f64
+        }),
         threshold: Some(rule.threshold),
         window_ms: Some(rule.window_ns / 1_000_000),
         ..TransitionDetail::default()
@@ -145,13 +206,20 @@ pub(crate) fn closed_outcome(
     if word.generation() != generation || !matches!(word.mode(), Mode::Enforce | Mode::Shadow) {
         return Step::stay(word);
     }
-    let Phase::Closed { consecutive_failures } = word.phase() else {
+    let Phase::Closed {
+        consecutive_failures,
+    } = word.phase()
+    else {
         return Step::stay(word);
     };
     let slow_trip = |word| match (verdict.slow_call, policy.slow_call.as_ref()) {
-        (Some((slow, calls)), Some(rule)) => {
-            Some(trip(word, now, policy, Reason::SlowCallRate, rate_detail(rule, slow, calls, true)))
-        }
+        (Some((slow, calls)), Some(rule)) => Some(trip(
+            word,
+            now,
+            policy,
+            Reason::SlowCallRate,
+            rate_detail(rule, slow, calls, true),
+        )),
         _ => None,
     };
     match outcome {
@@ -160,7 +228,9 @@ pub(crate) fn closed_outcome(
             if let Some(step) = slow_trip(word) {
                 step
             } else if consecutive_failures != 0 {
-                Step::stay(word.with_phase(Phase::Closed { consecutive_failures: 0 }))
+                Step::stay(word.with_phase(Phase::Closed {
+                    consecutive_failures: 0,
+                }))
             } else {
                 Step::stay(word)
             }
@@ -168,45 +238,85 @@ pub(crate) fn closed_outcome(
         Outcome::Failure => {
             let failures = consecutive_failures.saturating_add(1);
             if policy.consecutive_failures.is_some_and(|k| failures >= k) {
-                let detail = TransitionDetail { failures: Some(u64::from(failures)), ..TransitionDetail::default() };
+                let detail = TransitionDetail {
+                    failures: Some(u64::from(failures)),
+                    ..TransitionDetail::default()
+                };
                 return trip(word, now, policy, Reason::ConsecutiveFailures, detail);
             }
-            if let (Some((hits, calls)), Some(rule)) = (verdict.failure_rate, policy.failure_rate.as_ref()) {
-                return trip(word, now, policy, Reason::FailureRate, rate_detail(rule, hits, calls, false));
+            if let (Some((hits, calls)), Some(rule)) =
+                (verdict.failure_rate, policy.failure_rate.as_ref())
+            {
+                return trip(
+                    word,
+                    now,
+                    policy,
+                    Reason::FailureRate,
+                    rate_detail(rule, hits, calls, false),
+                );
             }
             if let Some(step) = slow_trip(word) {
                 return step;
             }
-            Step::stay(word.with_phase(Phase::Closed { consecutive_failures: failures }))
+            Step::stay(word.with_phase(Phase::Closed {
+                consecutive_failures: failures,
+            }))
         }
     }
 }
 
 /// The outcome of a half-open probe admitted in generation `generation` (`Ignored` also for a dropped permit).
-pub(crate) fn probe_outcome(word: Word, generation: u16, outcome: Outcome, now: Instant, policy: &Policy) -> Step {
+pub(crate) fn probe_outcome(
+    word: Word,
+    generation: u16,
+    outcome: Outcome,
+    now: Instant,
+    policy: &Policy,
+) -> Step {
     if word.generation() != generation || !matches!(word.mode(), Mode::Enforce | Mode::Shadow) {
         return Step::stay(word);
     }
-    let Phase::HalfOpen { in_flight, successes, trips } = word.phase() else {
+    let Phase::HalfOpen {
+        in_flight,
+        successes,
+        trips,
+    } = word.phase()
+    else {
         return Step::stay(word);
     };
     let in_flight = in_flight.saturating_sub(1);
     match outcome {
-        Outcome::Ignored => Step::stay(word.with_phase(Phase::HalfOpen { in_flight, successes, trips })),
+        Outcome::Ignored => Step::stay(word.with_phase(Phase::HalfOpen {
+            in_flight,
+            successes,
+            trips,
+        })),
         Outcome::Success => {
             let successes = successes.saturating_add(1);
             if successes >= policy.successes_to_close {
-                let next = word.transition_to(Phase::Closed { consecutive_failures: 0 });
-                let detail = TransitionDetail { successes: Some(u64::from(successes)), ..TransitionDetail::default() };
+                let next = word.transition_to(Phase::Closed {
+                    consecutive_failures: 0,
+                });
+                let detail = TransitionDetail {
+                    successes: Some(u64::from(successes)),
+                    ..TransitionDetail::default()
+                };
                 Step::moved(word, next, Reason::ProbesSucceeded, detail, now)
             } else {
-                Step::stay(word.with_phase(Phase::HalfOpen { in_flight, successes, trips }))
+                Step::stay(word.with_phase(Phase::HalfOpen {
+                    in_flight,
+                    successes,
+                    trips,
+                }))
             }
         }
         Outcome::Failure => {
             let trips = trips.saturating_add(1).min(63);
             let window_ns = policy.open_window_ns(trips, now.as_nanos());
-            let next = word.transition_to(Phase::Open { until_ms: until_ms(now.as_nanos(), window_ns), trips });
+            let next = word.transition_to(Phase::Open {
+                until_ms: until_ms(now.as_nanos(), window_ns),
+                trips,
+            });
             let detail = TransitionDetail {
                 successes: Some(u64::from(successes)),
                 trips: Some(trips),
@@ -220,21 +330,39 @@ pub(crate) fn probe_outcome(word: Word, generation: u16, outcome: Outcome, now: 
 
 /// A new config: mode and detector flags. Same mode keeps the state; another mode starts over closed (or open
 /// for forced-open), as a `forced` / `config_changed` transition when the state differs.
-pub(crate) fn reconfigure(word: Word, mode: Mode, timed: bool, windowed: bool, now: Instant) -> Step {
+pub(crate) fn reconfigure(
+    word: Word,
+    mode: Mode,
+    timed: bool,
+    windowed: bool,
+    now: Instant,
+) -> Step {
     let flagged = word.with_flags(mode, timed, windowed);
     if mode == word.mode() {
         return Step::stay(flagged);
     }
     let target = if mode == Mode::ForcedOpen {
-        Phase::Open { until_ms: UNTIL_NEVER_MS, trips: 0 }
+        Phase::Open {
+            until_ms: UNTIL_NEVER_MS,
+            trips: 0,
+        }
     } else {
-        Phase::Closed { consecutive_failures: 0 }
+        Phase::Closed {
+            consecutive_failures: 0,
+        }
     };
     if target.state() == word.state() {
         return Step::stay(flagged.with_phase(target));
     }
-    let reason = if mode == Mode::ForcedOpen { Reason::Forced } else { Reason::ConfigChanged };
-    let detail = TransitionDetail { mode: Some(mode), ..TransitionDetail::default() };
+    let reason = if mode == Mode::ForcedOpen {
+        Reason::Forced
+    } else {
+        Reason::ConfigChanged
+    };
+    let detail = TransitionDetail {
+        mode: Some(mode),
+        ..TransitionDetail::default()
+    };
     Step::moved(word, flagged.transition_to(target), reason, detail, now)
 }
 
@@ -243,12 +371,23 @@ pub(crate) fn reset(word: Word, now: Instant) -> Step {
     if word.mode() == Mode::ForcedOpen {
         return Step::stay(word);
     }
-    let closed = Phase::Closed { consecutive_failures: 0 };
+    let closed = Phase::Closed {
+        consecutive_failures: 0,
+    };
     if word.is_closed() {
         return Step::stay(word.with_phase(closed));
     }
-    let detail = TransitionDetail { reset: Some(true), ..TransitionDetail::default() };
-    Step::moved(word, word.transition_to(closed), Reason::Forced, detail, now)
+    let detail = TransitionDetail {
+        reset: Some(true),
+        ..TransitionDetail::default()
+    };
+    Step::moved(
+        word,
+        word.transition_to(closed),
+        Reason::Forced,
+        detail,
+        now,
+    )
 }
 
 #[cfg(test)]

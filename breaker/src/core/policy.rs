@@ -19,7 +19,12 @@ pub(crate) struct RateRule {
 impl RateRule {
     fn new(threshold: f64, window_ns: u64, min_calls: u32) -> Self {
         let bucket_ns = (window_ns / u64::from(WINDOW_BUCKETS)).max(1);
-        RateRule { threshold, window_ns, bucket_ns, min_calls: u64::from(min_calls) }
+        RateRule {
+            threshold,
+            window_ns,
+            bucket_ns,
+            min_calls: u64::from(min_calls),
+        }
     }
 
     /// Whether `hits` out of `calls` trips the rule.
@@ -58,8 +63,14 @@ impl Policy {
                 .failure_rate
                 .as_ref()
                 .map(|r| RateRule::new(r.threshold, duration_nanos(r.window), r.min_calls)),
-            slow_call: trip.slow_call.as_ref().map(|s| RateRule::new(s.rate, duration_nanos(s.window), s.min_calls)),
-            slow_call_ns: trip.slow_call.as_ref().map_or(u64::MAX, |s| duration_nanos(s.duration)),
+            slow_call: trip
+                .slow_call
+                .as_ref()
+                .map(|s| RateRule::new(s.rate, duration_nanos(s.window), s.min_calls)),
+            slow_call_ns: trip
+                .slow_call
+                .as_ref()
+                .map_or(u64::MAX, |s| duration_nanos(s.duration)),
             open_base_ns: duration_nanos(config.open.base),
             open_backoff: config.open.backoff,
             open_max_ns: duration_nanos(config.open.max),
@@ -114,7 +125,9 @@ pub(crate) fn splitmix64(x: u64) -> u64 {
 }
 
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -136,7 +149,10 @@ mod tests {
     fn backoff_grows_and_caps() {
         let p = policy(10, 2.0, 60, 0.0);
         let secs = |trips| p.open_window_ns(trips, 0) / 1_000_000_000;
-        assert_eq!([secs(1), secs(2), secs(3), secs(4), secs(40)], [10, 20, 40, 60, 60]);
+        assert_eq!(
+            [secs(1), secs(2), secs(3), secs(4), secs(40)],
+            [10, 20, 40, 60, 60]
+        );
     }
 
     #[test]

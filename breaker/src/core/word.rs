@@ -45,9 +45,18 @@ pub(crate) struct Word(pub(crate) u64);
 /// The state-dependent part of the word, unpacked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
-    Closed { consecutive_failures: u32 },
-    Open { until_ms: u64, trips: u32 },
-    HalfOpen { in_flight: u32, successes: u32, trips: u32 },
+    Closed {
+        consecutive_failures: u32,
+    },
+    Open {
+        until_ms: u64,
+        trips: u32,
+    },
+    HalfOpen {
+        in_flight: u32,
+        successes: u32,
+        trips: u32,
+    },
 }
 
 impl Phase {
@@ -73,9 +82,14 @@ impl Word {
     /// A closed word with no failures, generation 0.
     pub(crate) fn initial(mode: Mode, timed: bool, windowed: bool) -> Word {
         let phase = if mode == Mode::ForcedOpen {
-            Phase::Open { until_ms: UNTIL_NEVER_MS, trips: 0 }
+            Phase::Open {
+                until_ms: UNTIL_NEVER_MS,
+                trips: 0,
+            }
         } else {
-            Phase::Closed { consecutive_failures: 0 }
+            Phase::Closed {
+                consecutive_failures: 0,
+            }
         };
         Word(0).with_flags(mode, timed, windowed).with_phase(phase)
     }
@@ -128,15 +142,24 @@ impl Word {
     /// Consecutive failures if closed, else 0 (the success path reads only this).
     #[inline]
     pub(crate) fn closed_consecutive_failures(self) -> u32 {
-        if self.is_closed() { ((self.0 >> PAYLOAD_SHIFT) & CONSECUTIVE_MASK) as u32 } else { 0 }
+        if self.is_closed() {
+            ((self.0 >> PAYLOAD_SHIFT) & CONSECUTIVE_MASK) as u32
+        } else {
+            0
+        }
     }
 
     pub(crate) fn phase(self) -> Phase {
         let payload = self.0 >> PAYLOAD_SHIFT;
         let trips = ((self.0 >> TRIPS_SHIFT) & TRIPS_MAX) as u32;
         match self.state() {
-            State::Closed => Phase::Closed { consecutive_failures: (payload & CONSECUTIVE_MASK) as u32 },
-            State::Open => Phase::Open { until_ms: payload & UNTIL_MASK, trips },
+            State::Closed => Phase::Closed {
+                consecutive_failures: (payload & CONSECUTIVE_MASK) as u32,
+            },
+            State::Open => Phase::Open {
+                until_ms: payload & UNTIL_MASK,
+                trips,
+            },
             State::HalfOpen => Phase::HalfOpen {
                 in_flight: (payload & COUNT_MASK) as u32,
                 successes: ((payload >> 20) & COUNT_MASK) as u32,
@@ -149,11 +172,19 @@ impl Word {
     pub(crate) fn with_phase(self, phase: Phase) -> Word {
         let head = self.0 & ((1 << PAYLOAD_SHIFT) - 1) & !STATE_MASK;
         let (state, payload) = match phase {
-            Phase::Closed { consecutive_failures } => (0, u64::from(consecutive_failures) & CONSECUTIVE_MASK),
-            Phase::Open { until_ms, trips } => {
-                (1, (until_ms.min(UNTIL_MASK)) | (u64::from(trips).min(TRIPS_MAX) << (TRIPS_SHIFT - PAYLOAD_SHIFT)))
-            }
-            Phase::HalfOpen { in_flight, successes, trips } => (
+            Phase::Closed {
+                consecutive_failures,
+            } => (0, u64::from(consecutive_failures) & CONSECUTIVE_MASK),
+            Phase::Open { until_ms, trips } => (
+                1,
+                (until_ms.min(UNTIL_MASK))
+                    | (u64::from(trips).min(TRIPS_MAX) << (TRIPS_SHIFT - PAYLOAD_SHIFT)),
+            ),
+            Phase::HalfOpen {
+                in_flight,
+                successes,
+                trips,
+            } => (
                 2,
                 (u64::from(in_flight) & COUNT_MASK)
                     | ((u64::from(successes) & COUNT_MASK) << 20)
@@ -194,10 +225,22 @@ mod tests {
         assert_eq!(w.mode(), Mode::Shadow);
         assert!(w.timed() && !w.windowed());
         for phase in [
-            Phase::Closed { consecutive_failures: u32::MAX },
-            Phase::Open { until_ms: UNTIL_NEVER_MS, trips: 63 },
-            Phase::Open { until_ms: 30_000, trips: 1 },
-            Phase::HalfOpen { in_flight: MAX_IN_FLIGHT, successes: 17, trips: 5 },
+            Phase::Closed {
+                consecutive_failures: u32::MAX,
+            },
+            Phase::Open {
+                until_ms: UNTIL_NEVER_MS,
+                trips: 63,
+            },
+            Phase::Open {
+                until_ms: 30_000,
+                trips: 1,
+            },
+            Phase::HalfOpen {
+                in_flight: MAX_IN_FLIGHT,
+                successes: 17,
+                trips: 5,
+            },
         ] {
             let next = w.transition_to(phase);
             assert_eq!(next.phase(), phase);
@@ -211,7 +254,9 @@ mod tests {
     fn generation_wraps() {
         let mut w = Word::initial(Mode::Enforce, false, true);
         for _ in 0..(GEN_MASK + 1) {
-            w = w.transition_to(Phase::Closed { consecutive_failures: 0 });
+            w = w.transition_to(Phase::Closed {
+                consecutive_failures: 0,
+            });
         }
         assert_eq!(w.generation(), 0);
         assert!(w.windowed());
@@ -219,9 +264,14 @@ mod tests {
 
     #[test]
     fn consecutive_failures_only_read_when_closed() {
-        let w = Word::initial(Mode::Enforce, false, false).with_phase(Phase::Closed { consecutive_failures: 3 });
+        let w = Word::initial(Mode::Enforce, false, false).with_phase(Phase::Closed {
+            consecutive_failures: 3,
+        });
         assert_eq!(w.closed_consecutive_failures(), 3);
-        let open = w.transition_to(Phase::Open { until_ms: 3, trips: 1 });
+        let open = w.transition_to(Phase::Open {
+            until_ms: 3,
+            trips: 1,
+        });
         assert_eq!(open.closed_consecutive_failures(), 0);
     }
 }

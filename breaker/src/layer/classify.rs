@@ -21,7 +21,11 @@ pub struct ResultClassifier;
 
 impl<T, E> Classify<T, E> for ResultClassifier {
     fn classify(&self, result: &Result<T, E>) -> Outcome {
-        if result.is_ok() { Outcome::Success } else { Outcome::Failure }
+        if result.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        }
     }
 }
 

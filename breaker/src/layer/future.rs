@@ -23,11 +23,21 @@ pin_project! {
 
 impl<F, C> ResponseFuture<F, C> {
     pub(super) fn running(inner: F, permit: OwnedPermit, classify: C) -> Self {
-        ResponseFuture { inner: Some(inner), permit: Some(permit), rejected: None, classify }
+        ResponseFuture {
+            inner: Some(inner),
+            permit: Some(permit),
+            rejected: None,
+            classify,
+        }
     }
 
     pub(super) fn rejected(rejected: Rejected, classify: C) -> Self {
-        ResponseFuture { inner: None, permit: None, rejected: Some(rejected), classify }
+        ResponseFuture {
+            inner: None,
+            permit: None,
+            rejected: Some(rejected),
+            classify,
+        }
     }
 }
 
@@ -43,7 +53,10 @@ where
         let Some(inner) = this.inner.as_pin_mut() else {
             let rejected = this.rejected.take().map(CallError::Rejected);
             return Poll::Ready(Err(rejected.unwrap_or_else(|| {
-                CallError::Rejected(Rejected { breaker: String::new(), state: crate::state::State::Open })
+                CallError::Rejected(Rejected {
+                    breaker: String::new(),
+                    state: crate::state::State::Open,
+                })
             })));
         };
         let result = std::task::ready!(inner.poll(cx));

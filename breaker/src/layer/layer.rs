@@ -17,14 +17,20 @@ pub struct BreakerLayer<C = ResultClassifier> {
 impl BreakerLayer {
     /// `Ok` is a success, `Err` a failure.
     pub fn new(breaker: Arc<CircuitBreaker>) -> Self {
-        BreakerLayer { breaker, classify: ResultClassifier }
+        BreakerLayer {
+            breaker,
+            classify: ResultClassifier,
+        }
     }
 }
 
 impl<C> BreakerLayer<C> {
     /// Classify results with `classify` instead (e.g. [`super::StatusClassifier`] for HTTP responses).
     pub fn with_classifier<C2>(self, classify: C2) -> BreakerLayer<C2> {
-        BreakerLayer { breaker: self.breaker, classify }
+        BreakerLayer {
+            breaker: self.breaker,
+            classify,
+        }
     }
 }
 

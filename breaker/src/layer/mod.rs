@@ -4,6 +4,8 @@
 
 mod classify;
 mod future;
+// Tower's folder layout (`mod.rs` service, `layer.rs`, `future.rs`) inside the contract's `layer` module.
+#[allow(clippy::module_inception)]
 mod layer;
 
 use std::sync::Arc;
@@ -27,7 +29,11 @@ pub struct BreakerService<S, C = ResultClassifier> {
 impl<S, C> BreakerService<S, C> {
     /// Wrap `inner` with `breaker`, classifying results with `classify`.
     pub fn new(inner: S, breaker: Arc<CircuitBreaker>, classify: C) -> Self {
-        BreakerService { inner, breaker, classify }
+        BreakerService {
+            inner,
+            breaker,
+            classify,
+        }
     }
 
     /// The breaker.
@@ -56,7 +62,9 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         match self.breaker.try_acquire_owned() {
-            Ok(permit) => ResponseFuture::running(self.inner.call(request), permit, self.classify.clone()),
+            Ok(permit) => {
+                ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
+            }
             Err(rejected) => ResponseFuture::rejected(rejected, self.classify.clone()),
         }
     }

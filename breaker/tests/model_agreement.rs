@@ -1,0 +1,192 @@
+//! Property test: the concurrent breaker and the sequential reference model (`tests/model`), driven by the same
+//! random sequences of acquire / record success, failure or ignored (timed or not) / drop / advance time / look,
+//! must agree on every admission, every state, every event (all fields, in order) and every counter.
+//! Failing cases are saved under `tests/proptest-regressions/` and replayed first.
+
+mod model;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use breaker::{
+    BreakerConfig, CircuitBreaker, FailureRateConfig, ManualClock, MemorySink, Mode, Outcome,
+    Permit, Probes, SlowCallConfig,
+};
+use model::{Kind, Model, ModelPermit};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Acquire,
+    Record {
+        index: usize,
+        outcome: Outcome,
+    },
+    RecordTimed {
+        index: usize,
+        outcome: Outcome,
+        elapsed_ms: u64,
+    },
+    Drop {
+        index: usize,
+    },
+    Advance {
+        ms: u64,
+    },
+    State,
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![3 => Just(Outcome::Failure), 2 => Just(Outcome::Success), 1 => Just(Outcome::Ignored)]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => Just(Op::Acquire),
+        5 => (any::<usize>(), outcome()).prop_map(|(index, outcome)| Op::Record { index, outcome }),
+        2 => (any::<usize>(), outcome(), 0u64..400).prop_map(|(index, outcome, elapsed_ms)| Op::RecordTimed { index, outcome, elapsed_ms }),
+        1 => any::<usize>().prop_map(|index| Op::Drop { index }),
+        3 => prop_oneof![0u64..50, 0u64..3_000].prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::State),
+    ]
+}
+
+fn config() -> impl Strategy<Value = BreakerConfig> {
+    (
+        (
+            prop::option::of(1u32..6),
+            prop::option::of((1u32..10, 0.2f64..1.0, 1u64..5, 1u32..8)),
+        ),
+        prop::option::of((50u64..300, 0.2f64..1.0, 1u64..5, 1u32..8)),
+        (
+            1u64..5_000,
+            prop_oneof![Just(1.0), Just(2.0), Just(1.5)],
+            1u64..4,
+        ),
+        (
+            prop_oneof![
+                (1u32..4).prop_map(|n| Probes::limited(n).expect("≥1")),
+                Just(Probes::All)
+            ],
+            1u32..4,
+        ),
+        prop_oneof![3 => Just(Mode::Enforce), 1 => Just(Mode::Shadow)],
+    )
+        .prop_map(
+            |(
+                (consecutive, rate),
+                slow,
+                (base_ms, backoff, max_factor),
+                (probes, successes),
+                mode,
+            )| {
+                let mut config = BreakerConfig {
+                    mode,
+                    ..BreakerConfig::default()
+                };
+                config.trip.consecutive_failures = consecutive;
+                config.trip.failure_rate =
+                    rate.map(|(_, threshold, window_s, min_calls)| FailureRateConfig {
+                        threshold,
+                        window: Duration::from_secs(window_s),
+                        min_calls,
+                    });
+                config.trip.slow_call =
+                    slow.map(|(duration_ms, rate, window_s, min_calls)| SlowCallConfig {
+                        duration: Duration::from_millis(duration_ms),
+                        rate,
+                        window: Duration::from_secs(window_s),
+                        min_calls,
+                    });
+                if consecutive.is_none()
+                    && config.trip.failure_rate.is_none()
+                    && config.trip.slow_call.is_none()
+                {
+                    config.trip.consecutive_failures = Some(3);
+                }
+                config.open.base = Duration::from_millis(base_ms);
+                config.open.backoff = backoff;
+                config.open.max = Duration::from_millis(base_ms * max_factor);
+                config.half_open.probes = probes;
+                config.half_open.successes_to_close = successes;
+                config
+            },
+        )
+}
+
+fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    config
+        .validate()
+        .map_err(|e| TestCaseError::reject(e.to_string()))?;
+    let clock = Arc::new(ManualClock::new());
+    let sink = MemorySink::new();
+    let breaker = CircuitBreaker::new("svc->dep", config.clone(), clock.clone())
+        .with_service("svc")
+        .with_sink(sink.clone());
+    let mut model = Model::new(config);
+    let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
+    for (step, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Acquire => match (breaker.try_acquire(), model.acquire()) {
+                (Ok(permit), Some(expected)) => {
+                    prop_assert_eq!(
+                        permit.is_probe(),
+                        expected.kind == Kind::Probe,
+                        "step {}",
+                        step
+                    );
+                    held.push((permit, expected));
+                }
+                (Err(_), None) => {}
+                (real, expected) => {
+                    prop_assert!(
+                        false,
+                        "step {}: breaker admitted {} but model {:?}",
+                        step,
+                        real.is_ok(),
+                        expected
+                    )
+                }
+            },
+            Op::Record { index, outcome } if !held.is_empty() => {
+                let (permit, expected) = held.remove(index % held.len());
+                permit.record(outcome);
+                model.record(expected, outcome, None);
+            }
+            Op::RecordTimed {
+                index,
+                outcome,
+                elapsed_ms,
+            } if !held.is_empty() => {
+                let (permit, expected) = held.remove(index % held.len());
+                permit.record_timed(outcome, Duration::from_millis(elapsed_ms));
+                model.record(expected, outcome, Some(elapsed_ms));
+            }
+            Op::Drop { index } if !held.is_empty() => {
+                let (permit, expected) = held.remove(index % held.len());
+                drop(permit);
+                model.record(expected, Outcome::Ignored, None);
+            }
+            Op::Advance { ms } => {
+                clock.advance(Duration::from_millis(ms));
+                model.advance_ms(ms);
+            }
+            Op::State => prop_assert_eq!(breaker.state(), model.observe(), "step {}", step),
+            Op::Record { .. } | Op::RecordTimed { .. } | Op::Drop { .. } => {}
+        }
+        prop_assert_eq!(&sink.events(), &model.events, "events after step {}", step);
+    }
+    prop_assert_eq!(breaker.state(), model.observe());
+    prop_assert_eq!(&sink.events(), &model.events);
+    prop_assert_eq!(breaker.snapshot().counters, model.counters_now());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn breaker_agrees_with_the_reference_model(config in config(), ops in prop::collection::vec(op(), 1..250)) {
+        run(config, ops)?;
+    }
+}
