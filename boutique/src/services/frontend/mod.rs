@@ -24,7 +24,6 @@ use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
 
 use crate::client::{Ack, CallError, Dependency, REJECTED_HEADER};
-use crate::data;
 use crate::money::Money;
 use crate::services::payment::YearMonth;
 use crate::wire::{
@@ -529,10 +528,5 @@ async fn checkout(
     render(&page, StatusCode::OK)
 }
 
-/// The currencies the header offers when the currency service is down.
-pub fn fallback_currencies() -> Vec<String> {
-    data::LOAD_GENERATOR_CURRENCIES
-        .iter()
-        .map(|code| (*code).to_owned())
-        .collect()
-}
+#[cfg(test)]
+mod tests;
