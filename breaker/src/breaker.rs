@@ -150,7 +150,8 @@ impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
 /// Counters since creation or the last reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
-    /// Calls let through (including shadow-mode calls enforce would have rejected).
+    /// Calls let through and finished (successes + failures + ignored; calls in flight are counted when they end).
+    /// Includes shadow-mode calls that enforce mode would have rejected.
     pub permitted: u64,
     /// Calls rejected.
     pub rejected: u64,
@@ -371,8 +372,6 @@ impl CircuitBreaker {
     pub fn try_acquire(&self) -> Result<Permit<'_>, Rejected> {
         let word = Word(self.word.load(Ordering::Acquire));
         if word.is_closed() && word.watching() && !word.timed() {
-            let stripe = stripes::current();
-            stripes::bump(&self.counters.stripe(stripe).permitted, stripe, 1);
             let ticket = Ticket {
                 generation: word.generation(),
                 kind: TicketKind::Closed,
@@ -406,7 +405,6 @@ impl CircuitBreaker {
         let stripe = stripes::current();
         let counters = self.counters.stripe(stripe);
         if word.mode() == Mode::Disabled {
-            stripes::bump(&counters.permitted, stripe, 1);
             return Ok(Ticket {
                 generation: word.generation(),
                 kind: TicketKind::Unwatched,
@@ -415,6 +413,16 @@ impl CircuitBreaker {
             });
         }
         let now = self.clock.now();
+        if let Phase::Open { until_ms, .. } = word.phase() {
+            // Still open (or forced open) in enforce mode: reject without the policy or a CAS.
+            if word.mode() != Mode::Shadow && now.as_nanos() < until_ms.saturating_mul(1_000_000) {
+                stripes::bump(&counters.rejected, stripe, 1);
+                return Err(Rejected {
+                    breaker: self.name.clone(),
+                    state: State::Open,
+                });
+            }
+        }
         let armed = self.armed.load();
         let (after, admission) = self.apply_with(|w| machine::acquire(w, now, &armed.policy));
         let started = after.timed().then_some(now);
@@ -425,16 +433,9 @@ impl CircuitBreaker {
             windowed: after.windowed(),
         };
         match admission {
-            Admission::Closed => {
-                stripes::bump(&counters.permitted, stripe, 1);
-                Ok(ticket(TicketKind::Closed))
-            }
-            Admission::Probe => {
-                stripes::bump(&counters.permitted, stripe, 1);
-                Ok(ticket(TicketKind::Probe))
-            }
+            Admission::Closed => Ok(ticket(TicketKind::Closed)),
+            Admission::Probe => Ok(ticket(TicketKind::Probe)),
             Admission::Unwatched { would_reject } => {
-                stripes::bump(&counters.permitted, stripe, 1);
                 if would_reject {
                     stripes::bump(&counters.shadow_rejected, stripe, 1);
                 }

@@ -40,7 +40,10 @@ pub use crate::breaker::{
 };
 #[cfg(feature = "tokio")]
 pub use crate::clock::TokioClock;
-pub use crate::clock::{Clock, Instant, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock, SystemClock};
+pub use crate::clock::{
+    COARSE_CLOCK_RESOLUTION, Clock, CoarseClock, Instant, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock,
+    SystemClock,
+};
 pub use crate::config::{
     BreakerConfig, ConfigError, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_OPEN_BASE, DEFAULT_OPEN_MAX,
     DEFAULT_PROBES, DEFAULT_SUCCESSES_TO_CLOSE, FailureRateConfig, HalfOpenConfig, MAX_PROBES,

@@ -36,11 +36,21 @@ pub(crate) struct WindowCount {
     pub(crate) calls: u64,
 }
 
+/// One thread's buckets, and the bounds of the bucket it wrote last (so the common case, another call in the same
+/// bucket, needs two compares instead of a 64-bit division).
+#[derive(Debug, Default)]
+struct StripeBuckets {
+    last_epoch: AtomicU64,
+    last_start_ns: AtomicU64,
+    last_end_ns: AtomicU64,
+    buckets: [Bucket; BUCKETS],
+}
+
 /// One rule's window over all stripes.
 #[derive(Debug)]
 pub(crate) struct StripedWindow {
     bucket_ns: u64,
-    stripes: Box<[Padded<[Bucket; BUCKETS]>]>,
+    stripes: Box<[Padded<StripeBuckets>]>,
     /// Serialises writers of the shared overflow stripe (its reset-on-new-epoch is not a single atomic step).
     overflow_lock: Mutex<()>,
 }
@@ -64,10 +74,23 @@ impl StripedWindow {
     /// Count one call (and a hit if `hit`) at `now_ns` in generation `generation`, from the calling thread.
     #[inline]
     pub(crate) fn record(&self, stripe: usize, now_ns: u64, generation: u16, hit: bool) {
-        let epoch = now_ns / self.bucket_ns;
-        let bucket = &self.stripes[stripe.min(OVERFLOW)][(epoch % BUCKETS as u64) as usize];
-        let want = tag(epoch, generation);
+        let own = &self.stripes[stripe.min(OVERFLOW)];
         let _guard = (stripe == OVERFLOW).then(|| self.overflow_lock.lock());
+        let in_last = now_ns >= own.last_start_ns.load(Ordering::Relaxed)
+            && now_ns < own.last_end_ns.load(Ordering::Relaxed);
+        let epoch = if in_last {
+            own.last_epoch.load(Ordering::Relaxed)
+        } else {
+            let epoch = now_ns / self.bucket_ns;
+            let start = epoch * self.bucket_ns;
+            own.last_epoch.store(epoch, Ordering::Relaxed);
+            own.last_start_ns.store(start, Ordering::Relaxed);
+            own.last_end_ns
+                .store(start.saturating_add(self.bucket_ns), Ordering::Relaxed);
+            epoch
+        };
+        let bucket = &own.buckets[(epoch % BUCKETS as u64) as usize];
+        let want = tag(epoch, generation);
         if bucket.tag.load(Ordering::Relaxed) != want {
             bucket.calls.store(0, Ordering::Relaxed);
             bucket.hits.store(0, Ordering::Relaxed);
@@ -89,7 +112,7 @@ impl StripedWindow {
             .iter()
             .chain(std::iter::once(&self.stripes[OVERFLOW]))
         {
-            for bucket in stripe.0.iter() {
+            for bucket in stripe.buckets.iter() {
                 let tag = bucket.tag.load(Ordering::Acquire);
                 let epoch = (tag & !WRITTEN) >> GEN_BITS;
                 if tag & WRITTEN != 0

@@ -177,7 +177,6 @@ impl Model {
         };
         let refuse = |model: &mut Model| {
             if model.shadow() {
-                model.counters.permitted += 1;
                 model.counters.shadow_rejected += 1;
                 Some(permit(model.episode, Kind::Unwatched))
             } else {
@@ -186,10 +185,7 @@ impl Model {
             }
         };
         match self.phase {
-            Phase::Closed { .. } => {
-                self.counters.permitted += 1;
-                Some(permit(self.episode, Kind::Closed))
-            }
+            Phase::Closed { .. } => Some(permit(self.episode, Kind::Closed)),
             Phase::Open { .. } => refuse(self),
             Phase::HalfOpen {
                 in_flight,
@@ -206,7 +202,6 @@ impl Model {
                         successes,
                         trips,
                     };
-                    self.counters.permitted += 1;
                     Some(permit(self.episode, Kind::Probe))
                 } else {
                     refuse(self)
@@ -247,6 +242,7 @@ impl Model {
     }
 
     pub fn record(&mut self, permit: ModelPermit, outcome: Outcome, elapsed_ms: Option<u64>) {
+        self.counters.permitted += 1;
         match outcome {
             Outcome::Success => self.counters.successes += 1,
             Outcome::Failure => self.counters.failures += 1,
