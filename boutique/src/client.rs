@@ -10,6 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use breaker::{CircuitBreaker, Outcome};
+use bytes::Bytes;
+use http::{Method, Request, header};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -68,6 +73,9 @@ impl CallError {
     }
 }
 
+/// The keep-alive HTTP/1 client internal calls share (hyper-util's pooled client).
+pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
 /// Outcome counters of one dependency, exported in `/metrics`.
 #[derive(Debug, Default)]
 pub struct CallStats {
@@ -94,7 +102,7 @@ pub struct Dependency {
     target: ServiceName,
     base_url: Arc<str>,
     breaker: Arc<CircuitBreaker>,
-    http: reqwest::Client,
+    http: HttpClient,
     timeout: Duration,
     classifier: breaker::http::Classifier,
     stats: Arc<CallStats>,
@@ -106,7 +114,7 @@ impl Dependency {
         target: ServiceName,
         base_url: impl Into<Arc<str>>,
         breaker: Arc<CircuitBreaker>,
-        http: reqwest::Client,
+        http: HttpClient,
         timeout: Duration,
         stats: Arc<CallStats>,
     ) -> Self {
@@ -128,8 +136,7 @@ impl Dependency {
 
     /// `GET {base}{path}` and decode the JSON answer.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
-        let url = format!("{}{}", self.base_url, path);
-        self.call(self.http.get(url)).await
+        self.call(Method::GET, path, None).await
     }
 
     /// `POST {base}{path}` with a JSON body and decode the JSON answer.
@@ -138,20 +145,47 @@ impl Dependency {
         path: &str,
         body: &B,
     ) -> Result<T, CallError> {
-        let url = format!("{}{}", self.base_url, path);
-        self.call(self.http.post(url).json(body)).await
+        let body = serde_json::to_vec(body).map_err(|error| CallError::Decode {
+            dependency: self.target,
+            message: format!("request body: {error}"),
+        })?;
+        self.call(Method::POST, path, Some(body)).await
     }
 
     /// `DELETE {base}{path}` and decode the JSON answer.
     pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
-        let url = format!("{}{}", self.base_url, path);
-        self.call(self.http.delete(url)).await
+        self.call(Method::DELETE, path, None).await
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Request<Full<Bytes>>, CallError> {
+        let builder = Request::builder()
+            .method(method)
+            .uri(format!("{}{}", self.base_url, path))
+            .header(header::ACCEPT, "application/json");
+        let request = match body {
+            Some(body) => builder
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Full::new(Bytes::from(body))),
+            None => builder.body(Full::new(Bytes::new())),
+        };
+        request.map_err(|error| CallError::Transport {
+            dependency: self.target,
+            message: format!("invalid request: {error}"),
+        })
     }
 
     async fn call<T: DeserializeOwned>(
         &self,
-        request: reqwest::RequestBuilder,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
     ) -> Result<T, CallError> {
+        let request = self.request(method, path, body)?;
         let permit = match self.breaker.try_acquire() {
             Ok(permit) => permit,
             Err(rejected) => {
@@ -163,15 +197,26 @@ impl Dependency {
         };
         let started = Instant::now();
         let exchange = tokio::time::timeout(self.timeout, async move {
-            let response = request.send().await?;
+            let response = self.http.request(request).await.map_err(|error| {
+                let mut message = error.to_string();
+                if let Some(source) = std::error::Error::source(&error) {
+                    message = format!("{message}: {source}");
+                }
+                message
+            })?;
             let status = response.status().as_u16();
             let rejected_by = response
                 .headers()
                 .get(REJECTED_HEADER)
                 .and_then(|value| value.to_str().ok())
                 .map(str::to_owned);
-            let body = response.bytes().await?;
-            Ok::<_, reqwest::Error>((status, rejected_by, body))
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|error| error.to_string())?
+                .to_bytes();
+            Ok::<_, String>((status, rejected_by, body))
         })
         .await;
         let elapsed = started.elapsed();
@@ -183,11 +228,11 @@ impl Dependency {
                     timeout: self.timeout,
                 }),
             ),
-            Ok(Err(error)) => (
+            Ok(Err(message)) => (
                 Outcome::Failure,
                 Err(CallError::Transport {
                     dependency: self.target,
-                    message: error.to_string(),
+                    message,
                 }),
             ),
             Ok(Ok((status, rejected_by, body))) => {

@@ -7,7 +7,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{CallStats, Dependency};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::client::{CallStats, Dependency, HttpClient};
 use crate::error::StackError;
 use crate::metrics::RequestStats;
 use crate::pool::WorkerPool;
@@ -20,7 +24,7 @@ pub struct ServiceContext {
     pub registry: breaker::Registry,
     pub pool: WorkerPool,
     pub token: Option<Arc<str>>,
-    pub http: reqwest::Client,
+    pub http: HttpClient,
     pub call_timeout: Duration,
     /// Base URLs of the services this one may call.
     pub peers: BTreeMap<ServiceName, String>,
@@ -58,13 +62,12 @@ impl ServiceContext {
     }
 }
 
-/// The HTTP client used for internal calls: keep-alive, no proxy, no redirects followed.
-pub fn internal_http_client() -> Result<reqwest::Client, StackError> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
+/// The HTTP client used for internal calls: HTTP/1 keep-alive, no proxy, no redirects followed.
+pub fn internal_http_client() -> Result<HttpClient, StackError> {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.enforce_http(true);
+    Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|err| StackError::Client(err.to_string()))
+        .build(connector))
 }
