@@ -30,7 +30,9 @@ fn parse_args() -> Result<Args, String> {
             "--target" => args.target = value()?.parse().map_err(|e| format!("--target: {e}"))?,
             "--path" => args.path = value()?,
             "--users" => args.users = value()?.parse().map_err(|e| format!("--users: {e}"))?,
-            "--seconds" => args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--seconds" => {
+                args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?
+            }
             "--warmup" => args.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
             // `cargo bench` passes `--bench`; ignore flags meant for a harness.
             _ => {}

@@ -188,22 +188,53 @@ impl BreakerMode {
     }
 }
 
+impl From<BreakerMode> for breaker::Mode {
+    fn from(mode: BreakerMode) -> Self {
+        match mode {
+            BreakerMode::Enforce => breaker::Mode::Enforce,
+            BreakerMode::Shadow => breaker::Mode::Shadow,
+            BreakerMode::ForcedOpen => breaker::Mode::ForcedOpen,
+            BreakerMode::Disabled => breaker::Mode::Disabled,
+        }
+    }
+}
+
 /// The breaker factor: the modes to compare and the config every mode shares.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerSpec {
     pub modes: Vec<BreakerMode>,
-    /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`), in the breaker config
-    /// vocabulary, as written (unscaled). Absent sections take the breaker crate's defaults.
-    pub config: toml::Table,
+    /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`) in the breaker crate's
+    /// vocabulary, validated by it, as written (unscaled; `mode` is set per condition).
+    /// Absent sections take the breaker crate's defaults.
+    pub config: breaker::BreakerConfig,
 }
 
 impl BreakerSpec {
-    /// The full breaker config (TOML table) for one mode, ready for `PUT /_admin/breakers`.
-    pub fn config_for(&self, mode: BreakerMode) -> toml::Table {
-        let mut table = self.config.clone();
-        table.insert("mode".into(), toml::Value::String(mode.as_str().into()));
-        table
+    /// The unscaled breaker config for one mode.
+    pub fn config_for(&self, mode: BreakerMode) -> breaker::BreakerConfig {
+        breaker::BreakerConfig {
+            mode: mode.into(),
+            ..self.config.clone()
+        }
     }
+}
+
+/// Divides a breaker config's time windows by `time_scale`: open durations and detector windows
+/// shrink with the study; the slow-call threshold does not (service latencies do not scale).
+pub fn scale_breaker_config(
+    config: &breaker::BreakerConfig,
+    time_scale: f64,
+) -> breaker::BreakerConfig {
+    let mut scaled = config.clone();
+    scaled.open.base = scaled.open.base.div_f64(time_scale);
+    scaled.open.max = scaled.open.max.div_f64(time_scale);
+    if let Some(rate) = &mut scaled.trip.failure_rate {
+        rate.window = rate.window.div_f64(time_scale);
+    }
+    if let Some(slow) = &mut scaled.trip.slow_call {
+        slow.window = slow.window.div_f64(time_scale);
+    }
+    scaled
 }
 
 /// Abort a run when a steady-state condition is violated (enforced by the runner).
@@ -244,6 +275,11 @@ impl ExperimentSpec {
     /// Scaled measured time of every run (after the warmup).
     pub fn run_duration(&self) -> Duration {
         self.scaled(self.duration)
+    }
+
+    /// The breaker config a condition with `mode` applies, with its windows scaled.
+    pub fn breaker_config(&self, mode: BreakerMode) -> breaker::BreakerConfig {
+        scale_breaker_config(&self.breaker.config_for(mode), self.time_scale)
     }
 
     /// Scaled think-time range.

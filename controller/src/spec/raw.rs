@@ -69,9 +69,9 @@ struct RawFault {
 #[serde(deny_unknown_fields)]
 struct RawBreaker {
     modes: Spanned<Vec<Spanned<BreakerMode>>>,
-    trip: Option<toml::Table>,
-    open: Option<toml::Table>,
-    half_open: Option<toml::Table>,
+    trip: Option<Spanned<breaker::TripConfig>>,
+    open: Option<Spanned<breaker::OpenConfig>>,
+    half_open: Option<Spanned<breaker::HalfOpenConfig>>,
 }
 
 #[derive(Deserialize)]
@@ -193,10 +193,10 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         },
     };
     let breaker = match &raw.breaker {
-        Some(breaker) => self::breaker(&check, breaker.get_ref())?,
+        Some(breaker) => self::breaker(&check, breaker.get_ref(), time_scale)?,
         None => BreakerSpec {
             modes: vec![BreakerMode::Enforce],
-            config: toml::Table::new(),
+            config: breaker::BreakerConfig::default(),
         },
     };
     let stop = match &raw.stop {
@@ -481,7 +481,11 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
     })
 }
 
-fn breaker(check: &Checker<'_>, raw: &RawBreaker) -> Result<BreakerSpec, SpecError> {
+fn breaker(
+    check: &Checker<'_>,
+    raw: &RawBreaker,
+    time_scale: f64,
+) -> Result<BreakerSpec, SpecError> {
     if raw.modes.get_ref().is_empty() {
         return Err(check.error("breaker.modes", raw.modes.span(), "must not be empty"));
     }
@@ -496,15 +500,49 @@ fn breaker(check: &Checker<'_>, raw: &RawBreaker) -> Result<BreakerSpec, SpecErr
         }
         modes.push(*mode.get_ref());
     }
-    let mut config = toml::Table::new();
-    for (key, section) in [
-        ("trip", &raw.trip),
-        ("open", &raw.open),
-        ("half_open", &raw.half_open),
-    ] {
-        if let Some(section) = section {
-            config.insert(key.into(), toml::Value::Table(section.clone()));
-        }
+    let config = breaker::BreakerConfig {
+        mode: breaker::Mode::Enforce,
+        trip: raw
+            .trip
+            .as_ref()
+            .map(|t| t.get_ref().clone())
+            .unwrap_or_default(),
+        open: raw
+            .open
+            .as_ref()
+            .map(|o| o.get_ref().clone())
+            .unwrap_or_default(),
+        half_open: raw
+            .half_open
+            .as_ref()
+            .map(|h| h.get_ref().clone())
+            .unwrap_or_default(),
+    };
+    let section_span = |field: &str| {
+        let section = match field.split('.').next() {
+            Some("trip") => raw.trip.as_ref().map(Spanned::span),
+            Some("open") => raw.open.as_ref().map(Spanned::span),
+            Some("half_open") => raw.half_open.as_ref().map(Spanned::span),
+            _ => None,
+        };
+        section.unwrap_or_else(|| raw.modes.span())
+    };
+    if let Err(error) = config.validate() {
+        return Err(check.error(
+            &format!("breaker.{}", error.field),
+            section_span(&error.field),
+            error.message,
+        ));
+    }
+    if let Err(error) = super::scale_breaker_config(&config, time_scale).validate() {
+        return Err(check.error(
+            &format!("breaker.{}", error.field),
+            section_span(&error.field),
+            format!(
+                "after dividing by time_scale {time_scale}: {}",
+                error.message
+            ),
+        ));
     }
     Ok(BreakerSpec { modes, config })
 }
