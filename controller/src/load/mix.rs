@@ -2,7 +2,7 @@
 //! single-URL loop for benchmarks.
 
 use bytes::Bytes;
-use http::Method;
+use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
@@ -109,28 +109,67 @@ pub mod endpoint {
 pub struct Step {
     pub endpoint: usize,
     pub method: Method,
-    pub path: String,
+    /// Origin-form request target (path and query).
+    pub uri: Uri,
     pub form: Option<Bytes>,
 }
 
 impl Step {
-    fn get(endpoint: usize, path: impl Into<String>) -> Self {
+    fn get(endpoint: usize, uri: Uri) -> Self {
         Step {
             endpoint,
             method: Method::GET,
-            path: path.into(),
+            uri,
             form: None,
         }
     }
 
-    fn post(endpoint: usize, path: &str, form: String) -> Self {
+    fn post(endpoint: usize, uri: &'static str, form: String) -> Self {
         Step {
             endpoint,
             method: Method::POST,
-            path: path.to_owned(),
+            uri: Uri::from_static(uri),
             form: Some(Bytes::from(form)),
         }
     }
+}
+
+/// `/product/{id}` for a catalogue id (ids are ASCII alphanumerics, always a valid path).
+fn product_uri(id: &str) -> Uri {
+    Uri::try_from(format!("/product/{id}")).unwrap_or_else(|_| Uri::from_static("/"))
+}
+
+/// A workload ready to draw tasks from: request targets parsed once.
+#[derive(Debug, Clone)]
+pub struct PreparedWorkload {
+    workload: Workload,
+    fixed: Option<Step>,
+}
+
+impl PreparedWorkload {
+    /// Draws the next task into `steps` (cleared first) and returns its index in `task_names`.
+    pub fn next_task(&self, rng: &mut SmallRng, steps: &mut Vec<Step>) -> usize {
+        steps.clear();
+        if let Some(fixed) = &self.fixed {
+            steps.push(fixed.clone());
+            return 0;
+        }
+        let task = Task::pick(rng);
+        boutique_steps(task, rng, steps);
+        Task::ALL.iter().position(|t| *t == task).unwrap_or(0)
+    }
+
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+}
+
+/// A fixed path that is not a valid request target.
+#[derive(Debug, thiserror::Error)]
+#[error("`{path}` is not a valid request path: {reason}")]
+pub struct InvalidPath {
+    pub path: String,
+    pub reason: String,
 }
 
 /// What the virtual users do.
@@ -161,62 +200,68 @@ impl Workload {
     /// The requests a user makes once when it starts.
     pub fn on_start(&self) -> Vec<Step> {
         match self {
-            Workload::OnlineBoutique => vec![Step::get(endpoint::INDEX, "/")],
+            Workload::OnlineBoutique => vec![Step::get(endpoint::INDEX, Uri::from_static("/"))],
             Workload::Fixed { .. } => Vec::new(),
         }
     }
 
-    /// Draws the next task: its index in `task_names` and its requests, in order.
-    pub fn next_task(&self, rng: &mut SmallRng) -> (usize, Vec<Step>) {
-        match self {
-            Workload::Fixed { path } => (0, vec![Step::get(0, path.clone())]),
-            Workload::OnlineBoutique => {
-                let task = Task::pick(rng);
-                let index = Task::ALL.iter().position(|t| *t == task).unwrap_or(0);
-                (index, boutique_steps(task, rng))
+    /// Parses what can be parsed once; a fixed path must be a valid origin-form target.
+    pub fn prepare(&self) -> Result<PreparedWorkload, InvalidPath> {
+        let fixed = match self {
+            Workload::OnlineBoutique => None,
+            Workload::Fixed { path } => {
+                let uri = Uri::try_from(path.as_str()).map_err(|e| InvalidPath {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                if uri.scheme().is_some() || !path.starts_with('/') {
+                    return Err(InvalidPath {
+                        path: path.clone(),
+                        reason: "must be a path starting with /".into(),
+                    });
+                }
+                Some(Step::get(0, uri))
             }
-        }
+        };
+        Ok(PreparedWorkload {
+            workload: self.clone(),
+            fixed,
+        })
     }
 }
 
-fn boutique_steps(task: Task, rng: &mut SmallRng) -> Vec<Step> {
+fn boutique_steps(task: Task, rng: &mut SmallRng, steps: &mut Vec<Step>) {
     let product = |rng: &mut SmallRng| PRODUCT_IDS[rng.random_range(0..PRODUCT_IDS.len())];
-    let add_to_cart = |rng: &mut SmallRng| {
+    let add_to_cart = |rng: &mut SmallRng, steps: &mut Vec<Step>| {
         let id = product(rng);
         let quantity = rng.random_range(1..=10);
-        [
-            Step::get(endpoint::PRODUCT, format!("/product/{id}")),
-            Step::post(
-                endpoint::ADD_TO_CART,
-                "/cart",
-                format!("product_id={id}&quantity={quantity}"),
-            ),
-        ]
+        steps.push(Step::get(endpoint::PRODUCT, product_uri(id)));
+        steps.push(Step::post(
+            endpoint::ADD_TO_CART,
+            "/cart",
+            format!("product_id={id}&quantity={quantity}"),
+        ));
     };
     match task {
-        Task::Index => vec![Step::get(endpoint::INDEX, "/")],
+        Task::Index => steps.push(Step::get(endpoint::INDEX, Uri::from_static("/"))),
         Task::SetCurrency => {
             let currency = CURRENCIES[rng.random_range(0..CURRENCIES.len())];
-            vec![Step::post(
+            steps.push(Step::post(
                 endpoint::SET_CURRENCY,
                 "/setCurrency",
                 format!("currency_code={currency}"),
-            )]
+            ));
         }
-        Task::BrowseProduct => vec![Step::get(
-            endpoint::PRODUCT,
-            format!("/product/{}", product(rng)),
-        )],
-        Task::AddToCart => add_to_cart(rng).to_vec(),
-        Task::ViewCart => vec![Step::get(endpoint::VIEW_CART, "/cart")],
+        Task::BrowseProduct => steps.push(Step::get(endpoint::PRODUCT, product_uri(product(rng)))),
+        Task::AddToCart => add_to_cart(rng, steps),
+        Task::ViewCart => steps.push(Step::get(endpoint::VIEW_CART, Uri::from_static("/cart"))),
         Task::Checkout => {
-            let mut steps = add_to_cart(rng).to_vec();
+            add_to_cart(rng, steps);
             steps.push(Step::post(
                 endpoint::CHECKOUT,
                 "/cart/checkout",
                 CHECKOUT_FORM.to_owned(),
             ));
-            steps
         }
     }
 }
@@ -275,7 +320,8 @@ mod tests {
     #[test]
     fn checkout_adds_to_cart_first() {
         let mut rng = SmallRng::seed_from_u64(1);
-        let steps = boutique_steps(Task::Checkout, &mut rng);
+        let mut steps = Vec::new();
+        boutique_steps(Task::Checkout, &mut rng, &mut steps);
         let endpoints: Vec<usize> = steps.iter().map(|s| s.endpoint).collect();
         assert_eq!(
             endpoints,
@@ -284,9 +330,28 @@ mod tests {
         let add = String::from_utf8(steps[1].form.clone().unwrap().to_vec()).unwrap();
         let quantity: u32 = add.split("quantity=").nth(1).unwrap().parse().unwrap();
         assert!((1..=10).contains(&quantity));
-        assert_eq!(
-            steps[0].path,
-            format!("/product/{}", add[11..21].to_owned())
+        assert_eq!(steps[0].uri, format!("/product/{}", &add[11..21]).as_str());
+    }
+
+    #[test]
+    fn fixed_paths_are_checked_once() {
+        let prepared = Workload::Fixed {
+            path: "/x?y=1".into(),
+        }
+        .prepare()
+        .unwrap();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut steps = Vec::new();
+        assert_eq!(prepared.next_task(&mut rng, &mut steps), 0);
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].uri, "/x?y=1");
+        assert!(Workload::Fixed { path: "x".into() }.prepare().is_err());
+        assert!(
+            Workload::Fixed {
+                path: "http://h/x".into()
+            }
+            .prepare()
+            .is_err()
         );
     }
 }

@@ -26,7 +26,10 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-pub use mix::{CHECKOUT_FORM, CURRENCIES, PRODUCT_IDS, Step, Task, Workload, endpoint, luhn_valid};
+pub use mix::{
+    CHECKOUT_FORM, CURRENCIES, InvalidPath, PRODUCT_IDS, PreparedWorkload, Step, Task, Workload,
+    endpoint, luhn_valid,
+};
 pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
 pub use session::{CookieJar, Session, Target};
 pub use stats::{
@@ -122,6 +125,8 @@ pub enum LoadError {
     BadRate(f64),
     #[error("load.think_time: minimum {min:?} is above maximum {max:?}")]
     BadThinkTime { min: Duration, max: Duration },
+    #[error("load.path: {0}")]
+    BadPath(#[from] InvalidPath),
 }
 
 /// Drives load as configured and returns what it saw. Closed seconds go to `seconds_sink` as they
@@ -145,6 +150,7 @@ pub async fn run(
         });
     }
 
+    let workload = config.workload.prepare()?;
     let endpoint_names = config.workload.endpoint_names();
     let task_names = config.workload.task_names();
     let start = Instant::now();
@@ -159,6 +165,7 @@ pub async fn run(
         start,
         end,
         target: Target::new(config.target),
+        workload,
         config,
     });
 
@@ -214,13 +221,14 @@ struct Shared {
     start: Instant,
     end: Instant,
     target: Target,
+    workload: PreparedWorkload,
     config: LoadConfig,
 }
 
 impl Shared {
     async fn step(&self, session: &mut Session, step: Step, expected_interval: Duration) {
         let sent = Instant::now();
-        let outcome = session.request(step.method, &step.path, step.form).await;
+        let outcome = session.request(step.method, step.uri, step.form).await;
         let done = Instant::now();
         self.recorder.lock().record(
             step.endpoint,
@@ -256,14 +264,15 @@ async fn virtual_user(shared: &Shared, user: u32) {
     for step in config.workload.on_start() {
         shared.step(&mut session, step, Duration::ZERO).await;
     }
+    let mut steps = Vec::with_capacity(4);
     while Instant::now() < shared.end {
         if let Some(pace) = pace {
             tokio::time::sleep_until(next_start).await;
             next_start += pace;
         }
-        let (task, steps) = config.workload.next_task(&mut rng);
+        let task = shared.workload.next_task(&mut rng, &mut steps);
         shared.task_counts.lock()[task] += 1;
-        for step in steps {
+        for step in steps.drain(..) {
             shared
                 .step(&mut session, step, pace.unwrap_or(Duration::ZERO))
                 .await;

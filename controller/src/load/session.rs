@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::{Method, Request, StatusCode};
+use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
@@ -116,8 +116,8 @@ impl Session {
 
     /// Sends one request (following redirects with GET, like a browser), reads the whole body and
     /// classifies the result. Never fails: errors are outcomes.
-    pub async fn request(&mut self, method: Method, path: &str, form: Option<Form>) -> Outcome {
-        match tokio::time::timeout(self.timeout, self.exchange(method, path, form)).await {
+    pub async fn request(&mut self, method: Method, uri: Uri, form: Option<Form>) -> Outcome {
+        match tokio::time::timeout(self.timeout, self.exchange(method, uri, form)).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => {
                 self.sender = None;
@@ -134,15 +134,15 @@ impl Session {
     async fn exchange(
         &mut self,
         method: Method,
-        path: &str,
+        uri: Uri,
         form: Option<Form>,
     ) -> Result<Outcome, SessionError> {
         let mut method = method;
-        let mut path = path.to_owned();
+        let mut uri = uri;
         let mut form = form;
         let mut rejected = false;
         for _ in 0..=MAX_REDIRECTS {
-            let response = self.send(method.clone(), &path, form.take()).await?;
+            let response = self.send(method.clone(), uri, form.take()).await?;
             let status = response.status();
             rejected |= response.headers().contains_key(REJECTED_HEADER);
             self.cookies.store(response.headers());
@@ -163,7 +163,7 @@ impl Session {
                         method = Method::GET;
                         form = None;
                     }
-                    path = next;
+                    uri = next;
                 }
                 _ => return Ok(Outcome::of_response(status.as_u16(), rejected)),
             }
@@ -175,7 +175,7 @@ impl Session {
     async fn send(
         &mut self,
         method: Method,
-        path: &str,
+        uri: Uri,
         form: Option<Form>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, SessionError> {
         let mut sender = match self.sender.take() {
@@ -183,7 +183,7 @@ impl Session {
             _ => self.connect().await?,
         };
         sender.ready().await.map_err(SessionError::Http)?;
-        let mut request = Request::builder().method(method).uri(path);
+        let mut request = Request::builder().method(method).uri(uri);
         let headers = request.headers_mut().expect("builder has no error yet");
         headers.insert(header::HOST, self.target.host.clone());
         if let Some(cookie) = self.cookies.header() {
@@ -224,7 +224,7 @@ impl Session {
     }
 }
 
-fn redirect_location(status: StatusCode, headers: &http::HeaderMap) -> Option<String> {
+fn redirect_location(status: StatusCode, headers: &http::HeaderMap) -> Option<Uri> {
     if !status.is_redirection() {
         return None;
     }
@@ -234,7 +234,10 @@ fn redirect_location(status: StatusCode, headers: &http::HeaderMap) -> Option<St
         Some((_, rest)) => rest.find('/').map_or("/", |slash| &rest[slash..]),
         None => location,
     };
-    path.starts_with('/').then(|| path.to_owned())
+    if !path.starts_with('/') {
+        return None;
+    }
+    Uri::try_from(path).ok()
 }
 
 fn closes_connection(headers: &http::HeaderMap) -> bool {
@@ -296,16 +299,16 @@ mod tests {
         let mut headers = http::HeaderMap::new();
         headers.insert(header::LOCATION, HeaderValue::from_static("/cart"));
         assert_eq!(
-            redirect_location(StatusCode::FOUND, &headers).as_deref(),
-            Some("/cart")
+            redirect_location(StatusCode::FOUND, &headers).unwrap(),
+            "/cart"
         );
         headers.insert(
             header::LOCATION,
             HeaderValue::from_static("http://127.0.0.1:9/product/X"),
         );
         assert_eq!(
-            redirect_location(StatusCode::SEE_OTHER, &headers).as_deref(),
-            Some("/product/X")
+            redirect_location(StatusCode::SEE_OTHER, &headers).unwrap(),
+            "/product/X"
         );
         assert_eq!(redirect_location(StatusCode::OK, &headers), None);
     }
