@@ -24,54 +24,6 @@ use crate::state::{Outcome, State};
 use crate::stripes::{self, CallTotals, Padded, StripedCounters};
 use crate::window::StripedWindow;
 
-/// The config compiled for the call path, with the windows it feeds.
-#[derive(Debug)]
-struct Armed {
-    policy: Policy,
-    failure_window: Option<Arc<StripedWindow>>,
-    slow_window: Option<Arc<StripedWindow>>,
-}
-
-impl Armed {
-    /// Compile `config`; keep `previous`'s windows where their rule is unchanged (so a config push does not forget
-    /// the last seconds of traffic), unless `fresh`.
-    fn new(
-        config: &BreakerConfig,
-        seed: u64,
-        name: &str,
-        previous: Option<&Armed>,
-        fresh: bool,
-    ) -> Armed {
-        let policy = Policy::compile(config, seed, name);
-        let reuse = |rule: Option<&crate::core::policy::RateRule>,
-                     old_rule: Option<&crate::core::policy::RateRule>,
-                     old: Option<&Arc<StripedWindow>>| {
-            let rule = rule?;
-            match (old_rule, old) {
-                (Some(old_rule), Some(old)) if !fresh && old_rule.bucket_ns == rule.bucket_ns => {
-                    Some(Arc::clone(old))
-                }
-                _ => Some(Arc::new(StripedWindow::new(rule))),
-            }
-        };
-        let failure_window = reuse(
-            policy.failure_rate.as_ref(),
-            previous.and_then(|p| p.policy.failure_rate.as_ref()),
-            previous.and_then(|p| p.failure_window.as_ref()),
-        );
-        let slow_window = reuse(
-            policy.slow_call.as_ref(),
-            previous.and_then(|p| p.policy.slow_call.as_ref()),
-            previous.and_then(|p| p.slow_window.as_ref()),
-        );
-        Armed {
-            policy,
-            failure_window,
-            slow_window,
-        }
-    }
-}
-
 /// Transitions waiting to be numbered in generation order, and the per-state time accounting.
 #[derive(Debug)]
 struct EventLog {
@@ -88,7 +40,12 @@ struct EventLog {
 pub struct CircuitBreaker {
     word: Padded<AtomicU64>,
     counters: StripedCounters,
-    armed: ArcSwap<Armed>,
+    /// The compiled config, for the paths that decide (failures, probes, acquiring when not closed).
+    policy: ArcSwap<Policy>,
+    /// Windows and the slow-call threshold, reachable from the success path without loading `policy`.
+    failure_window: StripedWindow,
+    slow_window: StripedWindow,
+    slow_call_ns: AtomicU64,
     clock: Arc<dyn Clock>,
     sink: Arc<dyn EventSink>,
     name: String,
@@ -298,14 +255,17 @@ impl CircuitBreaker {
     pub fn new(name: impl Into<String>, config: BreakerConfig, clock: Arc<dyn Clock>) -> Self {
         let name = name.into();
         let seed = DEFAULT_SEED;
-        let armed = Armed::new(&config, seed, &name, None, true);
-        let word = Word::initial(config.mode, armed.policy.timed(), armed.policy.windowed());
+        let policy = Policy::compile(&config, seed, &name);
+        let word = Word::initial(config.mode, policy.timed(), policy.windowed());
         let now = clock.now();
         let state = word.state();
-        CircuitBreaker {
+        let breaker = CircuitBreaker {
             word: Padded(AtomicU64::new(word.0)),
             counters: StripedCounters::new(),
-            armed: ArcSwap::from_pointee(armed),
+            policy: ArcSwap::from_pointee(policy.clone()),
+            failure_window: StripedWindow::default(),
+            slow_window: StripedWindow::default(),
+            slow_call_ns: AtomicU64::new(u64::MAX),
             clock,
             sink: Arc::new(NoopSink),
             name,
@@ -323,7 +283,20 @@ impl CircuitBreaker {
             }),
             delivery: Mutex::new(()),
             baseline: Mutex::new(CallTotals::default()),
-        }
+        };
+        breaker.arm(&policy, true);
+        breaker
+    }
+
+    /// Point the windows and the slow-call threshold at `policy` (`clear`: forget the windows' counts; otherwise
+    /// a window whose bucket width is unchanged keeps them).
+    fn arm(&self, policy: &Policy, clear: bool) {
+        self.failure_window
+            .configure(policy.failure_rate.map(|r| r.bucket_ns), clear);
+        self.slow_window
+            .configure(policy.slow_call.map(|r| r.bucket_ns), clear);
+        self.slow_call_ns
+            .store(policy.slow_call_ns, Ordering::Relaxed);
     }
 
     /// Send transitions to `sink`.
@@ -341,8 +314,8 @@ impl CircuitBreaker {
     /// Seed the open-window jitter (used when the config has no `open.seed`).
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
-        let armed = Armed::new(&self.config.lock(), seed, &self.name, None, true);
-        self.armed = ArcSwap::from_pointee(armed);
+        let policy = Policy::compile(&self.config.lock(), seed, &self.name);
+        self.policy = ArcSwap::from_pointee(policy);
         self
     }
 
@@ -423,8 +396,8 @@ impl CircuitBreaker {
                 });
             }
         }
-        let armed = self.armed.load();
-        let (after, admission) = self.apply_with(|w| machine::acquire(w, now, &armed.policy));
+        let policy = self.policy.load();
+        let (after, admission) = self.apply_with(|w| machine::acquire(w, now, &policy));
         let started = after.timed().then_some(now);
         let ticket = |kind| Ticket {
             generation: after.generation(),
@@ -474,7 +447,8 @@ impl CircuitBreaker {
         self.finish_slow(ticket, outcome, elapsed, stripe);
     }
 
-    #[cold]
+    /// Everything past the plain closed success: time, windows, and the CAS when the outcome can move the machine.
+    #[inline(never)]
     fn finish_slow(
         &self,
         ticket: Ticket,
@@ -482,53 +456,57 @@ impl CircuitBreaker {
         elapsed: Option<Duration>,
         stripe: usize,
     ) {
-        let armed = self.armed.load();
-        let policy = &armed.policy;
         let now = self.clock.now();
+        let slow_call_ns = self.slow_call_ns.load(Ordering::Relaxed);
         let slow = outcome != Outcome::Ignored
-            && policy.slow_call.is_some()
+            && slow_call_ns != u64::MAX
             && elapsed
                 .or_else(|| ticket.started.map(|started| now - started))
-                .is_some_and(|e| duration_nanos(e) >= policy.slow_call_ns);
+                .is_some_and(|e| duration_nanos(e) >= slow_call_ns);
         if slow {
             stripes::bump(&self.counters.stripe(stripe).slow, stripe, 1);
         }
         match ticket.kind {
             TicketKind::Unwatched => {}
             TicketKind::Probe => {
-                self.apply(|w| machine::probe_outcome(w, ticket.generation, outcome, now, policy));
+                let policy = self.policy.load();
+                self.apply(|w| machine::probe_outcome(w, ticket.generation, outcome, now, &policy));
             }
             TicketKind::Closed => {
-                let mut verdict = Verdict::default();
+                if outcome == Outcome::Ignored {
+                    return;
+                }
                 let word = Word(self.word.load(Ordering::Acquire));
                 let current =
                     word.is_closed() && word.watching() && word.generation() == ticket.generation;
-                if current && outcome != Outcome::Ignored {
-                    let at = now.as_nanos();
-                    if let (Some(window), Some(rule)) =
-                        (&armed.failure_window, &policy.failure_rate)
-                    {
-                        let failed = outcome == Outcome::Failure;
-                        window.record(stripe, at, ticket.generation, failed);
-                        if failed {
-                            let count = window.count(at, ticket.generation);
-                            if rule.fires(count.hits, count.calls) {
-                                verdict.failure_rate = Some((count.hits, count.calls));
-                            }
-                        }
+                if !current {
+                    return;
+                }
+                let at = now.as_nanos();
+                let failed = outcome == Outcome::Failure;
+                self.failure_window
+                    .record(stripe, at, ticket.generation, failed);
+                self.slow_window.record(stripe, at, ticket.generation, slow);
+                if !failed && !slow && word.closed_consecutive_failures() == 0 {
+                    // A plain success with no failure count to reset: nothing can change.
+                    return;
+                }
+                let policy = self.policy.load();
+                let mut verdict = Verdict::default();
+                if let (true, Some(rule)) = (failed, policy.failure_rate.as_ref()) {
+                    let count = self.failure_window.count(at, ticket.generation);
+                    if rule.fires(count.hits, count.calls) {
+                        verdict.failure_rate = Some((count.hits, count.calls));
                     }
-                    if let (Some(window), Some(rule)) = (&armed.slow_window, &policy.slow_call) {
-                        window.record(stripe, at, ticket.generation, slow);
-                        if slow {
-                            let count = window.count(at, ticket.generation);
-                            if rule.fires(count.hits, count.calls) {
-                                verdict.slow_call = Some((count.hits, count.calls));
-                            }
-                        }
+                }
+                if let (true, Some(rule)) = (slow, policy.slow_call.as_ref()) {
+                    let count = self.slow_window.count(at, ticket.generation);
+                    if rule.fires(count.hits, count.calls) {
+                        verdict.slow_call = Some((count.hits, count.calls));
                     }
                 }
                 self.apply(|w| {
-                    machine::closed_outcome(w, ticket.generation, outcome, verdict, now, policy)
+                    machine::closed_outcome(w, ticket.generation, outcome, verdict, now, &policy)
                 });
             }
         }
@@ -681,15 +659,10 @@ impl CircuitBreaker {
     /// `config_changed` if that changes the state.
     pub fn set_config(&self, config: BreakerConfig) {
         let mut current = self.config.lock();
-        let armed = Armed::new(
-            &config,
-            self.seed,
-            &self.name,
-            Some(&self.armed.load()),
-            false,
-        );
-        let (mode, timed, windowed) = (config.mode, armed.policy.timed(), armed.policy.windowed());
-        self.armed.store(Arc::new(armed));
+        let policy = Policy::compile(&config, self.seed, &self.name);
+        let (mode, timed, windowed) = (config.mode, policy.timed(), policy.windowed());
+        self.arm(&policy, false);
+        self.policy.store(Arc::new(policy));
         *current = config;
         drop(current);
         let now = self.clock.now();
@@ -699,9 +672,7 @@ impl CircuitBreaker {
     /// Back to closed with windows, failure counts, backoff and counters cleared (forced-open stays open).
     pub fn reset(&self) {
         let config = self.config.lock();
-        self.armed.store(Arc::new(Armed::new(
-            &config, self.seed, &self.name, None, true,
-        )));
+        self.arm(&self.policy.load(), true);
         drop(config);
         let now = self.clock.now();
         self.apply(|w| machine::reset(w, now));
