@@ -1,0 +1,149 @@
+//! What flows through the hub: one [`LiveEvent`] per thing that happened, serialized with a `type` tag.
+//!
+//! Browsers receive these inside frames (see [`super::Frame`]); the shapes here are the dashboard's wire
+//! contract, so the JavaScript reads exactly these field names.
+
+use breaker::TransitionEvent;
+use serde::{Deserialize, Serialize};
+
+/// Upper bounds (µs) of the latency histogram buckets carried by a [`LiveSample`]; a last, open bucket
+/// counts everything slower. Fixed and coarse on purpose: the browser adds them up per endpoint.
+pub const LATENCY_BUCKET_BOUNDS_US: [u64; 12] = [
+    1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000,
+    5_000_000,
+];
+
+/// One event for the live dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LiveEvent {
+    /// A breaker changed state (the breaker's own wire shape, plus `type`).
+    Transition(TransitionEvent),
+    /// One second of load and collector figures.
+    Sample(LiveSample),
+    /// Where the running experiment is.
+    Progress(RunProgress),
+    /// A fault was applied, renewed, expired or removed.
+    Fault(FaultChange),
+    /// A person wrote something on the timeline.
+    Annotation(Annotation),
+    /// An experiment changed status (created, scheduled, running, finished, aborted).
+    Experiment(ExperimentChange),
+}
+
+/// Requests by outcome class within one second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeCounts {
+    pub ok: u64,
+    pub failed: u64,
+    pub rejected: u64,
+    pub timeout: u64,
+    pub connection_error: u64,
+    pub client_error: u64,
+}
+
+/// One endpoint's second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointSample {
+    /// Endpoint name as the load driver labels it (`checkout`, `viewCart`, …).
+    pub name: String,
+    pub requests: u64,
+    pub p50_us: u64,
+    pub p95_us: u64,
+    pub p99_us: u64,
+    /// Counts per [`LATENCY_BUCKET_BOUNDS_US`] bucket, the open bucket last (13 entries).
+    pub buckets: Vec<u64>,
+}
+
+/// Worker-pool occupancy of one service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolSample {
+    pub service: String,
+    pub in_flight: u64,
+    pub queued: u64,
+    pub capacity: u64,
+}
+
+/// One second of an experiment run (or of a game day's background load).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveSample {
+    /// Wall-clock ms at the end of the second.
+    pub at_ms: u64,
+    /// Seconds since the run started.
+    pub second: u64,
+    pub warmup: bool,
+    pub outcomes: OutcomeCounts,
+    pub endpoints: Vec<EndpointSample>,
+    /// Mean items per cart, when sampled.
+    pub cart_mean_items: Option<f64>,
+    /// p95 of `GET /cart` in this second, when any completed.
+    pub cart_p95_us: Option<u64>,
+    pub pools: Vec<PoolSample>,
+}
+
+/// Where an experiment is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunProgress {
+    pub experiment_id: i64,
+    pub experiment: String,
+    /// 1-based position of the current run in the plan.
+    pub run: u64,
+    pub runs: u64,
+    /// Condition label, e.g. `error@1.00/enforce`.
+    pub condition: String,
+    pub round: u64,
+    /// `warmup`, `measuring`, `finished`, `aborted`.
+    pub phase: String,
+    pub started_at_ms: u64,
+    /// When the current run is expected to end.
+    pub ends_at_ms: Option<u64>,
+}
+
+/// A fault's life cycle event, from the agent stream or the controller's own calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultChange {
+    pub at_ms: u64,
+    /// `applied`, `renewed`, `expired`, `removed`, `halted`.
+    pub event: String,
+    pub fault_id: String,
+    /// Service the fault sits in (`payment`).
+    pub target: String,
+    /// `error`, `hang`, `delay`, `reset` (empty for removals that do not know).
+    pub kind: String,
+    pub rate: f64,
+}
+
+impl FaultChange {
+    /// Whether the fault is in force after this event.
+    pub fn is_active(&self) -> bool {
+        matches!(self.event.as_str(), "applied" | "renewed") && self.rate > 0.0
+    }
+}
+
+/// Free text on the timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotation {
+    pub at_ms: u64,
+    pub text: String,
+}
+
+/// An experiment's new status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExperimentChange {
+    pub experiment_id: i64,
+    pub status: String,
+    pub at_ms: u64,
+}
+
+/// Bucket counts for [`LATENCY_BUCKET_BOUNDS_US`] from `(upper_bound_us, count)` steps of a histogram.
+pub fn bucketize(values: impl IntoIterator<Item = (u64, u64)>) -> Vec<u64> {
+    let mut buckets = vec![0; LATENCY_BUCKET_BOUNDS_US.len() + 1];
+    for (value_us, count) in values {
+        let index = LATENCY_BUCKET_BOUNDS_US
+            .iter()
+            .position(|bound| value_us <= *bound)
+            .unwrap_or(LATENCY_BUCKET_BOUNDS_US.len());
+        buckets[index] += count;
+    }
+    buckets
+}

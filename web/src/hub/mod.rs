@@ -1,0 +1,294 @@
+//! The hub: fans live events out to every dashboard websocket without ever waiting for one of them.
+//!
+//! Why this shape:
+//!
+//! * **Batching.** At 10,000 events/s and 100 browsers a per-event message would be a million websocket
+//!   writes a second. Producers only append to a pending list ([`Hub::publish`], a short mutex push); a
+//!   flusher turns the list into one JSON frame every `frame_interval` (or earlier when `max_events_per_frame`
+//!   are waiting) and serializes it **once** for every client.
+//! * **Bounded, per client.** Frames go through a `tokio::sync::broadcast` ring of `frames_buffered` entries.
+//!   The ring is shared, so memory is bounded by `frames_buffered` frames whatever the number of clients, and
+//!   each client can fall at most that far behind. A client that falls further *skips ahead*: it receives a
+//!   fresh snapshot instead of the frames it missed ([`Next::Resync`]). A client whose socket does not take a
+//!   frame within `send_timeout` is *dropped* (see [`socket::serve_client`]). Neither case touches the
+//!   producers or the other clients: `broadcast::Sender::send` never waits.
+//! * **Late joiners first see the current state.** Every event is folded into a [`LiveState`] (latest breaker
+//!   states, the run's recent transitions, samples, faults, annotations, progress) under the same lock that
+//!   sends the frame, and a subscriber takes its snapshot and its receiver under that lock too, so the first
+//!   frame after the snapshot is exactly the next one: no gap, no duplicate.
+//! * **Order.** One flusher, one ring: every client sees frames in `frame` order and events in publish order.
+
+mod event;
+pub mod socket;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::ws::Utf8Bytes;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, broadcast};
+
+pub use event::{
+    Annotation, EndpointSample, ExperimentChange, FaultChange, LATENCY_BUCKET_BOUNDS_US, LiveEvent,
+    LiveSample, OutcomeCounts, PoolSample, RunProgress, bucketize,
+};
+pub use state::{BreakerLatest, HistoryLimits, LiveState};
+
+/// Tuning of the hub.
+#[derive(Debug, Clone, Copy)]
+pub struct HubConfig {
+    /// How often pending events become a frame.
+    pub frame_interval: Duration,
+    /// A frame is cut early once this many events are pending.
+    pub max_events_per_frame: usize,
+    /// Frames a client may fall behind before it skips ahead (shared ring; bounds memory).
+    pub frames_buffered: usize,
+    /// A socket that does not accept a frame within this long is dropped.
+    pub send_timeout: Duration,
+    pub history: HistoryLimits,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        HubConfig {
+            frame_interval: Duration::from_millis(25),
+            max_events_per_frame: 1_000,
+            frames_buffered: 128,
+            send_timeout: Duration::from_secs(5),
+            history: HistoryLimits::default(),
+        }
+    }
+}
+
+/// One websocket message: a JSON object serialized once and shared by every client.
+///
+/// `{"type":"events","frame":N,"events":[…]}` or `{"type":"snapshot","frame":N,"state":{…}}`, where a
+/// snapshot's `frame` is the last frame already folded into its state.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub frame: u64,
+    pub text: Utf8Bytes,
+}
+
+struct Shared {
+    state: LiveState,
+    frames: broadcast::Sender<Frame>,
+    last_frame: u64,
+}
+
+struct Inner {
+    config: HubConfig,
+    pending: Mutex<Vec<LiveEvent>>,
+    flush_wanted: Notify,
+    shared: Mutex<Shared>,
+    clients: AtomicUsize,
+}
+
+/// Cheap to clone; every clone is the same hub.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("config", &self.inner.config)
+            .field("clients", &self.clients())
+            .finish()
+    }
+}
+
+/// What a subscriber gets next.
+#[derive(Debug)]
+pub enum Next {
+    /// The next frame, in order.
+    Frame(Frame),
+    /// The client fell more than `frames_buffered` behind: `skipped` frames are gone; here is a fresh
+    /// snapshot to continue from.
+    Resync { snapshot: Frame, skipped: u64 },
+    /// The hub is gone.
+    Closed,
+}
+
+/// A client's view of the hub: its snapshot, then frames.
+#[derive(Debug)]
+pub struct Subscription {
+    /// The state at the moment of subscribing (send this first).
+    pub snapshot: Frame,
+    frames: broadcast::Receiver<Frame>,
+    hub: Hub,
+}
+
+impl Subscription {
+    pub async fn next(&mut self) -> Next {
+        match self.frames.recv().await {
+            Ok(frame) => Next::Frame(frame),
+            Err(broadcast::error::RecvError::Lagged(skipped)) => self.resync(skipped),
+            Err(broadcast::error::RecvError::Closed) => Next::Closed,
+        }
+    }
+
+    /// What is already waiting, without waiting (used to coalesce writes); `None` if nothing is.
+    pub fn try_next(&mut self) -> Option<Next> {
+        match self.frames.try_recv() {
+            Ok(frame) => Some(Next::Frame(frame)),
+            Err(broadcast::error::TryRecvError::Lagged(skipped)) => Some(self.resync(skipped)),
+            Err(broadcast::error::TryRecvError::Closed) => Some(Next::Closed),
+            Err(broadcast::error::TryRecvError::Empty) => None,
+        }
+    }
+
+    fn resync(&mut self, skipped: u64) -> Next {
+        let (snapshot, frames) = self.hub.snapshot_and_receiver();
+        self.frames = frames;
+        Next::Resync { snapshot, skipped }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.hub.inner.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Hub {
+    pub fn new(config: HubConfig) -> Hub {
+        let (frames, _) = broadcast::channel(config.frames_buffered.max(1));
+        Hub {
+            inner: Arc::new(Inner {
+                config,
+                pending: Mutex::new(Vec::with_capacity(config.max_events_per_frame)),
+                flush_wanted: Notify::new(),
+                shared: Mutex::new(Shared {
+                    state: LiveState::new(config.history),
+                    frames,
+                    last_frame: 0,
+                }),
+                clients: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &HubConfig {
+        &self.inner.config
+    }
+
+    /// Queues an event for the next frame. Never waits for clients; if no flusher keeps up and the queue
+    /// reaches four frames' worth, this call flushes itself (bounded work, independent of clients).
+    pub fn publish(&self, event: LiveEvent) {
+        let pending_len = {
+            let mut pending = self.inner.pending.lock();
+            pending.push(event);
+            pending.len()
+        };
+        let max = self.inner.config.max_events_per_frame.max(1);
+        if pending_len >= 4 * max {
+            self.flush();
+        } else if pending_len >= max {
+            self.inner.flush_wanted.notify_one();
+        }
+    }
+
+    /// Turns every pending event into one frame and sends it; returns its number, or `None` if nothing was
+    /// pending. The explicit step the flusher (and tests) call.
+    pub fn flush(&self) -> Option<u64> {
+        let events = std::mem::take(&mut *self.inner.pending.lock());
+        if events.is_empty() {
+            return None;
+        }
+        let mut shared = self.inner.shared.lock();
+        for event in &events {
+            shared.state.apply(event);
+        }
+        shared.last_frame += 1;
+        let frame = shared.last_frame;
+        let text = events_json(frame, &events);
+        // Err only means "no receivers": nothing to do.
+        let _ = shared.frames.send(Frame {
+            frame,
+            text: Utf8Bytes::from(text),
+        });
+        Some(frame)
+    }
+
+    /// Flushes every `frame_interval`, or sooner when a full frame is pending, until the hub is dropped.
+    pub fn spawn_flusher(&self) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        let interval = self.inner.config.frame_interval;
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let Some(inner) = weak.upgrade() else { return };
+                let hub = Hub { inner };
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = hub.inner.flush_wanted.notified() => {}
+                }
+                hub.flush();
+                // Do not hold the hub alive while sleeping.
+                drop(hub);
+            }
+        })
+    }
+
+    /// Subscribes a client: the current state, then every later frame.
+    pub fn subscribe(&self) -> Subscription {
+        let (snapshot, frames) = self.snapshot_and_receiver();
+        self.inner.clients.fetch_add(1, Ordering::Relaxed);
+        Subscription {
+            snapshot,
+            frames,
+            hub: self.clone(),
+        }
+    }
+
+    /// Connected subscriptions.
+    pub fn clients(&self) -> usize {
+        self.inner.clients.load(Ordering::Relaxed)
+    }
+
+    /// A copy of the current state (after the last flushed frame).
+    pub fn state(&self) -> LiveState {
+        self.inner.shared.lock().state.clone()
+    }
+
+    fn snapshot_and_receiver(&self) -> (Frame, broadcast::Receiver<Frame>) {
+        let shared = self.inner.shared.lock();
+        let text = snapshot_json(shared.last_frame, &shared.state);
+        let frames = shared.frames.subscribe();
+        (
+            Frame {
+                frame: shared.last_frame,
+                text: Utf8Bytes::from(text),
+            },
+            frames,
+        )
+    }
+}
+
+fn events_json(frame: u64, events: &[LiveEvent]) -> String {
+    let mut out = Vec::with_capacity(64 + events.len() * 160);
+    out.extend_from_slice(b"{\"type\":\"events\",\"frame\":");
+    out.extend_from_slice(frame.to_string().as_bytes());
+    out.extend_from_slice(b",\"events\":");
+    // Serializing plain data into a Vec cannot fail.
+    serde_json::to_writer(&mut out, events).expect("live events serialize");
+    out.push(b'}');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+fn snapshot_json(frame: u64, state: &LiveState) -> String {
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"type\":\"snapshot\",\"frame\":");
+    out.extend_from_slice(frame.to_string().as_bytes());
+    out.extend_from_slice(b",\"state\":");
+    serde_json::to_writer(&mut out, state).expect("live state serializes");
+    out.push(b'}');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}

@@ -1,0 +1,135 @@
+//! What a late joiner sees first: the latest breaker states and the recent history of the current run,
+//! kept bounded so the snapshot never grows with the length of an experiment.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use breaker::{State, TransitionEvent};
+use serde::Serialize;
+
+use super::event::{Annotation, FaultChange, LiveEvent, LiveSample, RunProgress};
+
+/// How much history a snapshot carries.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryLimits {
+    pub transitions: usize,
+    pub samples: usize,
+    pub faults: usize,
+    pub annotations: usize,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> Self {
+        HistoryLimits {
+            transitions: 2_000,
+            samples: 900,
+            faults: 500,
+            annotations: 200,
+        }
+    }
+}
+
+/// The latest state of one breaker.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BreakerLatest {
+    pub service: String,
+    pub state: State,
+    pub since_ms: u64,
+    pub shadow: bool,
+}
+
+/// The dashboard's current picture, folded from events.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LiveState {
+    /// Latest state per breaker name.
+    pub breakers: BTreeMap<String, BreakerLatest>,
+    /// Transitions into `open` since the current run started.
+    pub opens: u64,
+    pub transitions: VecDeque<TransitionEvent>,
+    pub samples: VecDeque<LiveSample>,
+    pub faults: VecDeque<FaultChange>,
+    /// Faults in force, by id.
+    pub active_faults: BTreeMap<String, FaultChange>,
+    pub annotations: VecDeque<Annotation>,
+    pub progress: Option<RunProgress>,
+    #[serde(skip)]
+    limits: HistoryLimits,
+}
+
+fn push_bounded<T>(queue: &mut VecDeque<T>, item: T, limit: usize) {
+    if limit == 0 {
+        return;
+    }
+    while queue.len() >= limit {
+        queue.pop_front();
+    }
+    queue.push_back(item);
+}
+
+impl LiveState {
+    pub fn new(limits: HistoryLimits) -> Self {
+        LiveState {
+            limits,
+            ..LiveState::default()
+        }
+    }
+
+    /// Folds one event in.
+    pub fn apply(&mut self, event: &LiveEvent) {
+        match event {
+            LiveEvent::Transition(transition) => {
+                if transition.to == State::Open && !transition.shadow {
+                    self.opens += 1;
+                }
+                self.breakers.insert(
+                    transition.breaker.clone(),
+                    BreakerLatest {
+                        service: transition.service.clone(),
+                        state: transition.to,
+                        since_ms: transition.at_ms,
+                        shadow: transition.shadow,
+                    },
+                );
+                push_bounded(
+                    &mut self.transitions,
+                    transition.clone(),
+                    self.limits.transitions,
+                );
+            }
+            LiveEvent::Sample(sample) => {
+                push_bounded(&mut self.samples, sample.clone(), self.limits.samples);
+            }
+            LiveEvent::Progress(progress) => {
+                let new_run = self.progress.as_ref().is_none_or(|current| {
+                    current.experiment_id != progress.experiment_id || current.run != progress.run
+                });
+                if new_run {
+                    // A new run starts a new timeline; the latest breaker states stay (they are still true).
+                    self.opens = 0;
+                    self.transitions.clear();
+                    self.samples.clear();
+                    self.faults.clear();
+                }
+                self.progress = Some(progress.clone());
+            }
+            LiveEvent::Fault(change) => {
+                if change.event == "halted" {
+                    self.active_faults.clear();
+                } else if change.is_active() {
+                    self.active_faults
+                        .insert(change.fault_id.clone(), change.clone());
+                } else {
+                    self.active_faults.remove(&change.fault_id);
+                }
+                push_bounded(&mut self.faults, change.clone(), self.limits.faults);
+            }
+            LiveEvent::Annotation(annotation) => {
+                push_bounded(
+                    &mut self.annotations,
+                    annotation.clone(),
+                    self.limits.annotations,
+                );
+            }
+            LiveEvent::Experiment(_) => {}
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Hub tests: snapshots for late joiners, order, bounded lag, stalled clients dropped without slowing anyone.
+
+use std::time::Duration;
+
+use breaker::{Reason, State, TransitionDetail, TransitionEvent};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+
+use super::socket::{ClientEnd, ClientMessage, serve_client};
+use super::*;
+
+fn transition(breaker: &str, from: State, to: State, seq: u64) -> LiveEvent {
+    LiveEvent::Transition(TransitionEvent {
+        service: breaker.split("->").next().unwrap_or("frontend").to_owned(),
+        breaker: breaker.to_owned(),
+        from,
+        to,
+        reason: Reason::ConsecutiveFailures,
+        detail: TransitionDetail::default(),
+        at_ms: 1_000 + seq,
+        seq,
+        shadow: false,
+    })
+}
+
+fn note(index: u64) -> LiveEvent {
+    LiveEvent::Annotation(Annotation {
+        at_ms: index,
+        text: format!("n{index}"),
+    })
+}
+
+fn parse(frame: &Frame) -> Value {
+    serde_json::from_str(frame.text.as_str()).expect("frame is JSON")
+}
+
+/// Annotation indices carried by an events frame.
+fn notes_in(value: &Value) -> Vec<u64> {
+    value["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|event| event["type"] == "annotation")
+                .map(|event| event["at_ms"].as_u64().expect("at_ms"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn small_hub(frames_buffered: usize) -> Hub {
+    Hub::new(HubConfig {
+        frames_buffered,
+        max_events_per_frame: 100,
+        send_timeout: Duration::from_secs(2),
+        ..HubConfig::default()
+    })
+}
+
+#[test]
+fn flush_with_nothing_pending_sends_nothing() {
+    let hub = small_hub(8);
+    assert_eq!(hub.flush(), None);
+    hub.publish(note(1));
+    assert_eq!(hub.flush(), Some(1));
+    assert_eq!(hub.flush(), None);
+}
+
+#[tokio::test]
+async fn late_joiner_gets_the_current_state_then_exactly_the_next_frame() {
+    let hub = small_hub(8);
+    hub.publish(transition(
+        "frontend->checkout",
+        State::Closed,
+        State::Open,
+        1,
+    ));
+    hub.publish(transition(
+        "checkout->payment",
+        State::Closed,
+        State::Open,
+        1,
+    ));
+    hub.publish(transition(
+        "checkout->payment",
+        State::Open,
+        State::HalfOpen,
+        2,
+    ));
+    hub.publish(LiveEvent::Fault(FaultChange {
+        at_ms: 5,
+        event: "applied".into(),
+        fault_id: "f1".into(),
+        target: "payment".into(),
+        kind: "error".into(),
+        rate: 1.0,
+    }));
+    assert_eq!(hub.flush(), Some(1));
+
+    let mut late = hub.subscribe();
+    let snapshot = parse(&late.snapshot);
+    assert_eq!(snapshot["type"], "snapshot");
+    assert_eq!(snapshot["frame"], 1);
+    let state = &snapshot["state"];
+    assert_eq!(state["breakers"]["frontend->checkout"]["state"], "open");
+    assert_eq!(state["breakers"]["checkout->payment"]["state"], "half_open");
+    assert_eq!(state["opens"], 2);
+    assert_eq!(state["transitions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(state["active_faults"]["f1"]["rate"], 1.0);
+
+    hub.publish(note(7));
+    hub.flush();
+    let Next::Frame(frame) = late.next().await else {
+        panic!("expected a frame")
+    };
+    assert_eq!(frame.frame, 2, "the frame right after the snapshot");
+    assert_eq!(notes_in(&parse(&frame)), vec![7]);
+}
+
+#[tokio::test]
+async fn every_client_sees_every_event_in_publish_order() {
+    let hub = small_hub(1_000);
+    let mut first = hub.subscribe();
+    let mut second = hub.subscribe();
+    let mut published = 0;
+    for batch in 0..50u64 {
+        for _ in 0..=batch % 7 {
+            hub.publish(note(published));
+            published += 1;
+        }
+        hub.flush();
+    }
+    for subscription in [&mut first, &mut second] {
+        let mut seen = Vec::new();
+        let mut last_frame = 0;
+        while let Some(next) = subscription.try_next() {
+            let Next::Frame(frame) = next else {
+                panic!("no lag expected")
+            };
+            assert_eq!(frame.frame, last_frame + 1, "frames consecutive");
+            last_frame = frame.frame;
+            seen.extend(notes_in(&parse(&frame)));
+        }
+        assert_eq!(seen, (0..published).collect::<Vec<_>>());
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_falls_behind_skips_ahead_to_a_fresh_snapshot() {
+    let hub = small_hub(4);
+    let mut slow = hub.subscribe();
+    for index in 0..10 {
+        hub.publish(transition(
+            "frontend->checkout",
+            State::Closed,
+            State::Open,
+            index,
+        ));
+        hub.flush();
+    }
+    let Next::Resync { snapshot, skipped } = slow.next().await else {
+        panic!("expected a resync")
+    };
+    assert_eq!(skipped, 6, "10 frames into a ring of 4");
+    let value = parse(&snapshot);
+    assert_eq!(value["type"], "snapshot");
+    assert_eq!(value["frame"], 10);
+    assert_eq!(value["state"]["opens"], 10, "the snapshot holds everything");
+    hub.publish(note(1));
+    hub.flush();
+    let Next::Frame(frame) = slow.next().await else {
+        panic!("expected a frame")
+    };
+    assert_eq!(frame.frame, 11, "continues right after the snapshot");
+}
+
+#[test]
+fn publish_without_a_flusher_stays_bounded() {
+    let hub = small_hub(4);
+    let mut subscription = hub.subscribe();
+    for index in 0..1_000 {
+        hub.publish(note(index));
+    }
+    // 4 × max_events_per_frame pending trigger an inline flush: at most 399 remain pending.
+    assert!(hub.inner.pending.lock().len() < 400);
+    assert!(
+        subscription.try_next().is_some(),
+        "inline flushes sent frames"
+    );
+    assert!(hub.state().annotations.len() <= HistoryLimits::default().annotations);
+}
+
+#[test]
+fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
+    let hub = Hub::new(HubConfig {
+        history: HistoryLimits {
+            transitions: 5,
+            samples: 3,
+            faults: 2,
+            annotations: 2,
+        },
+        ..HubConfig::default()
+    });
+    for index in 0..20 {
+        hub.publish(transition(
+            "checkout->payment",
+            State::Closed,
+            State::Open,
+            index,
+        ));
+        hub.publish(note(index));
+    }
+    hub.flush();
+    let state = hub.state();
+    assert_eq!(state.transitions.len(), 5);
+    assert_eq!(state.transitions.back().map(|t| t.seq), Some(19));
+    assert_eq!(state.annotations.len(), 2);
+    assert_eq!(state.opens, 20);
+
+    let progress = |run| {
+        LiveEvent::Progress(RunProgress {
+            experiment_id: 1,
+            experiment: "smoke".into(),
+            run,
+            runs: 4,
+            condition: "error@1.00/enforce".into(),
+            round: 1,
+            phase: "warmup".into(),
+            started_at_ms: 0,
+            ends_at_ms: None,
+        })
+    };
+    hub.publish(progress(1));
+    hub.flush();
+    let state = hub.state();
+    assert_eq!(state.opens, 0);
+    assert!(state.transitions.is_empty());
+    assert_eq!(
+        state.breakers["checkout->payment"].state,
+        State::Open,
+        "latest states survive a new run"
+    );
+    hub.publish(progress(1));
+    hub.publish(transition(
+        "checkout->payment",
+        State::Open,
+        State::HalfOpen,
+        21,
+    ));
+    hub.flush();
+    assert_eq!(hub.state().transitions.len(), 1, "same run: history kept");
+}
+
+/// A sink that accepts nothing, ever (a browser tab that stopped reading).
+fn stalled_sink() -> (mpsc::Sender<Frame>, mpsc::Receiver<Frame>) {
+    // Capacity 0 leaves one slot per sender: the snapshot fits, the next frame never does.
+    mpsc::channel(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_client_is_dropped_and_never_slows_the_producer_or_the_others() {
+    let hub = small_hub(16);
+    let send_timeout = hub.config().send_timeout;
+
+    let (stalled_tx, _stalled_rx_never_read) = stalled_sink();
+    let (_stalled_in_tx, stalled_in_rx) = mpsc::unbounded::<ClientMessage>();
+    let stalled = tokio::spawn(serve_client(
+        hub.subscribe(),
+        stalled_tx,
+        stalled_in_rx,
+        send_timeout,
+    ));
+
+    let (live_tx, mut live_rx) = mpsc::unbounded::<Frame>();
+    let (live_in_tx, live_in_rx) = mpsc::unbounded::<ClientMessage>();
+    let live = tokio::spawn(serve_client(
+        hub.subscribe(),
+        live_tx.sink_map_err(|_| ()),
+        live_in_rx,
+        send_timeout,
+    ));
+    assert_eq!(hub.clients(), 2);
+
+    // The producer: 200 frames of 50 events, one frame per 25 ms of (paused) time.
+    let started = tokio::time::Instant::now();
+    let mut published = 0;
+    for _ in 0..200 {
+        for _ in 0..50 {
+            hub.publish(note(published));
+            published += 1;
+        }
+        hub.flush();
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(200 * 25),
+        "the producer never waited on a client"
+    );
+
+    // The stalled client was dropped after its send timeout; the producer ran past it.
+    assert!(stalled.is_finished());
+    assert_eq!(stalled.await.expect("task"), ClientEnd::Stalled);
+    assert_eq!(hub.clients(), 1);
+
+    // The live client got everything, in order (its snapshot first).
+    live_in_tx
+        .unbounded_send(ClientMessage::Close)
+        .expect("live client still listening");
+    assert_eq!(live.await.expect("task"), ClientEnd::Closed);
+    let snapshot = live_rx.next().await.expect("snapshot");
+    assert_eq!(parse(&snapshot)["type"], "snapshot");
+    let mut seen = Vec::new();
+    while let Some(frame) = live_rx.next().await {
+        seen.extend(notes_in(&parse(&frame)));
+    }
+    assert_eq!(seen, (0..published).collect::<Vec<_>>());
+    assert_eq!(hub.clients(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_flusher_cuts_frames_on_its_interval() {
+    let hub = Hub::new(HubConfig {
+        frame_interval: Duration::from_millis(25),
+        ..HubConfig::default()
+    });
+    let flusher = hub.spawn_flusher();
+    let mut subscription = hub.subscribe();
+    hub.publish(note(1));
+    hub.publish(note(2));
+    let next = tokio::time::timeout(Duration::from_millis(30), subscription.next())
+        .await
+        .expect("a frame within one interval");
+    let Next::Frame(frame) = next else {
+        panic!("expected a frame")
+    };
+    assert_eq!(
+        notes_in(&parse(&frame)),
+        vec![1, 2],
+        "batched into one frame"
+    );
+    drop(subscription);
+    drop(hub);
+    tokio::time::timeout(Duration::from_millis(100), flusher)
+        .await
+        .expect("flusher stops with the hub")
+        .expect("flusher task");
+}

@@ -1,0 +1,3 @@
+//! Live dashboard: the hub that fans events out to browsers, the controller HTTP API, the pages.
+
+pub mod hub;
