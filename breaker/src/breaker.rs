@@ -186,12 +186,14 @@ pub struct Permit<'a> {
 
 impl Permit<'_> {
     /// Record the call's outcome (elapsed time measured by the breaker's clock when a slow-call detector needs it).
+    #[inline]
     pub fn record(self, outcome: Outcome) {
         self.breaker.finish(self.ticket, outcome, None);
         std::mem::forget(self);
     }
 
     /// Record the call's outcome and how long it took.
+    #[inline]
     pub fn record_timed(self, outcome: Outcome, elapsed: Duration) {
         self.breaker.finish(self.ticket, outcome, Some(elapsed));
         std::mem::forget(self);
@@ -204,6 +206,7 @@ impl Permit<'_> {
 }
 
 impl Drop for Permit<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.breaker.finish(self.ticket, Outcome::Ignored, None);
     }
@@ -344,7 +347,7 @@ impl CircuitBreaker {
     #[inline]
     pub fn try_acquire(&self) -> Result<Permit<'_>, Rejected> {
         let word = Word(self.word.load(Ordering::Acquire));
-        if word.is_closed() && word.watching() && !word.timed() {
+        if word.admits_untimed_closed() {
             let ticket = Ticket {
                 generation: word.generation(),
                 kind: TicketKind::Closed,

@@ -118,6 +118,12 @@ impl Word {
         }
     }
 
+    /// Closed, enforce or shadow, no slow-call timing: the admission fast path (one mask test).
+    #[inline]
+    pub(crate) fn admits_untimed_closed(self) -> bool {
+        self.0 & (STATE_MASK | (0b10 << MODE_SHIFT) | TIMED_BIT) == 0
+    }
+
     /// Enforce or shadow: the machine is watching outcomes.
     #[inline]
     pub(crate) fn watching(self) -> bool {
@@ -248,6 +254,25 @@ mod tests {
             assert_eq!(next.mode(), Mode::Shadow);
             assert!(next.timed() && !next.windowed());
         }
+    }
+
+    #[test]
+    fn fast_admission_mask() {
+        for (mode, timed, fast) in [
+            (Mode::Enforce, false, true),
+            (Mode::Shadow, false, true),
+            (Mode::Enforce, true, false),
+            (Mode::ForcedOpen, false, false),
+            (Mode::Disabled, false, false),
+        ] {
+            let word = Word::initial(mode, timed, true);
+            assert_eq!(word.admits_untimed_closed(), fast, "{mode:?} timed={timed}");
+        }
+        let open = Word::initial(Mode::Enforce, false, false).transition_to(Phase::Open {
+            until_ms: 1,
+            trips: 1,
+        });
+        assert!(!open.admits_untimed_closed());
     }
 
     #[test]
