@@ -21,6 +21,8 @@
 //! `stripes` and `window` are the per-thread counting structures; `breaker` is the shell (CAS loops, clock, sink);
 //! `registry`, `http` and `layer` are adapters.
 
+#![warn(missing_docs)]
+
 mod breaker;
 mod clock;
 mod config;
