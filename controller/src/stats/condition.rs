@@ -1,0 +1,334 @@
+//! Per-condition figures (mean, sd, n, 95 % CI of each metric over the rounds) and the off/on
+//! comparisons at each failure rate.
+//!
+//! Every metric is first computed per run — ratios such as availability or joules per successful
+//! request included — and only then summarised across rounds: rounds are never pooled into one big
+//! count, because the round is the unit of replication and pooling would hide the round-to-round
+//! spread the interval is about.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::metric::MetricKey;
+use super::run::RunMetrics;
+use super::student::{Difference, Summary};
+use crate::store::{EnergySource, ExperimentId, RunRow, Status};
+
+/// Breaker modes that count as "off" for comparisons, in order of preference: `disabled`, else
+/// `shadow` (records, never rejects — the user sees no breaker).
+pub const BASELINE_MODES: [&str; 2] = ["disabled", "shadow"];
+
+/// Identifies a condition and says what it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionKey {
+    pub index: i64,
+    pub label: String,
+    pub fault_kind: String,
+    pub fault_rate: f64,
+    pub breaker_mode: String,
+}
+
+impl ConditionKey {
+    pub fn of(run: &RunRow) -> ConditionKey {
+        ConditionKey {
+            index: run.condition_index,
+            label: run.condition_label.clone(),
+            fault_kind: run.fault_kind.clone(),
+            fault_rate: run.fault_rate,
+            breaker_mode: run.breaker_mode.clone(),
+        }
+    }
+}
+
+/// One metric's summary over a condition's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricSummary {
+    #[serde(flatten)]
+    pub key: MetricKey,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+/// How the energy figures of a condition were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnergyLabel {
+    Measured,
+    Modelled,
+    /// Some rounds measured, some modelled (their mean mixes two instruments).
+    Mixed,
+}
+
+impl EnergyLabel {
+    pub fn of(sources: impl IntoIterator<Item = EnergySource>) -> Option<EnergyLabel> {
+        let mut label = None;
+        for source in sources {
+            let this = match source {
+                EnergySource::Measured => EnergyLabel::Measured,
+                EnergySource::Modelled => EnergyLabel::Modelled,
+            };
+            label = match label {
+                None => Some(this),
+                Some(previous) if previous == this => Some(this),
+                Some(_) => Some(EnergyLabel::Mixed),
+            };
+        }
+        label
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnergyLabel::Measured => "measured",
+            EnergyLabel::Modelled => "modelled",
+            EnergyLabel::Mixed => "mixed",
+        }
+    }
+}
+
+/// A slice of the measured window averaged over a condition's rounds (means of per-run means).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub cart_items: Option<f64>,
+    pub cart_latency_ms: Option<f64>,
+}
+
+/// Everything about one condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionStats {
+    pub condition: ConditionKey,
+    /// Finished runs (rounds) of the condition.
+    pub runs: usize,
+    pub metrics: Vec<MetricSummary>,
+    pub timeline: Vec<TimelinePoint>,
+    pub energy: Option<EnergyLabel>,
+}
+
+impl ConditionStats {
+    pub fn summary(&self, key: &MetricKey) -> Option<&Summary> {
+        self.metrics
+            .iter()
+            .find(|metric| &metric.key == key)
+            .map(|metric| &metric.summary)
+    }
+
+    fn of(condition: ConditionKey, runs: &[&RunMetrics]) -> ConditionStats {
+        let mut per_metric: BTreeMap<&MetricKey, Vec<f64>> = BTreeMap::new();
+        for run in runs {
+            for (key, &value) in &run.values {
+                per_metric.entry(key).or_default().push(value);
+            }
+        }
+        let metrics = per_metric
+            .into_iter()
+            .filter_map(|(key, values)| {
+                Some(MetricSummary {
+                    key: key.clone(),
+                    summary: Summary::of(&values)?,
+                })
+            })
+            .collect();
+        ConditionStats {
+            condition,
+            runs: runs.len(),
+            metrics,
+            timeline: average_timeline(runs),
+            energy: EnergyLabel::of(runs.iter().filter_map(|run| run.energy_source)),
+        }
+    }
+}
+
+fn average_timeline(runs: &[&RunMetrics]) -> Vec<TimelinePoint> {
+    let bins = runs.iter().map(|run| run.timeline.len()).max().unwrap_or(0);
+    (0..bins)
+        .map(|bin| {
+            let present: Vec<_> = runs
+                .iter()
+                .filter_map(|run| run.timeline.get(bin))
+                .collect();
+            let average = |values: Vec<f64>| {
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+            };
+            TimelinePoint {
+                start_s: present.first().map_or(0.0, |b| b.start_s),
+                end_s: present.first().map_or(0.0, |b| b.end_s),
+                cart_items: average(present.iter().filter_map(|b| b.cart_items).collect()),
+                cart_latency_ms: average(
+                    present.iter().filter_map(|b| b.cart_latency_ms).collect(),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// One metric compared between the baseline and the treatment condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricDifference {
+    #[serde(flatten)]
+    pub key: MetricKey,
+    pub difference: Difference,
+}
+
+/// A breaker mode against the "off" baseline at the same fault kind and rate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub fault_kind: String,
+    pub fault_rate: f64,
+    pub baseline: ConditionKey,
+    pub treatment: ConditionKey,
+    pub metrics: Vec<MetricDifference>,
+}
+
+impl Comparison {
+    pub fn difference(&self, key: &MetricKey) -> Option<&Difference> {
+        self.metrics
+            .iter()
+            .find(|metric| &metric.key == key)
+            .map(|metric| &metric.difference)
+    }
+}
+
+/// An experiment as stored, briefly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentInfo {
+    pub id: ExperimentId,
+    pub name: String,
+    pub status: Status,
+    pub planned_runs: i64,
+    /// Finished runs: the ones every figure is computed from.
+    pub finished_runs: usize,
+    /// Aborted and interrupted attempts (left out of every figure).
+    pub other_runs: usize,
+}
+
+/// An experiment's figures: per run, per condition, and the off/on comparisons.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentStats {
+    pub experiment: ExperimentInfo,
+    pub conditions: Vec<ConditionStats>,
+    pub comparisons: Vec<Comparison>,
+    pub runs: Vec<RunMetrics>,
+}
+
+impl ExperimentStats {
+    /// Groups finished runs' metrics by condition (in condition order) and compares every breaker
+    /// mode against the baseline at each fault kind and rate. `keys` describes each condition.
+    pub fn from_runs(
+        experiment: ExperimentInfo,
+        keys: Vec<ConditionKey>,
+        runs: Vec<RunMetrics>,
+    ) -> ExperimentStats {
+        let mut keys = keys;
+        keys.sort_by_key(|key| key.index);
+        keys.dedup_by_key(|key| key.index);
+        let conditions: Vec<ConditionStats> = keys
+            .into_iter()
+            .map(|key| {
+                let of_condition: Vec<&RunMetrics> = runs
+                    .iter()
+                    .filter(|run| run.condition_index == key.index)
+                    .collect();
+                ConditionStats::of(key, &of_condition)
+            })
+            .collect();
+        let comparisons = compare(&conditions);
+        ExperimentStats {
+            experiment,
+            conditions,
+            comparisons,
+            runs,
+        }
+    }
+
+    pub fn condition(&self, index: i64) -> Option<&ConditionStats> {
+        self.conditions.iter().find(|c| c.condition.index == index)
+    }
+
+    /// Distinct fault kinds, in condition order.
+    pub fn fault_kinds(&self) -> Vec<&str> {
+        let mut kinds: Vec<&str> = Vec::new();
+        for condition in &self.conditions {
+            if !kinds.contains(&condition.condition.fault_kind.as_str()) {
+                kinds.push(&condition.condition.fault_kind);
+            }
+        }
+        kinds
+    }
+
+    /// Distinct breaker modes, in condition order.
+    pub fn breaker_modes(&self) -> Vec<&str> {
+        let mut modes: Vec<&str> = Vec::new();
+        for condition in &self.conditions {
+            if !modes.contains(&condition.condition.breaker_mode.as_str()) {
+                modes.push(&condition.condition.breaker_mode);
+            }
+        }
+        modes
+    }
+
+    /// Every metric key some condition has, sorted.
+    pub fn metric_keys(&self) -> Vec<&MetricKey> {
+        let mut keys: Vec<&MetricKey> = self
+            .conditions
+            .iter()
+            .flat_map(|c| c.metrics.iter().map(|m| &m.key))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Rates are compared exactly as stored (they come from the same spec values).
+fn same_cell(a: &ConditionKey, b: &ConditionKey) -> bool {
+    a.fault_kind == b.fault_kind && a.fault_rate.to_bits() == b.fault_rate.to_bits()
+}
+
+fn compare(conditions: &[ConditionStats]) -> Vec<Comparison> {
+    let mut comparisons = Vec::new();
+    for baseline in conditions {
+        let key = &baseline.condition;
+        // The cell's baseline is the first of BASELINE_MODES it has.
+        let Some(cell_baseline) = BASELINE_MODES.iter().find_map(|mode| {
+            conditions
+                .iter()
+                .find(|c| same_cell(&c.condition, key) && c.condition.breaker_mode == *mode)
+        }) else {
+            continue;
+        };
+        if cell_baseline.condition.index != key.index {
+            continue;
+        }
+        for treatment in conditions {
+            if treatment.condition.index == key.index || !same_cell(&treatment.condition, key) {
+                continue;
+            }
+            let metrics = baseline
+                .metrics
+                .iter()
+                .filter_map(|metric| {
+                    let other = treatment.summary(&metric.key)?;
+                    Some(MetricDifference {
+                        key: metric.key.clone(),
+                        difference: Difference::welch(&metric.summary, other)?,
+                    })
+                })
+                .collect();
+            comparisons.push(Comparison {
+                fault_kind: key.fault_kind.clone(),
+                fault_rate: key.fault_rate,
+                baseline: key.clone(),
+                treatment: treatment.condition.clone(),
+                metrics,
+            });
+        }
+    }
+    comparisons.sort_by(|a, b| {
+        (a.fault_kind.as_str(), a.fault_rate, a.treatment.index)
+            .partial_cmp(&(b.fault_kind.as_str(), b.fault_rate, b.treatment.index))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    comparisons
+}

@@ -1,0 +1,380 @@
+//! Validation-gate criteria: "checkout p95 at 100 % with breaker enforce < 200 ms", typed, read from
+//! the spec's `[[validate]]` tables, and judged on the 95 % interval — a criterion passes only if the
+//! whole interval satisfies it, so a lucky mean with a wide interval does not pass a release.
+//!
+//! ```toml
+//! [[validate]]
+//! metric = "p95_ms"          # a MetricName
+//! endpoint = "checkout"      # per-endpoint metrics only: a stored name or an alias
+//! fault_rate = 1.0
+//! breaker = "enforce"
+//! comparison = "<"           # <, <=, >, >=
+//! threshold = 200
+//! # fault_kind = "error"     # needed only when the experiment has several fault kinds
+//! # name = "checkout stays fast when payment is down"
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::condition::{ConditionStats, ExperimentStats};
+use super::metric::{MetricKey, MetricName, resolve_endpoint};
+use super::student::Summary;
+use crate::spec::{BreakerMode, ExperimentSpec, FaultKindName};
+
+/// How a metric's interval must compare with the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    #[serde(rename = "<")]
+    Below,
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = ">")]
+    Above,
+    #[serde(rename = ">=")]
+    AtLeast,
+}
+
+impl Comparison {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Comparison::Below => "<",
+            Comparison::AtMost => "≤",
+            Comparison::Above => ">",
+            Comparison::AtLeast => "≥",
+        }
+    }
+
+    /// Whether the whole interval `[low, high]` satisfies `value <op> threshold`.
+    pub fn holds_for_interval(self, low: f64, high: f64, threshold: f64) -> bool {
+        match self {
+            Comparison::Below => high < threshold,
+            Comparison::AtMost => high <= threshold,
+            Comparison::Above => low > threshold,
+            Comparison::AtLeast => low >= threshold,
+        }
+    }
+}
+
+/// The TOML shape of one `[[validate]]` table, before its values are checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCriterion {
+    name: Option<String>,
+    metric: MetricName,
+    endpoint: Option<String>,
+    fault_kind: Option<FaultKindName>,
+    fault_rate: f64,
+    breaker: BreakerMode,
+    comparison: Comparison,
+    threshold: f64,
+}
+
+/// One check of the validation gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawCriterion")]
+pub struct Criterion {
+    /// Free text shown in the report.
+    pub name: Option<String>,
+    pub metric: MetricKey,
+    /// Needed only when the experiment has several fault kinds.
+    pub fault_kind: Option<FaultKindName>,
+    pub fault_rate: f64,
+    pub breaker: BreakerMode,
+    pub comparison: Comparison,
+    pub threshold: f64,
+}
+
+impl TryFrom<RawCriterion> for Criterion {
+    type Error = String;
+
+    fn try_from(raw: RawCriterion) -> Result<Self, Self::Error> {
+        if !(0.0..=1.0).contains(&raw.fault_rate) {
+            return Err(format!(
+                "fault_rate: {} is not a fraction between 0 and 1",
+                raw.fault_rate
+            ));
+        }
+        if !raw.threshold.is_finite() {
+            return Err(format!(
+                "threshold: {} is not a finite number",
+                raw.threshold
+            ));
+        }
+        let metric = match (raw.metric.per_endpoint(), raw.endpoint) {
+            (true, Some(endpoint)) => MetricKey::endpoint(raw.metric, resolve_endpoint(&endpoint)),
+            (true, None) => {
+                return Err(format!(
+                    "endpoint: metric {} is per endpoint; name one (e.g. \"checkout\" or \"GET /cart\")",
+                    raw.metric
+                ));
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "endpoint: metric {} is per run, it takes no endpoint",
+                    raw.metric
+                ));
+            }
+            (false, None) => MetricKey::run(raw.metric),
+        };
+        Ok(Criterion {
+            name: raw.name,
+            metric,
+            fault_kind: raw.fault_kind,
+            fault_rate: raw.fault_rate,
+            breaker: raw.breaker,
+            comparison: raw.comparison,
+            threshold: raw.threshold,
+        })
+    }
+}
+
+impl fmt::Display for Criterion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at ", self.metric)?;
+        if let Some(kind) = self.fault_kind {
+            write!(f, "{} ", kind.as_str())?;
+        }
+        write!(
+            f,
+            "{}% / {} {} {}",
+            self.fault_rate * 100.0,
+            self.breaker.as_str(),
+            self.comparison.symbol(),
+            self.threshold
+        )
+    }
+}
+
+/// A `[[validate]]` table that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CriterionError {
+    /// A wrong, unknown or missing value; `field` is its path, e.g. `validate[1].comparison`.
+    #[error("{field}: {message}")]
+    Field { field: String, message: String },
+    /// The criterion names a condition the experiment does not run.
+    #[error("validate[{index}]: {message}")]
+    NotInSpec { index: usize, message: String },
+}
+
+/// Criteria from the value of a spec's `validate` key (an array of tables).
+pub fn parse_criteria(value: toml::Value) -> Result<Vec<Criterion>, CriterionError> {
+    serde_path_to_error::deserialize::<_, Vec<Criterion>>(value).map_err(|error| {
+        let path = error.path().to_string();
+        let mut field = if path == "." {
+            "validate".to_owned()
+        } else {
+            format!("validate{path}")
+        };
+        let mut message = error.into_inner().to_string();
+        // A value check (`TryFrom`) fails at the table; its message starts with the field name.
+        if let Some((name, rest)) = message.split_once(": ") {
+            if RAW_FIELDS.contains(&name) {
+                field = format!("{field}.{name}");
+                message = rest.to_owned();
+            }
+        }
+        CriterionError::Field { field, message }
+    })
+}
+
+/// Fields of a `[[validate]]` table.
+const RAW_FIELDS: [&str; 8] = [
+    "name",
+    "metric",
+    "endpoint",
+    "fault_kind",
+    "fault_rate",
+    "breaker",
+    "comparison",
+    "threshold",
+];
+
+/// Criteria from a whole spec text (only its `validate` key is read; none when it is absent).
+pub fn criteria_of_spec(source: &str) -> Result<Vec<Criterion>, CriterionError> {
+    let table: toml::Table =
+        source
+            .parse()
+            .map_err(|error: toml::de::Error| CriterionError::Field {
+                field: "validate".to_owned(),
+                message: error.to_string(),
+            })?;
+    match table.get("validate") {
+        Some(value) => parse_criteria(value.clone()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Checks that every criterion names a condition `spec` runs (a fault rate, breaker mode and fault
+/// kind it has).
+pub fn check_against_spec(
+    criteria: &[Criterion],
+    spec: &ExperimentSpec,
+) -> Result<(), CriterionError> {
+    for (index, criterion) in criteria.iter().enumerate() {
+        let not_in_spec = |message: String| CriterionError::NotInSpec { index, message };
+        if !spec
+            .fault
+            .rates
+            .iter()
+            .any(|rate| (rate - criterion.fault_rate).abs() < 1e-9)
+        {
+            return Err(not_in_spec(format!(
+                "fault_rate {} is not one of fault.rates",
+                criterion.fault_rate
+            )));
+        }
+        if !spec.breaker.modes.contains(&criterion.breaker) {
+            return Err(not_in_spec(format!(
+                "breaker `{}` is not one of breaker.modes",
+                criterion.breaker.as_str()
+            )));
+        }
+        let kinds: Vec<FaultKindName> = spec.fault.kinds.iter().map(|k| k.name()).collect();
+        match criterion.fault_kind {
+            Some(kind) if !kinds.contains(&kind) => {
+                return Err(not_in_spec(format!(
+                    "fault_kind `{}` is not one of the spec's fault kinds",
+                    kind.as_str()
+                )));
+            }
+            None if kinds.len() > 1 => {
+                return Err(not_in_spec(
+                    "fault_kind is needed: the experiment has several fault kinds".to_owned(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What a criterion came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The whole 95 % interval satisfies the comparison.
+    Pass,
+    /// Some of the interval does not.
+    Fail,
+    /// No interval to judge (no such condition, no values, or fewer than two rounds): not a pass.
+    Unevaluable,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Unevaluable => "cannot evaluate",
+        }
+    }
+}
+
+/// One criterion judged on an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CriterionResult {
+    pub criterion: Criterion,
+    pub outcome: Outcome,
+    /// Label of the condition judged, when one matched.
+    pub condition: Option<String>,
+    pub summary: Option<Summary>,
+    /// Why, in words.
+    pub explanation: String,
+}
+
+/// Every criterion judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValidationReport {
+    pub results: Vec<CriterionResult>,
+}
+
+impl ValidationReport {
+    /// True when every criterion passed (vacuously true without criteria).
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(|r| r.outcome == Outcome::Pass)
+    }
+}
+
+/// Judges every criterion on `stats`.
+pub fn evaluate(criteria: &[Criterion], stats: &ExperimentStats) -> ValidationReport {
+    ValidationReport {
+        results: criteria
+            .iter()
+            .map(|criterion| evaluate_one(criterion, stats))
+            .collect(),
+    }
+}
+
+fn evaluate_one(criterion: &Criterion, stats: &ExperimentStats) -> CriterionResult {
+    let matching: Vec<&ConditionStats> = stats
+        .conditions
+        .iter()
+        .filter(|c| {
+            let key = &c.condition;
+            (key.fault_rate - criterion.fault_rate).abs() < 1e-9
+                && key.breaker_mode == criterion.breaker.as_str()
+                && criterion
+                    .fault_kind
+                    .is_none_or(|kind| key.fault_kind == kind.as_str())
+        })
+        .collect();
+    let unevaluable = |condition: Option<String>, explanation: String| CriterionResult {
+        criterion: criterion.clone(),
+        outcome: Outcome::Unevaluable,
+        condition,
+        summary: None,
+        explanation,
+    };
+    let condition = match matching.as_slice() {
+        [] => {
+            return unevaluable(None, "the experiment has no such condition".to_owned());
+        }
+        [one] => *one,
+        _ => {
+            return unevaluable(
+                None,
+                "several fault kinds match: give fault_kind".to_owned(),
+            );
+        }
+    };
+    let label = Some(condition.condition.label.clone());
+    let Some(summary) = condition.summary(&criterion.metric) else {
+        return unevaluable(
+            label,
+            format!("no run of the condition has {}", criterion.metric),
+        );
+    };
+    let Some((low, high)) = summary.interval() else {
+        return CriterionResult {
+            summary: Some(*summary),
+            ..unevaluable(
+                label,
+                format!("n = {}: an interval needs at least two rounds", summary.n),
+            )
+        };
+    };
+    let passes = criterion
+        .comparison
+        .holds_for_interval(low, high, criterion.threshold);
+    let explanation = format!(
+        "95 % CI [{low:.6}, {high:.6}] (mean {:.6}, n = {}) {} {} {}",
+        summary.mean,
+        summary.n,
+        if passes {
+            "lies wholly"
+        } else {
+            "does not lie wholly"
+        },
+        criterion.comparison.symbol(),
+        criterion.threshold
+    );
+    CriterionResult {
+        criterion: criterion.clone(),
+        outcome: if passes { Outcome::Pass } else { Outcome::Fail },
+        condition: label,
+        summary: Some(*summary),
+        explanation,
+    }
+}

@@ -1,0 +1,189 @@
+//! The metrics a run is measured by: names, units, and keys (a metric, per endpoint where it applies).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::load::endpoint;
+
+/// One figure per run. Latency percentiles are per endpoint; everything else is per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricName {
+    /// ok / all requests of the measured window (a breaker rejection counts as a failure).
+    Availability,
+    /// Successful requests per second of the measured window.
+    ThroughputOk,
+    /// Requests a breaker rejected (the `x-tolerant-rejected` header).
+    Rejected,
+    /// Share of checkouts that did not succeed (observed checkout failure, 1 − ok / all).
+    CheckoutFailure,
+    /// Transitions to `open` in the measured window, every breaker counted (shadow ones too).
+    BreakerOpens,
+    /// Seconds breakers spent open in the measured window, summed over breakers.
+    TimeOpenS,
+    /// Median latency of one endpoint, milliseconds (all outcomes).
+    P50Ms,
+    /// 95th percentile latency of one endpoint, milliseconds (all outcomes).
+    P95Ms,
+    /// 99th percentile latency of one endpoint, milliseconds (all outcomes).
+    P99Ms,
+    /// Mean items per cart in the first fifth of the measured window.
+    CartItemsStart,
+    /// Mean items per cart in the last fifth of the measured window.
+    CartItemsEnd,
+    /// Mean `GET /cart` latency in the first fifth of the measured window, milliseconds.
+    CartLatencyStartMs,
+    /// Mean `GET /cart` latency in the last fifth of the measured window, milliseconds.
+    CartLatencyEndMs,
+    /// Energy of the run (measured or modelled), joules.
+    EnergyJ,
+    /// Mean power over the run, watts (energy / measured seconds).
+    PowerW,
+    /// Energy per successful request, joules (computed per run, then averaged).
+    EnergyPerOkJ,
+}
+
+impl MetricName {
+    pub const ALL: [MetricName; 16] = [
+        MetricName::Availability,
+        MetricName::ThroughputOk,
+        MetricName::Rejected,
+        MetricName::CheckoutFailure,
+        MetricName::BreakerOpens,
+        MetricName::TimeOpenS,
+        MetricName::P50Ms,
+        MetricName::P95Ms,
+        MetricName::P99Ms,
+        MetricName::CartItemsStart,
+        MetricName::CartItemsEnd,
+        MetricName::CartLatencyStartMs,
+        MetricName::CartLatencyEndMs,
+        MetricName::EnergyJ,
+        MetricName::PowerW,
+        MetricName::EnergyPerOkJ,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricName::Availability => "availability",
+            MetricName::ThroughputOk => "throughput_ok",
+            MetricName::Rejected => "rejected",
+            MetricName::CheckoutFailure => "checkout_failure",
+            MetricName::BreakerOpens => "breaker_opens",
+            MetricName::TimeOpenS => "time_open_s",
+            MetricName::P50Ms => "p50_ms",
+            MetricName::P95Ms => "p95_ms",
+            MetricName::P99Ms => "p99_ms",
+            MetricName::CartItemsStart => "cart_items_start",
+            MetricName::CartItemsEnd => "cart_items_end",
+            MetricName::CartLatencyStartMs => "cart_latency_start_ms",
+            MetricName::CartLatencyEndMs => "cart_latency_end_ms",
+            MetricName::EnergyJ => "energy_j",
+            MetricName::PowerW => "power_w",
+            MetricName::EnergyPerOkJ => "energy_per_ok_j",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<MetricName> {
+        MetricName::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
+    /// Whether the metric is per endpoint (and so needs one).
+    pub fn per_endpoint(self) -> bool {
+        matches!(
+            self,
+            MetricName::P50Ms | MetricName::P95Ms | MetricName::P99Ms
+        )
+    }
+
+    /// Unit for tables and axes.
+    pub fn unit(self) -> &'static str {
+        match self {
+            MetricName::Availability | MetricName::CheckoutFailure => "fraction",
+            MetricName::ThroughputOk => "ok/s",
+            MetricName::Rejected => "requests",
+            MetricName::BreakerOpens => "opens",
+            MetricName::TimeOpenS => "s",
+            MetricName::P50Ms
+            | MetricName::P95Ms
+            | MetricName::P99Ms
+            | MetricName::CartLatencyStartMs
+            | MetricName::CartLatencyEndMs => "ms",
+            MetricName::CartItemsStart | MetricName::CartItemsEnd => "items",
+            MetricName::EnergyJ => "J",
+            MetricName::PowerW => "W",
+            MetricName::EnergyPerOkJ => "J/ok",
+        }
+    }
+}
+
+impl fmt::Display for MetricName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A metric, with the endpoint it is about when it is per endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct MetricKey {
+    pub metric: MetricName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+impl MetricKey {
+    pub fn run(metric: MetricName) -> MetricKey {
+        MetricKey {
+            metric,
+            endpoint: None,
+        }
+    }
+
+    pub fn endpoint(metric: MetricName, endpoint: impl Into<String>) -> MetricKey {
+        MetricKey {
+            metric,
+            endpoint: Some(endpoint.into()),
+        }
+    }
+}
+
+impl fmt::Display for MetricKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.endpoint {
+            Some(endpoint) => write!(f, "{}[{endpoint}]", self.metric),
+            None => write!(f, "{}", self.metric),
+        }
+    }
+}
+
+/// The stored name of the checkout endpoint.
+pub fn checkout_endpoint() -> &'static str {
+    endpoint::NAMES[endpoint::CHECKOUT]
+}
+
+/// The stored name of the cart view endpoint (`GET /cart`).
+pub fn cart_view_endpoint() -> &'static str {
+    endpoint::NAMES[endpoint::VIEW_CART]
+}
+
+/// Short names accepted for the Online Boutique endpoints, with the stored names they stand for.
+pub const ENDPOINT_ALIASES: [(&str, usize); 6] = [
+    ("index", endpoint::INDEX),
+    ("set_currency", endpoint::SET_CURRENCY),
+    ("product", endpoint::PRODUCT),
+    ("add_to_cart", endpoint::ADD_TO_CART),
+    ("view_cart", endpoint::VIEW_CART),
+    ("checkout", endpoint::CHECKOUT),
+];
+
+/// The stored endpoint name for `name`: a stored name as is, or one of [`ENDPOINT_ALIASES`].
+pub fn resolve_endpoint(name: &str) -> String {
+    ENDPOINT_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or_else(
+            || name.to_owned(),
+            |(_, id)| endpoint::NAMES[*id].to_owned(),
+        )
+}

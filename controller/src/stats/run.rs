@@ -1,0 +1,347 @@
+//! Per-run metrics, computed from the rows storage keeps for one finished run.
+//!
+//! The measured window is what follows the warmup: `warmup_ms` to `warmup_ms + duration_ms` after the
+//! load started. Per-second rows are placed in it by their second (the load driver's seconds count
+//! from the load's start; seconds before `ceil(warmup)` are warmup, as the recorder marks them).
+//! Breaker transitions carry wall-clock times, so they are placed by `started_at_ms + warmup_ms`:
+//! this assumes a run's `started_at_ms` is when its load started.
+//!
+//! The "first and last fifth" of the window are the measured seconds whose midpoint lies in the
+//! first or last fifth of the measured duration.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::StatsError;
+use super::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
+use crate::load::{deserialize_histogram, new_histogram};
+use crate::store::{
+    EndpointHistogramRow, EndpointSecondRow, EnergySource, RunId, RunRow, SampleRow,
+    TransitionRecord,
+};
+
+/// At most this many time bins per run in the cart-over-time timeline.
+pub const TIMELINE_BINS: usize = 30;
+
+/// Everything storage holds about one run that the metrics need.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub run: RunRow,
+    pub samples: Vec<SampleRow>,
+    pub endpoint_seconds: Vec<EndpointSecondRow>,
+    pub endpoint_histograms: Vec<EndpointHistogramRow>,
+    pub transitions: Vec<TransitionRecord>,
+}
+
+/// One slice of a run's measured window: mean cart size and mean `GET /cart` latency in it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimelineBin {
+    /// Seconds from the start of the measured window to the start / end of the bin.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub cart_items: Option<f64>,
+    pub cart_latency_ms: Option<f64>,
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunMetrics {
+    pub run_id: RunId,
+    pub round: i64,
+    pub condition_index: i64,
+    /// Every metric the run's rows allowed computing.
+    #[serde(serialize_with = "serialize_values")]
+    pub values: BTreeMap<MetricKey, f64>,
+    pub timeline: Vec<TimelineBin>,
+    pub energy_source: Option<EnergySource>,
+}
+
+impl RunMetrics {
+    pub fn get(&self, key: &MetricKey) -> Option<f64> {
+        self.values.get(key).copied()
+    }
+}
+
+/// Metric values as a list of `{metric, endpoint?, value}` (JSON objects need string keys).
+fn serialize_values<S: serde::Serializer>(
+    values: &BTreeMap<MetricKey, f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        #[serde(flatten)]
+        key: &'a MetricKey,
+        value: f64,
+    }
+    serializer.collect_seq(values.iter().map(|(key, &value)| Entry { key, value }))
+}
+
+/// Where a second lies in the measured window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    warmup_s: i64,
+    duration_s: f64,
+}
+
+impl Window {
+    fn of(run: &RunRow) -> Window {
+        let warmup_ms = run.warmup_ms.max(0);
+        Window {
+            // The recorder marks a second warmup while it starts before the warmup ends.
+            warmup_s: (warmup_ms + 999) / 1000,
+            duration_s: run.duration_ms.max(0) as f64 / 1000.0,
+        }
+    }
+
+    /// Midpoint of `second` relative to the measured window's start, if the second is measured.
+    fn midpoint(&self, second: i64) -> Option<f64> {
+        let midpoint = (second - self.warmup_s) as f64 + 0.5;
+        (midpoint > 0.0 && midpoint < self.duration_s.ceil()).then_some(midpoint)
+    }
+
+    fn first_fifth(&self, second: i64) -> bool {
+        self.midpoint(second)
+            .is_some_and(|m| m < self.duration_s / 5.0)
+    }
+
+    fn last_fifth(&self, second: i64) -> bool {
+        self.midpoint(second)
+            .is_some_and(|m| m > self.duration_s * 4.0 / 5.0)
+    }
+
+    fn bins(&self) -> usize {
+        (self.duration_s.ceil() as usize).clamp(1, TIMELINE_BINS)
+    }
+
+    fn bin(&self, second: i64) -> Option<usize> {
+        let midpoint = self.midpoint(second)?;
+        let bins = self.bins();
+        let bin = (midpoint / self.duration_s.max(f64::MIN_POSITIVE) * bins as f64) as usize;
+        Some(bin.min(bins - 1))
+    }
+}
+
+fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, count) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(sum, count), v| (sum + v, count + 1));
+    (count > 0).then(|| sum / count as f64)
+}
+
+/// Computes a run's metrics from its rows.
+pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
+    let run = &data.run;
+    let window = Window::of(run);
+    let mut values = BTreeMap::new();
+    let mut put = |key: MetricKey, value: Option<f64>| {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            values.insert(key, value);
+        }
+    };
+
+    let measured_s = window.duration_s;
+    if let Some(outcomes) = &run.outcomes {
+        put(
+            MetricKey::run(MetricName::Availability),
+            outcomes.availability(),
+        );
+        put(
+            MetricKey::run(MetricName::ThroughputOk),
+            (measured_s > 0.0).then(|| outcomes.ok as f64 / measured_s),
+        );
+        put(
+            MetricKey::run(MetricName::Rejected),
+            Some(outcomes.rejected as f64),
+        );
+        if let Some((joules, _)) = run.energy {
+            put(MetricKey::run(MetricName::EnergyJ), Some(joules));
+            put(
+                MetricKey::run(MetricName::PowerW),
+                (measured_s > 0.0).then(|| joules / measured_s),
+            );
+            put(
+                MetricKey::run(MetricName::EnergyPerOkJ),
+                (outcomes.ok > 0).then(|| joules / outcomes.ok as f64),
+            );
+        }
+    }
+
+    for row in &data.endpoint_histograms {
+        if row.endpoint == checkout_endpoint() {
+            put(
+                MetricKey::run(MetricName::CheckoutFailure),
+                row.outcomes.availability().map(|ok| 1.0 - ok),
+            );
+        }
+        let histogram = histogram_of(run.id, &row.endpoint, &row.histogram_v2)?;
+        if histogram.is_empty() {
+            continue;
+        }
+        for (metric, quantile) in [
+            (MetricName::P50Ms, 0.50),
+            (MetricName::P95Ms, 0.95),
+            (MetricName::P99Ms, 0.99),
+        ] {
+            put(
+                MetricKey::endpoint(metric, row.endpoint.clone()),
+                Some(histogram.value_at_quantile(quantile) as f64 / 1000.0),
+            );
+        }
+    }
+
+    if let Some(start_ms) = run.started_at_ms {
+        let from_ms = start_ms + run.warmup_ms.max(0);
+        let to_ms = from_ms + run.duration_ms.max(0);
+        let (opens, open_ms) = breaker_time_open(&data.transitions, from_ms, to_ms);
+        put(MetricKey::run(MetricName::BreakerOpens), Some(opens as f64));
+        put(
+            MetricKey::run(MetricName::TimeOpenS),
+            Some(open_ms as f64 / 1000.0),
+        );
+    }
+
+    let cart_items = |in_part: &dyn Fn(i64) -> bool| {
+        mean(
+            data.samples
+                .iter()
+                .filter(|sample| in_part(sample.second))
+                .filter_map(|sample| sample.collector.cart_mean_items),
+        )
+    };
+    put(
+        MetricKey::run(MetricName::CartItemsStart),
+        cart_items(&|s| window.first_fifth(s)),
+    );
+    put(
+        MetricKey::run(MetricName::CartItemsEnd),
+        cart_items(&|s| window.last_fifth(s)),
+    );
+
+    let cart_seconds: Vec<&EndpointSecondRow> = data
+        .endpoint_seconds
+        .iter()
+        .filter(|row| row.endpoint == cart_view_endpoint())
+        .collect();
+    let cart_latency = |in_part: &dyn Fn(i64) -> bool| -> Result<Option<f64>, StatsError> {
+        let mut merged = new_histogram();
+        for row in cart_seconds.iter().filter(|row| in_part(row.second)) {
+            let histogram = histogram_of(run.id, &row.endpoint, &row.histogram_v2)?;
+            merged
+                .add(&histogram)
+                .map_err(|error| StatsError::Histogram {
+                    run: run.id,
+                    endpoint: row.endpoint.clone(),
+                    message: format!("{error:?}"),
+                })?;
+        }
+        Ok((!merged.is_empty()).then(|| merged.mean() / 1000.0))
+    };
+    put(
+        MetricKey::run(MetricName::CartLatencyStartMs),
+        cart_latency(&|s| window.first_fifth(s))?,
+    );
+    put(
+        MetricKey::run(MetricName::CartLatencyEndMs),
+        cart_latency(&|s| window.last_fifth(s))?,
+    );
+
+    let timeline = timeline(run.id, &window, &data.samples, &cart_seconds)?;
+
+    Ok(RunMetrics {
+        run_id: run.id,
+        round: run.round_index,
+        condition_index: run.condition_index,
+        values,
+        timeline,
+        energy_source: run.energy.map(|(_, source)| source),
+    })
+}
+
+fn histogram_of(run: RunId, endpoint: &str, bytes: &[u8]) -> Result<Histogram<u64>, StatsError> {
+    deserialize_histogram(bytes).map_err(|message| StatsError::Histogram {
+        run,
+        endpoint: endpoint.to_owned(),
+        message,
+    })
+}
+
+fn timeline(
+    run: RunId,
+    window: &Window,
+    samples: &[SampleRow],
+    cart_seconds: &[&EndpointSecondRow],
+) -> Result<Vec<TimelineBin>, StatsError> {
+    let bins = window.bins();
+    let mut items: Vec<Vec<f64>> = vec![Vec::new(); bins];
+    for sample in samples {
+        if let (Some(bin), Some(value)) =
+            (window.bin(sample.second), sample.collector.cart_mean_items)
+        {
+            items[bin].push(value);
+        }
+    }
+    let mut latency: Vec<Histogram<u64>> = (0..bins).map(|_| new_histogram()).collect();
+    for row in cart_seconds {
+        if let Some(bin) = window.bin(row.second) {
+            let histogram = histogram_of(run, &row.endpoint, &row.histogram_v2)?;
+            latency[bin]
+                .add(&histogram)
+                .map_err(|error| StatsError::Histogram {
+                    run,
+                    endpoint: row.endpoint.clone(),
+                    message: format!("{error:?}"),
+                })?;
+        }
+    }
+    let width = window.duration_s / bins as f64;
+    Ok((0..bins)
+        .map(|bin| TimelineBin {
+            start_s: bin as f64 * width,
+            end_s: (bin + 1) as f64 * width,
+            cart_items: mean(items[bin].iter().copied()),
+            cart_latency_ms: (!latency[bin].is_empty()).then(|| latency[bin].mean() / 1000.0),
+        })
+        .collect())
+}
+
+/// Opens (transitions to `open`) in `[from_ms, to_ms)` and the milliseconds breakers spent open
+/// in it, summed over breakers. A breaker's state when the window starts is the target of its last
+/// earlier transition (closed if it has none).
+pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: i64) -> (u64, i64) {
+    let mut by_breaker: BTreeMap<&str, Vec<&TransitionRecord>> = BTreeMap::new();
+    for transition in transitions {
+        by_breaker
+            .entry(transition.breaker.as_str())
+            .or_default()
+            .push(transition);
+    }
+    let mut opens = 0;
+    let mut open_ms = 0;
+    for (_, mut list) in by_breaker {
+        list.sort_by_key(|t| (t.at_ms, t.seq));
+        let mut open_since = None;
+        for transition in list {
+            let at = transition.at_ms.clamp(from_ms, to_ms);
+            if transition.at_ms >= from_ms && transition.at_ms < to_ms && transition.to == "open" {
+                opens += 1;
+            }
+            if transition.at_ms >= to_ms {
+                break;
+            }
+            match (open_since, transition.to == "open") {
+                (None, true) => open_since = Some(at),
+                (Some(since), false) => {
+                    open_ms += at - since;
+                    open_since = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(since) = open_since {
+            open_ms += to_ms - since;
+        }
+    }
+    (opens, open_ms)
+}

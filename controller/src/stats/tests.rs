@@ -1,0 +1,734 @@
+//! Unit tests: t critical values, summaries and Welch against hand-computed numbers, per-run metrics
+//! from synthetic rows, per-condition grouping, criteria parsing and judging.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::load::{OutcomeCounts, new_histogram, serialize_histogram};
+use crate::store::{
+    CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId, RunId,
+    RunRow, SampleRow, Status, TransitionRecord,
+};
+
+fn close(actual: f64, expected: f64, tolerance: f64) {
+    assert!(
+        (actual - expected).abs() <= tolerance,
+        "{actual} is not within {tolerance} of {expected}"
+    );
+}
+
+// ---- Student t ----
+
+/// t(0.975, df) as published (R's `qt(0.975, df)`, 7 decimals).
+const T975: [(f64, f64); 34] = [
+    (1.0, 12.7062047),
+    (2.0, 4.3026527),
+    (3.0, 3.1824463),
+    (4.0, 2.7764451),
+    (5.0, 2.5705818),
+    (6.0, 2.4469119),
+    (7.0, 2.3646243),
+    (8.0, 2.3060041),
+    (9.0, 2.2621572),
+    (10.0, 2.2281389),
+    (11.0, 2.2009852),
+    (12.0, 2.1788128),
+    (13.0, 2.1603687),
+    (14.0, 2.1447867),
+    (15.0, 2.1314495),
+    (16.0, 2.1199053),
+    (17.0, 2.1098156),
+    (18.0, 2.1009220),
+    (19.0, 2.0930241),
+    (20.0, 2.0859634),
+    (21.0, 2.0796138),
+    (22.0, 2.0738731),
+    (23.0, 2.0686576),
+    (24.0, 2.0638986),
+    (25.0, 2.0595386),
+    (26.0, 2.0555294),
+    (27.0, 2.0518305),
+    (28.0, 2.0484071),
+    (29.0, 2.0452296),
+    (30.0, 2.0422725),
+    (40.0, 2.0210754),
+    (60.0, 2.0002978),
+    (120.0, 1.9799304),
+    (1000.0, 1.9623391),
+];
+
+#[test]
+fn t_critical_values_match_the_published_table() {
+    for (df, expected) in T975 {
+        let t = t_critical_95(df).unwrap();
+        close(t, expected, 1e-6);
+    }
+}
+
+#[test]
+fn t_for_fifteen_rounds_is_2_1448() {
+    // n = 15 rounds → df = 14, the figure docs/peers.md quotes.
+    let t = t_critical_95(14.0).unwrap();
+    assert_eq!(format!("{t:.4}"), "2.1448");
+}
+
+#[test]
+fn t_has_closed_forms_at_one_and_two_degrees_of_freedom() {
+    // df = 1 is the Cauchy distribution: t = tan(π (0.975 − 0.5)).
+    close(
+        t_critical_95(1.0).unwrap(),
+        (std::f64::consts::PI * 0.475).tan(),
+        1e-9,
+    );
+    // df = 2: t = (2p − 1) / √(2 p (1 − p)) with p = 0.975.
+    close(
+        t_critical_95(2.0).unwrap(),
+        0.95 / (2.0f64 * 0.975 * 0.025).sqrt(),
+        1e-9,
+    );
+}
+
+#[test]
+fn t_at_fractional_df_matches_numerical_integration() {
+    // References from Simpson integration of the t density (20 000 steps) and bisection.
+    close(t_critical_95(2.5).unwrap(), 3.574_654_8, 1e-6);
+    close(
+        t_critical_95(4.075_471_698_113_208).unwrap(),
+        2.756_284_9,
+        1e-6,
+    );
+}
+
+#[test]
+fn t_falls_with_df_towards_the_normal_quantile_and_is_continuous_at_the_switch() {
+    let mut previous = f64::INFINITY;
+    for df in [
+        0.5, 1.0, 1.5, 3.0, 10.0, 100.0, 5000.0, 9999.0, 10_001.0, 1e6, 1e12,
+    ] {
+        let t = t_critical_95(df).unwrap();
+        assert!(t < previous, "t({df}) = {t} is not below {previous}");
+        assert!(t > Z_975);
+        previous = t;
+    }
+    let below = t_critical_95(LARGE_DF).unwrap();
+    let above = t_critical_95(LARGE_DF * (1.0 + 1e-12)).unwrap();
+    close(below, above, 1e-10);
+    close(t_critical_95(1e12).unwrap(), Z_975, 1e-9);
+}
+
+#[test]
+fn t_rejects_meaningless_df() {
+    for df in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(t_critical_95(df), None, "df = {df}");
+    }
+}
+
+// ---- Summary and Welch ----
+
+#[test]
+fn summary_of_a_hand_computed_example() {
+    // values 2 4 4 4 5 5 7 9: n = 8, mean = 40 / 8 = 5,
+    // squared deviations 9 1 1 1 0 0 4 16 → 32, s² = 32 / 7 = 4.571429, s = 2.138090,
+    // t(0.975, 7) = 2.364624, h = 2.364624 · 2.138090 / √8 = 1.787488,
+    // CI = [3.212512, 6.787488].
+    let summary = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+    assert_eq!(summary.n, 8);
+    close(summary.mean, 5.0, 1e-12);
+    close(summary.sd.unwrap(), 2.138_090, 1e-6);
+    close(summary.half_width.unwrap(), 1.787_488, 1e-6);
+    close(summary.ci_low.unwrap(), 3.212_512, 1e-6);
+    close(summary.ci_high.unwrap(), 6.787_488, 1e-6);
+}
+
+#[test]
+fn summary_of_fifteen_rounds_uses_2_1448() {
+    // values 1..=15: mean 8, Σ(x − 8)² = 280, s = √(280 / 14) = √20 = 4.472136,
+    // h = 2.144787 · 4.472136 / √15 = 2.476586.
+    let values: Vec<f64> = (1..=15).map(f64::from).collect();
+    let summary = Summary::of(&values).unwrap();
+    close(summary.mean, 8.0, 1e-12);
+    close(summary.sd.unwrap(), 20f64.sqrt(), 1e-12);
+    close(summary.half_width.unwrap(), 2.476_586, 1e-6);
+}
+
+#[test]
+fn summary_of_one_round_has_no_interval_and_of_none_is_nothing() {
+    let one = Summary::of(&[0.7]).unwrap();
+    assert_eq!((one.n, one.mean), (1, 0.7));
+    assert_eq!((one.sd, one.half_width, one.interval()), (None, None, None));
+    assert_eq!(Summary::of(&[]), None);
+    assert_eq!(Summary::of(&[1.0, f64::NAN]), None);
+}
+
+#[test]
+fn constant_rounds_have_a_zero_width_interval() {
+    let summary = Summary::of(&[57.0; 15]).unwrap();
+    assert_eq!(summary.sd, Some(0.0));
+    assert_eq!(summary.interval(), Some((57.0, 57.0)));
+}
+
+#[test]
+fn welch_difference_of_a_hand_computed_example() {
+    // off = 10 12 14: mean 12, s² = 4, n = 3 → s²/n = 4/3; CI 12 ± 4.302653·2/√3 = 12 ± 4.968275.
+    // on = 20 24 28 32: mean 26, s² = 80/3, n = 4 → s²/n = 20/3; CI 26 ± 3.182446·√(80/3)/2
+    //      = 26 ± 8.217041.
+    // se² = 4/3 + 20/3 = 8, df = 8² / ((4/3)²/2 + (20/3)²/3) = 64 / (8/9 + 400/27) = 4.075472,
+    // t(0.975, 4.075472) = 2.756285, h = 2.756285 · √8 = 7.795951,
+    // difference 14, CI [6.204049, 21.795951]; 16.968275 < 17.782959: the intervals separate.
+    let off = Summary::of(&[10.0, 12.0, 14.0]).unwrap();
+    let on = Summary::of(&[20.0, 24.0, 28.0, 32.0]).unwrap();
+    close(off.half_width.unwrap(), 4.968_275, 1e-6);
+    close(on.half_width.unwrap(), 8.217_041, 1e-6);
+    let difference = Difference::welch(&off, &on).unwrap();
+    close(difference.difference, 14.0, 1e-12);
+    close(difference.df, 4.075_472, 1e-6);
+    close(difference.half_width, 7.795_951, 1e-5);
+    close(difference.ci_low, 6.204_049, 1e-5);
+    close(difference.ci_high, 21.795_951, 1e-5);
+    assert!(difference.intervals_separate);
+    assert!(difference.excludes_zero);
+    assert_eq!(difference.verdict, Verdict::Separate);
+}
+
+#[test]
+fn welch_with_equal_variances_and_sizes_matches_the_pooled_test() {
+    // Both s² = 1, n = 5: pooled df = 8 and Welch's df = 4·(0.2+0.2)² / (0.04 + 0.04) = 8.
+    let a = Summary::of(&[1.0, 2.0, 3.0, 2.0, 2.0]).unwrap();
+    let b = Summary::of(&[2.0, 3.0, 4.0, 3.0, 3.0]).unwrap();
+    let sd = a.sd.unwrap();
+    let d = Difference::welch(&a, &b).unwrap();
+    close(d.df, 8.0, 1e-9);
+    let pooled = 2.306_004_1 * (sd * sd * (2.0 / 5.0)).sqrt();
+    close(d.half_width, pooled, 1e-6);
+}
+
+#[test]
+fn welch_verdicts_overlap_and_difference_only() {
+    // Overlapping intervals whose difference still excludes zero:
+    // a = 0 1 2 … ; b shifted by 1.6: per-condition h = 2.262157·3.02765/√10 = 2.16584,
+    // difference h = 2.100922·√(2·0.916667) = 2.84476 > 1.6 → not separated at all.
+    let a: Vec<f64> = (0..10).map(f64::from).collect();
+    let b: Vec<f64> = a.iter().map(|v| v + 1.6).collect();
+    let d = Difference::welch(&Summary::of(&a).unwrap(), &Summary::of(&b).unwrap()).unwrap();
+    assert_eq!(d.verdict, Verdict::NotSeparated);
+    // Shifted by 3.5: the intervals (h 2.16584 each) overlap, the difference's (h 2.84476) not.
+    let c: Vec<f64> = a.iter().map(|v| v + 3.5).collect();
+    let d = Difference::welch(&Summary::of(&a).unwrap(), &Summary::of(&c).unwrap()).unwrap();
+    assert!(!d.intervals_separate);
+    assert!(d.excludes_zero);
+    assert_eq!(d.verdict, Verdict::DifferenceOnly);
+    // Needs two rounds on each side.
+    assert_eq!(
+        Difference::welch(&Summary::of(&[1.0]).unwrap(), &Summary::of(&a).unwrap()),
+        None
+    );
+}
+
+// ---- per-run metrics ----
+
+const START_MS: i64 = 1_000_000;
+
+fn histogram_of(values_us: &[u64]) -> Vec<u8> {
+    let mut histogram = new_histogram();
+    for &value in values_us {
+        histogram.record(value).unwrap();
+    }
+    serialize_histogram(&histogram)
+}
+
+fn outcomes(ok: u64, failed: u64, rejected: u64) -> OutcomeCounts {
+    OutcomeCounts {
+        ok,
+        failed,
+        rejected,
+        ..OutcomeCounts::default()
+    }
+}
+
+fn run_row(condition_index: i64, round: i64) -> RunRow {
+    RunRow {
+        id: RunId(round * 10 + condition_index),
+        experiment_id: ExperimentId(1),
+        plan_index: round * 10 + condition_index,
+        round_index: round,
+        condition_index,
+        condition_label: format!("condition {condition_index}"),
+        fault_kind: "error".into(),
+        fault_rate: 0.5,
+        breaker_mode: "enforce".into(),
+        condition_json: "{}".into(),
+        status: Status::Finished,
+        warmup_ms: 2_000,
+        duration_ms: 10_000,
+        started_at_ms: Some(START_MS),
+        finished_at_ms: Some(START_MS + 12_500),
+        abort_reason: None,
+        outcomes: Some(outcomes(90, 5, 5)),
+        energy: Some((500.0, EnergySource::Modelled)),
+    }
+}
+
+fn transition(breaker: &str, at_ms: i64, from: &str, to: &str) -> TransitionRecord {
+    TransitionRecord {
+        at_ms,
+        service: "frontend".into(),
+        breaker: breaker.into(),
+        from: from.into(),
+        to: to.into(),
+        reason: "test".into(),
+        detail: serde_json::Value::Null,
+        seq: at_ms,
+        shadow: false,
+    }
+}
+
+fn cart_second(second: i64, latencies_us: &[u64]) -> EndpointSecondRow {
+    EndpointSecondRow {
+        second,
+        endpoint: cart_view_endpoint().into(),
+        outcomes: outcomes(latencies_us.len() as u64, 0, 0),
+        p50_us: 0,
+        p95_us: 0,
+        p99_us: 0,
+        max_us: 0,
+        histogram_v2: histogram_of(latencies_us),
+    }
+}
+
+/// A run with warmup 2 s and a measured window of 10 s (seconds 2..=11 of the load).
+fn run_data() -> RunData {
+    // Cart size: second s holds s items, except warmup (0, 1) and the second past the window (12),
+    // which hold values that must not show up.
+    let samples = (0..=12)
+        .map(|second| SampleRow {
+            second,
+            warmup: second < 2,
+            outcomes: OutcomeCounts::default(),
+            collector: CollectorSample {
+                second: second as u64,
+                cart_mean_items: Some(match second {
+                    0 | 1 => 100.0,
+                    12 => 1000.0,
+                    s => s as f64,
+                }),
+                ..CollectorSample::default()
+            },
+        })
+        .collect();
+    let endpoint_seconds = vec![
+        cart_second(0, &[50_000]),
+        cart_second(2, &[100, 200]),
+        cart_second(3, &[300]),
+        cart_second(6, &[700]),
+        cart_second(10, &[1000]),
+        cart_second(11, &[1500, 2000]),
+    ];
+    let checkout_latencies: Vec<u64> = (1..=100).collect();
+    let endpoint_histograms = vec![EndpointHistogramRow {
+        endpoint: checkout_endpoint().into(),
+        outcomes: outcomes(75, 20, 5),
+        p50_us: 0,
+        p95_us: 0,
+        p99_us: 0,
+        max_us: 0,
+        mean_us: 0.0,
+        histogram_v2: histogram_of(&checkout_latencies),
+        histogram_ok_v2: histogram_of(&[]),
+    }];
+    let from = START_MS + 2_000;
+    let transitions = vec![
+        transition("frontend->checkout", from - 500, "closed", "open"),
+        transition("frontend->checkout", from + 1_000, "open", "half_open"),
+        transition("frontend->checkout", from + 1_100, "half_open", "open"),
+        transition("frontend->checkout", from + 3_000, "open", "half_open"),
+        transition("frontend->checkout", from + 3_050, "half_open", "closed"),
+        transition("frontend->checkout", from + 9_000, "closed", "open"),
+        transition("checkout->payment", from + 2_000, "closed", "open"),
+        transition("checkout->payment", from + 2_500, "open", "half_open"),
+        transition("checkout->payment", from + 11_000, "half_open", "open"),
+    ];
+    RunData {
+        run: run_row(0, 0),
+        samples,
+        endpoint_seconds,
+        endpoint_histograms,
+        transitions,
+    }
+}
+
+#[test]
+fn run_metrics_from_hand_built_rows() {
+    let metrics = run_metrics(&run_data()).unwrap();
+    let get = |metric| metrics.get(&MetricKey::run(metric)).unwrap();
+    // 90 ok of 100 requests (5 failed, 5 rejected: a rejection is a failure).
+    close(get(MetricName::Availability), 0.9, 1e-12);
+    // 90 ok over the 10 s measured window.
+    close(get(MetricName::ThroughputOk), 9.0, 1e-12);
+    close(get(MetricName::Rejected), 5.0, 0.0);
+    // Checkout: 75 ok of 100.
+    close(get(MetricName::CheckoutFailure), 0.25, 1e-12);
+    // 500 J over 10 s; 500 J / 90 ok.
+    close(get(MetricName::EnergyJ), 500.0, 0.0);
+    close(get(MetricName::PowerW), 50.0, 1e-12);
+    close(get(MetricName::EnergyPerOkJ), 500.0 / 90.0, 1e-12);
+    // Window [from, from + 10 000 ms): frontend->checkout open at the start until +1 000 (1 000 ms),
+    // reopened at +1 100 until +3 000 (1 900 ms) and at +9 000 until the end (1 000 ms);
+    // checkout->payment open +2 000 .. +2 500 (500 ms); the open at +11 000 is after the window,
+    // the one at −500 before it. Opens in the window: +1 100, +9 000, +2 000 = 3.
+    close(get(MetricName::BreakerOpens), 3.0, 0.0);
+    close(get(MetricName::TimeOpenS), 4.4, 1e-12);
+    // Cart size: first fifth = seconds 2, 3 → 2.5; last fifth = seconds 10, 11 → 10.5.
+    close(get(MetricName::CartItemsStart), 2.5, 1e-12);
+    close(get(MetricName::CartItemsEnd), 10.5, 1e-12);
+    // GET /cart: first fifth 100, 200, 300 µs → mean 0.2 ms; last fifth 1000, 1500, 2000 → 1.5 ms.
+    close(get(MetricName::CartLatencyStartMs), 0.2, 1e-9);
+    close(get(MetricName::CartLatencyEndMs), 1.5, 1e-9);
+    // Checkout latencies 1..=100 µs, each once (exact below 2 048 µs at 3 significant digits).
+    let checkout = |metric| {
+        metrics
+            .get(&MetricKey::endpoint(metric, checkout_endpoint()))
+            .unwrap()
+    };
+    close(checkout(MetricName::P50Ms), 0.050, 1e-12);
+    close(checkout(MetricName::P95Ms), 0.095, 1e-12);
+    close(checkout(MetricName::P99Ms), 0.099, 1e-12);
+    assert_eq!(metrics.energy_source, Some(EnergySource::Modelled));
+}
+
+#[test]
+fn run_timeline_bins_the_measured_window() {
+    let metrics = run_metrics(&run_data()).unwrap();
+    // 10 measured seconds → 10 one-second bins; bin 0 is second 2, bin 9 second 11.
+    assert_eq!(metrics.timeline.len(), 10);
+    assert_eq!(metrics.timeline[0].cart_items, Some(2.0));
+    assert_eq!(metrics.timeline[9].cart_items, Some(11.0));
+    close(metrics.timeline[0].cart_latency_ms.unwrap(), 0.15, 1e-9);
+    close(metrics.timeline[4].cart_latency_ms.unwrap(), 0.7, 1e-9);
+    assert_eq!(metrics.timeline[5].cart_latency_ms, None);
+    close(metrics.timeline[9].start_s, 9.0, 1e-12);
+}
+
+#[test]
+fn a_run_without_rows_has_only_its_totals() {
+    let mut data = run_data();
+    data.samples.clear();
+    data.endpoint_seconds.clear();
+    data.endpoint_histograms.clear();
+    data.run.energy = None;
+    data.run.started_at_ms = None;
+    let metrics = run_metrics(&data).unwrap();
+    let names: Vec<MetricName> = metrics.values.keys().map(|k| k.metric).collect();
+    assert_eq!(
+        names,
+        [
+            MetricName::Availability,
+            MetricName::ThroughputOk,
+            MetricName::Rejected
+        ]
+    );
+}
+
+#[test]
+fn an_unreadable_histogram_is_an_error_naming_run_and_endpoint() {
+    let mut data = run_data();
+    data.endpoint_histograms[0].histogram_v2 = vec![1, 2, 3];
+    let error = run_metrics(&data).unwrap_err().to_string();
+    assert!(
+        error.contains("run 0") && error.contains("POST /cart/checkout"),
+        "{error}"
+    );
+}
+
+#[test]
+fn time_open_counts_a_breaker_open_for_the_whole_window() {
+    let transitions = [transition("a->b", 0, "closed", "open")];
+    assert_eq!(breaker_time_open(&transitions, 100, 1100), (0, 1000));
+    assert_eq!(breaker_time_open(&transitions, -100, 900), (1, 900));
+    assert_eq!(breaker_time_open(&[], 0, 1000), (0, 0));
+}
+
+// ---- conditions ----
+
+fn metrics_with(condition_index: i64, round: i64, values: &[(MetricName, f64)]) -> RunMetrics {
+    RunMetrics {
+        run_id: RunId(round * 10 + condition_index),
+        round,
+        condition_index,
+        values: values
+            .iter()
+            .map(|&(metric, value)| (MetricKey::run(metric), value))
+            .collect::<BTreeMap<_, _>>(),
+        timeline: vec![TimelineBin {
+            start_s: 0.0,
+            end_s: 1.0,
+            cart_items: Some(round as f64),
+            cart_latency_ms: None,
+        }],
+        energy_source: Some(EnergySource::Modelled),
+    }
+}
+
+fn key(index: i64, rate: f64, mode: &str) -> ConditionKey {
+    ConditionKey {
+        index,
+        label: format!("error 500 @ {}% / {mode}", rate * 100.0),
+        fault_kind: "error".into(),
+        fault_rate: rate,
+        breaker_mode: mode.into(),
+    }
+}
+
+fn info(finished: usize) -> ExperimentInfo {
+    ExperimentInfo {
+        id: ExperimentId(1),
+        name: "test".into(),
+        status: Status::Finished,
+        planned_runs: finished as i64,
+        finished_runs: finished,
+        other_runs: 0,
+    }
+}
+
+/// Two rates × {disabled, enforce} × 3 rounds. Availability off at 50 %: 0.50 0.52 0.54, on:
+/// 0.40 0.41 0.42 (the hand example of the report tests uses the same shape).
+fn two_by_two() -> ExperimentStats {
+    let off_50 = [0.50, 0.52, 0.54];
+    let on_50 = [0.40, 0.41, 0.42];
+    let mut runs = Vec::new();
+    for round in 0..3 {
+        let r = round as usize;
+        runs.push(metrics_with(0, round, &[(MetricName::Availability, 1.0)]));
+        runs.push(metrics_with(1, round, &[(MetricName::Availability, 1.0)]));
+        runs.push(metrics_with(
+            2,
+            round,
+            &[(MetricName::Availability, off_50[r])],
+        ));
+        runs.push(metrics_with(
+            3,
+            round,
+            &[(MetricName::Availability, on_50[r])],
+        ));
+    }
+    let keys = vec![
+        key(0, 0.0, "disabled"),
+        key(1, 0.0, "enforce"),
+        key(2, 0.5, "disabled"),
+        key(3, 0.5, "enforce"),
+    ];
+    ExperimentStats::from_runs(info(12), keys, runs)
+}
+
+#[test]
+fn conditions_summarise_rounds_and_pairs_compare_off_with_on() {
+    let stats = two_by_two();
+    assert_eq!(stats.conditions.len(), 4);
+    let availability = MetricKey::run(MetricName::Availability);
+    let off = stats.condition(2).unwrap().summary(&availability).unwrap();
+    // 0.50 0.52 0.54: mean 0.52, s = 0.02, h = 4.302653 · 0.02 / √3 = 0.049683.
+    close(off.mean, 0.52, 1e-12);
+    close(off.sd.unwrap(), 0.02, 1e-12);
+    close(off.half_width.unwrap(), 0.049_683, 1e-6);
+    assert_eq!(stats.comparisons.len(), 2);
+    let at_50 = &stats.comparisons[1];
+    assert_eq!((at_50.baseline.index, at_50.treatment.index), (2, 3));
+    let d = at_50.difference(&availability).unwrap();
+    // on − off = 0.41 − 0.52 = −0.11; se² = 0.0004/3 + 0.0001/3, df = 2.9412, ...
+    close(d.difference, -0.11, 1e-12);
+    assert!(d.excludes_zero);
+    // Off interval [0.470317, 0.569683]; on: 0.41 ± 4.302653·0.01/√3 = [0.385159, 0.434841].
+    assert!(d.intervals_separate);
+    // At 0 % both are constant 1.0: a zero difference, exactly.
+    let at_0 = stats.comparisons[0].difference(&availability).unwrap();
+    assert_eq!((at_0.difference, at_0.half_width), (0.0, 0.0));
+    assert_eq!(at_0.verdict, Verdict::NotSeparated);
+    // Timelines average the per-run bins: rounds 0, 1, 2 → 1.0.
+    assert_eq!(stats.conditions[0].timeline[0].cart_items, Some(1.0));
+    assert_eq!(stats.conditions[0].energy, Some(EnergyLabel::Modelled));
+}
+
+#[test]
+fn shadow_is_the_baseline_when_there_is_no_disabled_mode() {
+    let runs = (0..2)
+        .flat_map(|round| {
+            [
+                metrics_with(0, round, &[(MetricName::Rejected, 0.0)]),
+                metrics_with(1, round, &[(MetricName::Rejected, 10.0 + round as f64)]),
+            ]
+        })
+        .collect();
+    let stats = ExperimentStats::from_runs(
+        info(4),
+        vec![key(0, 1.0, "shadow"), key(1, 1.0, "enforce")],
+        runs,
+    );
+    assert_eq!(stats.comparisons.len(), 1);
+    assert_eq!(stats.comparisons[0].baseline.breaker_mode, "shadow");
+    assert_eq!(stats.comparisons[0].treatment.breaker_mode, "enforce");
+}
+
+#[test]
+fn energy_labels_say_when_instruments_are_mixed() {
+    use EnergySource::{Measured, Modelled};
+    assert_eq!(
+        EnergyLabel::of([Measured, Measured]),
+        Some(EnergyLabel::Measured)
+    );
+    assert_eq!(
+        EnergyLabel::of([Measured, Modelled]),
+        Some(EnergyLabel::Mixed)
+    );
+    assert_eq!(EnergyLabel::of([]), None);
+}
+
+// ---- criteria ----
+
+fn criteria(toml_text: &str) -> Result<Vec<Criterion>, CriterionError> {
+    criteria_of_spec(toml_text)
+}
+
+#[test]
+fn criteria_parse_from_validate_tables() {
+    let parsed = criteria(
+        r#"
+name = "ignored by the criteria parser"
+[[validate]]
+metric = "p95_ms"
+endpoint = "checkout"
+fault_rate = 1
+breaker = "enforce"
+comparison = "<"
+threshold = 200
+
+[[validate]]
+name = "availability holds at half failure"
+metric = "availability"
+fault_rate = 0.5
+breaker = "enforce"
+fault_kind = "error"
+comparison = ">="
+threshold = 0.6
+"#,
+    )
+    .unwrap();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(
+        parsed[0].metric,
+        MetricKey::endpoint(MetricName::P95Ms, "POST /cart/checkout")
+    );
+    assert_eq!(parsed[0].fault_rate, 1.0);
+    assert_eq!(parsed[0].comparison, CriterionComparison::Below);
+    assert_eq!(parsed[0].threshold, 200.0);
+    assert_eq!(
+        parsed[0].to_string(),
+        "p95_ms[POST /cart/checkout] at 100% / enforce < 200"
+    );
+    assert_eq!(parsed[1].comparison, CriterionComparison::AtLeast);
+    assert_eq!(
+        parsed[1].name.as_deref(),
+        Some("availability holds at half failure")
+    );
+    assert!(criteria("name = \"x\"").unwrap().is_empty());
+}
+
+#[test]
+fn bad_criteria_name_the_field() {
+    let base = "metric = \"availability\"\nfault_rate = 0.5\nbreaker = \"enforce\"\ncomparison = \">=\"\nthreshold = 0.6\n";
+    let cases = [
+        (base.replace("\">=\"", "\"=>\""), "validate[0].comparison"),
+        (
+            base.replace("availability", "availabilty"),
+            "validate[0].metric",
+        ),
+        (base.replace("enforce", "on"), "validate[0].breaker"),
+        (base.replace("0.5", "1.5"), "validate[0].fault_rate"),
+        (
+            format!("{base}endpoint = \"checkout\"\n"),
+            "validate[0].endpoint",
+        ),
+        (format!("{base}colour = \"red\"\n"), "validate[0]"),
+        (base.replace("threshold = 0.6\n", ""), "validate[0]"),
+        (
+            base.replace("\"availability\"", "\"p95_ms\""),
+            "validate[0].endpoint",
+        ),
+    ];
+    for (body, field) in cases {
+        let text =
+            format!("[[validate]]\n{base}\n[[validate]]\n{body}").replacen("[[validate]]\n", "", 0);
+        let error = criteria(&text).unwrap_err();
+        let CriterionError::Field { field: named, .. } = &error else {
+            panic!("{error}");
+        };
+        let expected = field.replace("[0]", "[1]");
+        assert!(
+            named.starts_with(&expected),
+            "{error} does not name {expected}"
+        );
+    }
+}
+
+#[test]
+fn criteria_are_checked_against_the_spec() {
+    let spec = crate::spec::ExperimentSpec::parse(
+        r#"
+name = "x"
+duration = "10s"
+[load]
+users = 1
+[fault]
+target = "payment"
+rates = [0.0, 0.5]
+[breaker]
+modes = ["disabled", "enforce"]
+"#,
+    )
+    .unwrap();
+    let line = |rate: &str, mode: &str| {
+        criteria(&format!(
+            "[[validate]]\nmetric = \"availability\"\nfault_rate = {rate}\nbreaker = \"{mode}\"\ncomparison = \">\"\nthreshold = 0.1\n"
+        ))
+        .unwrap()
+    };
+    assert!(check_against_spec(&line("0.5", "enforce"), &spec).is_ok());
+    let error = check_against_spec(&line("0.75", "enforce"), &spec).unwrap_err();
+    assert!(error.to_string().contains("fault_rate 0.75"), "{error}");
+    let error = check_against_spec(&line("0.5", "shadow"), &spec).unwrap_err();
+    assert!(error.to_string().contains("breaker `shadow`"), "{error}");
+}
+
+#[test]
+fn a_criterion_passes_only_when_the_whole_interval_satisfies_it() {
+    let stats = two_by_two();
+    let judge = |comparison: &str, threshold: f64| {
+        let parsed = criteria(&format!(
+            "[[validate]]\nmetric = \"availability\"\nfault_rate = 0.5\nbreaker = \"disabled\"\ncomparison = \"{comparison}\"\nthreshold = {threshold}\n"
+        ))
+        .unwrap();
+        evaluate(&parsed, &stats).results[0].outcome
+    };
+    // Off at 50 %: mean 0.52, CI [0.470317, 0.569683].
+    assert_eq!(judge(">=", 0.47), CriterionOutcome::Pass);
+    // The mean is above 0.5 but the interval is not.
+    assert_eq!(judge(">=", 0.5), CriterionOutcome::Fail);
+    assert_eq!(judge("<", 0.57), CriterionOutcome::Pass);
+    assert_eq!(judge("<", 0.55), CriterionOutcome::Fail);
+    assert_eq!(judge(">", 0.6), CriterionOutcome::Fail);
+    assert_eq!(judge("<=", 0.6), CriterionOutcome::Pass);
+}
+
+#[test]
+fn criteria_without_an_interval_cannot_pass() {
+    let stats = two_by_two();
+    let parsed = criteria(
+        "[[validate]]\nmetric = \"availability\"\nfault_rate = 0.25\nbreaker = \"enforce\"\ncomparison = \">\"\nthreshold = 0\n\
+         [[validate]]\nmetric = \"energy_j\"\nfault_rate = 0.5\nbreaker = \"enforce\"\ncomparison = \">\"\nthreshold = 0\n",
+    )
+    .unwrap();
+    let report = evaluate(&parsed, &stats);
+    assert!(!report.passed());
+    assert_eq!(report.results[0].outcome, CriterionOutcome::Unevaluable);
+    assert!(report.results[0].explanation.contains("no such condition"));
+    assert_eq!(report.results[1].outcome, CriterionOutcome::Unevaluable);
+    assert!(evaluate(&[], &stats).passed());
+}
