@@ -2,4 +2,5 @@
 
 pub mod load;
 pub mod spec;
+pub mod stats;
 pub mod store;
