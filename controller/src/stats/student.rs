@@ -209,6 +209,19 @@ impl Summary {
         Some((self.ci_low?, self.ci_high?))
     }
 
+    /// The same summary with every value multiplied by `factor > 0` (e.g. a fraction shown in %).
+    pub fn scaled(&self, factor: f64) -> Summary {
+        let scale = |v: Option<f64>| v.map(|v| v * factor);
+        Summary {
+            n: self.n,
+            mean: self.mean * factor,
+            sd: scale(self.sd),
+            half_width: scale(self.half_width),
+            ci_low: scale(self.ci_low),
+            ci_high: scale(self.ci_high),
+        }
+    }
+
     /// Variance of the mean, `s² / n`.
     fn variance_of_mean(&self) -> Option<f64> {
         Some(self.sd?.powi(2) / self.n as f64)

@@ -1,0 +1,287 @@
+//! The markdown report: summary, conditions × headline metrics, off/on verdicts, the figures (SVG
+//! plus their numbers), latency per endpoint, and every metric per condition.
+
+use std::fmt::Write;
+
+use super::figures::{Figure, figures};
+use super::format::{cell, interval, mean_and_half_width, number, percent};
+use super::{PlotFile, ReportError};
+use crate::stats::{
+    BASELINE_MODES, ConditionStats, ExperimentStats, MetricKey, MetricName, checkout_endpoint,
+};
+
+/// Metrics shown in the main tables (CSV and JSON carry every metric).
+pub fn headline_metrics() -> Vec<MetricKey> {
+    vec![
+        MetricKey::run(MetricName::Availability),
+        MetricKey::run(MetricName::ThroughputOk),
+        MetricKey::run(MetricName::CheckoutFailure),
+        MetricKey::run(MetricName::Rejected),
+        MetricKey::run(MetricName::BreakerOpens),
+        MetricKey::run(MetricName::TimeOpenS),
+        MetricKey::endpoint(MetricName::P95Ms, checkout_endpoint()),
+        MetricKey::run(MetricName::CartItemsEnd),
+        MetricKey::run(MetricName::CartLatencyEndMs),
+        MetricKey::run(MetricName::EnergyPerOkJ),
+    ]
+}
+
+/// Column header of a metric: its name and unit.
+fn header(key: &MetricKey) -> String {
+    let name = match (&key.endpoint, key.metric) {
+        (Some(endpoint), metric) if endpoint == checkout_endpoint() => {
+            format!("checkout {metric}")
+        }
+        (Some(endpoint), metric) => format!("{endpoint} {metric}"),
+        (None, metric) => metric.to_string(),
+    };
+    format!("{} ({})", cell(&name), key.metric.unit())
+}
+
+fn plot_file_name(stats: &ExperimentStats, figure: &Figure) -> String {
+    format!("experiment-{}-{}.svg", stats.experiment.id, figure.slug)
+}
+
+/// The markdown text and the SVG files it links.
+pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), ReportError> {
+    let mut out = String::new();
+    let mut plots = Vec::new();
+    let info = &stats.experiment;
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "# Experiment {}: {}\n", info.id, cell(&info.name));
+    let _ = writeln!(
+        out,
+        "Status **{}**; {} finished runs of {} planned ({} aborted or interrupted attempts left \
+         out). Every figure is the mean over rounds ± the half-width of its 95 % confidence \
+         interval (Student t, n − 1 degrees of freedom); ratios are computed per run, then \
+         averaged. Off/on differences use Welch's t; *separate* means the two conditions' \
+         intervals do not overlap, *difference only* that they overlap but the difference's \
+         interval excludes zero.\n",
+        info.status.as_str(),
+        info.finished_runs,
+        info.planned_runs,
+        info.other_runs
+    );
+    let energy: Vec<String> = stats
+        .conditions
+        .iter()
+        .filter_map(|c| c.energy.map(|e| e.as_str().to_owned()))
+        .collect();
+    if !energy.is_empty() {
+        let mut labels = energy.clone();
+        labels.sort();
+        labels.dedup();
+        let _ = writeln!(out, "Energy figures are **{}**.\n", labels.join(", "));
+    }
+
+    conditions_table(&mut out, stats);
+    comparisons_table(&mut out, stats);
+
+    let _ = writeln!(out, "## Figures\n");
+    for figure in figures(stats) {
+        let _ = writeln!(out, "### {}\n", figure.title);
+        match figure.chart().to_svg()? {
+            Some(svg) => {
+                let file_name = plot_file_name(stats, &figure);
+                let _ = writeln!(out, "![{}]({file_name})\n", figure.title);
+                plots.push(PlotFile {
+                    file_name,
+                    title: figure.title.to_owned(),
+                    svg,
+                });
+            }
+            None => {
+                let _ = writeln!(out, "No data.\n");
+                continue;
+            }
+        }
+        if let Some(metric) = &figure.metric {
+            figure_table(&mut out, stats, metric, figure.scale);
+        }
+    }
+
+    endpoint_table(&mut out, stats);
+    details(&mut out, stats);
+    Ok((out, plots))
+}
+
+fn conditions_table(out: &mut String, stats: &ExperimentStats) {
+    let metrics: Vec<MetricKey> = headline_metrics()
+        .into_iter()
+        .filter(|key| stats.conditions.iter().any(|c| c.summary(key).is_some()))
+        .collect();
+    let _ = writeln!(out, "## Conditions\n");
+    let _ = write!(out, "| condition | rounds |");
+    for key in &metrics {
+        let _ = write!(out, " {} |", header(key));
+    }
+    let _ = write!(out, "\n|---|---:|");
+    for _ in &metrics {
+        let _ = write!(out, "---:|");
+    }
+    out.push('\n');
+    for condition in &stats.conditions {
+        let _ = write!(
+            out,
+            "| {} | {} |",
+            cell(&condition.condition.label),
+            condition.runs
+        );
+        for key in &metrics {
+            let text = condition
+                .summary(key)
+                .map_or_else(|| "–".to_owned(), mean_and_half_width);
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
+    let _ = writeln!(out, "## Breaker off vs on\n");
+    if stats.comparisons.is_empty() {
+        let _ = writeln!(
+            out,
+            "No comparison: no failure rate has both a baseline mode ({}) and another mode with \
+             at least two rounds each.\n",
+            BASELINE_MODES.join(" or ")
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "| fault | rate | on vs off | metric | off | on | on − off [95 % CI] | df | verdict |\n\
+         |---|---:|---|---|---:|---:|---:|---:|---|"
+    );
+    let headline = headline_metrics();
+    for comparison in &stats.comparisons {
+        for key in &headline {
+            let Some(d) = comparison.difference(key) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} vs {} | {} | {} | {} | {} [{}, {}] | {} | {} |",
+                cell(&comparison.fault_kind),
+                percent(comparison.fault_rate),
+                comparison.treatment.breaker_mode,
+                comparison.baseline.breaker_mode,
+                header(key),
+                number(d.baseline_mean),
+                number(d.treatment_mean),
+                number(d.difference),
+                number(d.ci_low),
+                number(d.ci_high),
+                number(d.df),
+                d.verdict.as_str()
+            );
+        }
+    }
+    out.push('\n');
+}
+
+/// The numbers behind a figure against the failure rate: rate × mode, in the figure's scale.
+fn figure_table(out: &mut String, stats: &ExperimentStats, metric: &MetricKey, scale: f64) {
+    let modes = stats.breaker_modes();
+    let _ = write!(out, "| fault | rate |");
+    for mode in &modes {
+        let _ = write!(out, " {mode} |");
+    }
+    let _ = write!(out, "\n|---|---:|");
+    for _ in &modes {
+        let _ = write!(out, "---:|");
+    }
+    out.push('\n');
+    let mut cells: Vec<(&str, f64)> = Vec::new();
+    for c in &stats.conditions {
+        let key = (c.condition.fault_kind.as_str(), c.condition.fault_rate);
+        if !cells.contains(&key) {
+            cells.push(key);
+        }
+    }
+    for (kind, rate) in cells {
+        let _ = write!(out, "| {} | {} |", cell(kind), percent(rate));
+        for mode in &modes {
+            let text = stats
+                .conditions
+                .iter()
+                .find(|c| {
+                    c.condition.fault_kind == kind
+                        && c.condition.fault_rate.to_bits() == rate.to_bits()
+                        && c.condition.breaker_mode == *mode
+                })
+                .and_then(|c| c.summary(metric))
+                .map_or_else(|| "–".to_owned(), |s| mean_and_half_width(&s.scaled(scale)));
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn endpoint_table(out: &mut String, stats: &ExperimentStats) {
+    let mut endpoints: Vec<&str> = stats
+        .metric_keys()
+        .into_iter()
+        .filter_map(|key| key.endpoint.as_deref())
+        .collect();
+    endpoints.dedup();
+    if endpoints.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Latency per endpoint (ms, all outcomes)\n");
+    let _ = writeln!(
+        out,
+        "| condition | endpoint | p50 | p95 | p99 |\n|---|---|---:|---:|---:|"
+    );
+    for condition in &stats.conditions {
+        for endpoint in &endpoints {
+            let value = |metric| {
+                condition
+                    .summary(&MetricKey::endpoint(metric, *endpoint))
+                    .map_or_else(|| "–".to_owned(), mean_and_half_width)
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(&condition.condition.label),
+                cell(endpoint),
+                value(MetricName::P50Ms),
+                value(MetricName::P95Ms),
+                value(MetricName::P99Ms)
+            );
+        }
+    }
+    out.push('\n');
+}
+
+fn details(out: &mut String, stats: &ExperimentStats) {
+    let _ = writeln!(out, "## Every metric per condition\n");
+    for condition in &stats.conditions {
+        details_of(out, condition);
+    }
+}
+
+fn details_of(out: &mut String, condition: &ConditionStats) {
+    let _ = writeln!(
+        out,
+        "### {} ({} rounds)\n\n| metric | unit | n | mean | sd | 95 % CI |\n|---|---|---:|---:|---:|---|",
+        cell(&condition.condition.label),
+        condition.runs
+    );
+    for metric in &condition.metrics {
+        let summary = &metric.summary;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(&metric.key.to_string()),
+            metric.key.metric.unit(),
+            summary.n,
+            number(summary.mean),
+            summary.sd.map_or_else(|| "–".to_owned(), number),
+            interval(summary)
+        );
+    }
+    out.push('\n');
+}

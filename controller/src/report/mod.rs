@@ -1,0 +1,159 @@
+//! Reports of an experiment: markdown with SVG plots, a tidy CSV, or JSON — the table of
+//! conditions × metrics with 95 % intervals, the off/on verdicts, and the study's figures (opens vs
+//! failure rate, checkout p95 off vs on, observed vs injected checkout failure, cart size and `/cart`
+//! latency over time, energy per successful request) — and the validation gate's markdown.
+//!
+//! [`render`] is pure (statistics in, text and SVG documents out); [`report`] reads the store first.
+//! Nothing is written to disk until [`Report::write`] is asked to.
+
+mod figures;
+mod format;
+mod markdown;
+mod plot;
+mod table;
+#[cfg(test)]
+mod tests;
+mod validation;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Serialize;
+
+pub use figures::{Figure, figures};
+pub use plot::{Chart, Point, Series};
+pub use table::CSV_HEADER;
+pub use validation::validation_markdown;
+
+use crate::stats::{CONFIDENCE, ExperimentStats, StatsError, load_experiment};
+use crate::store::{ExperimentId, Store};
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Markdown, with one SVG file per figure written next to it.
+    Md,
+    /// One row per condition and metric (RFC 4180).
+    Csv,
+    Json,
+}
+
+impl FromStr for Format {
+    type Err = ReportError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "md" | "markdown" => Ok(Format::Md),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            other => Err(ReportError::Format(other.to_owned())),
+        }
+    }
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Md => "md",
+            Format::Csv => "csv",
+            Format::Json => "json",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Stats(#[from] StatsError),
+    #[error("format `{0}`: expected md, csv or json")]
+    Format(String),
+    #[error("drawing a plot: {0}")]
+    Plot(String),
+    #[error("writing CSV: {0}")]
+    Csv(#[from] csv::Error),
+    #[error("writing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A figure drawn as an SVG document, to be written next to the markdown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotFile {
+    /// File name (no directory), as the markdown links it.
+    pub file_name: String,
+    pub title: String,
+    pub svg: String,
+}
+
+/// A rendered report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub format: Format,
+    pub text: String,
+    /// SVG files the markdown links to (empty for CSV and JSON).
+    pub plots: Vec<PlotFile>,
+}
+
+impl Report {
+    /// Writes the text to `path` and every plot into the same directory; returns every path written.
+    pub fn write(&self, path: &Path) -> Result<Vec<PathBuf>, ReportError> {
+        let write = |path: &Path, contents: &str| {
+            std::fs::write(path, contents).map_err(|source| ReportError::Write {
+                path: path.display().to_string(),
+                source,
+            })
+        };
+        write(path, &self.text)?;
+        let directory = path.parent().unwrap_or(Path::new("."));
+        let mut written = vec![path.to_owned()];
+        for plot in &self.plots {
+            let plot_path = directory.join(&plot.file_name);
+            write(&plot_path, &plot.svg)?;
+            written.push(plot_path);
+        }
+        Ok(written)
+    }
+}
+
+/// The JSON document: the statistics with the confidence level they use.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    confidence: f64,
+    #[serde(flatten)]
+    stats: &'a ExperimentStats,
+}
+
+/// Renders `stats` in `format`.
+pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportError> {
+    let (text, plots) = match format {
+        Format::Md => markdown::markdown(stats)?,
+        Format::Csv => (table::csv(stats)?, Vec::new()),
+        Format::Json => {
+            let document = JsonReport {
+                confidence: CONFIDENCE,
+                stats,
+            };
+            (serde_json::to_string_pretty(&document)? + "\n", Vec::new())
+        }
+    };
+    Ok(Report {
+        format,
+        text,
+        plots,
+    })
+}
+
+/// Reads experiment `experiment` from `store` and renders its report.
+pub async fn report(
+    store: &Store,
+    experiment: ExperimentId,
+    format: Format,
+) -> Result<Report, ReportError> {
+    let stats = load_experiment(store, experiment).await?;
+    render(&stats, format)
+}

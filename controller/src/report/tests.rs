@@ -1,0 +1,228 @@
+//! Unit tests of the pure parts: number formatting, formats, charts, figures from hand-built stats.
+
+use std::collections::BTreeMap;
+
+use super::format::{mean_and_half_width, number, percent};
+use super::*;
+use crate::stats::{
+    ConditionKey, ExperimentInfo, MetricKey, MetricName, RunMetrics, Summary, TimelineBin,
+};
+use crate::store::{ExperimentId, RunId, Status};
+
+#[test]
+fn numbers_keep_four_significant_digits() {
+    assert_eq!(number(0.0), "0");
+    assert_eq!(number(0.912_345), "0.9123");
+    assert_eq!(number(2.484_138), "2.484");
+    assert_eq!(number(57.3), "57.30");
+    assert_eq!(number(2305.4), "2305");
+    assert_eq!(number(123_456.0), "123456");
+    assert_eq!(number(-1.39), "-1.390");
+    assert_eq!(number(0.000_012_34), "1.234e-5");
+    assert_eq!(percent(0.25), "25 %");
+    assert_eq!(percent(1.0 / 3.0), "33.33 %");
+    let summary = Summary::of(&[1.0, 2.0, 3.0]).unwrap();
+    // mean 2, s = 1, h = 4.302653 / √3 = 2.484138.
+    assert_eq!(mean_and_half_width(&summary), "2.000 ± 2.484");
+    assert_eq!(
+        mean_and_half_width(&Summary::of(&[5.0]).unwrap()),
+        "5.000 (n = 1)"
+    );
+}
+
+#[test]
+fn formats_parse_by_name() {
+    assert_eq!("md".parse::<Format>().unwrap(), Format::Md);
+    assert_eq!("csv".parse::<Format>().unwrap(), Format::Csv);
+    assert_eq!("json".parse::<Format>().unwrap(), Format::Json);
+    let error = "pdf".parse::<Format>().unwrap_err();
+    assert_eq!(error.to_string(), "format `pdf`: expected md, csv or json");
+}
+
+#[test]
+fn a_chart_without_points_is_not_drawn() {
+    let chart = Chart {
+        title: "t",
+        x_label: "x",
+        y_label: "y",
+        series: vec![Series {
+            name: "empty".into(),
+            points: Vec::new(),
+        }],
+        diagonal: false,
+        y_from_zero: true,
+    };
+    assert_eq!(chart.to_svg().unwrap(), None);
+}
+
+#[test]
+fn a_chart_draws_lines_interval_bars_and_text_without_fonts() {
+    let chart = Chart {
+        title: "Checkout p95",
+        x_label: "rate (%)",
+        y_label: "ms",
+        series: vec![Series {
+            name: "enforce".into(),
+            points: vec![
+                Point {
+                    x: 0.0,
+                    y: 10.0,
+                    interval: Some((9.0, 11.0)),
+                },
+                Point {
+                    x: 100.0,
+                    y: 3.0,
+                    interval: None,
+                },
+            ],
+        }],
+        diagonal: true,
+        y_from_zero: true,
+    };
+    let svg = chart.to_svg().unwrap().unwrap();
+    assert!(svg.starts_with("<svg"));
+    for text in ["Checkout p95", "rate (%)", "enforce", "y = x"] {
+        assert!(svg.contains(text), "{text} missing");
+    }
+    // Two points, one interval bar (a polyline of six points), the series line and the diagonal.
+    assert_eq!(svg.matches("<circle").count(), 2);
+    assert!(svg.matches("<polyline").count() >= 3);
+}
+
+fn run(condition_index: i64, round: i64, kind_metrics: &[(MetricName, f64)]) -> RunMetrics {
+    RunMetrics {
+        run_id: RunId(round * 100 + condition_index),
+        round,
+        condition_index,
+        values: kind_metrics
+            .iter()
+            .map(|&(m, v)| (MetricKey::run(m), v))
+            .collect::<BTreeMap<_, _>>(),
+        timeline: vec![TimelineBin {
+            start_s: 0.0,
+            end_s: 2.0,
+            cart_items: Some(1.0 + round as f64),
+            cart_latency_ms: Some(10.0),
+        }],
+        energy_source: None,
+    }
+}
+
+fn key(index: i64, kind: &str, rate: f64, mode: &str) -> ConditionKey {
+    ConditionKey {
+        index,
+        label: format!("{kind} @ {}% / {mode}", rate * 100.0),
+        fault_kind: kind.into(),
+        fault_rate: rate,
+        breaker_mode: mode.into(),
+    }
+}
+
+/// Two fault kinds × two rates × enforce, two rounds each; opens = 10 · rate + round.
+fn two_kinds() -> ExperimentStats {
+    let keys = vec![
+        key(0, "error", 0.0, "enforce"),
+        key(1, "error", 0.5, "enforce"),
+        key(2, "hang", 0.0, "enforce"),
+        key(3, "hang", 0.5, "enforce"),
+    ];
+    let mut runs = Vec::new();
+    for round in 0..2 {
+        for k in &keys {
+            let opens = 10.0 * k.fault_rate + round as f64;
+            runs.push(run(
+                k.index,
+                round,
+                &[
+                    (MetricName::BreakerOpens, opens),
+                    (MetricName::CheckoutFailure, k.fault_rate),
+                ],
+            ));
+        }
+    }
+    let info = ExperimentInfo {
+        id: ExperimentId(7),
+        name: "kinds | pipes".into(),
+        status: Status::Finished,
+        planned_runs: 8,
+        finished_runs: 8,
+        other_runs: 0,
+    };
+    ExperimentStats::from_runs(info, keys, runs)
+}
+
+#[test]
+fn figures_name_series_by_kind_and_mode_and_scale_fractions() {
+    let stats = two_kinds();
+    let all = figures(&stats);
+    let opens = all.iter().find(|f| f.slug == "opens").unwrap();
+    let names: Vec<&str> = opens.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["error / enforce", "hang / enforce"]);
+    // Rates in %, opens: rate 0.5 → rounds 5, 6 → mean 5.5.
+    let point = opens.series[0].points[1];
+    assert_eq!((point.x, point.y), (50.0, 5.5));
+    // s = 0.707107, h = 12.706205 · 0.707107 / √2 = 6.353102.
+    let (low, high) = point.interval.unwrap();
+    assert!((high - 5.5 - 6.353_102).abs() < 1e-6 && (5.5 - low - 6.353_102).abs() < 1e-6);
+    // Observed checkout failure is drawn in % against the diagonal.
+    let observed = all.iter().find(|f| f.slug == "checkout-failure").unwrap();
+    assert!(observed.diagonal);
+    assert_eq!(observed.series[0].points[1].y, 50.0);
+    // Over-time figures: one series per condition, x at the bin's middle.
+    let cart = all.iter().find(|f| f.slug == "cart-size").unwrap();
+    assert_eq!(cart.series.len(), 4);
+    assert_eq!(cart.series[0].points[0].x, 1.0);
+    assert_eq!(cart.series[0].points[0].y, 1.5);
+    // No energy figures in these stats: nothing to draw.
+    let energy = all.iter().find(|f| f.slug == "energy-per-ok").unwrap();
+    assert!(energy.series.is_empty());
+}
+
+#[test]
+fn markdown_escapes_pipes_and_says_when_a_figure_has_no_data() {
+    let stats = two_kinds();
+    let report = render(&stats, Format::Md).unwrap();
+    assert!(report.text.starts_with("# Experiment 7: kinds \\| pipes\n"));
+    assert!(
+        report
+            .text
+            .contains("### Energy per successful request\n\nNo data.")
+    );
+    // No baseline mode: no comparison, and the report says why.
+    assert!(
+        report
+            .text
+            .contains("No comparison: no failure rate has both a baseline mode")
+    );
+    // The observed-failure table is in % like its plot: 50 ± 0 at 50 %.
+    assert!(
+        report.text.contains("| hang | 50 % | 50.00 ± 0 |"),
+        "{}",
+        report.text
+    );
+    let slugs: Vec<&str> = report.plots.iter().map(|p| p.file_name.as_str()).collect();
+    assert_eq!(
+        slugs,
+        [
+            "experiment-7-opens.svg",
+            "experiment-7-checkout-failure.svg",
+            "experiment-7-cart-size.svg",
+            "experiment-7-cart-latency.svg"
+        ]
+    );
+}
+
+#[test]
+fn csv_has_one_row_per_condition_and_metric() {
+    let stats = two_kinds();
+    let text = render(&stats, Format::Csv).unwrap().text;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(reader.headers().unwrap().len(), CSV_HEADER.len());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    // 4 conditions × 2 metrics.
+    assert_eq!(rows.len(), 8);
+    assert!(
+        rows.iter().all(|r| r[15].is_empty()),
+        "no baseline, no comparison"
+    );
+}
