@@ -1,6 +1,7 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
 pub mod load;
+pub mod report;
 pub mod spec;
 pub mod stats;
 pub mod store;
