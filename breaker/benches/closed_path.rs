@@ -124,44 +124,19 @@ fn closed_window(c: &mut Criterion) {
     group.finish();
 }
 
-/// How a thread's time is measured.
-#[derive(Clone, Copy)]
-enum Timing {
-    /// Wall-clock time: includes time preempted by other processes on a loaded machine.
-    Wall,
-    /// Time the thread spent on a CPU (`/proc/thread-self/schedstat`): immune to preemption, still shows cache-line
-    /// contention while both threads run at once.
-    OnCpu,
-}
-
-fn on_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| {
-            text.split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse().ok())
-        })
-        .map(Duration::from_nanos)
-        .unwrap_or_default()
-}
-
 /// Time for each of `threads` threads (started together) to make `iters` calls; the slowest thread's time.
-fn threaded(threads: usize, iters: u64, call: &(dyn Fn() + Sync), timing: Timing) -> Duration {
+fn threaded(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
     let start = Barrier::new(threads);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     start.wait();
-                    let (wall, cpu) = (Instant::now(), on_cpu());
+                    let began = Instant::now();
                     for _ in 0..iters {
                         call();
                     }
-                    match timing {
-                        Timing::Wall => wall.elapsed(),
-                        Timing::OnCpu => on_cpu().saturating_sub(cpu),
-                    }
+                    began.elapsed()
                 })
             })
             .collect();
@@ -196,13 +171,11 @@ fn shared_threads(c: &mut Criterion) {
         ("failsafe_consecutive5", &failsafe),
         ("recloser", &recloser),
     ];
-    for (timing, label) in [(Timing::Wall, "wall"), (Timing::OnCpu, "on_cpu")] {
-        for (name, call) in contenders {
-            for threads in [1, 2] {
-                group.bench_function(format!("{label}/{name}/{threads}_threads"), |b| {
-                    b.iter_custom(|iters| threaded(threads, iters, call, timing))
-                });
-            }
+    for (name, call) in contenders {
+        for threads in [1, 2] {
+            group.bench_function(format!("{name}/{threads}_threads"), |b| {
+                b.iter_custom(|iters| threaded(threads, iters, call))
+            });
         }
     }
     group.finish();
