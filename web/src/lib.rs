@@ -1,4 +1,15 @@
 //! Live dashboard: the hub that fans events out to browsers, the controller HTTP API, the pages.
 
+pub mod api;
+pub mod app;
+pub mod assets;
+pub mod auth;
+pub mod control;
+pub mod error;
 pub mod hub;
 pub mod live;
+pub mod pages;
+#[cfg(test)]
+mod routes_tests;
+
+pub use app::{AppState, router};

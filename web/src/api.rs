@@ -1,0 +1,284 @@
+//! The controller HTTP API of design.md, served with the dashboard. Reads are open; every mutation needs the
+//! bearer token or the login cookie with its CSRF header.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+use crate::control::{BREAKER_MODES, FaultRequest};
+use crate::error::AppError;
+use crate::hub::{Annotation, LiveEvent};
+
+/// Longest annotation accepted, in bytes.
+pub const MAX_ANNOTATION_BYTES: usize = 2_000;
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A start time: Unix milliseconds, or an RFC 3339 timestamp (`2026-11-29T19:00:00Z`).
+pub fn parse_at(value: &Value) -> Result<Option<i64>, AppError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(number) => number
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| AppError::BadRequest("at: expected Unix milliseconds".into())),
+        Value::String(text) if text.trim().is_empty() => Ok(None),
+        Value::String(text) => {
+            if let Ok(ms) = text.trim().parse::<i64>() {
+                return Ok(Some(ms));
+            }
+            let at = humantime::parse_rfc3339_weak(text.trim()).map_err(|error| {
+                AppError::BadRequest(format!("at: expected an RFC 3339 time: {error}"))
+            })?;
+            let ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|_| AppError::BadRequest("at: before 1970".into()))?
+                .as_millis();
+            Ok(Some(ms as i64))
+        }
+        _ => Err(AppError::BadRequest(
+            "at: expected Unix milliseconds or an RFC 3339 time".into(),
+        )),
+    }
+}
+
+pub async fn list_experiments(State(state): State<AppState>) -> Result<Response, AppError> {
+    Ok(Json(state.control.experiments().await?).into_response())
+}
+
+pub async fn experiment(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    let list = state.control.experiments().await?;
+    let summary = list
+        .into_iter()
+        .find(|experiment| experiment.id == id)
+        .ok_or(crate::control::ControlError::NotFound(id))?;
+    let spec = state.control.spec(id).await?;
+    Ok(Json(json!({ "experiment": summary, "spec": spec })).into_response())
+}
+
+/// `POST /api/experiments`, body: the TOML spec.
+pub async fn create_experiment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let id = state.control.create(body).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AtQuery {
+    at: Option<String>,
+}
+
+/// `POST /api/experiments/{id}/start`, optional `at` in the query or a JSON body `{"at": …}`.
+pub async fn start_experiment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Query(query): Query<AtQuery>,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let mut at = match query.at {
+        Some(text) => parse_at(&Value::String(text))?,
+        None => None,
+    };
+    if !body.trim().is_empty() {
+        let value: Value = serde_json::from_str(&body)
+            .map_err(|error| AppError::BadRequest(format!("body: malformed JSON: {error}")))?;
+        if let Some(from_body) = value.get("at") {
+            at = parse_at(from_body)?;
+        }
+    }
+    state.control.start(id, at).await?;
+    Ok(Json(json!({ "id": id, "at": at })).into_response())
+}
+
+pub async fn abort_experiment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    state.control.abort(id).await?;
+    Ok(Json(json!({ "id": id, "aborted": true })).into_response())
+}
+
+pub async fn results(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    Ok(Json(state.control.results(id).await?).into_response())
+}
+
+fn download(content_type: &'static str, file_name: String, body: String) -> Response {
+    (
+        [
+            (CONTENT_TYPE, content_type.to_owned()),
+            (
+                CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file_name}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+pub async fn results_csv(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    let results = state.control.results(id).await?;
+    Ok(download(
+        "text/csv; charset=utf-8",
+        format!("experiment-{id}.csv"),
+        results.csv,
+    ))
+}
+
+pub async fn results_json(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    let results = state.control.results(id).await?;
+    Ok(download(
+        "application/json",
+        format!("experiment-{id}.json"),
+        results.json,
+    ))
+}
+
+pub async fn halt(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    state.control.halt().await?;
+    Ok(Json(json!({ "halted": true })).into_response())
+}
+
+/// Validates and publishes an annotation.
+pub(crate) fn publish_annotation(state: &AppState, text: &str) -> Result<u64, AppError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(AppError::BadRequest("text: empty".into()));
+    }
+    if text.len() > MAX_ANNOTATION_BYTES {
+        return Err(AppError::BadRequest(format!(
+            "text: longer than {MAX_ANNOTATION_BYTES} bytes"
+        )));
+    }
+    let at_ms = now_ms();
+    state.hub.publish(LiveEvent::Annotation(Annotation {
+        at_ms,
+        text: text.to_owned(),
+    }));
+    Ok(at_ms)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationBody {
+    text: String,
+}
+
+pub async fn annotate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let body: AnnotationBody = serde_json::from_str(&body)
+        .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
+    let at_ms = publish_annotation(&state, &body.text)?;
+    Ok((StatusCode::CREATED, Json(json!({ "at_ms": at_ms }))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TargetQuery {
+    target: Option<String>,
+}
+
+/// `PUT /api/faults/{id}?target=payment`, body: the agent's fault document.
+pub async fn set_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<TargetQuery>,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let fault: Value = serde_json::from_str(&body)
+        .map_err(|error| AppError::BadRequest(format!("body: malformed JSON: {error}")))?;
+    let target = query.target.unwrap_or_else(|| "payment".into());
+    state
+        .control
+        .set_fault(FaultRequest {
+            id: id.clone(),
+            target,
+            fault,
+        })
+        .await?;
+    Ok(Json(json!({ "id": id })).into_response())
+}
+
+pub async fn clear_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<TargetQuery>,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let target = query.target.unwrap_or_else(|| "payment".into());
+    state.control.clear_fault(target, id.clone()).await?;
+    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerModeBody {
+    service: Option<String>,
+    mode: String,
+}
+
+/// Checks a mode name against [`BREAKER_MODES`].
+pub(crate) fn check_mode(mode: &str) -> Result<(), AppError> {
+    if BREAKER_MODES.contains(&mode) {
+        Ok(())
+    } else {
+        Err(AppError::BadRequest(format!(
+            "mode: `{mode}` is not one of {}",
+            BREAKER_MODES.join(", ")
+        )))
+    }
+}
+
+pub async fn set_breaker_mode(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let body: BreakerModeBody = serde_json::from_str(&body)
+        .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
+    check_mode(&body.mode)?;
+    let service = body.service.filter(|service| !service.is_empty());
+    state
+        .control
+        .set_breaker_mode(service, body.mode.clone())
+        .await?;
+    Ok(Json(json!({ "mode": body.mode })).into_response())
+}

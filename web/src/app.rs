@@ -1,0 +1,75 @@
+//! The dashboard's state and its one router: API, pages, websocket and static assets.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::FromRef;
+use axum::routing::{get, post, put};
+
+use crate::auth::Auth;
+use crate::control::Control;
+use crate::hub::Hub;
+use crate::{api, assets, live, pages};
+
+/// Everything a handler may need.
+#[derive(Clone)]
+pub struct AppState {
+    pub hub: Hub,
+    pub control: Arc<dyn Control>,
+    pub auth: Arc<Auth>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("hub", &self.hub).finish()
+    }
+}
+
+impl FromRef<AppState> for Hub {
+    fn from_ref(state: &AppState) -> Hub {
+        state.hub.clone()
+    }
+}
+
+/// Every route of the dashboard.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        // Controller HTTP API (design.md).
+        .route(
+            "/api/experiments",
+            get(api::list_experiments).post(api::create_experiment),
+        )
+        .route("/api/experiments/{id}", get(api::experiment))
+        .route("/api/experiments/{id}/start", post(api::start_experiment))
+        .route("/api/experiments/{id}/abort", post(api::abort_experiment))
+        .route("/api/experiments/{id}/results", get(api::results))
+        .route("/api/experiments/{id}/results.csv", get(api::results_csv))
+        .route("/api/experiments/{id}/results.json", get(api::results_json))
+        .route("/api/halt", post(api::halt))
+        .route("/api/annotations", post(api::annotate))
+        .route(
+            "/api/faults/{id}",
+            put(api::set_fault).delete(api::clear_fault),
+        )
+        .route("/api/breakers", post(api::set_breaker_mode))
+        .route("/ws", get(live::websocket))
+        // Pages.
+        .route("/", get(pages::experiments))
+        .route("/experiments", get(pages::experiments))
+        .route("/experiments/{id}/results", get(pages::results))
+        .route("/live", get(pages::live))
+        .route("/gameday", get(pages::gameday))
+        .route("/login", get(pages::login_form).post(pages::login))
+        .route("/logout", post(pages::logout))
+        // Form posts of the pages (session cookie + CSRF field).
+        .route("/ui/experiments", post(pages::create_experiment))
+        .route("/ui/experiments/{id}/start", post(pages::start_experiment))
+        .route("/ui/experiments/{id}/abort", post(pages::abort_experiment))
+        .route("/ui/halt", post(pages::halt))
+        .route("/ui/fault", post(pages::set_fault))
+        .route("/ui/fault/clear", post(pages::clear_fault))
+        .route("/ui/breakers", post(pages::set_breaker_mode))
+        .route("/ui/annotate", post(pages::annotate))
+        .route("/static/{file}", get(assets::serve))
+        .with_state(state)
+}

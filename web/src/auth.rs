@@ -1,0 +1,192 @@
+//! Who may change things: viewing is open, every mutation needs the token.
+//!
+//! Two ways in:
+//!
+//! * **API**: `Authorization: Bearer <token>`. Browsers never attach it on their own, so it needs no CSRF
+//!   protection.
+//! * **Browser**: `POST /login` with the token sets an `HttpOnly; SameSite=Strict` session cookie. Every
+//!   mutation made with that cookie must also carry the session's CSRF token — a hidden `csrf` form field
+//!   or an `x-csrf-token` header — compared in constant time, and, when the browser sends an `Origin`, it
+//!   must be this server's own (`http://<Host>`). A page on another origin can neither read the CSRF token
+//!   nor forge the Origin.
+
+use std::collections::HashMap;
+
+use http::HeaderMap;
+use http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use parking_lot::Mutex;
+use subtle::ConstantTimeEq;
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "tolerant_session";
+/// Header carrying the CSRF token on `fetch` calls.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// Most sessions kept at once (the oldest is forgotten beyond this).
+const MAX_SESSIONS: usize = 1_000;
+
+/// Why a mutation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("this action needs the token: log in, or send `Authorization: Bearer <token>`")]
+    Missing,
+    #[error("the token is wrong")]
+    WrongToken,
+    #[error("the form's CSRF token is missing or does not match the session")]
+    Csrf,
+    #[error("the request comes from another origin")]
+    Origin,
+}
+
+/// A logged-in browser session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: String,
+    pub csrf: String,
+}
+
+/// The token and the live sessions.
+#[derive(Debug)]
+pub struct Auth {
+    token: String,
+    sessions: Mutex<HashMap<String, (u64, String)>>,
+    next_order: Mutex<u64>,
+}
+
+fn random_hex(bytes: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
+}
+
+fn equal(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// The value of cookie `name` in the request, if any.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+impl Auth {
+    /// `token` must not be empty.
+    pub fn new(token: impl Into<String>) -> Auth {
+        Auth {
+            token: token.into(),
+            sessions: Mutex::new(HashMap::new()),
+            next_order: Mutex::new(0),
+        }
+    }
+
+    /// A fresh random token (64 hex digits).
+    pub fn random_token() -> String {
+        random_hex(32)
+    }
+
+    pub fn token_matches(&self, offered: &str) -> bool {
+        !self.token.is_empty() && equal(offered, &self.token)
+    }
+
+    /// Checks the token and opens a session.
+    pub fn login(&self, offered: &str) -> Result<Session, AuthError> {
+        if !self.token_matches(offered) {
+            return Err(AuthError::WrongToken);
+        }
+        let session = Session {
+            id: random_hex(24),
+            csrf: random_hex(24),
+        };
+        let mut sessions = self.sessions.lock();
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, (order, _))| *order)
+                .map(|(id, _)| id.clone())
+        {
+            sessions.remove(&oldest);
+        }
+        let order = {
+            let mut next = self.next_order.lock();
+            *next += 1;
+            *next
+        };
+        sessions.insert(session.id.clone(), (order, session.csrf.clone()));
+        Ok(session)
+    }
+
+    pub fn logout(&self, headers: &HeaderMap) {
+        if let Some(id) = cookie(headers, SESSION_COOKIE) {
+            self.sessions.lock().remove(id);
+        }
+    }
+
+    /// The request's session, if its cookie names a live one.
+    pub fn session(&self, headers: &HeaderMap) -> Option<Session> {
+        let id = cookie(headers, SESSION_COOKIE)?;
+        let sessions = self.sessions.lock();
+        sessions.get(id).map(|(_, csrf)| Session {
+            id: id.to_owned(),
+            csrf: csrf.clone(),
+        })
+    }
+
+    /// Whether a mutation may go ahead: a correct bearer token, or a session cookie with the matching CSRF
+    /// token (from the form, else the `x-csrf-token` header) and a same-origin `Origin` if one is sent.
+    pub fn authorize(&self, headers: &HeaderMap, form_csrf: Option<&str>) -> Result<(), AuthError> {
+        if let Some(value) = headers.get(AUTHORIZATION) {
+            let offered = value
+                .to_str()
+                .ok()
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .ok_or(AuthError::WrongToken)?;
+            return if self.token_matches(offered.trim()) {
+                Ok(())
+            } else {
+                Err(AuthError::WrongToken)
+            };
+        }
+        let session = self.session(headers).ok_or(AuthError::Missing)?;
+        if let Some(origin) = headers.get(ORIGIN) {
+            let host = headers.get(HOST).and_then(|host| host.to_str().ok());
+            let same = match (origin.to_str().ok(), host) {
+                (Some(origin), Some(host)) => {
+                    origin == format!("http://{host}") || origin == format!("https://{host}")
+                }
+                _ => false,
+            };
+            if !same {
+                return Err(AuthError::Origin);
+            }
+        }
+        let offered = form_csrf
+            .filter(|token| !token.is_empty())
+            .or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()))
+            .ok_or(AuthError::Csrf)?;
+        if equal(offered, &session.csrf) {
+            Ok(())
+        } else {
+            Err(AuthError::Csrf)
+        }
+    }
+
+    /// The `Set-Cookie` value for a new session.
+    pub fn session_cookie(session: &Session) -> String {
+        format!(
+            "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            session.id
+        )
+    }
+
+    /// The `Set-Cookie` value that ends a session.
+    pub fn expired_cookie() -> String {
+        format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+    }
+}

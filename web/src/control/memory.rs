@@ -1,0 +1,179 @@
+//! An in-memory [`Control`] for tests: it stores specs and records every call, and runs nothing.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{
+    Cell, ConditionResult, Control, ControlError, ControlFuture, ExperimentSummary, FaultRequest,
+    Results,
+};
+
+/// A call the memory control received.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Create(String),
+    Start(i64, Option<i64>),
+    Abort(i64),
+    Halt,
+    SetFault(FaultRequest),
+    ClearFault(String, String),
+    BreakerMode(Option<String>, String),
+}
+
+#[derive(Debug, Default)]
+struct Memory {
+    experiments: Vec<(ExperimentSummary, String)>,
+    calls: Vec<Call>,
+}
+
+/// Shared handle; clones see the same memory.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryControl {
+    memory: Arc<Mutex<Memory>>,
+}
+
+impl MemoryControl {
+    pub fn new() -> Self {
+        MemoryControl::default()
+    }
+
+    /// Every mutating call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.memory.lock().calls.clone()
+    }
+
+    fn record(&self, call: Call) {
+        self.memory.lock().calls.push(call);
+    }
+
+    fn with_experiment<T>(
+        &self,
+        id: i64,
+        f: impl FnOnce(&mut ExperimentSummary, &String) -> T,
+    ) -> Result<T, ControlError> {
+        let mut memory = self.memory.lock();
+        let (summary, spec) = memory
+            .experiments
+            .iter_mut()
+            .find(|(summary, _)| summary.id == id)
+            .ok_or(ControlError::NotFound(id))?;
+        Ok(f(summary, spec))
+    }
+}
+
+fn ready<T: Send + 'static>(value: Result<T, ControlError>) -> ControlFuture<'static, T> {
+    Box::pin(futures::future::ready(value))
+}
+
+impl Control for MemoryControl {
+    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>> {
+        let list = self
+            .memory
+            .lock()
+            .experiments
+            .iter()
+            .map(|(summary, _)| summary.clone())
+            .collect();
+        ready(Ok(list))
+    }
+
+    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64> {
+        self.record(Call::Create(spec_toml.clone()));
+        let parsed: Result<toml::Table, _> = spec_toml.parse();
+        let name = match parsed {
+            Err(error) => return ready(Err(ControlError::Invalid(format!("spec: {error}")))),
+            Ok(table) => match table.get("name").and_then(|name| name.as_str()) {
+                Some(name) => name.to_owned(),
+                None => return ready(Err(ControlError::Invalid("name: missing".into()))),
+            },
+        };
+        let mut memory = self.memory.lock();
+        let id = memory.experiments.len() as i64 + 1;
+        memory.experiments.push((
+            ExperimentSummary {
+                id,
+                name,
+                status: "pending".into(),
+                planned_runs: 4,
+                finished_runs: Some(0),
+                created_at_ms: 0,
+                started_at_ms: None,
+                finished_at_ms: None,
+                scheduled_at_ms: None,
+                abort_reason: None,
+            },
+            spec_toml,
+        ));
+        ready(Ok(id))
+    }
+
+    fn spec(&self, id: i64) -> ControlFuture<'_, String> {
+        ready(self.with_experiment(id, |_, spec| spec.clone()))
+    }
+
+    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()> {
+        self.record(Call::Start(id, at_ms));
+        ready(self.with_experiment(id, |summary, _| {
+            summary.status = if at_ms.is_some() {
+                "scheduled"
+            } else {
+                "running"
+            }
+            .into();
+            summary.scheduled_at_ms = at_ms;
+        }))
+    }
+
+    fn abort(&self, id: i64) -> ControlFuture<'_, ()> {
+        self.record(Call::Abort(id));
+        ready(self.with_experiment(id, |summary, _| summary.status = "aborted".into()))
+    }
+
+    fn results(&self, id: i64) -> ControlFuture<'_, Results> {
+        ready(self.with_experiment(id, |summary, _| Results {
+            experiment: summary.clone(),
+            metrics: vec!["availability".into()],
+            conditions: vec![ConditionResult {
+                label: "error@1.00/enforce".into(),
+                fault_kind: "error".into(),
+                fault_rate: 1.0,
+                breaker_mode: "enforce".into(),
+                runs: 2,
+                cells: vec![Some(Cell {
+                    mean: 0.5,
+                    half_width: Some(0.1),
+                    n: 2,
+                })],
+            }],
+            verdicts: Vec::new(),
+            charts: Vec::new(),
+            csv: "condition,availability\nerror@1.00/enforce,0.5\n".into(),
+            json: "{}".into(),
+        }))
+    }
+
+    fn halt(&self) -> ControlFuture<'_, ()> {
+        self.record(Call::Halt);
+        ready(Ok(()))
+    }
+
+    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()> {
+        self.record(Call::SetFault(request));
+        ready(Ok(()))
+    }
+
+    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()> {
+        self.record(Call::ClearFault(target, id));
+        ready(Ok(()))
+    }
+
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()> {
+        self.record(Call::BreakerMode(service, mode));
+        ready(Ok(()))
+    }
+
+    fn services(&self) -> Vec<String> {
+        vec!["frontend".into(), "checkout".into(), "payment".into()]
+    }
+}

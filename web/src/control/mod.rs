@@ -1,0 +1,142 @@
+//! What the dashboard asks of the controller, as one object-safe trait, so the web layer is tested without a
+//! testbed and wired to the real controller in the binary ([`embedded`] when the controller's runner is in).
+//!
+//! Live events do not go through this trait: an implementation is handed the [`crate::hub::Hub`] when it is
+//! built and publishes into it (transitions, samples, progress, faults).
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod memory;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+/// The future every operation returns.
+pub type ControlFuture<'a, T> = BoxFuture<'a, Result<T, ControlError>>;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ControlError {
+    /// The spec or an input field is wrong; the message names the field.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("experiment {0} does not exist")]
+    NotFound(i64),
+    /// The request is fine but cannot be done now (already running, already finished, …).
+    #[error("{0}")]
+    Conflict(String),
+    /// Something behind the controller failed (testbed, agent, database).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One experiment as the list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentSummary {
+    pub id: i64,
+    pub name: String,
+    /// `pending`, `scheduled`, `running`, `finished`, `aborted`, `interrupted`.
+    pub status: String,
+    pub planned_runs: i64,
+    pub finished_runs: Option<i64>,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    /// When a scheduled start is due.
+    pub scheduled_at_ms: Option<i64>,
+    pub abort_reason: Option<String>,
+}
+
+/// A mean with its 95 % confidence half-width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Cell {
+    pub mean: f64,
+    pub half_width: Option<f64>,
+    pub n: usize,
+}
+
+/// One condition's row of the results table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionResult {
+    pub label: String,
+    pub fault_kind: String,
+    pub fault_rate: f64,
+    pub breaker_mode: String,
+    pub runs: usize,
+    /// One cell per [`Results::metrics`] column.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// Off vs on at one failure rate for one metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictResult {
+    pub fault_kind: String,
+    pub fault_rate: f64,
+    pub metric: String,
+    pub baseline: String,
+    pub treatment: String,
+    pub difference: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub intervals_separate: bool,
+    pub verdict: String,
+}
+
+/// A chart of the report, as SVG text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChartSvg {
+    pub title: String,
+    pub svg: String,
+}
+
+/// The results page's content.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Results {
+    pub experiment: ExperimentSummary,
+    /// Column headers of the conditions × metrics table.
+    pub metrics: Vec<String>,
+    pub conditions: Vec<ConditionResult>,
+    pub verdicts: Vec<VerdictResult>,
+    #[serde(skip)]
+    pub charts: Vec<ChartSvg>,
+    /// The report as CSV (download).
+    #[serde(skip)]
+    pub csv: String,
+    /// The report as JSON (download).
+    #[serde(skip)]
+    pub json: String,
+}
+
+/// A manual fault for the game day page.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultRequest {
+    /// Fault id in the agent (`gameday` unless given).
+    pub id: String,
+    /// Service whose agent gets the fault (`payment` in the embedded stack).
+    pub target: String,
+    /// The agent's fault document (`agent::api` JSON: kind, status, rate, lease, …).
+    pub fault: serde_json::Value,
+}
+
+/// Breaker modes an operator may switch to.
+pub const BREAKER_MODES: [&str; 4] = ["enforce", "shadow", "forced-open", "disabled"];
+
+/// Everything the dashboard can ask the controller to do.
+pub trait Control: Send + Sync + 'static {
+    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>>;
+    /// Validates and stores a TOML spec; returns the new experiment's id.
+    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64>;
+    /// The stored spec text.
+    fn spec(&self, id: i64) -> ControlFuture<'_, String>;
+    /// Starts now (`at_ms` = `None` or in the past) or queues for `at_ms` (kept across restarts).
+    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()>;
+    /// Stops a running experiment (faults cleared) or removes it from the queue.
+    fn abort(&self, id: i64) -> ControlFuture<'_, ()>;
+    fn results(&self, id: i64) -> ControlFuture<'_, Results>;
+    /// Clears every fault on every known agent.
+    fn halt(&self) -> ControlFuture<'_, ()>;
+    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()>;
+    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()>;
+    /// Switches the mode of every breaker (of one service, or of all when `service` is `None`).
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()>;
+    /// Services that have breakers / agents (for the game day form).
+    fn services(&self) -> Vec<String>;
+}

@@ -1,0 +1,51 @@
+//! The error boundary of every handler: a status and a short message, never internals of the controller.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+
+use crate::auth::AuthError;
+use crate::control::ControlError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// The request itself is malformed; the message names the field.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("page rendering failed")]
+    Template(#[from] askama::Error),
+}
+
+impl AppError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::Auth(AuthError::Missing | AuthError::WrongToken) => StatusCode::UNAUTHORIZED,
+            AppError::Auth(AuthError::Csrf | AuthError::Origin) => StatusCode::FORBIDDEN,
+            AppError::Control(ControlError::Invalid(_)) | AppError::BadRequest(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            AppError::Control(ControlError::NotFound(_)) => StatusCode::NOT_FOUND,
+            AppError::Control(ControlError::Conflict(_)) => StatusCode::CONFLICT,
+            AppError::Control(ControlError::Failed(_)) => StatusCode::BAD_GATEWAY,
+            AppError::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(error = %self, "dashboard request failed");
+        }
+        (
+            status,
+            Json(serde_json::json!({ "error": self.to_string() })),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,180 @@
+// Tolerant dashboard: tiny canvas charts (lines, stacked bars, grouped bars, state timeline). No framework.
+"use strict";
+var Charts = (function () {
+  var PALETTE = ["#2f6fd6", "#d6742f", "#2e9d57", "#9c27b0", "#d64541", "#00897b", "#6d4c41", "#546e7a", "#f0a202", "#5c6bc0"];
+  var STATE_COLOR = { closed: "#2e9d57", open: "#d64541", half_open: "#f0a202" };
+
+  function fit(canvas) {
+    var ratio = window.devicePixelRatio || 1;
+    var width = canvas.clientWidth || 600;
+    var height = canvas.height / (canvas.dataset.ratio ? parseFloat(canvas.dataset.ratio) : 1);
+    if (!canvas.dataset.cssHeight) { canvas.dataset.cssHeight = String(canvas.getAttribute("height") || 200); }
+    height = parseFloat(canvas.dataset.cssHeight);
+    canvas.style.height = height + "px";
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    canvas.dataset.ratio = String(ratio);
+    var ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px system-ui, sans-serif";
+    return { ctx: ctx, w: width, h: height };
+  }
+
+  function niceMax(value) {
+    if (!(value > 0)) { return 1; }
+    var power = Math.pow(10, Math.floor(Math.log10(value)));
+    var steps = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < steps.length; i++) { if (steps[i] * power >= value) { return steps[i] * power; } }
+    return 10 * power;
+  }
+
+  function clock(ms) {
+    var d = new Date(ms);
+    var two = function (n) { return (n < 10 ? "0" : "") + n; };
+    return two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+  }
+
+  function frame(c, pad, yMax, t0, t1, yUnit) {
+    var ctx = c.ctx;
+    ctx.strokeStyle = "#dde1e6"; ctx.fillStyle = "#6b7480"; ctx.lineWidth = 1;
+    for (var i = 0; i <= 4; i++) {
+      var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
+      ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(c.w - pad.r, y); ctx.stroke();
+      ctx.textAlign = "right"; ctx.fillText(formatNumber(yMax * i / 4) + (i === 4 && yUnit ? " " + yUnit : ""), pad.l - 4, y + 3);
+    }
+    if (t1 > t0) {
+      ctx.textAlign = "center";
+      for (var j = 0; j <= 4; j++) {
+        var t = t0 + (t1 - t0) * j / 4;
+        ctx.fillText(clock(t), pad.l + (c.w - pad.l - pad.r) * j / 4, c.h - 4);
+      }
+    }
+  }
+
+  function formatNumber(v) {
+    if (v >= 1000) { return (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k"; }
+    if (v >= 10 || v === 0) { return v.toFixed(0); }
+    return v.toFixed(1);
+  }
+
+  // series: [{label, color, points: [[t, y], ...]}]
+  function lines(canvas, series, t0, t1, yUnit, options) {
+    var c = fit(canvas), pad = { l: 44, r: options && options.right ? 44 : 10, t: 8, b: 18 };
+    var yMax = 0;
+    series.forEach(function (s) { if (!s.right) { s.points.forEach(function (p) { yMax = Math.max(yMax, p[1]); }); } });
+    yMax = niceMax(yMax);
+    frame(c, pad, yMax, t0, t1, yUnit);
+    var rightMax = 0;
+    series.forEach(function (s) { if (s.right) { s.points.forEach(function (p) { rightMax = Math.max(rightMax, p[1]); }); } });
+    rightMax = niceMax(rightMax);
+    if (options && options.right) {
+      c.ctx.textAlign = "left"; c.ctx.fillStyle = "#d6742f";
+      for (var i = 0; i <= 4; i++) {
+        var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
+        c.ctx.fillText(formatNumber(rightMax * i / 4) + (i === 4 ? " " + options.right : ""), c.w - pad.r + 4, y + 3);
+      }
+    }
+    var x = function (t) { return pad.l + (c.w - pad.l - pad.r) * (t - t0) / Math.max(1, t1 - t0); };
+    series.forEach(function (s, index) {
+      var max = s.right ? rightMax : yMax;
+      var yy = function (v) { return pad.t + (c.h - pad.t - pad.b) * (1 - v / max); };
+      c.ctx.strokeStyle = s.color || PALETTE[index % PALETTE.length]; c.ctx.lineWidth = 1.6;
+      c.ctx.beginPath();
+      s.points.forEach(function (p, i) { if (i === 0) { c.ctx.moveTo(x(p[0]), yy(p[1])); } else { c.ctx.lineTo(x(p[0]), yy(p[1])); } });
+      c.ctx.stroke();
+    });
+  }
+
+  // bars: [{t, parts: [value, ...]}], colors: one per part
+  function stacked(canvas, bars, colors, t0, t1) {
+    var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 18 };
+    var yMax = 0;
+    bars.forEach(function (b) { yMax = Math.max(yMax, b.parts.reduce(function (a, v) { return a + v; }, 0)); });
+    yMax = niceMax(yMax);
+    frame(c, pad, yMax, t0, t1, "/s");
+    var span = Math.max(1, t1 - t0), width = Math.max(1, (c.w - pad.l - pad.r) * 1000 / span - 1);
+    bars.forEach(function (b) {
+      var x = pad.l + (c.w - pad.l - pad.r) * (b.t - 1000 - t0) / span, base = c.h - pad.b;
+      b.parts.forEach(function (v, i) {
+        var height = (c.h - pad.t - pad.b) * v / yMax;
+        c.ctx.fillStyle = colors[i]; c.ctx.fillRect(x, base - height, width, height); base -= height;
+      });
+    });
+  }
+
+  // groups: labels along x; series: [{label, values: [...]}]
+  function grouped(canvas, labels, series) {
+    var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 30 };
+    var yMax = 0;
+    series.forEach(function (s) { s.values.forEach(function (v) { yMax = Math.max(yMax, v); }); });
+    yMax = niceMax(yMax);
+    frame(c, pad, yMax, 0, 0, "");
+    var slot = (c.w - pad.l - pad.r) / Math.max(1, labels.length), bar = slot / Math.max(1, series.length + 1);
+    c.ctx.textAlign = "center"; c.ctx.fillStyle = "#6b7480";
+    labels.forEach(function (label, i) { c.ctx.fillText(label, pad.l + slot * (i + 0.5), c.h - 16); });
+    series.forEach(function (s, k) {
+      c.ctx.fillStyle = PALETTE[k % PALETTE.length];
+      s.values.forEach(function (v, i) {
+        var height = (c.h - pad.t - pad.b) * v / yMax;
+        c.ctx.fillRect(pad.l + slot * i + bar * (k + 0.5), c.h - pad.b - height, bar * 0.9, height);
+      });
+    });
+    var legendX = pad.l;
+    series.forEach(function (s, k) {
+      c.ctx.fillStyle = PALETTE[k % PALETTE.length]; c.ctx.fillRect(legendX, c.h - 10, 10, 8);
+      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(s.label, legendX + 13, c.h - 2);
+      legendX += 20 + c.ctx.measureText(s.label).width;
+    });
+  }
+
+  // rows: [{label, value, max}] horizontal occupancy bars
+  function occupancy(canvas, rows) {
+    var c = fit(canvas), left = 110, rowH = Math.min(22, (c.h - 4) / Math.max(1, rows.length));
+    rows.forEach(function (row, i) {
+      var y = 2 + i * rowH, full = c.w - left - 60, share = row.max > 0 ? Math.min(1, row.value / row.max) : 0;
+      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.label, left - 6, y + rowH * 0.65);
+      c.ctx.fillStyle = "#e8ebef"; c.ctx.fillRect(left, y + 2, full, rowH - 5);
+      c.ctx.fillStyle = share > 0.9 ? "#d64541" : share > 0.6 ? "#f0a202" : "#2e9d57";
+      c.ctx.fillRect(left, y + 2, full * share, rowH - 5);
+      c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "left";
+      c.ctx.fillText(row.value + " / " + row.max + (row.queued ? " +" + row.queued + "q" : ""), left + full + 6, y + rowH * 0.65);
+    });
+  }
+
+  // rows: [{name, segments: [{from, to, state}]}], faults: [{from, to}], notes: [{at, text}]
+  function timeline(canvas, rows, faults, notes, t0, t1) {
+    var count = Math.max(1, rows.length);
+    var wanted = 26 + count * 22 + 30;
+    canvas.dataset.cssHeight = String(Math.max(120, wanted));
+    var c = fit(canvas), left = 150, right = 10, top = 4, rowH = 22;
+    var x = function (t) { return left + (c.w - left - right) * (Math.min(Math.max(t, t0), t1) - t0) / Math.max(1, t1 - t0); };
+    rows.forEach(function (row, i) {
+      var y = top + i * rowH;
+      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.name, left - 6, y + 14);
+      row.segments.forEach(function (s) {
+        if (s.to < t0) { return; }
+        c.ctx.fillStyle = STATE_COLOR[s.state] || "#999";
+        c.ctx.fillRect(x(s.from), y + 3, Math.max(1, x(s.to) - x(s.from)), rowH - 6);
+      });
+    });
+    var faultY = top + count * rowH + 4;
+    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText("fault active", left - 6, faultY + 11);
+    c.ctx.fillStyle = "#efe7f3"; c.ctx.fillRect(left, faultY + 2, c.w - left - right, 12);
+    c.ctx.fillStyle = "#7d3c98";
+    faults.forEach(function (f) { if (f.to >= t0) { c.ctx.fillRect(x(f.from), faultY + 2, Math.max(1, x(f.to) - x(f.from)), 12); } });
+    c.ctx.strokeStyle = "#2f6fd6"; c.ctx.fillStyle = "#2f6fd6"; c.ctx.textAlign = "left";
+    notes.forEach(function (n) {
+      if (n.at < t0) { return; }
+      c.ctx.beginPath(); c.ctx.moveTo(x(n.at), top); c.ctx.lineTo(x(n.at), faultY + 16); c.ctx.stroke();
+      c.ctx.fillText(n.text.slice(0, 40), x(n.at) + 3, faultY + 28);
+    });
+    c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center";
+    for (var j = 0; j <= 4; j++) {
+      var t = t0 + (t1 - t0) * j / 4;
+      c.ctx.fillText(clock(t), left + (c.w - left - right) * j / 4, c.h - 2);
+    }
+  }
+
+  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, clock: clock, palette: PALETTE };
+})();
