@@ -159,15 +159,13 @@ pub struct BreakerSnapshot {
     pub seq: u64,
 }
 
-/// What a permit remembers about its admission, as two whole words: `bits` = generation (bits 0..16), kind
-/// (16..18), windowed (18), timed (19); `started_ns` is meaningful when timed. Whole words, because a permit is
-/// moved on every call and byte-sized fields made the compiler copy it piecewise through the stack, which costs
-/// store-forwarding stalls on the closed path.
+/// What a permit remembers about its admission, packed into one word so that a permit is two words (breaker
+/// reference + ticket) the compiler keeps in registers: generation (bits 0..12), kind (12..14), windowed (14),
+/// timed (15), and when timed the start in microseconds since the clock's origin, modulo 2^48 (8.9 years; elapsed
+/// time is computed modulo the same, so only a single call lasting that long would be mistimed). Byte-sized fields
+/// made the compiler copy the permit piecewise through the stack, which cost store-forwarding stalls.
 #[derive(Debug, Clone, Copy)]
-struct Ticket {
-    bits: u64,
-    started_ns: u64,
-}
+struct Ticket(u64);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TicketKind {
@@ -176,50 +174,60 @@ enum TicketKind {
     Unwatched = 2,
 }
 
-const TICKET_KIND_SHIFT: u32 = 16;
+const TICKET_GEN_MASK: u64 = GEN_MASK;
+const TICKET_KIND_SHIFT: u32 = 12;
 const TICKET_KIND_MASK: u64 = 0b11 << TICKET_KIND_SHIFT;
-const TICKET_WINDOWED: u64 = 1 << 18;
-const TICKET_TIMED: u64 = 1 << 19;
+const TICKET_WINDOWED: u64 = 1 << 14;
+const TICKET_TIMED: u64 = 1 << 15;
+const TICKET_START_SHIFT: u32 = 16;
+const TICKET_START_MASK: u64 = (1 << 48) - 1;
 
 impl Ticket {
     #[inline]
     fn new(generation: u16, kind: TicketKind, started: Option<Instant>, windowed: bool) -> Ticket {
-        let mut bits = u64::from(generation) | ((kind as u64) << TICKET_KIND_SHIFT);
+        let mut bits =
+            (u64::from(generation) & TICKET_GEN_MASK) | ((kind as u64) << TICKET_KIND_SHIFT);
         if windowed {
             bits |= TICKET_WINDOWED;
         }
-        if started.is_some() {
-            bits |= TICKET_TIMED;
+        if let Some(started) = started {
+            let micros = (started.as_nanos() / 1_000) & TICKET_START_MASK;
+            bits |= TICKET_TIMED | (micros << TICKET_START_SHIFT);
         }
-        Ticket {
-            bits,
-            started_ns: started.map_or(0, Instant::as_nanos),
-        }
+        Ticket(bits)
     }
 
     #[inline]
     fn generation(self) -> u16 {
-        self.bits as u16
+        (self.0 & TICKET_GEN_MASK) as u16
     }
 
     #[inline]
     fn kind(self) -> TicketKind {
-        match (self.bits & TICKET_KIND_MASK) >> TICKET_KIND_SHIFT {
+        match (self.0 & TICKET_KIND_MASK) >> TICKET_KIND_SHIFT {
             0 => TicketKind::Closed,
             1 => TicketKind::Probe,
             _ => TicketKind::Unwatched,
         }
     }
 
+    /// Time since the permit was issued, if it was timed.
     #[inline]
-    fn started(self) -> Option<Instant> {
-        (self.bits & TICKET_TIMED != 0).then_some(Instant::from_nanos(self.started_ns))
+    fn elapsed(self, now: Instant) -> Option<Duration> {
+        if self.0 & TICKET_TIMED == 0 {
+            return None;
+        }
+        let started = self.0 >> TICKET_START_SHIFT;
+        let now_micros = (now.as_nanos() / 1_000) & TICKET_START_MASK;
+        Some(Duration::from_micros(
+            now_micros.wrapping_sub(started) & TICKET_START_MASK,
+        ))
     }
 
     /// Closed, no window, not timed: a success only needs the failure count checked.
     #[inline]
     fn is_plain_closed(self) -> bool {
-        self.bits & (TICKET_KIND_MASK | TICKET_WINDOWED | TICKET_TIMED) == 0
+        self.0 & (TICKET_KIND_MASK | TICKET_WINDOWED | TICKET_TIMED) == 0
     }
 }
 
@@ -500,7 +508,7 @@ impl CircuitBreaker {
         let slow = outcome != Outcome::Ignored
             && slow_call_ns != u64::MAX
             && elapsed
-                .or_else(|| ticket.started().map(|started| now - started))
+                .or_else(|| ticket.elapsed(now))
                 .is_some_and(|e| duration_nanos(e) >= slow_call_ns);
         if slow {
             stripes::bump(&self.counters.stripe(stripe).slow, stripe, 1);
