@@ -2,6 +2,7 @@
 
 pub mod load;
 pub mod report;
+pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod store;

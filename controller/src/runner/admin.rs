@@ -1,0 +1,169 @@
+//! HTTP calls to the testbed's control surfaces: service admin endpoints (reset, breaker config) and
+//! the fault agent's control API (put, renew, delete). Every mutation carries the bearer token.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// Time one control call may take.
+pub const CONTROL_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A control call that did not get the answer it needed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("{method} {url}: {message}")]
+    Transport {
+        method: Method,
+        url: String,
+        message: String,
+    },
+    #[error("{method} {url}: HTTP {status}: {body}")]
+    Status {
+        method: Method,
+        url: String,
+        status: StatusCode,
+        body: String,
+    },
+}
+
+/// Client for control calls (pooled keep-alive connections, one per target).
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    client: Client<HttpConnector, Full<Bytes>>,
+    token: String,
+}
+
+impl ControlClient {
+    pub fn new(token: impl Into<String>) -> Self {
+        ControlClient {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            token: token.into(),
+        }
+    }
+
+    /// Sends a request with the token; returns the body of a 2xx answer.
+    pub async fn call(
+        &self,
+        method: Method,
+        url: &str,
+        content_type: Option<&'static str>,
+        body: Bytes,
+    ) -> Result<Bytes, ControlError> {
+        let transport = |message: String| ControlError::Transport {
+            method: method.clone(),
+            url: url.to_owned(),
+            message,
+        };
+        let mut request = Request::builder()
+            .method(method.clone())
+            .uri(url)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token));
+        if let Some(content_type) = content_type {
+            request = request.header(header::CONTENT_TYPE, content_type);
+        }
+        let request = request
+            .body(Full::new(body))
+            .map_err(|e| transport(e.to_string()))?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| transport(e.to_string()))?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| transport(e.to_string()))?
+                .to_bytes();
+            Ok::<_, ControlError>((status, body))
+        };
+        let (status, body) = tokio::time::timeout(CONTROL_CALL_TIMEOUT, exchange)
+            .await
+            .map_err(|_| transport(format!("no answer within {CONTROL_CALL_TIMEOUT:?}")))??;
+        if !status.is_success() {
+            return Err(ControlError::Status {
+                method,
+                url: url.to_owned(),
+                status,
+                body: String::from_utf8_lossy(&body).chars().take(500).collect(),
+            });
+        }
+        Ok(body)
+    }
+
+    /// `POST {service}/_admin/reset`: clears carts and breaker state.
+    pub async fn reset(&self, service_url: &str) -> Result<(), ControlError> {
+        self.call(
+            Method::POST,
+            &format!("{service_url}/_admin/reset"),
+            None,
+            Bytes::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `PUT {service}/_admin/breakers` with a breaker config (TOML).
+    pub async fn set_breakers(
+        &self,
+        service_url: &str,
+        config: &breaker::BreakerConfig,
+    ) -> Result<(), ControlError> {
+        self.call(
+            Method::PUT,
+            &format!("{service_url}/_admin/breakers"),
+            Some("application/toml"),
+            Bytes::from(config.to_toml_string()),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `PUT {agent}/_agent/faults/{id}`.
+    pub async fn put_fault(
+        &self,
+        agent_url: &str,
+        id: &str,
+        fault: &agent::api::FaultSpec,
+    ) -> Result<(), ControlError> {
+        self.call(
+            Method::PUT,
+            &format!("{agent_url}/_agent/faults/{id}"),
+            Some("application/json"),
+            Bytes::from(fault.to_json_value().to_string()),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `POST {agent}/_agent/faults/{id}/renew` (for the fault's own lease length).
+    pub async fn renew_fault(&self, agent_url: &str, id: &str) -> Result<(), ControlError> {
+        self.call(
+            Method::POST,
+            &format!("{agent_url}/_agent/faults/{id}/renew"),
+            None,
+            Bytes::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `DELETE {agent}/_agent/faults/{id}`.
+    pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), ControlError> {
+        self.call(
+            Method::DELETE,
+            &format!("{agent_url}/_agent/faults/{id}"),
+            None,
+            Bytes::new(),
+        )
+        .await
+        .map(drop)
+    }
+}

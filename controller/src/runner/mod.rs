@@ -1,0 +1,396 @@
+//! Runner: executes an experiment's plan against a testbed, one run after another — reset the
+//! testbed, apply the condition's breaker config, apply its fault through the agent (renewing the
+//! lease while the run lasts), drive load for warmup + duration, collect transitions and fault
+//! events, remove the fault, and store the run in one transaction.
+
+mod admin;
+mod transitions;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
+pub use transitions::{TransitionCollector, parse_transition};
+
+use crate::load::{self, LoadConfig, Workload};
+use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
+use crate::store::{ExperimentId, FaultEventRecord, RunId, RunRecord, Status, Store, StoreError};
+
+/// Where the testbed lives and how to talk to it.
+#[derive(Debug, Clone)]
+pub struct Testbed {
+    /// The frontend the virtual users load.
+    pub frontend: SocketAddr,
+    /// Every service's base URL (`http://…`), by name: reset, breaker config, transition streams.
+    pub services: Vec<(String, String)>,
+    /// Base URL of the fault agent's control API.
+    pub agent: String,
+    /// Bearer token for admin and agent mutations.
+    pub token: String,
+}
+
+impl Testbed {
+    /// The testbed of an embedded stack started by this process.
+    pub fn of_stack(stack: &boutique::RunningStack, token: impl Into<String>) -> Self {
+        use boutique::ServiceName;
+        Testbed {
+            frontend: stack.addrs()[&ServiceName::Frontend],
+            services: ServiceName::ALL
+                .iter()
+                .map(|service| (service.to_string(), stack.url(*service)))
+                .collect(),
+            agent: stack.url(ServiceName::Payment),
+            token: token.into(),
+        }
+    }
+}
+
+/// The service whose agent the embedded stack exposes (`/_agent/...` on Payment).
+pub const EMBEDDED_AGENT_SERVICE: &str = "payment";
+
+/// Starts the ten boutique services in this process for a spec: the token is fresh and random,
+/// the breakers start with the spec's config in its first mode.
+pub async fn start_embedded_stack(
+    spec: &ExperimentSpec,
+) -> Result<(boutique::RunningStack, Testbed), RunnerError> {
+    let injects = spec.fault.rates.iter().any(|rate| *rate > 0.0);
+    if injects && spec.fault.target != EMBEDDED_AGENT_SERVICE {
+        return Err(RunnerError::Testbed(format!(
+            "fault.target: the embedded stack runs its agent in {EMBEDDED_AGENT_SERVICE} only, not in {}",
+            spec.fault.target
+        )));
+    }
+    let token = random_token();
+    let config = boutique::StackConfig {
+        breaker: spec.breaker_config(spec.breaker.modes[0]),
+        token: Some(token.clone()),
+        agent: agent::AgentConfig {
+            token: Some(token.clone()),
+            seed: spec.seed,
+            ..agent::AgentConfig::default()
+        },
+        seed: spec.seed,
+        ..boutique::StackConfig::default()
+    };
+    let stack = boutique::RunningStack::start(config)
+        .await
+        .map_err(|e| RunnerError::Testbed(e.to_string()))?;
+    let testbed = Testbed::of_stack(&stack, token);
+    Ok((stack, testbed))
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("storage: {0}")]
+    Store(#[from] StoreError),
+    #[error("testbed: {0}")]
+    Testbed(String),
+    #[error("control call: {0}")]
+    Control(#[from] ControlError),
+    #[error("load: {0}")]
+    Load(#[from] load::LoadError),
+}
+
+/// What the runner reports as it goes.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    RunStarted {
+        run: RunId,
+        planned: PlannedRun,
+        total: usize,
+    },
+    RunFinished {
+        run: RunId,
+        planned: PlannedRun,
+        total: usize,
+        status: Status,
+        availability: Option<f64>,
+    },
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Runs experiments against one testbed and stores what they saw.
+pub struct Runner {
+    store: Store,
+    testbed: Testbed,
+    control: ControlClient,
+}
+
+impl Runner {
+    pub fn new(store: Store, testbed: Testbed) -> Self {
+        let control = ControlClient::new(testbed.token.clone());
+        Runner {
+            store,
+            testbed,
+            control,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Stores the experiment and runs its whole plan in order.
+    pub async fn run_experiment(
+        &self,
+        spec: &ExperimentSpec,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<ExperimentId, RunnerError> {
+        let experiment = self.store.create_experiment(spec, now_ms()).await?;
+        self.store
+            .set_experiment_status(experiment, Status::Running, now_ms(), None)
+            .await?;
+        let plan = spec.plan();
+        for planned in &plan {
+            if let Err(error) = self
+                .run_one(spec, experiment, planned, plan.len(), &mut progress)
+                .await
+            {
+                self.store
+                    .set_experiment_status(
+                        experiment,
+                        Status::Aborted,
+                        now_ms(),
+                        Some(&error.to_string()),
+                    )
+                    .await?;
+                return Err(error);
+            }
+        }
+        self.store
+            .set_experiment_status(experiment, Status::Finished, now_ms(), None)
+            .await?;
+        Ok(experiment)
+    }
+
+    /// Prepares the testbed for a condition: carts and breakers reset, the mode's config applied.
+    async fn prepare(
+        &self,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+    ) -> Result<(), RunnerError> {
+        let config = spec.breaker_config(planned.condition.breaker_mode);
+        for (_, url) in &self.testbed.services {
+            self.control.reset(url).await?;
+            self.control.set_breakers(url, &config).await?;
+        }
+        Ok(())
+    }
+
+    /// One run: prepare, fault on, load, fault off, store.
+    pub async fn run_one(
+        &self,
+        spec: &ExperimentSpec,
+        experiment: ExperimentId,
+        planned: &PlannedRun,
+        total: usize,
+        progress: &mut impl FnMut(Progress),
+    ) -> Result<RunId, RunnerError> {
+        self.prepare(spec, planned).await?;
+        let run = self
+            .store
+            .start_run(
+                experiment,
+                planned,
+                spec.run_warmup(),
+                spec.run_duration(),
+                now_ms(),
+            )
+            .await?;
+        progress(Progress::RunStarted {
+            run,
+            planned: *planned,
+            total,
+        });
+
+        let service_urls: Vec<String> = self
+            .testbed
+            .services
+            .iter()
+            .map(|(_, url)| url.clone())
+            .collect();
+        let transitions = TransitionCollector::connect(&service_urls)
+            .await
+            .map_err(RunnerError::Testbed)?;
+
+        let fault_events = Arc::new(Mutex::new(Vec::new()));
+        let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
+        let fault = (planned.condition.fault_rate > 0.0).then(|| fault_spec(spec, planned));
+        let mut renewal = None;
+        let mut abort_reason = None;
+        if let Some(fault) = &fault {
+            match self
+                .control
+                .put_fault(&self.testbed.agent, &fault_id, fault)
+                .await
+            {
+                Ok(()) => {
+                    fault_events.lock().push(fault_event(
+                        "applied",
+                        &fault_id,
+                        fault.to_json_value(),
+                    ));
+                    renewal = Some(self.spawn_renewal(&fault_id, spec.fault.lease, &fault_events));
+                }
+                Err(error) => abort_reason = Some(format!("fault not applied: {error}")),
+            }
+        }
+
+        let report = if abort_reason.is_none() {
+            Some(
+                load::run(
+                    LoadConfig {
+                        target: self.testbed.frontend,
+                        workload: match spec.load.mix {
+                            Mix::OnlineBoutique => Workload::OnlineBoutique,
+                        },
+                        users: spec.load.users,
+                        think_time: spec.think_time(),
+                        rate: spec.load.rate,
+                        timeout: spec.load.timeout,
+                        warmup: spec.run_warmup(),
+                        duration: spec.run_duration(),
+                        seed: spec.seed
+                            ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    },
+                    None,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+
+        if let Some(renewal) = renewal {
+            renewal.abort();
+            let _ = renewal.await;
+        }
+        if fault.is_some() && abort_reason.is_none() {
+            match self
+                .control
+                .delete_fault(&self.testbed.agent, &fault_id)
+                .await
+            {
+                Ok(()) => fault_events
+                    .lock()
+                    .push(fault_event("removed", &fault_id, json!({}))),
+                Err(error) => fault_events.lock().push(fault_event(
+                    "remove_failed",
+                    &fault_id,
+                    json!({ "error": error.to_string() }),
+                )),
+            }
+        }
+        let transitions = transitions.finish().await;
+
+        let (endpoint_names, seconds, endpoints) = match report {
+            Some(report) => (
+                report.endpoints.iter().map(|e| e.name.clone()).collect(),
+                report.seconds,
+                report.endpoints,
+            ),
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        let status = if abort_reason.is_some() {
+            Status::Aborted
+        } else {
+            Status::Finished
+        };
+        let record = RunRecord {
+            status,
+            abort_reason,
+            finished_at_ms: now_ms(),
+            endpoint_names,
+            seconds,
+            endpoints,
+            collector: Vec::new(),
+            transitions,
+            fault_events: std::mem::take(&mut *fault_events.lock()),
+            energy: None,
+        };
+        let availability = record.outcomes().availability();
+        self.store.finish_run(run, &record).await?;
+        progress(Progress::RunFinished {
+            run,
+            planned: *planned,
+            total,
+            status,
+            availability,
+        });
+        Ok(run)
+    }
+
+    /// Renews the fault's lease every third of its length until aborted.
+    fn spawn_renewal(
+        &self,
+        fault_id: &str,
+        lease: Duration,
+        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let control = self.control.clone();
+        let agent_url = self.testbed.agent.clone();
+        let fault_id = fault_id.to_owned();
+        let events = Arc::clone(events);
+        tokio::spawn(async move {
+            let period = lease / 3;
+            loop {
+                tokio::time::sleep(period).await;
+                let event = match control.renew_fault(&agent_url, &fault_id).await {
+                    Ok(()) => fault_event("renewed", &fault_id, json!({})),
+                    Err(error) => fault_event(
+                        "renew_failed",
+                        &fault_id,
+                        json!({ "error": error.to_string() }),
+                    ),
+                };
+                events.lock().push(event);
+            }
+        })
+    }
+}
+
+fn fault_event(event: &str, fault_id: &str, detail: serde_json::Value) -> FaultEventRecord {
+    FaultEventRecord {
+        at_ms: now_ms(),
+        event: event.to_owned(),
+        fault_id: fault_id.to_owned(),
+        detail,
+    }
+}
+
+/// The agent's fault document for a planned run.
+pub fn fault_spec(spec: &ExperimentSpec, planned: &PlannedRun) -> agent::api::FaultSpec {
+    let kind = match planned.condition.fault {
+        FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
+        FaultKind::Hang => agent::api::FaultKind::Hang,
+        FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
+        FaultKind::Reset => agent::api::FaultKind::Reset,
+    };
+    agent::api::FaultSpec {
+        kind,
+        rate: planned.condition.fault_rate,
+        matcher: agent::api::MatchRule {
+            method: spec.fault.match_rule.method.clone(),
+            path_prefix: spec.fault.match_rule.path_prefix.clone(),
+        },
+        lease: Some(spec.fault.lease),
+    }
+}

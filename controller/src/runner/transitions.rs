@@ -1,0 +1,101 @@
+//! Collects breaker transitions from every service's `/_breakers/stream` websocket during a run.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use parking_lot::Mutex;
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::store::TransitionRecord;
+
+/// Subscriptions to the services' transition streams; events land in one shared list.
+pub struct TransitionCollector {
+    events: Arc<Mutex<Vec<TransitionRecord>>>,
+    readers: JoinSet<()>,
+}
+
+impl TransitionCollector {
+    /// Connects to `{url}/_breakers/stream` of every service (base URLs `http://…`). Returns once
+    /// every subscription is established, so no transition after this call is missed.
+    pub async fn connect(service_urls: &[String]) -> Result<Self, String> {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let mut readers = JoinSet::new();
+        for url in service_urls {
+            let ws_url = format!(
+                "ws://{}/_breakers/stream",
+                url.trim_start_matches("http://")
+            );
+            let (mut stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+                .await
+                .map_err(|e| format!("{ws_url}: {e}"))?;
+            let events = Arc::clone(&events);
+            readers.spawn(async move {
+                while let Some(Ok(message)) = stream.next().await {
+                    let Message::Text(text) = message else {
+                        continue;
+                    };
+                    if let Some(record) = parse_transition(text.as_str()) {
+                        events.lock().push(record);
+                    }
+                }
+            });
+        }
+        Ok(TransitionCollector { events, readers })
+    }
+
+    /// Stops listening and returns every transition seen, in time order.
+    pub async fn finish(mut self) -> Vec<TransitionRecord> {
+        self.readers.abort_all();
+        while self.readers.join_next().await.is_some() {}
+        let mut events = std::mem::take(&mut *self.events.lock());
+        events.sort_by_key(|event| (event.at_ms, event.seq));
+        events
+    }
+}
+
+/// One transition event (the JSON shape of design.md) as a stored record.
+pub fn parse_transition(text: &str) -> Option<TransitionRecord> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let string = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+    Some(TransitionRecord {
+        at_ms: i64::try_from(value.get("at_ms")?.as_u64()?).ok()?,
+        service: string("service")?,
+        breaker: string("breaker")?,
+        from: string("from")?,
+        to: string("to")?,
+        reason: string("reason")?,
+        detail: value
+            .get("detail")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null),
+        seq: i64::try_from(value.get("seq")?.as_u64()?).ok()?,
+        shadow: value.get("shadow")?.as_bool()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_design_shape() {
+        let record = parse_transition(
+            r#"{"service":"frontend","breaker":"frontend->checkout","from":"closed","to":"open",
+                "reason":"consecutive_failures","detail":{"failures":5},"at_ms":1732896000123,"seq":42,"shadow":false}"#,
+        )
+        .unwrap();
+        assert_eq!(record.breaker, "frontend->checkout");
+        assert_eq!(
+            (record.from.as_str(), record.to.as_str()),
+            ("closed", "open")
+        );
+        assert_eq!(record.detail["failures"], 5);
+        assert_eq!(
+            (record.at_ms, record.seq, record.shadow),
+            (1_732_896_000_123, 42, false)
+        );
+        assert!(parse_transition("{\"service\":\"x\"}").is_none());
+        assert!(parse_transition("not json").is_none());
+    }
+}

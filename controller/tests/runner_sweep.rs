@@ -1,0 +1,120 @@
+//! A small sweep against the embedded boutique stack: 2 fault rates × 2 breaker modes × 2 rounds,
+//! seconds each (time_scale 10). Every run is stored, and the figures are plausible: with every
+//! charge failing and breakers enforcing, a breaker opened and checkouts were rejected; in shadow
+//! mode nothing was rejected.
+
+use controller::load::endpoint;
+use controller::runner::{Progress, Runner, start_embedded_stack};
+use controller::spec::{BreakerMode, ExperimentSpec};
+use controller::store::{Status, Store};
+
+const SWEEP: &str = r#"
+name = "small-sweep"
+rounds = 2
+duration = "30s"
+warmup = "5s"
+time_scale = 10.0
+order = "randomized"
+seed = 5
+
+[load]
+users = 6
+think_time = ["200ms", "1s"]
+timeout = "5s"
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [0.0, 1.0]
+
+[breaker]
+modes = ["shadow", "enforce"]
+
+[breaker.trip]
+consecutive_failures = 3
+
+[breaker.open]
+base = "60s"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_sweep_stores_every_run_with_plausible_figures() {
+    let spec = ExperimentSpec::parse(SWEEP).unwrap();
+    let db = std::env::temp_dir().join(format!("tolerant-sweep-{}.db", std::process::id()));
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
+    let runner = Runner::new(store.clone(), testbed);
+
+    let mut finished = 0;
+    let experiment = runner
+        .run_experiment(&spec, |event| {
+            if let Progress::RunFinished { .. } = event {
+                finished += 1;
+            }
+        })
+        .await
+        .unwrap();
+    stack.shutdown().await;
+
+    assert_eq!(finished, 8);
+    let row = store.experiment(experiment).await.unwrap().unwrap();
+    assert_eq!(row.status, Status::Finished);
+    let runs = store.runs(experiment).await.unwrap();
+    assert_eq!(runs.len(), 8);
+    let checkout = endpoint::NAMES[endpoint::CHECKOUT];
+
+    for run in &runs {
+        assert_eq!(run.status, Status::Finished, "{}", run.condition_label);
+        let outcomes = run.outcomes.unwrap();
+        assert!(outcomes.total() > 0, "{}: no requests", run.condition_label);
+        let samples = store.samples(run.id).await.unwrap();
+        assert_eq!(
+            samples.len(),
+            4,
+            "{}: 0.5 s warmup + 3 s",
+            run.condition_label
+        );
+        let histograms = store.endpoint_histograms(run.id).await.unwrap();
+        let transitions = store.transitions(run.id).await.unwrap();
+        let faults = store.fault_events(run.id).await.unwrap();
+        let rejected: u64 = histograms.iter().map(|h| h.outcomes.rejected).sum();
+        let label = &run.condition_label;
+
+        if run.fault_rate == 0.0 {
+            assert!(faults.is_empty(), "{label}: no fault at 0 %");
+            assert_eq!(rejected, 0, "{label}");
+            assert!(outcomes.ok > 0, "{label}");
+        } else {
+            let events: Vec<&str> = faults.iter().map(|f| f.event.as_str()).collect();
+            assert_eq!(events.first(), Some(&"applied"), "{label}: {events:?}");
+            assert_eq!(events.last(), Some(&"removed"), "{label}: {events:?}");
+        }
+
+        let opened = transitions.iter().any(|t| t.to == "open");
+        if run.breaker_mode == BreakerMode::Shadow.as_str() {
+            assert_eq!(rejected, 0, "{label}: shadow mode never rejects");
+        }
+        if run.fault_rate == 1.0 && run.breaker_mode == BreakerMode::Enforce.as_str() {
+            assert!(opened, "{label}: a breaker opened: {transitions:?}");
+            let checkouts = histograms.iter().find(|h| h.endpoint == checkout).unwrap();
+            assert!(
+                checkouts.outcomes.rejected > 0,
+                "{label}: checkouts rejected: {:?}",
+                checkouts.outcomes
+            );
+            assert_eq!(checkouts.outcomes.ok, 0, "{label}: no checkout can succeed");
+        }
+        if run.fault_rate == 1.0 && run.breaker_mode == BreakerMode::Shadow.as_str() {
+            // Shadow breakers record what they would have done.
+            assert!(
+                transitions.iter().all(|t| t.shadow),
+                "{label}: {transitions:?}"
+            );
+        }
+    }
+    store.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+}
