@@ -1,6 +1,7 @@
 //! `tolerant agent`: the standalone fault-injection sidecar.
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub struct AgentArgs {
     /// How long a `hang` fault holds a request before closing the connection.
     #[arg(long, default_value = "60s", value_parser = agent::api::parse_duration)]
     pub max_hold: Duration,
+    /// Proxy threads, each with its own single-threaded runtime and upstream pool (default: one per CPU).
+    #[arg(long)]
+    pub threads: Option<NonZeroUsize>,
 }
 
 /// Reads the token from `--token-file`, else from `TOLERANT_TOKEN`; `None` when neither is set.
@@ -46,7 +50,9 @@ fn read_token(token_file: Option<&PathBuf>) -> anyhow::Result<Option<String>> {
                 .with_context(|| format!("token-file: cannot read {}", path.display()))?;
             Some(text.lines().next().unwrap_or("").trim().to_owned())
         }
-        None => std::env::var(TOKEN_ENV).ok().map(|token| token.trim().to_owned()),
+        None => std::env::var(TOKEN_ENV)
+            .ok()
+            .map(|token| token.trim().to_owned()),
     };
     match token {
         Some(token) if token.is_empty() => anyhow::bail!("token: the token is empty"),
@@ -57,7 +63,9 @@ fn read_token(token_file: Option<&PathBuf>) -> anyhow::Result<Option<String>> {
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let token = read_token(args.token_file.as_ref())?;
     if token.is_none() {
-        tracing::warn!("no token (--token-file or {TOKEN_ENV}): every control mutation will be refused");
+        tracing::warn!(
+            "no token (--token-file or {TOKEN_ENV}): every control mutation will be refused"
+        );
     }
     if !args.control.ip().is_loopback() {
         tracing::warn!(control = %args.control, "the control API listens beyond loopback");
@@ -88,8 +96,12 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         "tolerant agent: control http://{}/_agent/faults (metrics at /metrics)",
         sidecar.control_address()?
     );
+    let threads = args
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .unwrap_or(NonZeroUsize::MIN);
     tokio::select! {
-        served = sidecar.serve() => served.context("sidecar stopped")?,
+        served = sidecar.serve_threaded(threads) => served.context("sidecar stopped")?,
         _ = tokio::signal::ctrl_c() => println!("tolerant agent: interrupted, stopping (faults are not kept)"),
     }
     Ok(())

@@ -95,15 +95,14 @@ pin_project! {
     {
         /// Passed through: waiting for the wrapped service.
         Called { #[pin] future: S::Future },
-        /// A `delay` fault: sleeping, then the request goes to `service` (already ready).
+        /// A `delay` fault: sleeping, then the request goes to the service (already ready). Boxed, like `Holding`,
+        /// so the common pass-through future stays small.
         Delaying {
-            #[pin]
-            sleep: Sleep,
-            service: Option<S>,
-            request: Option<Request<ReqBody>>,
+            sleep: Pin<Box<Sleep>>,
+            pending: Option<Box<(S, Request<ReqBody>)>>,
         },
         /// A `hang` fault: held until the client gives up (the future is dropped) or the hold cap.
-        Holding { #[pin] sleep: Sleep, held: HeldRequest },
+        Holding { sleep: Pin<Box<Sleep>>, held: HeldRequest },
         /// An answer made up by the agent, handed out on the first poll.
         Answered { answer: Option<MadeUpAnswer> },
     }
@@ -122,16 +121,18 @@ where
     pub(crate) fn delaying(sleep: Sleep, service: S, request: Request<ReqBody>) -> Self {
         ResponseFuture {
             state: State::Delaying {
-                sleep,
-                service: Some(service),
-                request: Some(request),
+                sleep: Box::pin(sleep),
+                pending: Some(Box::new((service, request))),
             },
         }
     }
 
     pub(crate) fn holding(sleep: Sleep, held: HeldRequest) -> Self {
         ResponseFuture {
-            state: State::Holding { sleep, held },
+            state: State::Holding {
+                sleep: Box::pin(sleep),
+                held,
+            },
         }
     }
 
@@ -158,21 +159,16 @@ where
                     let response = ready!(future.poll(context))?;
                     return Poll::Ready(Ok(response.map(|inner| FaultBody::Passed { inner })));
                 }
-                StateProjection::Delaying {
-                    sleep,
-                    service,
-                    request,
-                } => {
-                    ready!(sleep.poll(context));
-                    let (Some(mut service), Some(request)) = (service.take(), request.take())
-                    else {
-                        panic!("ResponseFuture polled after the delayed request was sent");
-                    };
+                StateProjection::Delaying { sleep, pending } => {
+                    ready!(sleep.as_mut().poll(context));
+                    let (mut service, request) = *pending
+                        .take()
+                        .expect("ResponseFuture polled after the delayed request was sent");
                     let future = service.call(request);
                     state.set(State::Called { future });
                 }
                 StateProjection::Holding { sleep, .. } => {
-                    ready!(sleep.poll(context));
+                    ready!(sleep.as_mut().poll(context));
                     state.set(State::Answered {
                         answer: Some(MadeUpAnswer::Abort(AbortReason::HoldCapReached)),
                     });

@@ -1,4 +1,5 @@
-//! [`ProxyService`]: forwards one request to the upstream over a pooled HTTP/1.1 client and streams the answer back.
+//! [`ProxyService`]: forwards one request to the upstream over a keep-alive HTTP/1.1 connection and streams the
+//! answer back.
 //!
 //! Headers:
 //!
@@ -8,8 +9,10 @@
 //! - `Expect` is removed from the forwarded request: the sidecar's own server answers `100 Continue` when the body is
 //!   read, and the upstream gets the body without waiting.
 //! - `Host` is passed through as the client sent it (the upstream sees the name the client asked for, as with a
-//!   transparent sidecar); when the client sent none (HTTP/1.0) the upstream authority is used.
-//! - `X-Forwarded-For` gets the client's IP appended (`a, b, client`), or is created.
+//!   transparent sidecar); when the client sent none (HTTP/1.0) the upstream's `host:port` is used. The request
+//!   line is sent in origin form (`/path?query`).
+//! - `X-Forwarded-For` gets the client's IP appended (`a, b, client`; several lines are folded into one), or is
+//!   created. No other `Forwarded`/`X-Forwarded-*` header is added or changed.
 //! - Everything else, including the status code and the order and case-insensitive values of other headers, is
 //!   passed unchanged. Bodies are streamed frame by frame in both directions, never buffered whole.
 //!
@@ -29,15 +32,12 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Response, StatusCode, Uri, Version};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use tower_service::Service;
+
+use super::upstream::UpstreamSlot;
 
 /// Response body of the proxy: the upstream's body, streamed, or a short body the proxy wrote itself.
 pub type ProxyBody = Either<Incoming, Full<Bytes>>;
-
-/// The pooled client the proxy forwards with.
-pub type UpstreamClient = Client<HttpConnector, Incoming>;
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 static KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
@@ -88,56 +88,52 @@ impl Upstream {
     }
 }
 
-struct ProxyShared {
-    client: UpstreamClient,
-    upstream: Upstream,
-}
-
-/// Forwards requests of one client connection to the upstream.
+/// Forwards the requests of one client connection to the upstream.
 #[derive(Clone)]
 pub struct ProxyService {
-    shared: Arc<ProxyShared>,
+    upstream: Arc<Upstream>,
     client_ip: IpAddr,
+    /// `X-Forwarded-For` for requests that bring none: the client's address, formatted once per connection.
+    forwarded_for: HeaderValue,
+    slot: UpstreamSlot,
 }
 
-/// Builds the per-connection services of one sidecar (shares one connection pool).
-#[derive(Clone)]
+/// Builds the per-connection services of one sidecar.
+#[derive(Debug, Clone)]
 pub struct ProxyFactory {
-    shared: Arc<ProxyShared>,
-}
-
-impl std::fmt::Debug for ProxyFactory {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("ProxyFactory")
-            .field("upstream", &self.shared.upstream)
-            .finish_non_exhaustive()
-    }
+    upstream: Arc<Upstream>,
 }
 
 impl std::fmt::Debug for ProxyService {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("ProxyService")
-            .field("upstream", &self.shared.upstream)
+            .field("upstream", &self.upstream)
             .field("client_ip", &self.client_ip)
             .finish_non_exhaustive()
     }
 }
 
 impl ProxyFactory {
-    pub fn new(client: UpstreamClient, upstream: Upstream) -> Self {
+    pub fn new(upstream: Upstream) -> Self {
         ProxyFactory {
-            shared: Arc::new(ProxyShared { client, upstream }),
+            upstream: Arc::new(upstream),
         }
     }
 
-    /// The service for a connection from `client_ip`.
-    pub fn for_client(&self, client_ip: IpAddr) -> ProxyService {
-        ProxyService {
-            shared: self.shared.clone(),
+    /// The service for a new connection from `client_ip`, and the slot its task must drive
+    /// (see [`super::upstream::drive_with_upstream`]).
+    pub(crate) fn for_client(&self, client_ip: IpAddr) -> (ProxyService, UpstreamSlot) {
+        let slot = UpstreamSlot::default();
+        let forwarded_for = HeaderValue::from_str(&client_ip.to_string())
+            .unwrap_or_else(|_| HeaderValue::from_static("unknown"));
+        let service = ProxyService {
+            upstream: self.upstream.clone(),
             client_ip,
-        }
+            forwarded_for,
+            slot: slot.clone(),
+        };
+        (service, slot)
     }
 }
 
@@ -151,20 +147,51 @@ impl Service<Request<Incoming>> for ProxyService {
     }
 
     fn call(&mut self, mut request: Request<Incoming>) -> Self::Future {
-        prepare_upstream_request(&mut request, &self.shared.upstream, self.client_ip);
-        let pending = self.shared.client.request(request);
-        Box::pin(async move {
-            match pending.await {
-                Ok(mut response) => {
-                    remove_hop_by_hop(response.headers_mut());
-                    Ok(response.map(Either::Left))
-                }
-                Err(error) => {
-                    tracing::debug!(%error, "upstream request failed");
-                    Ok(bad_gateway())
-                }
+        prepare_upstream_request(
+            &mut request,
+            &self.upstream,
+            self.client_ip,
+            &self.forwarded_for,
+        );
+        let upstream = self.upstream.clone();
+        let slot = self.slot.clone();
+        Box::pin(async move { Ok(forward(request, &upstream, &slot).await) })
+    }
+}
+
+/// Sends the request on the client connection's upstream connection; a request that could not be written on a
+/// reused connection (closed by the upstream meanwhile) is sent again on a fresh one.
+async fn forward(
+    mut request: Request<Incoming>,
+    upstream: &Upstream,
+    slot: &UpstreamSlot,
+) -> Response<ProxyBody> {
+    let mut fresh = false;
+    loop {
+        let (mut sender, reused) = match slot.checkout(upstream.authority.as_str(), fresh).await {
+            Ok(checked_out) => checked_out,
+            Err(error) => {
+                tracing::debug!(%error, "cannot connect to the upstream");
+                return bad_gateway();
             }
-        })
+        };
+        match sender.try_send_request(request).await {
+            Ok(mut response) => {
+                slot.checkin(sender);
+                remove_hop_by_hop(response.headers_mut());
+                return response.map(Either::Left);
+            }
+            Err(mut failed) => match failed.take_message() {
+                Some(unsent) if reused => {
+                    request = unsent;
+                    fresh = true;
+                }
+                _ => {
+                    tracing::debug!(error = %failed.into_error(), "upstream request failed");
+                    return bad_gateway();
+                }
+            },
+        }
     }
 }
 
@@ -180,81 +207,123 @@ fn bad_gateway() -> Response<ProxyBody> {
     response
 }
 
-/// Points the request at the upstream and fixes its headers (see the module docs).
+/// Points the request at the upstream and fixes its headers (see the module docs). `forwarded_for` is the client's
+/// address as a header value.
 pub fn prepare_upstream_request<B>(
     request: &mut Request<B>,
     upstream: &Upstream,
     client_ip: IpAddr,
+    forwarded_for: &HeaderValue,
 ) {
-    let path_and_query = request
-        .uri()
-        .path_and_query()
-        .cloned()
-        .unwrap_or_else(|| PathAndQuery::from_static("/"));
-    let mut parts = http::uri::Parts::default();
-    parts.scheme = Some(upstream.scheme.clone());
-    parts.authority = Some(upstream.authority.clone());
-    parts.path_and_query = Some(path_and_query);
-    if let Ok(uri) = Uri::from_parts(parts) {
-        *request.uri_mut() = uri;
+    // Origin form (`/path?query`) on the wire, as an origin server expects.
+    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+        let path_and_query = request
+            .uri()
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        *request.uri_mut() = Uri::from(path_and_query);
     }
     *request.version_mut() = Version::HTTP_11;
     let headers = request.headers_mut();
     remove_hop_by_hop(headers);
     headers.remove(header::EXPECT);
-    append_forwarded_for(headers, client_ip);
+    if !headers.contains_key(header::HOST) {
+        if let Ok(host) = HeaderValue::from_str(upstream.authority.as_str()) {
+            headers.insert(header::HOST, host);
+        }
+    }
+    append_forwarded_for(headers, client_ip, forwarded_for);
 }
 
-/// Removes the hop-by-hop headers, including those named in `Connection`.
+/// The hop-by-hop headers by definition (RFC 9110 §7.6.1, plus the legacy `Keep-Alive` and `Proxy-Connection`),
+/// `Connection` first.
+static HOP_BY_HOP: [&HeaderName; 9] = [
+    &header::CONNECTION,
+    &header::TE,
+    &header::TRAILER,
+    &header::TRANSFER_ENCODING,
+    &header::UPGRADE,
+    &header::PROXY_AUTHENTICATE,
+    &header::PROXY_AUTHORIZATION,
+    &KEEP_ALIVE,
+    &PROXY_CONNECTION,
+];
+
+/// Removes the hop-by-hop headers, including those named in `Connection`. One pass over the names finds which are
+/// present; the map is only touched for those (usually none in a request, `Connection: keep-alive` in a response).
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    if headers.contains_key(header::CONNECTION) {
-        let mut named: Vec<HeaderName> = Vec::new();
-        for value in headers.get_all(header::CONNECTION) {
-            collect_connection_tokens(value, &mut named);
-        }
-        headers.remove(header::CONNECTION);
-        for name in named {
-            headers.remove(name);
+    let mut present = 0u16;
+    for name in headers.keys() {
+        if let Some(index) = HOP_BY_HOP.iter().position(|hop| *hop == name) {
+            present |= 1 << index;
         }
     }
-    for name in [
-        &KEEP_ALIVE,
-        &PROXY_CONNECTION,
-        &header::PROXY_AUTHENTICATE,
-        &header::PROXY_AUTHORIZATION,
-        &header::TE,
-        &header::TRAILER,
-        &header::TRANSFER_ENCODING,
-        &header::UPGRADE,
-    ] {
-        if headers.contains_key(name) {
-            headers.remove(name);
-        }
-    }
-}
-
-fn collect_connection_tokens(value: &HeaderValue, named: &mut Vec<HeaderName>) {
-    let Ok(text) = value.to_str() else {
+    if present == 0 {
         return;
-    };
-    named.extend(
-        text.split(',')
-            .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok()),
-    );
+    }
+    if present & 1 != 0 {
+        remove_connection_and_named(headers);
+    }
+    for (index, name) in HOP_BY_HOP.iter().enumerate().skip(1) {
+        if present & (1 << index) != 0 {
+            headers.remove(*name);
+        }
+    }
 }
 
-fn append_forwarded_for(headers: &mut HeaderMap, client_ip: IpAddr) {
-    let value = match headers
-        .get(&X_FORWARDED_FOR)
-        .and_then(|value| value.to_str().ok())
-    {
-        Some(existing) if !existing.trim().is_empty() => format!("{existing}, {client_ip}"),
-        _ => client_ip.to_string(),
+/// Removes `Connection` and every header its tokens name (`close` and `keep-alive` name none worth a lookup).
+fn remove_connection_and_named(headers: &mut HeaderMap) {
+    // Usually one `Connection` line: take it without allocating; further lines (rare) are copied first.
+    let further: Vec<HeaderValue> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .skip(1)
+        .cloned()
+        .collect();
+    let first = headers.remove(header::CONNECTION);
+    for value in first.iter().chain(&further) {
+        let Ok(text) = value.to_str() else {
+            continue;
+        };
+        for token in text.split(',').map(str::trim) {
+            let ordinary = token.is_empty()
+                || token.eq_ignore_ascii_case("close")
+                || token.eq_ignore_ascii_case("keep-alive");
+            if !ordinary {
+                if let Ok(name) = HeaderName::from_bytes(token.as_bytes()) {
+                    headers.remove(name);
+                }
+            }
+        }
+    }
+}
+
+fn append_forwarded_for(headers: &mut HeaderMap, client_ip: IpAddr, forwarded_for: &HeaderValue) {
+    if !headers.contains_key(&X_FORWARDED_FOR) {
+        headers.insert(X_FORWARDED_FOR.clone(), forwarded_for.clone());
+        return;
+    }
+    // Several X-Forwarded-For lines are folded into one list, then the client is appended.
+    let existing: Vec<&str> = headers
+        .get_all(&X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+        .collect();
+    let value = if existing.is_empty() {
+        client_ip.to_string()
+    } else {
+        format!("{}, {client_ip}", existing.join(", "))
     };
-    // Several X-Forwarded-For lines are folded into one list.
-    headers.remove(&X_FORWARDED_FOR);
-    if let Ok(value) = HeaderValue::from_str(&value) {
-        headers.insert(X_FORWARDED_FOR.clone(), value);
+    match HeaderValue::from_str(&value) {
+        Ok(value) => {
+            headers.insert(X_FORWARDED_FOR.clone(), value);
+        }
+        Err(_) => {
+            headers.insert(X_FORWARDED_FOR.clone(), forwarded_for.clone());
+        }
     }
 }
 
@@ -293,11 +362,13 @@ mod tests {
             .header("x-request-id", "abc")
             .body(())
             .unwrap();
-        prepare_upstream_request(&mut request, &upstream(), CLIENT);
-        assert_eq!(
-            request.uri().to_string(),
-            "http://127.0.0.1:8080/charge?amount=5"
+        prepare_upstream_request(
+            &mut request,
+            &upstream(),
+            CLIENT,
+            &HeaderValue::from_static("10.0.0.7"),
         );
+        assert_eq!(request.uri().to_string(), "/charge?amount=5");
         let headers = request.headers();
         assert_eq!(headers["host"], "payment.example");
         assert_eq!(headers["x-forwarded-for"], "192.0.2.1, 10.0.0.7");
@@ -317,9 +388,15 @@ mod tests {
     #[test]
     fn forwarded_for_is_created_when_absent() {
         let mut request = Request::builder().uri("/").body(()).unwrap();
-        prepare_upstream_request(&mut request, &upstream(), CLIENT);
+        prepare_upstream_request(
+            &mut request,
+            &upstream(),
+            CLIENT,
+            &HeaderValue::from_static("10.0.0.7"),
+        );
         assert_eq!(request.headers()["x-forwarded-for"], "10.0.0.7");
-        assert_eq!(request.uri().to_string(), "http://127.0.0.1:8080/");
+        assert_eq!(request.headers()["host"], "127.0.0.1:8080");
+        assert_eq!(request.uri().to_string(), "/");
     }
 
     #[test]

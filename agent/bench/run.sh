@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Reproduces agent/BENCHMARKS.md: wrk on loopback against
+#   direct   nginx serving 2 bytes,
+#   sidecar  `tolerant agent` in front of that nginx, no fault active,
+#   fault    fault-cli 1.2 (`fault run`) as a TCP pass-through to the same nginx (one tcp proxy, a phase with no faults),
+# interleaved over ROUNDS rounds; p50 at 1 connection and req/s at 32 connections, medians across rounds.
+#
+# Needs: wrk and nginx (apt-get install -y wrk nginx), fault-cli
+#   (cargo install fault-cli --version 1.2.1 --locked; set FAULT_BIN if not on PATH).
+# Usage: agent/bench/run.sh            (ROUNDS=3 DURATION=10s by default)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+FAULT_BIN=${FAULT_BIN:-$(command -v fault || echo /work/faultcli/root/bin/fault)}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+WORK=$(mktemp -d)
+DIRECT_PORT=18180 SIDECAR_PORT=18181 CONTROL_PORT=18191 FAULT_PORT=18182
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+cargo build --release -q -p tolerant
+TOLERANT="$TARGET_DIR/release/tolerant"
+
+mkdir -p "$WORK/nginx"
+cat > "$WORK/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+error_log $WORK/nginx/error.log;
+pid $WORK/nginx/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx;
+  proxy_temp_path $WORK/nginx;
+  fastcgi_temp_path $WORK/nginx;
+  uwsgi_temp_path $WORK/nginx;
+  scgi_temp_path $WORK/nginx;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$DIRECT_PORT;
+    location / { return 200 "ok"; }
+  }
+}
+CONF
+nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
+
+"$TOLERANT" agent --listen 127.0.0.1:$SIDECAR_PORT --upstream http://127.0.0.1:$DIRECT_PORT \
+  --control 127.0.0.1:$CONTROL_PORT > "$WORK/sidecar.log" 2>&1 & pids+=($!)
+
+cat > "$WORK/fault-run.json" <<JSON
+{"schema_version": 1, "name": "tolerant pass-through baseline",
+ "proxies": [{"name": "upstream", "protocol": "tcp", "listen": "127.0.0.1:$FAULT_PORT", "upstream": "127.0.0.1:$DIRECT_PORT"}],
+ "phases": [{"name": "no faults", "proxies": []}]}
+JSON
+"$FAULT_BIN" run --output json "$WORK/fault-run.json" > "$WORK/fault.log" 2>&1 & pids+=($!)
+
+for port in $DIRECT_PORT $SIDECAR_PORT $FAULT_PORT; do
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
+  curl -fs "http://127.0.0.1:$port/" > /dev/null || { echo "port $port does not answer"; cat "$WORK"/*.log; exit 1; }
+done
+
+# p50 of a `wrk --latency` run, in microseconds.
+p50_us() {
+  awk '$1 == "50%" { v = $2; if (v ~ /us$/) { sub(/us/, "", v); print v }
+        else if (v ~ /ms$/) { sub(/ms/, "", v); print v * 1000 } else { sub(/s/, "", v); print v * 1000000 } }'
+}
+rps() { awk '/^Requests\/sec:/ { print $2 }'; }
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+declare -A P50 RPS
+names=(direct sidecar fault)
+declare -A PORT=([direct]=$DIRECT_PORT [sidecar]=$SIDECAR_PORT [fault]=$FAULT_PORT)
+for name in "${names[@]}"; do wrk -t1 -c32 -d2s "http://127.0.0.1:${PORT[$name]}/" > /dev/null; done  # warm-up
+for round in $(seq "$ROUNDS"); do
+  for name in "${names[@]}"; do
+    url="http://127.0.0.1:${PORT[$name]}/"
+    P50[$name]+="$(wrk -t1 -c1 -d"$DURATION" --latency "$url" | p50_us) "
+    RPS[$name]+="$(wrk -t1 -c32 -d"$DURATION" "$url" | rps) "
+  done
+  echo "round $round done" >&2
+done
+
+echo "| target | p50 @1 conn (µs) | added p50 vs direct (µs) | req/s @32 conn | vs direct | vs fault-cli |"
+echo "|---|---:|---:|---:|---:|---:|"
+direct_p50=$(tr ' ' '\n' <<< "${P50[direct]}" | grep . | median)
+direct_rps=$(tr ' ' '\n' <<< "${RPS[direct]}" | grep . | median)
+fault_rps=$(tr ' ' '\n' <<< "${RPS[fault]}" | grep . | median)
+for name in "${names[@]}"; do
+  p50=$(tr ' ' '\n' <<< "${P50[$name]}" | grep . | median)
+  r=$(tr ' ' '\n' <<< "${RPS[$name]}" | grep . | median)
+  awk -v n="$name" -v p="$p50" -v dp="$direct_p50" -v r="$r" -v dr="$direct_rps" -v fr="$fault_rps" \
+    'BEGIN { printf "| %s | %.0f | %+.0f | %.0f | %.2f× | %.2f× |\n", n, p, p - dp, r, r / dr, r / fr }'
+done
+echo
+echo "raw p50 (µs) per round:"; for name in "${names[@]}"; do echo "  $name: ${P50[$name]}"; done
+echo "raw req/s per round:";    for name in "${names[@]}"; do echo "  $name: ${RPS[$name]}"; done
