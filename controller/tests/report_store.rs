@@ -378,6 +378,13 @@ async fn markdown_report_writes_its_svg_plots_next_to_it() {
         "| error | 100 % | enforce vs disabled | checkout p95_ms (ms) | 1.600 | 0.2100 | -1.390 ["
     ));
     assert!(text.contains("Energy figures are **modelled**."));
+    // Cart over time: items 2.5 → 10.5, GET /cart 0.125 → 0.205 ms, the same in every round.
+    assert!(
+        text.contains(
+            "| error 500 @ 0% / enforce | 2.500 ± 0 | 10.50 ± 0 | 0.1250 ± 0 | 0.2050 ± 0 |"
+        ),
+        "{text}"
+    );
 
     let slugs = [
         "opens",

@@ -98,6 +98,9 @@ pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), Repo
         if let Some(metric) = &figure.metric {
             figure_table(&mut out, stats, metric, figure.scale);
         }
+        if figure.slug == "cart-latency" {
+            cart_table(&mut out, stats);
+        }
     }
 
     endpoint_table(&mut out, stats);
@@ -213,6 +216,32 @@ fn figure_table(out: &mut String, stats: &ExperimentStats, metric: &MetricKey, s
                 })
                 .and_then(|c| c.summary(metric))
                 .map_or_else(|| "–".to_owned(), |s| mean_and_half_width(&s.scaled(scale)));
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// Cart size and `GET /cart` latency in the first and last fifth of the measured window.
+fn cart_table(out: &mut String, stats: &ExperimentStats) {
+    let columns = [
+        MetricName::CartItemsStart,
+        MetricName::CartItemsEnd,
+        MetricName::CartLatencyStartMs,
+        MetricName::CartLatencyEndMs,
+    ];
+    let _ = writeln!(
+        out,
+        "| condition | cart items, first fifth | cart items, last fifth | GET /cart ms, first \
+         fifth | GET /cart ms, last fifth |\n|---|---:|---:|---:|---:|"
+    );
+    for condition in &stats.conditions {
+        let _ = write!(out, "| {} |", cell(&condition.condition.label));
+        for metric in columns {
+            let text = condition
+                .summary(&MetricKey::run(metric))
+                .map_or_else(|| "–".to_owned(), mean_and_half_width);
             let _ = write!(out, " {text} |");
         }
         out.push('\n');

@@ -295,6 +295,12 @@ impl ValidationReport {
     pub fn passed(&self) -> bool {
         self.results.iter().all(|r| r.outcome == Outcome::Pass)
     }
+
+    /// The validation gate's exit status: 0 when every criterion passed, 1 otherwise (a spec that
+    /// cannot be read or names conditions it does not run is the caller's 2).
+    pub fn exit_code(&self) -> i32 {
+        if self.passed() { 0 } else { 1 }
+    }
 }
 
 /// Judges every criterion on `stats`.

@@ -801,3 +801,29 @@ fn swapping_baseline_and_treatment_negates_the_difference_only() {
         assert_eq!(ab.verdict, ba.verdict);
     }
 }
+
+#[test]
+fn criteria_deserialize_inside_a_spec_struct_with_the_line_of_a_bad_value() {
+    // What the spec module does when it takes `validate: Vec<Criterion>` in its raw struct.
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawSpec {
+        #[allow(dead_code)]
+        name: String,
+        #[serde(default)]
+        validate: Vec<Criterion>,
+    }
+    let good = "name = \"x\"\n[[validate]]\nmetric = \"availability\"\nfault_rate = 0.5\nbreaker = \"enforce\"\ncomparison = \">=\"\nthreshold = 0.6\n";
+    let spec: RawSpec = toml::from_str(good).unwrap();
+    assert_eq!(spec.validate.len(), 1);
+    let bad = good.replace("fault_rate = 0.5", "fault_rate = 2");
+    let error = toml::from_str::<RawSpec>(&bad).err().unwrap();
+    let message = error.to_string();
+    assert!(
+        message.contains("fault_rate: 2 is not a fraction"),
+        "{message}"
+    );
+    // The span points into the [[validate]] table (line 2 onwards, 0-based offsets).
+    let span = error.span().unwrap();
+    assert!(span.start >= good.find("[[validate]]").unwrap(), "{span:?}");
+}
