@@ -146,13 +146,14 @@ impl CallTotals {
 /// Call counters, one stripe per slot plus the overflow stripe.
 #[derive(Debug)]
 pub(crate) struct StripedCounters {
-    stripes: Box<[Padded<StripeCounters>]>,
+    /// A fixed-size array, so that indexing with `min(OVERFLOW)` needs no bounds check on the call path.
+    stripes: Box<[Padded<StripeCounters>; STRIPES + 1]>,
 }
 
 impl StripedCounters {
     pub(crate) fn new() -> Self {
         StripedCounters {
-            stripes: (0..=STRIPES).map(|_| Padded::default()).collect(),
+            stripes: Box::new(std::array::from_fn(|_| Padded::default())),
         }
     }
 

@@ -62,7 +62,7 @@ pub(crate) struct WindowCount {
 #[derive(Debug, Default)]
 pub(crate) struct StripedWindow {
     geometry: AtomicU64,
-    stripes: OnceLock<Box<[Padded<StripeBuckets>]>>,
+    stripes: OnceLock<Box<[Padded<StripeBuckets>; STRIPES + 1]>>,
     /// Serialises writers of the shared overflow stripe (its reset-on-new-epoch is not a single atomic step).
     overflow_lock: Mutex<()>,
 }
@@ -83,7 +83,7 @@ impl StripedWindow {
         };
         let bucket_ns = bucket_ns.clamp(1, BUCKET_NS_MASK);
         self.stripes
-            .get_or_init(|| (0..=STRIPES).map(|_| Padded::default()).collect());
+            .get_or_init(|| Box::new(std::array::from_fn(|_| Padded::default())));
         let old = self.geometry.load(Ordering::Acquire);
         if !clear && old & BUCKET_NS_MASK == bucket_ns {
             return;
