@@ -148,6 +148,9 @@ async fn run_user(
 
 fn main() {
     let options = parse_options();
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        println!("machine load average at start: {}", load.trim());
+    }
     let stack_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("stack-w")
@@ -178,6 +181,7 @@ fn main() {
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut per_route_lines = Vec::new();
+    let mut status_lines = Vec::new();
     for &users in &options.users {
         // Clear carts between sizes so each size starts from empty carts.
         load_runtime.block_on(async {
@@ -230,9 +234,11 @@ fn main() {
         let mut ok_latencies = Vec::new();
         let mut by_route: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         let mut total = 0usize;
+        let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
         for result in &results {
             for (micros, status, name) in &result.records {
                 total += 1;
+                *statuses.entry(*status).or_default() += 1;
                 if (200..300).contains(status) {
                     ok_latencies.push(*micros);
                     by_route.entry(name).or_default().push(*micros);
@@ -254,6 +260,14 @@ fn main() {
             1e3 * stack_cpu_seconds / total.max(1) as f64,
             process_ticks as f64 / TICKS_PER_SECOND / seconds,
         );
+        status_lines.push(format!(
+            "| {users} | {} |",
+            statuses
+                .iter()
+                .map(|(status, count)| format!("{status}: {count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         for (route, latencies) in &mut by_route {
             latencies.sort_unstable();
             per_route_lines.push(format!(
@@ -263,6 +277,12 @@ fn main() {
                 percentile(latencies, 95.0)
             ));
         }
+    }
+    println!();
+    println!("| users | final statuses (0 = transport error) |");
+    println!("|---:|---|");
+    for line in status_lines {
+        println!("{line}");
     }
     println!();
     println!("| users | route | ok requests | p50 (ms) | p95 (ms) |");

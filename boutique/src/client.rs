@@ -21,6 +21,11 @@ use serde::de::DeserializeOwned;
 use crate::service_name::ServiceName;
 use crate::wire::ErrorBody;
 
+/// Concurrent calls (so open connections) from one caller to one dependency; more wait for a slot,
+/// inside the call timeout. Without a bound, HTTP/1's connection per concurrent call runs a loaded
+/// stack out of file descriptors.
+pub const MAX_CONCURRENT_CALLS: usize = 128;
+
 /// Header naming the breaker that rejected a request (design.md).
 pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
 
@@ -106,6 +111,7 @@ pub struct Dependency {
     timeout: Duration,
     classifier: breaker::http::Classifier,
     stats: Arc<CallStats>,
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl Dependency {
@@ -126,6 +132,7 @@ impl Dependency {
             timeout,
             classifier: breaker::http::Classifier::default(),
             stats,
+            connections: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
         }
     }
 
@@ -197,6 +204,11 @@ impl Dependency {
         };
         let started = Instant::now();
         let exchange = tokio::time::timeout(self.timeout, async move {
+            let _connection = self
+                .connections
+                .acquire()
+                .await
+                .map_err(|_| "connection limiter closed".to_owned())?;
             let response = self.http.request(request).await.map_err(|error| {
                 let mut message = error.to_string();
                 if let Some(source) = std::error::Error::source(&error) {

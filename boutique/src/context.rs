@@ -63,6 +63,8 @@ impl ServiceContext {
 }
 
 /// The HTTP client used for internal calls: HTTP/1 keep-alive, no proxy, no redirects followed.
+/// (HTTP/2 would bound connections like Online Boutique's gRPC, but costs about 40 % more CPU per call
+/// here; [`Dependency`] bounds concurrent calls, hence connections, instead.)
 pub fn internal_http_client() -> Result<HttpClient, StackError> {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
