@@ -2,6 +2,7 @@
 
 mod agent;
 mod boutique;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -31,12 +32,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Agent(args)) => agent::run(args).await,
         Some(Command::Boutique(args)) => boutique::run(args).await,
-        None => {
-            println!(
-                "tolerant: the embedded stack and dashboard are not wired yet; \
-                 try `tolerant boutique all` or `tolerant agent --help`"
-            );
-            Ok(())
-        }
+        None => serve::run().await,
     }
 }

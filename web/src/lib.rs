@@ -5,6 +5,7 @@ pub mod app;
 pub mod assets;
 pub mod auth;
 pub mod control;
+pub mod dashboard;
 pub mod error;
 pub mod hub;
 pub mod live;
@@ -13,3 +14,4 @@ pub mod pages;
 mod routes_tests;
 
 pub use app::{AppState, router};
+pub use dashboard::{DashboardConfig, RunningDashboard};

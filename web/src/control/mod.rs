@@ -4,6 +4,7 @@
 //! Live events do not go through this trait: an implementation is handed the [`crate::hub::Hub`] when it is
 //! built and publishes into it (transitions, samples, progress, faults).
 
+pub mod embedded;
 #[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 

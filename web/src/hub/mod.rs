@@ -197,11 +197,13 @@ impl Hub {
     /// Turns every pending event into one frame and sends it; returns its number, or `None` if nothing was
     /// pending. The explicit step the flusher (and tests) call.
     pub fn flush(&self) -> Option<u64> {
+        // Take the pending events under the frame lock, so two flushes (the flusher and an inline one)
+        // can never send their frames in the opposite order of their events.
+        let mut shared = self.inner.shared.lock();
         let events = std::mem::take(&mut *self.inner.pending.lock());
         if events.is_empty() {
             return None;
         }
-        let mut shared = self.inner.shared.lock();
         for event in &events {
             shared.state.apply(event);
         }

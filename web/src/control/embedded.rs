@@ -1,0 +1,840 @@
+//! [`Control`] over the controller's real parts: experiments in the [`Store`], runs by the controller's
+//! [`Runner`] (one at a time, resumable: finished plan positions are skipped), results from
+//! `controller::stats` and `controller::report`, faults and breaker modes through the testbed's control APIs.
+//!
+//! The schedule queue is a table of its own (`web_schedule`) in the same database, so scheduled starts
+//! survive a restart. Live events: [`EmbeddedControl::spawn_live_feeds`] subscribes to every service's
+//! `/_breakers/stream` and the agent's `/_agent/stream`, and samples pools, cart sizes and the frontend's
+//! answers once per second into the hub.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use controller::report::{self, Format};
+use controller::runner::{ControlClient, Progress, Runner, Testbed, now_ms};
+use controller::spec::ExperimentSpec;
+use controller::stats;
+use controller::store::{ExperimentId, ExperimentRow, Status, Store};
+use futures::StreamExt;
+use http::Method;
+use parking_lot::Mutex;
+use serde_json::Value;
+use sqlx::Row;
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{
+    Cell, ChartSvg, ConditionResult, Control, ControlError, ControlFuture, ExperimentSummary,
+    FaultRequest, Results, VerdictResult,
+};
+use crate::hub::{
+    ExperimentChange, FaultChange, Hub, LiveEvent, LiveSample, OutcomeCounts, PoolSample,
+    RunProgress,
+};
+
+/// The service whose agent the embedded stack runs.
+pub const AGENT_SERVICE: &str = "payment";
+
+const SCHEDULE_TABLE: &str = "CREATE TABLE IF NOT EXISTS web_schedule (experiment_id BIGINT PRIMARY KEY, at_ms BIGINT NOT NULL)";
+
+struct Inner {
+    store: Store,
+    testbed: Testbed,
+    hub: Hub,
+    client: ControlClient,
+    runner: Runner,
+    /// The experiment being run and its task.
+    active: Mutex<Option<(i64, AbortHandle)>>,
+    /// Queued starts: experiment → (due time, timer task).
+    schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
+}
+
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedControl {
+    inner: Arc<Inner>,
+}
+
+fn failed(error: impl std::fmt::Display) -> ControlError {
+    ControlError::Failed(error.to_string())
+}
+
+fn now() -> i64 {
+    now_ms()
+}
+
+impl EmbeddedControl {
+    /// Opens the schedule table, re-arms every stored scheduled start, and marks experiments left `running`
+    /// by a previous process as `interrupted` (their unfinished run is discarded; a start resumes them).
+    pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, ControlError> {
+        sqlx::query(SCHEDULE_TABLE)
+            .execute(store.pool())
+            .await
+            .map_err(failed)?;
+        for experiment in store.experiments().await.map_err(failed)? {
+            if experiment.status == Status::Running {
+                store
+                    .mark_interrupted(experiment.id, now())
+                    .await
+                    .map_err(failed)?;
+                store
+                    .set_experiment_status(
+                        experiment.id,
+                        Status::Interrupted,
+                        now(),
+                        Some("the controller stopped while it ran"),
+                    )
+                    .await
+                    .map_err(failed)?;
+            }
+        }
+        let control = EmbeddedControl {
+            inner: Arc::new(Inner {
+                client: ControlClient::new(testbed.token.clone()),
+                runner: Runner::new(store.clone(), testbed.clone()),
+                store,
+                testbed,
+                hub,
+                active: Mutex::new(None),
+                schedule: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        let rows = sqlx::query("SELECT experiment_id, at_ms FROM web_schedule")
+            .fetch_all(control.inner.store.pool())
+            .await
+            .map_err(failed)?;
+        for row in rows {
+            let id: i64 = row.try_get(0).map_err(failed)?;
+            let at: i64 = row.try_get(1).map_err(failed)?;
+            control.arm(id, at);
+        }
+        Ok(control)
+    }
+
+    /// Stops the running experiment's task without marking it (a process shutting down: the unfinished
+    /// run is redone on the next start) and disarms the timers (their rows stay for the next process).
+    pub fn stop_active(&self) {
+        if let Some((_, task)) = self.inner.active.lock().take() {
+            task.abort();
+        }
+        for (_, (_, timer)) in std::mem::take(&mut *self.inner.schedule.lock()) {
+            timer.abort();
+        }
+    }
+
+    /// Scheduled starts, by experiment.
+    pub fn scheduled(&self) -> BTreeMap<i64, i64> {
+        self.inner
+            .schedule
+            .lock()
+            .iter()
+            .map(|(id, (at, _))| (*id, *at))
+            .collect()
+    }
+
+    fn arm(&self, id: i64, at_ms: i64) {
+        let control = self.clone();
+        let delay = Duration::from_millis(u64::try_from(at_ms - now()).unwrap_or(0));
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            control.inner.schedule.lock().remove(&id);
+            let _ = control.unschedule_row(id).await;
+            if let Err(error) = control.start_now(id).await {
+                tracing::warn!(experiment = id, %error, "scheduled start failed");
+                control.publish_status(id, "start_failed");
+            }
+        });
+        if let Some((_, previous)) = self
+            .inner
+            .schedule
+            .lock()
+            .insert(id, (at_ms, timer.abort_handle()))
+        {
+            previous.abort();
+        }
+    }
+
+    async fn unschedule_row(&self, id: i64) -> Result<(), ControlError> {
+        sqlx::query("DELETE FROM web_schedule WHERE experiment_id = $1")
+            .bind(id)
+            .execute(self.inner.store.pool())
+            .await
+            .map_err(failed)?;
+        Ok(())
+    }
+
+    fn publish_status(&self, id: i64, status: &str) {
+        self.inner
+            .hub
+            .publish(LiveEvent::Experiment(ExperimentChange {
+                experiment_id: id,
+                status: status.to_owned(),
+                at_ms: now() as u64,
+            }));
+    }
+
+    async fn experiment_row(&self, id: i64) -> Result<ExperimentRow, ControlError> {
+        self.inner
+            .store
+            .experiment(ExperimentId(id))
+            .await
+            .map_err(failed)?
+            .ok_or(ControlError::NotFound(id))
+    }
+
+    async fn start_now(&self, id: i64) -> Result<(), ControlError> {
+        let row = self.experiment_row(id).await?;
+        if row.status == Status::Finished {
+            return Err(ControlError::Conflict(format!(
+                "experiment {id} has finished already"
+            )));
+        }
+        let spec = ExperimentSpec::parse(&row.spec_toml)
+            .map_err(|error| ControlError::Invalid(format!("stored spec: {error}")))?;
+        let mut active = self.inner.active.lock();
+        if let Some((running, handle)) = active.as_ref()
+            && !handle.is_finished()
+        {
+            return Err(ControlError::Conflict(format!(
+                "experiment {running} is running; abort it or wait for it to finish"
+            )));
+        }
+        let control = self.clone();
+        let task = tokio::spawn(async move { control.execute(id, row.name, spec).await });
+        *active = Some((id, task.abort_handle()));
+        Ok(())
+    }
+
+    /// Runs every plan position that has no finished run yet, in plan order.
+    async fn execute(&self, id: i64, name: String, spec: ExperimentSpec) {
+        let experiment = ExperimentId(id);
+        let store = &self.inner.store;
+        let outcome = async {
+            store.mark_interrupted(experiment, now()).await?;
+            store
+                .set_experiment_status(experiment, Status::Running, now(), None)
+                .await?;
+            Ok::<_, controller::store::StoreError>(
+                store
+                    .finished_plan_indices(experiment)
+                    .await?
+                    .into_iter()
+                    .collect::<BTreeSet<usize>>(),
+            )
+        }
+        .await;
+        let done = match outcome {
+            Ok(done) => done,
+            Err(error) => {
+                tracing::warn!(experiment = id, %error, "experiment could not start");
+                return;
+            }
+        };
+        self.publish_status(id, "running");
+        let plan = spec.plan();
+        let total = plan.len();
+        let run_length = spec.run_warmup() + spec.run_duration();
+        for planned in &plan {
+            if done.contains(&planned.sequence) {
+                continue;
+            }
+            let hub = self.inner.hub.clone();
+            let name = name.clone();
+            let mut progress = move |progress: Progress| {
+                let (planned, phase, ends) = match &progress {
+                    Progress::RunStarted { planned, .. } => (
+                        planned,
+                        "running".to_owned(),
+                        Some(now() as u64 + run_length.as_millis() as u64),
+                    ),
+                    Progress::RunFinished {
+                        planned, status, ..
+                    } => (planned, status.as_str().to_owned(), None),
+                };
+                hub.publish(LiveEvent::Progress(RunProgress {
+                    experiment_id: id,
+                    experiment: name.clone(),
+                    run: planned.sequence as u64 + 1,
+                    runs: total as u64,
+                    condition: planned.condition.label(),
+                    round: u64::from(planned.round) + 1,
+                    phase,
+                    started_at_ms: now() as u64,
+                    ends_at_ms: ends,
+                }));
+            };
+            if let Err(error) = self
+                .inner
+                .runner
+                .run_one(&spec, experiment, planned, total, &mut progress)
+                .await
+            {
+                let _ = store
+                    .set_experiment_status(
+                        experiment,
+                        Status::Aborted,
+                        now(),
+                        Some(&error.to_string()),
+                    )
+                    .await;
+                self.publish_status(id, "aborted");
+                return;
+            }
+        }
+        let _ = store
+            .set_experiment_status(experiment, Status::Finished, now(), None)
+            .await;
+        self.publish_status(id, "finished");
+    }
+
+    async fn agent_halt(&self) -> Result<(), ControlError> {
+        self.inner
+            .client
+            .call(
+                Method::POST,
+                &format!("{}/_agent/halt", self.inner.testbed.agent),
+                None,
+                Bytes::new(),
+            )
+            .await
+            .map_err(failed)?;
+        self.inner.hub.publish(LiveEvent::Fault(FaultChange {
+            at_ms: now() as u64,
+            event: "halted".into(),
+            fault_id: String::new(),
+            target: AGENT_SERVICE.into(),
+            kind: String::new(),
+            rate: 0.0,
+        }));
+        Ok(())
+    }
+
+    fn service_url(&self, service: &str) -> Option<String> {
+        self.inner
+            .testbed
+            .services
+            .iter()
+            .find(|(name, _)| name == service)
+            .map(|(_, url)| url.clone())
+    }
+
+    /// Subscribes to every transition stream and the agent stream, and samples once per second, publishing
+    /// into the hub until the returned tasks are aborted.
+    pub fn spawn_live_feeds(&self) -> Vec<JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        for (_, url) in &self.inner.testbed.services {
+            let hub = self.inner.hub.clone();
+            let ws = format!(
+                "ws://{}/_breakers/stream",
+                url.trim_start_matches("http://")
+            );
+            tasks.push(tokio::spawn(follow(ws, move |text| {
+                if let Ok(event) = serde_json::from_str::<breaker::TransitionEvent>(text) {
+                    hub.publish(LiveEvent::Transition(event));
+                }
+            })));
+        }
+        let hub = self.inner.hub.clone();
+        let ws = format!(
+            "ws://{}/_agent/stream",
+            self.inner.testbed.agent.trim_start_matches("http://")
+        );
+        tasks.push(tokio::spawn(follow(ws, move |text| {
+            if let Some(change) = fault_change(text) {
+                hub.publish(LiveEvent::Fault(change));
+            }
+        })));
+        let control = self.clone();
+        tasks.push(tokio::spawn(async move { control.sample_forever().await }));
+        tasks
+    }
+
+    async fn get_json(&self, url: String) -> Option<Value> {
+        let body = self
+            .inner
+            .client
+            .call(Method::GET, &url, None, Bytes::new())
+            .await
+            .ok()?;
+        serde_json::from_slice(&body).ok()
+    }
+
+    async fn get_text(&self, url: String) -> Option<String> {
+        let body = self
+            .inner
+            .client
+            .call(Method::GET, &url, None, Bytes::new())
+            .await
+            .ok()?;
+        Some(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// Once per second: worker pools, mean cart size, and the frontend's answers by status class.
+    async fn sample_forever(&self) {
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut previous: Option<[u64; 5]> = None;
+        let mut second = 0;
+        loop {
+            ticker.tick().await;
+            let mut pools = Vec::new();
+            for (service, url) in &self.inner.testbed.services {
+                if let Some(pool) = self.get_json(format!("{url}/_pool")).await {
+                    let field = |name: &str| pool.get(name).and_then(Value::as_u64).unwrap_or(0);
+                    pools.push(PoolSample {
+                        service: service.clone(),
+                        in_flight: field("in_flight"),
+                        queued: field("queued"),
+                        capacity: field("capacity"),
+                    });
+                }
+            }
+            let cart_mean_items = match self.service_url("cart") {
+                Some(url) => self
+                    .get_json(format!("{url}/_admin/cart-stats"))
+                    .await
+                    .and_then(|stats| stats.get("mean_items").and_then(Value::as_f64)),
+                None => None,
+            };
+            let classes = match self.service_url("frontend") {
+                Some(url) => self
+                    .get_text(format!("{url}/metrics"))
+                    .await
+                    .map(|text| status_classes(&text)),
+                None => None,
+            };
+            let outcomes = match (classes, previous) {
+                (Some(now_counts), Some(before)) => {
+                    let delta = |i: usize| now_counts[i].saturating_sub(before[i]);
+                    OutcomeCounts {
+                        ok: delta(0) + delta(1) + delta(2),
+                        client_error: delta(3),
+                        failed: delta(4),
+                        ..OutcomeCounts::default()
+                    }
+                }
+                _ => OutcomeCounts::default(),
+            };
+            if classes.is_some() {
+                previous = classes;
+            }
+            second += 1;
+            self.inner.hub.publish(LiveEvent::Sample(LiveSample {
+                at_ms: now() as u64,
+                second,
+                warmup: false,
+                outcomes,
+                endpoints: Vec::new(),
+                cart_mean_items,
+                cart_p95_us: None,
+                pools,
+            }));
+        }
+    }
+}
+
+/// `boutique_http_requests_total{…,class="Nxx"}` counters, 1xx..5xx.
+fn status_classes(metrics: &str) -> [u64; 5] {
+    let mut counts = [0; 5];
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("boutique_http_requests_total{") else {
+            continue;
+        };
+        let Some(class) = rest
+            .split("class=\"")
+            .nth(1)
+            .and_then(|tail| tail.chars().next())
+            .and_then(|digit| digit.to_digit(10))
+        else {
+            continue;
+        };
+        let value = rest
+            .rsplit(' ')
+            .next()
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if (1..=5).contains(&class) {
+            counts[class as usize - 1] = value as u64;
+        }
+    }
+    counts
+}
+
+/// An agent stream message as a fault change.
+fn fault_change(text: &str) -> Option<FaultChange> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let event = value.get("event")?.as_str()?;
+    let at_ms = value.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
+    let fault_id = value
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let fault = value.get("fault");
+    let renewed = value
+        .get("renewed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let name = match event {
+        "applied" if renewed => "renewed",
+        "applied" => "applied",
+        "expired" => "expired",
+        "removed" => "removed",
+        _ => return None,
+    };
+    Some(FaultChange {
+        at_ms,
+        event: name.into(),
+        fault_id,
+        target: AGENT_SERVICE.into(),
+        kind: fault
+            .and_then(|fault| fault.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        rate: fault
+            .and_then(|fault| fault.get("rate"))
+            .and_then(Value::as_f64)
+            .unwrap_or(if name == "applied" || name == "renewed" {
+                1.0
+            } else {
+                0.0
+            }),
+    })
+}
+
+/// Follows a websocket, reconnecting after a second whenever it drops.
+async fn follow(url: String, mut on_text: impl FnMut(&str) + Send) {
+    loop {
+        if let Ok((mut stream, _)) = tokio_tungstenite::connect_async(url.as_str()).await {
+            while let Some(Ok(message)) = stream.next().await {
+                if let Message::Text(text) = message {
+                    on_text(text.as_str());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn summary_of(
+    row: &ExperimentRow,
+    finished: Option<i64>,
+    scheduled: Option<i64>,
+) -> ExperimentSummary {
+    let status = if scheduled.is_some() && row.status == Status::Pending {
+        "scheduled".to_owned()
+    } else {
+        row.status.as_str().to_owned()
+    };
+    ExperimentSummary {
+        id: row.id.0,
+        name: row.name.clone(),
+        status,
+        planned_runs: row.planned_runs,
+        finished_runs: finished,
+        created_at_ms: row.created_at_ms,
+        started_at_ms: row.started_at_ms,
+        finished_at_ms: row.finished_at_ms,
+        scheduled_at_ms: scheduled,
+        abort_reason: row.abort_reason.clone(),
+    }
+}
+
+impl Control for EmbeddedControl {
+    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>> {
+        Box::pin(async move {
+            let scheduled = self.scheduled();
+            let rows = self.inner.store.experiments().await.map_err(failed)?;
+            let mut list = Vec::with_capacity(rows.len());
+            for row in rows {
+                let finished = self
+                    .inner
+                    .store
+                    .finished_plan_indices(row.id)
+                    .await
+                    .map_err(failed)?
+                    .len() as i64;
+                list.push(summary_of(
+                    &row,
+                    Some(finished),
+                    scheduled.get(&row.id.0).copied(),
+                ));
+            }
+            Ok(list)
+        })
+    }
+
+    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64> {
+        Box::pin(async move {
+            let spec = ExperimentSpec::parse(&spec_toml)
+                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+            let id = self
+                .inner
+                .store
+                .create_experiment(&spec, now())
+                .await
+                .map_err(failed)?;
+            self.publish_status(id.0, "pending");
+            Ok(id.0)
+        })
+    }
+
+    fn spec(&self, id: i64) -> ControlFuture<'_, String> {
+        Box::pin(async move { Ok(self.experiment_row(id).await?.spec_toml) })
+    }
+
+    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()> {
+        Box::pin(async move {
+            match at_ms {
+                Some(at) if at > now() => {
+                    let row = self.experiment_row(id).await?;
+                    if matches!(row.status, Status::Running | Status::Finished) {
+                        return Err(ControlError::Conflict(format!(
+                            "experiment {id} is {}",
+                            row.status.as_str()
+                        )));
+                    }
+                    self.unschedule_row(id).await?;
+                    sqlx::query("INSERT INTO web_schedule (experiment_id, at_ms) VALUES ($1, $2)")
+                        .bind(id)
+                        .bind(at)
+                        .execute(self.inner.store.pool())
+                        .await
+                        .map_err(failed)?;
+                    self.arm(id, at);
+                    self.publish_status(id, "scheduled");
+                    Ok(())
+                }
+                _ => {
+                    let scheduled = self.inner.schedule.lock().remove(&id);
+                    if let Some((_, timer)) = scheduled {
+                        timer.abort();
+                    }
+                    self.unschedule_row(id).await?;
+                    self.start_now(id).await
+                }
+            }
+        })
+    }
+
+    fn abort(&self, id: i64) -> ControlFuture<'_, ()> {
+        Box::pin(async move {
+            let scheduled = self.inner.schedule.lock().remove(&id);
+            if let Some((_, timer)) = scheduled {
+                timer.abort();
+                self.unschedule_row(id).await?;
+                self.publish_status(id, "pending");
+                return Ok(());
+            }
+            let handle = {
+                let mut active = self.inner.active.lock();
+                match active.as_ref() {
+                    Some((running, handle)) if *running == id && !handle.is_finished() => {
+                        let handle = handle.clone();
+                        *active = None;
+                        handle
+                    }
+                    _ => {
+                        return Err(ControlError::Conflict(format!(
+                            "experiment {id} is neither running nor scheduled"
+                        )));
+                    }
+                }
+            };
+            handle.abort();
+            let halted = self.agent_halt().await;
+            let experiment = ExperimentId(id);
+            self.inner
+                .store
+                .mark_interrupted(experiment, now())
+                .await
+                .map_err(failed)?;
+            self.inner
+                .store
+                .set_experiment_status(
+                    experiment,
+                    Status::Aborted,
+                    now(),
+                    Some("aborted from the dashboard"),
+                )
+                .await
+                .map_err(failed)?;
+            self.publish_status(id, "aborted");
+            halted
+        })
+    }
+
+    fn results(&self, id: i64) -> ControlFuture<'_, Results> {
+        Box::pin(async move {
+            let row = self.experiment_row(id).await?;
+            let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
+                .await
+                .map_err(failed)?;
+            let keys: Vec<_> = stats.metric_keys().into_iter().cloned().collect();
+            let conditions = stats
+                .conditions
+                .iter()
+                .map(|condition| ConditionResult {
+                    label: condition.condition.label.clone(),
+                    fault_kind: condition.condition.fault_kind.clone(),
+                    fault_rate: condition.condition.fault_rate,
+                    breaker_mode: condition.condition.breaker_mode.clone(),
+                    runs: condition.runs,
+                    cells: keys
+                        .iter()
+                        .map(|key| {
+                            condition.summary(key).map(|summary| Cell {
+                                mean: summary.mean,
+                                half_width: summary.half_width,
+                                n: summary.n,
+                            })
+                        })
+                        .collect(),
+                })
+                .collect();
+            let verdicts = stats
+                .comparisons
+                .iter()
+                .flat_map(|comparison| {
+                    comparison.metrics.iter().map(move |metric| VerdictResult {
+                        fault_kind: comparison.fault_kind.clone(),
+                        fault_rate: comparison.fault_rate,
+                        metric: metric.key.to_string(),
+                        baseline: comparison.baseline.label.clone(),
+                        treatment: comparison.treatment.label.clone(),
+                        difference: metric.difference.difference,
+                        ci_low: metric.difference.ci_low,
+                        ci_high: metric.difference.ci_high,
+                        intervals_separate: metric.difference.intervals_separate,
+                        verdict: metric.difference.verdict.as_str().to_owned(),
+                    })
+                })
+                .collect();
+            let markdown = report::render(&stats, Format::Md).map_err(failed)?;
+            let csv = report::render(&stats, Format::Csv).map_err(failed)?;
+            let json = report::render(&stats, Format::Json).map_err(failed)?;
+            let finished = stats.experiment.finished_runs as i64;
+            Ok(Results {
+                experiment: summary_of(&row, Some(finished), self.scheduled().get(&id).copied()),
+                metrics: keys.iter().map(ToString::to_string).collect(),
+                conditions,
+                verdicts,
+                charts: markdown
+                    .plots
+                    .into_iter()
+                    .map(|plot| ChartSvg {
+                        title: plot.title,
+                        svg: plot.svg,
+                    })
+                    .collect(),
+                csv: csv.text,
+                json: json.text,
+            })
+        })
+    }
+
+    fn halt(&self) -> ControlFuture<'_, ()> {
+        Box::pin(async move { self.agent_halt().await })
+    }
+
+    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()> {
+        Box::pin(async move {
+            if request.target != AGENT_SERVICE {
+                return Err(ControlError::Invalid(format!(
+                    "target: the embedded stack runs its agent in {AGENT_SERVICE} only, not in `{}`",
+                    request.target
+                )));
+            }
+            let spec = agent::api::FaultSpec::from_json_value(request.fault)
+                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+            self.inner
+                .client
+                .put_fault(&self.inner.testbed.agent, &request.id, &spec)
+                .await
+                .map_err(failed)
+        })
+    }
+
+    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()> {
+        Box::pin(async move {
+            if target != AGENT_SERVICE {
+                return Err(ControlError::Invalid(format!(
+                    "target: no agent in `{target}`"
+                )));
+            }
+            self.inner
+                .client
+                .delete_fault(&self.inner.testbed.agent, &id)
+                .await
+                .map_err(failed)
+        })
+    }
+
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()> {
+        Box::pin(async move {
+            let config = breaker::BreakerConfig::from_toml_str(&format!("mode = \"{mode}\""))
+                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+            let targets: Vec<String> = match &service {
+                Some(name) => vec![self.service_url(name).ok_or_else(|| {
+                    ControlError::Invalid(format!("service: no service `{name}`"))
+                })?],
+                None => self
+                    .inner
+                    .testbed
+                    .services
+                    .iter()
+                    .map(|(_, url)| url.clone())
+                    .collect(),
+            };
+            for url in targets {
+                self.inner
+                    .client
+                    .set_breakers(&url, &config)
+                    .await
+                    .map_err(failed)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn services(&self) -> Vec<String> {
+        self.inner
+            .testbed
+            .services
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_classes_are_read_from_prometheus_text() {
+        let text = "# TYPE boutique_http_requests_total counter\n\
+            boutique_http_requests_total{service=\"frontend\",class=\"2xx\"} 41\n\
+            boutique_http_requests_total{service=\"frontend\",class=\"5xx\"} 7\n\
+            boutique_pool_in_flight{service=\"frontend\"} 3\n";
+        assert_eq!(status_classes(text), [0, 41, 0, 0, 7]);
+    }
+
+    #[test]
+    fn agent_events_become_fault_changes() {
+        let applied = r#"{"event":"applied","id":"f","fault":{"kind":"error","status":500,"rate":0.5},"lease_ms":30000,"at_ms":9,"seq":1}"#;
+        let change = fault_change(applied).expect("applied");
+        assert_eq!(
+            (change.event.as_str(), change.rate, change.kind.as_str()),
+            ("applied", 0.5, "error")
+        );
+        assert!(change.is_active());
+        let removed = r#"{"event":"removed","id":"f","reason":"deleted","at_ms":10,"seq":2}"#;
+        let change = fault_change(removed).expect("removed");
+        assert!(!change.is_active());
+        assert!(fault_change(r#"{"event":"lagged","missed":3}"#).is_none());
+    }
+}

@@ -1,0 +1,177 @@
+//! The whole embedded tool in one call: the ten boutique services (agent in Payment), the experiment
+//! store, the controller's runner behind [`EmbeddedControl`], the hub with its live feeds, and the dashboard
+//! on loopback. `tolerant` with no arguments and the browser test both start it this way.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller::runner::Testbed;
+use controller::store::Store;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::app::{AppState, router};
+use crate::auth::Auth;
+use crate::control::Control;
+use crate::control::embedded::EmbeddedControl;
+use crate::hub::{Hub, HubConfig};
+
+/// Loopback, port 8080.
+pub const DEFAULT_BIND: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8080);
+
+/// How long open connections (websockets) get to finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub struct DashboardConfig {
+    /// Where the dashboard listens (`127.0.0.1:8080` unless told otherwise; port 0 = ephemeral).
+    pub bind: SocketAddr,
+    /// Experiment database: a SQLite file path or a `postgres://` URL.
+    pub database: String,
+    /// The token for every mutation (random when `None`).
+    pub token: Option<String>,
+    pub hub: HubConfig,
+}
+
+impl Default for DashboardConfig {
+    fn default() -> Self {
+        DashboardConfig {
+            bind: DEFAULT_BIND,
+            database: controller::store::DEFAULT_DATABASE.to_owned(),
+            token: None,
+            hub: HubConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    #[error("testbed: {0}")]
+    Testbed(String),
+    #[error("database: {0}")]
+    Store(#[from] controller::store::StoreError),
+    #[error("controller: {0}")]
+    Control(#[from] crate::control::ControlError),
+    #[error("listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Everything running; [`RunningDashboard::shutdown`] stops it with faults cleared.
+pub struct RunningDashboard {
+    addr: SocketAddr,
+    token: String,
+    stack: boutique::RunningStack,
+    store: Store,
+    control: EmbeddedControl,
+    feeds: Vec<JoinHandle<()>>,
+    flusher: JoinHandle<()>,
+    server: JoinHandle<()>,
+    stop_server: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for RunningDashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningDashboard")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl RunningDashboard {
+    pub async fn start(config: DashboardConfig) -> Result<RunningDashboard, DashboardError> {
+        let token = config.token.unwrap_or_else(Auth::random_token);
+        let stack = boutique::RunningStack::start(boutique::StackConfig {
+            token: Some(token.clone()),
+            agent: agent::AgentConfig {
+                token: Some(token.clone()),
+                ..agent::AgentConfig::default()
+            },
+            ..boutique::StackConfig::default()
+        })
+        .await
+        .map_err(|error| DashboardError::Testbed(error.to_string()))?;
+        let testbed = Testbed::of_stack(&stack, token.clone());
+        let store = Store::open(&config.database).await?;
+        let hub = Hub::new(config.hub);
+        let flusher = hub.spawn_flusher();
+        let control = EmbeddedControl::new(store.clone(), testbed, hub.clone()).await?;
+        let feeds = control.spawn_live_feeds();
+        let state = AppState {
+            hub,
+            control: Arc::new(control.clone()),
+            auth: Arc::new(Auth::new(token.clone())),
+        };
+        let listener = tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| DashboardError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| DashboardError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let (stop_server, stopped) = oneshot::channel::<()>();
+        let app = router(state);
+        let server = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            });
+            if let Err(error) = serve.await {
+                tracing::warn!(%error, "dashboard server stopped");
+            }
+        });
+        Ok(RunningDashboard {
+            addr,
+            token,
+            stack,
+            store,
+            control,
+            feeds,
+            flusher,
+            server,
+            stop_server,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Stops the running experiment (its run stays unfinished and is redone on the next start), clears
+    /// every fault, stops the dashboard (websockets get a short grace), the feeds and the ten services.
+    pub async fn shutdown(self) {
+        self.control.stop_active();
+        if let Err(error) = self.control.halt().await {
+            tracing::warn!(%error, "clearing faults at shutdown failed");
+        }
+        let _ = self.stop_server.send(());
+        let server = self.server;
+        let abort = server.abort_handle();
+        if tokio::time::timeout(SHUTDOWN_GRACE, server).await.is_err() {
+            abort.abort();
+        }
+        for feed in self.feeds {
+            feed.abort();
+        }
+        self.flusher.abort();
+        self.stack.shutdown().await;
+        self.store.close().await;
+    }
+}

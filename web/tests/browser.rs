@@ -1,0 +1,405 @@
+//! Browser test: the whole embedded tool (ten services, agent, controller, dashboard) driven through headless
+//! Chromium (Debian `chromium`, installed by `scripts/test`) over the DevTools protocol. A short experiment with
+//! Payment failing at 100 % and breakers enforcing turns a checkout breaker open on the live timeline within
+//! seconds; the results page then shows the table. Screenshots are saved under the target dir. An action
+//! without the token is refused.
+//!
+//! The DevTools client is the few calls needed, over the workspace's tokio-tungstenite: lighter than
+//! chromiumoxide (a very large generated protocol crate) or fantoccini + chromedriver.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_tungstenite::tungstenite::Message;
+use web::{DashboardConfig, RunningDashboard};
+
+const SPEC: &str = r#"name = "browser-outage"
+rounds = 1
+duration = "8s"
+warmup = "1s"
+time_scale = 1.0
+order = "fixed"
+seed = 3
+
+[load]
+users = 30
+think_time = ["20ms", "100ms"]
+mix = "online-boutique"
+timeout = "3s"
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [1.0]
+
+[breaker]
+modes = ["enforce"]
+
+[breaker.trip]
+consecutive_failures = 5
+
+[breaker.open]
+base = "20s"
+"#;
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    for candidate in [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ] {
+        if Path::new(candidate).exists() {
+            return Some(PathBuf::from(candidate));
+        }
+    }
+    None
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The DevTools calls this test needs, on one page session.
+struct Page {
+    socket: Socket,
+    session: String,
+    next_id: u64,
+}
+
+impl Page {
+    async fn call_raw(
+        socket: &mut Socket,
+        id: u64,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Value {
+        let mut message = json!({ "id": id, "method": method, "params": params });
+        if let Some(session) = session {
+            message["sessionId"] = json!(session);
+        }
+        socket
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .expect("send to chromium");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let next = tokio::time::timeout(remaining, socket.next())
+                .await
+                .unwrap_or_else(|_| panic!("{method}: no answer from chromium within 30 s"));
+            let Some(Ok(Message::Text(text))) = next else {
+                continue;
+            };
+            let value: Value = serde_json::from_str(text.as_str()).expect("devtools JSON");
+            if value["id"] == json!(id) {
+                if let Some(error) = value.get("error") {
+                    panic!("{method}: {error}");
+                }
+                return value["result"].clone();
+            }
+        }
+    }
+
+    async fn open(browser_ws: &str) -> Page {
+        let (mut socket, _) = tokio_tungstenite::connect_async(browser_ws)
+            .await
+            .expect("connect to chromium");
+        let target = Page::call_raw(
+            &mut socket,
+            1,
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+        )
+        .await;
+        let attached = Page::call_raw(
+            &mut socket,
+            2,
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        )
+        .await;
+        let session = attached["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_owned();
+        let mut page = Page {
+            socket,
+            session,
+            next_id: 10,
+        };
+        page.call("Page.enable", json!({})).await;
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1400, "height": 1300, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+        page
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let session = self.session.clone();
+        Page::call_raw(
+            &mut self.socket,
+            self.next_id,
+            Some(&session),
+            method,
+            params,
+        )
+        .await
+    }
+
+    async fn eval(&mut self, expression: &str) -> Value {
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            )
+            .await;
+        if let Some(exception) = result.get("exceptionDetails") {
+            panic!("{expression}: {exception}");
+        }
+        result["result"]["value"].clone()
+    }
+
+    async fn goto(&mut self, url: &str) {
+        self.call("Page.navigate", json!({ "url": url })).await;
+        self.wait_for(
+            "document.readyState === 'complete'",
+            Duration::from_secs(15),
+        )
+        .await;
+    }
+
+    /// Polls `expression` until it is truthy; panics with `what` after `timeout`.
+    async fn wait_for(&mut self, expression: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let value = self.eval(expression).await;
+            if !(value.is_null() || value == json!(false) || value == json!("")) {
+                return value;
+            }
+            if Instant::now() >= deadline {
+                panic!("waited {timeout:?} for `{expression}`");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn screenshot(&mut self, path: &Path) {
+        let shot = self
+            .call(
+                "Page.captureScreenshot",
+                json!({"format": "png", "captureBeyondViewport": true}),
+            )
+            .await;
+        let bytes = base64_decode(shot["data"].as_str().expect("screenshot data"));
+        std::fs::write(path, bytes).expect("write screenshot");
+        eprintln!("browser test: screenshot {}", path.display());
+    }
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |byte: u8| -> u32 {
+        match byte {
+            b'A'..=b'Z' => u32::from(byte - b'A'),
+            b'a'..=b'z' => u32::from(byte - b'a') + 26,
+            b'0'..=b'9' => u32::from(byte - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => 0,
+        }
+    };
+    let clean: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let mut out = Vec::with_capacity(clean.len() / 4 * 3);
+    for chunk in clean.chunks(4) {
+        let pad = chunk.iter().filter(|b| **b == b'=').count();
+        let word = chunk
+            .iter()
+            .fold(0u32, |acc, byte| (acc << 6) | value(*byte))
+            << (6 * (4 - chunk.len() as u32));
+        let bytes = [(word >> 16) as u8, (word >> 8) as u8, word as u8];
+        out.extend_from_slice(&bytes[..3 - pad.min(2)]);
+    }
+    out
+}
+
+/// Starts Chromium with a fresh profile; returns it and its DevTools browser URL.
+async fn launch(chromium: &Path, profile: &Path) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--remote-debugging-port=0",
+            "--remote-debugging-address=127.0.0.1",
+            "--window-size=1400,1300",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start chromium");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                return Some(url.trim().to_owned());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("chromium printed its DevTools URL within 30 s");
+    // Keep draining stderr so chromium never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, found)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_shows_a_breaker_opening_and_the_results() {
+    let Some(chromium) = find_chromium() else {
+        eprintln!(
+            "\n\n!!!!!!!! SKIPPING the browser test: no chromium found (install the Debian package \
+             `chromium`, or set CHROMIUM=/path/to/chrome). scripts/test installs it. !!!!!!!!\n\n"
+        );
+        return;
+    };
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-browser-test");
+    let _ = std::fs::remove_dir_all(&artifacts);
+    std::fs::create_dir_all(&artifacts).expect("artifact dir");
+    let profile = artifacts.join("chromium-profile");
+
+    let dashboard = RunningDashboard::start(DashboardConfig {
+        bind: "127.0.0.1:0".parse().expect("addr"),
+        database: artifacts.join("tolerant.db").display().to_string(),
+        token: Some("browser-test-token".into()),
+        ..DashboardConfig::default()
+    })
+    .await
+    .expect("dashboard starts");
+    let base = dashboard.url();
+    let (mut chromium_process, browser_ws) = launch(&chromium, &profile).await;
+    let mut page = Page::open(&browser_ws).await;
+
+    // Without the token: viewing works, acting does not.
+    page.goto(&format!("{base}gameday")).await;
+    assert_eq!(
+        page.eval("document.querySelector('#login-link') !== null")
+            .await,
+        json!(true)
+    );
+    let status = page
+        .eval("fetch('/api/halt', {method: 'POST'}).then(r => r.status)")
+        .await;
+    assert_eq!(status, json!(401), "an API action without the token");
+    page.eval("document.getElementById('halt-form').submit()")
+        .await;
+    page.wait_for(
+        "document.body && document.body.innerText.includes('needs the token')",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    // Log in through the form.
+    page.goto(&format!("{base}login?next=/experiments")).await;
+    page.eval(
+        "document.getElementById('token').value = 'browser-test-token'; \
+         document.getElementById('login-form').submit(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/experiments' && document.readyState === 'complete' \
+         && document.body.innerText.includes('log out')",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    // Create the experiment from pasted TOML, then start it now.
+    let set_spec = format!(
+        "document.getElementById('spec').value = {}; document.getElementById('create-form').submit(); true",
+        serde_json::to_string(SPEC).expect("json string")
+    );
+    page.eval(&set_spec).await;
+    page.wait_for(
+        "document.readyState === 'complete' && document.querySelector('#experiments tr[data-id] .start-now') !== null",
+        Duration::from_secs(10),
+    )
+    .await;
+    page.eval("document.querySelector('#experiments tr[data-id] .start-now').click(); true")
+        .await;
+    page.wait_for(
+        "location.pathname === '/live' && window.__tolerant && window.__tolerant.connected",
+        Duration::from_secs(15),
+    )
+    .await;
+
+    // The checkout path's breaker opens within seconds.
+    let opened = page
+        .wait_for(
+            "(function () { var b = window.__tolerant.breakers; \
+              return ['frontend->checkout', 'checkout->payment'].find(n => b[n] === 'open') || null; })()",
+            Duration::from_secs(20),
+        )
+        .await;
+    eprintln!("browser test: {opened} is open on the live page");
+    assert_eq!(
+        page.eval("document.querySelectorAll('#breaker-list li.open').length > 0")
+            .await,
+        json!(true)
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    page.screenshot(&artifacts.join("live.png")).await;
+
+    // The experiment finishes; the results page shows the table.
+    page.wait_for(
+        "fetch('/api/experiments').then(r => r.json()).then(l => l.length > 0 && l[0].status === 'finished')",
+        Duration::from_secs(60),
+    )
+    .await;
+    page.goto(&format!("{base}experiments/1/results")).await;
+    let rows = page
+        .wait_for(
+            "document.querySelectorAll('#results-table tbody tr').length",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(
+        rows,
+        json!(1),
+        "one condition: error at 100 % with breakers enforcing"
+    );
+    let table = page
+        .eval("document.getElementById('results-table').innerText")
+        .await;
+    assert!(
+        table.as_str().is_some_and(|text| text.contains("enforce")),
+        "{table}"
+    );
+    page.screenshot(&artifacts.join("results.png")).await;
+
+    drop(page);
+    let _ = chromium_process.kill().await;
+    dashboard.shutdown().await;
+    let _ = std::fs::remove_dir_all(&profile);
+}
