@@ -1,11 +1,20 @@
 //! Injection agent: per-request HTTP faults with leases, a control API, a tower layer and a sidecar proxy.
 //!
 //! - [`Agent`] holds the fault table, draws per request from a seeded stream, reaps expired leases and publishes
-//!   events and counters. See the [`agent`](crate::Agent) docs for the order faults are checked in.
+//!   events and counters.
 //! - [`Agent::layer`] is a tower layer for embedding in a service (Payment in the boutique uses it).
 //! - [`Agent::control_router`] serves the control API of `design.md` under `/_agent/`.
 //! - [`sidecar`] is the standalone reverse proxy behind `tolerant agent`.
 //! - [`api`] holds the wire types shared with the controller.
+//!
+//! # Order in which faults are checked
+//!
+//! Active faults are checked in ascending id order (byte-wise). For each live fault whose match rule covers the
+//! request one draw is made from the request's stream ([`rng::RequestRng`], fixed by the seed and the request's
+//! index); the first fault whose draw fires is applied and the walk stops. Two faults at 0.5 on the same route
+//! therefore fire on 50 % and 25 % of requests. Requests under `/_agent/` are never faulted nor counted.
+//!
+//! See `README.md` for the fault kinds, the control API and what each kind does on the wire.
 
 mod agent;
 pub mod api;

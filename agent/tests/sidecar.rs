@@ -423,3 +423,57 @@ async fn the_control_listener_serves_the_api_and_metrics_while_the_proxy_forward
     );
     assert!(text.contains("tolerant_agent_active_faults 1\n"));
 }
+
+/// Sends one request on a connection of its own (`Connection: close`), so each request is a new client connection.
+async fn one_shot_get(address: SocketAddr, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut received))
+        .await
+        .expect("no answer")
+        .unwrap();
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+// Single-threaded runtime: the idle pool is per thread, so every client connection here shares it.
+#[tokio::test]
+async fn upstream_connections_are_pooled_across_client_connections() {
+    let running = start(Duration::from_secs(5)).await;
+    for _ in 0..5 {
+        let answer = one_shot_get(running.proxy, "/").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(answer.ends_with("hello"), "{answer}");
+    }
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        running.probe.connections.load(Ordering::SeqCst),
+        1,
+        "five client connections in a row should reuse one upstream connection"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_that_closes_its_connections_is_reconnected() {
+    let running = start(Duration::from_secs(5)).await;
+    let client = client();
+    for _ in 0..3 {
+        let response = client
+            .request(
+                Request::get(url(running.proxy, "/close"))
+                    .body(full(""))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(read_all(response).await, "bye");
+    }
+    // Same client connection throughout; the upstream closed after each answer.
+    assert_eq!(running.probe.connections.load(Ordering::SeqCst), 3);
+}

@@ -34,6 +34,8 @@ pub type TestBody = UnsyncBoxBody<Bytes, BoxError>;
 #[derive(Debug, Default)]
 pub struct UpstreamProbe {
     pub requests: AtomicUsize,
+    /// TCP connections the upstream accepted.
+    pub connections: AtomicUsize,
     /// `/stream` sends its first chunk, then waits for this before the rest.
     pub release_stream: Notify,
 }
@@ -48,6 +50,7 @@ pub fn big_byte(index: usize) -> u8 {
 /// - `/status/{code}`: answers `code` with `x-upstream: yes` and body `status {code}`;
 /// - `/big`: [`BIG_BODY_BYTES`] bytes with a content length;
 /// - `/stream`: chunked; `first` at once, then `second` and `third` after `release_stream`;
+/// - `/close`: 200 `bye` with `Connection: close` (the upstream ends the connection);
 /// - anything else: 200 `hello`.
 pub async fn start_upstream() -> (SocketAddr, Arc<UpstreamProbe>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -60,6 +63,7 @@ pub async fn start_upstream() -> (SocketAddr, Arc<UpstreamProbe>) {
                 return;
             };
             let probe = server_probe.clone();
+            probe.connections.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
                     upstream_answer(request, probe.clone())
@@ -123,6 +127,12 @@ async fn upstream_answer(
         });
         let body = StreamBody::new(receiver.map(|chunk| Ok::<_, BoxError>(Frame::data(chunk))));
         return Ok(Response::new(body.boxed_unsync()));
+    }
+    if path == "/close" {
+        return Ok(Response::builder()
+            .header("connection", "close")
+            .body(full("bye"))
+            .unwrap());
     }
     Ok(Response::new(full("hello")))
 }
