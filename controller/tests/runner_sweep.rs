@@ -75,6 +75,19 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             "{}: 0.5 s warmup + 3 s",
             run.condition_label
         );
+        // The collector sampled pools and carts once per second.
+        assert!(
+            samples.iter().any(|s| s.collector.pool_in_flight.is_some()),
+            "{}: {samples:?}",
+            run.condition_label
+        );
+        assert!(
+            samples
+                .iter()
+                .any(|s| s.collector.cart_mean_items.is_some()),
+            "{}",
+            run.condition_label
+        );
         let histograms = store.endpoint_histograms(run.id).await.unwrap();
         let transitions = store.transitions(run.id).await.unwrap();
         let faults = store.fault_events(run.id).await.unwrap();

@@ -4,6 +4,7 @@
 //! events, remove the fault, and store the run in one transaction.
 
 mod admin;
+mod sampler;
 mod transitions;
 
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
+pub use sampler::Sampler;
 pub use transitions::{TransitionCollector, parse_transition};
 
 use crate::load::{self, LoadConfig, Workload};
@@ -254,6 +256,18 @@ impl Runner {
             }
         }
 
+        let cart_url = self
+            .testbed
+            .services
+            .iter()
+            .find(|(name, _)| name == "cart")
+            .map(|(_, url)| url.clone());
+        let sampler = Sampler::start(
+            self.control.clone(),
+            cart_url,
+            self.testbed.services.clone(),
+            tokio::time::Instant::now(),
+        );
         let report = if abort_reason.is_none() {
             Some(
                 load::run(
@@ -278,6 +292,7 @@ impl Runner {
         } else {
             None
         };
+        let collector = sampler.finish().await;
 
         if let Some(renewal) = renewal {
             renewal.abort();
@@ -321,7 +336,7 @@ impl Runner {
             endpoint_names,
             seconds,
             endpoints,
-            collector: Vec::new(),
+            collector,
             transitions,
             fault_events: std::mem::take(&mut *fault_events.lock()),
             energy: None,

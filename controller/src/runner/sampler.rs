@@ -1,0 +1,95 @@
+//! Samples the testbed once per second during a run: cart sizes (Cart's `/_admin/cart-stats`) and
+//! every service's worker pool (`/_pool`), stored with the load driver's per-second figures.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+use super::admin::ControlClient;
+use crate::store::CollectorSample;
+
+/// Periodic sampling of one run; stop it with [`Sampler::finish`].
+pub struct Sampler {
+    samples: Arc<Mutex<Vec<CollectorSample>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sampler {
+    /// Starts sampling at `start + 1 s, + 2 s, …`; the sample taken at `start + (k + 1) s` is
+    /// labelled second `k` (the second it closes), like the load driver's seconds.
+    pub fn start(
+        control: ControlClient,
+        cart_url: Option<String>,
+        services: Vec<(String, String)>,
+        start: Instant,
+    ) -> Self {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let task = {
+            let samples = Arc::clone(&samples);
+            tokio::spawn(async move {
+                let mut second = 0u64;
+                loop {
+                    tokio::time::sleep_until(start + Duration::from_secs(second + 1)).await;
+                    let sample = sample(&control, cart_url.as_deref(), &services, second).await;
+                    samples.lock().push(sample);
+                    second += 1;
+                }
+            })
+        };
+        Sampler { samples, task }
+    }
+
+    /// Stops sampling and returns the samples taken.
+    pub async fn finish(self) -> Vec<CollectorSample> {
+        self.task.abort();
+        let _ = self.task.await;
+        std::mem::take(&mut *self.samples.lock())
+    }
+}
+
+async fn get_json(control: &ControlClient, url: &str) -> Option<Value> {
+    let body = control
+        .call(Method::GET, url, None, Bytes::new())
+        .await
+        .ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+async fn sample(
+    control: &ControlClient,
+    cart_url: Option<&str>,
+    services: &[(String, String)],
+    second: u64,
+) -> CollectorSample {
+    let mut sample = CollectorSample {
+        second,
+        ..CollectorSample::default()
+    };
+    if let Some(cart_url) = cart_url {
+        if let Some(stats) = get_json(control, &format!("{cart_url}/_admin/cart-stats")).await {
+            sample.cart_mean_items = stats.get("mean_items").and_then(Value::as_f64);
+            sample.carts = stats.get("carts").and_then(Value::as_u64);
+        }
+    }
+    let mut pools = Map::new();
+    let (mut in_flight, mut queued, mut seen) = (0u64, 0u64, false);
+    for (name, url) in services {
+        if let Some(pool) = get_json(control, &format!("{url}/_pool")).await {
+            in_flight += pool.get("in_flight").and_then(Value::as_u64).unwrap_or(0);
+            queued += pool.get("queued").and_then(Value::as_u64).unwrap_or(0);
+            seen = true;
+            pools.insert(name.clone(), pool);
+        }
+    }
+    if seen {
+        sample.pool_in_flight = Some(in_flight);
+        sample.pool_queued = Some(queued);
+        sample.extra = Some(json!({ "pools": pools }));
+    }
+    sample
+}
