@@ -34,6 +34,10 @@ enum Op {
         ms: u64,
     },
     State,
+    SetMode {
+        mode: Mode,
+    },
+    Reset,
 }
 
 fn outcome() -> impl Strategy<Value = Outcome> {
@@ -48,6 +52,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|index| Op::Drop { index }),
         3 => prop_oneof![0u64..50, 0u64..3_000].prop_map(|ms| Op::Advance { ms }),
         1 => Just(Op::State),
+        1 => prop_oneof![
+            Just(Mode::Enforce),
+            Just(Mode::Shadow),
+            Just(Mode::ForcedOpen),
+            Just(Mode::Disabled)
+        ]
+        .prop_map(|mode| Op::SetMode { mode }),
+        1 => prop_oneof![Just(Op::Reset), Just(Op::State)],
     ]
 }
 
@@ -172,6 +184,17 @@ fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 model.advance_ms(ms);
             }
             Op::State => prop_assert_eq!(breaker.state(), model.observe(), "step {}", step),
+            Op::SetMode { mode } => {
+                breaker.set_config(BreakerConfig {
+                    mode,
+                    ..breaker.config()
+                });
+                model.set_mode(mode);
+            }
+            Op::Reset => {
+                breaker.reset();
+                model.reset();
+            }
             Op::Record { .. } | Op::RecordTimed { .. } | Op::Drop { .. } => {}
         }
         prop_assert_eq!(&sink.events(), &model.events, "events after step {}", step);

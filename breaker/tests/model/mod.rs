@@ -67,6 +67,13 @@ pub struct Model {
     time_in_ns: [u64; 3],
 }
 
+/// "Open until" of a forced-open breaker: never.
+const NEVER_MS: u64 = (1 << 40) - 1;
+
+fn watching(mode: Mode) -> bool {
+    matches!(mode, Mode::Enforce | Mode::Shadow)
+}
+
 fn index(state: State) -> usize {
     match state {
         State::Closed => 0,
@@ -81,10 +88,17 @@ fn nanos(d: std::time::Duration) -> u64 {
 
 impl Model {
     pub fn new(config: BreakerConfig) -> Self {
-        assert!(matches!(config.mode, Mode::Enforce | Mode::Shadow));
+        let phase = if config.mode == Mode::ForcedOpen {
+            Phase::Open {
+                until_ms: NEVER_MS,
+                trips: 0,
+            }
+        } else {
+            Phase::Closed { failures: 0 }
+        };
         Model {
             config,
-            phase: Phase::Closed { failures: 0 },
+            phase,
             episode: 0,
             now_ns: 0,
             failure_window: Window::default(),
@@ -147,7 +161,7 @@ impl Model {
     /// Open → HalfOpen when the window has ended.
     pub fn observe(&mut self) -> State {
         if let Phase::Open { until_ms, trips } = self.phase {
-            if self.now_ns >= until_ms * 1_000_000 {
+            if self.config.mode != Mode::ForcedOpen && self.now_ns >= until_ms * 1_000_000 {
                 let detail = TransitionDetail {
                     trips: Some(trips),
                     ..TransitionDetail::default()
@@ -168,6 +182,20 @@ impl Model {
     }
 
     pub fn acquire(&mut self) -> Option<ModelPermit> {
+        match self.config.mode {
+            Mode::Disabled => {
+                return Some(ModelPermit {
+                    episode: self.episode,
+                    kind: Kind::Unwatched,
+                    started_ns: None,
+                });
+            }
+            Mode::ForcedOpen => {
+                self.counters.rejected += 1;
+                return None;
+            }
+            Mode::Enforce | Mode::Shadow => {}
+        }
         self.observe();
         let started_ns = self.config.trip.slow_call.is_some().then_some(self.now_ns);
         let permit = |episode, kind| ModelPermit {
@@ -260,7 +288,7 @@ impl Model {
         if slow {
             self.counters.slow += 1;
         }
-        if permit.episode != self.episode {
+        if permit.episode != self.episode || !watching(self.config.mode) {
             return;
         }
         match (permit.kind, self.phase) {
@@ -383,6 +411,63 @@ impl Model {
             }
             _ => {}
         }
+    }
+
+    /// A new config that differs only in its mode: same mode keeps everything; another mode starts over closed
+    /// (open for forced-open), as a transition if the state differs, silently (windows kept) if not.
+    pub fn set_mode(&mut self, mode: Mode) {
+        let old = self.config.mode;
+        self.config.mode = mode;
+        if mode == old {
+            return;
+        }
+        let target = if mode == Mode::ForcedOpen {
+            Phase::Open {
+                until_ms: NEVER_MS,
+                trips: 0,
+            }
+        } else {
+            Phase::Closed { failures: 0 }
+        };
+        if target.state() == self.phase.state() {
+            self.phase = target;
+            return;
+        }
+        let reason = if mode == Mode::ForcedOpen {
+            Reason::Forced
+        } else {
+            Reason::ConfigChanged
+        };
+        let detail = TransitionDetail {
+            mode: Some(mode),
+            ..TransitionDetail::default()
+        };
+        self.move_to(target, reason, detail, self.now_ns);
+    }
+
+    /// Back to closed (forced-open stays open), windows and counters cleared.
+    pub fn reset(&mut self) {
+        self.failure_window = Window::default();
+        self.slow_window = Window::default();
+        if self.config.mode != Mode::ForcedOpen {
+            if let Phase::Closed { .. } = self.phase {
+                self.phase = Phase::Closed { failures: 0 };
+            } else {
+                let detail = TransitionDetail {
+                    reset: Some(true),
+                    ..TransitionDetail::default()
+                };
+                self.move_to(
+                    Phase::Closed { failures: 0 },
+                    Reason::Forced,
+                    detail,
+                    self.now_ns,
+                );
+            }
+        }
+        self.counters = Counters::default();
+        self.time_in_ns = [0; 3];
+        self.state_since_ns = self.state_since_ns.max(self.now_ns);
     }
 
     /// Counters with the time in each state up to now.
