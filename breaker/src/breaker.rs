@@ -29,6 +29,10 @@ use crate::window::StripedWindow;
 struct EventLog {
     next_generation: u16,
     pending: Vec<(u16, Transition)>,
+    /// Numbered events not yet handed to the sink, in `seq` order.
+    outbox: std::collections::VecDeque<TransitionEvent>,
+    /// Some thread is handing the outbox to the sink (at most one at a time, so the sink sees `seq` order).
+    delivering: bool,
     seq: u64,
     state: State,
     since: Instant,
@@ -53,7 +57,6 @@ pub struct CircuitBreaker {
     seed: u64,
     config: Mutex<BreakerConfig>,
     log: Mutex<EventLog>,
-    delivery: Mutex<()>,
     baseline: Mutex<CallTotals>,
 }
 
@@ -334,13 +337,14 @@ impl CircuitBreaker {
             log: Mutex::new(EventLog {
                 next_generation: 1,
                 pending: Vec::new(),
+                outbox: std::collections::VecDeque::new(),
+                delivering: false,
                 seq: 0,
                 state,
                 since: now,
                 time_in_ns: [0; 3],
                 opens: 0,
             }),
-            delivery: Mutex::new(()),
             baseline: Mutex::new(CallTotals::default()),
         };
         breaker.arm(&policy, true);
@@ -591,11 +595,13 @@ impl CircuitBreaker {
         }
     }
 
-    /// Number the transition in generation order, account the time, deliver in order outside the log lock.
+    /// Number the transition in generation order, account the time, and deliver in `seq` order outside the log
+    /// lock. One thread at a time delivers; a thread that finds delivery under way leaves its events in the outbox
+    /// for that thread and returns at once, so no caller waits for a slow sink and a sink that calls back into the
+    /// breaker (even causing a transition) cannot deadlock.
     fn publish(&self, generation: u16, transition: Transition) {
         let mut log = self.log.lock();
         log.pending.push((generation, transition));
-        let mut ready = Vec::new();
         while let Some(position) = log
             .pending
             .iter()
@@ -612,7 +618,7 @@ impl CircuitBreaker {
             if t.to == State::Open {
                 log.opens += 1;
             }
-            ready.push(TransitionEvent {
+            let event = TransitionEvent {
                 service: self.service.clone(),
                 breaker: self.name.clone(),
                 from: t.from,
@@ -622,14 +628,19 @@ impl CircuitBreaker {
                 at_ms: self.clock.unix_ms(t.at),
                 seq: log.seq,
                 shadow: t.shadow,
-            });
+            };
+            log.outbox.push_back(event);
         }
-        let delivery = self.delivery.lock();
-        drop(log);
-        for event in &ready {
-            self.sink.emit(event);
+        if log.delivering {
+            return;
         }
-        drop(delivery);
+        log.delivering = true;
+        while let Some(event) = log.outbox.pop_front() {
+            drop(log);
+            self.sink.emit(&event);
+            log = self.log.lock();
+        }
+        log.delivering = false;
     }
 
     /// The state now; an elapsed open window becomes half-open here, without waiting for a call.

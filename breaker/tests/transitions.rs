@@ -545,3 +545,48 @@ fn jitter_is_seeded() {
         "{spread:?}"
     );
 }
+
+/// A sink that looks at the breaker from inside `emit` (a snapshot, which may itself cause the Open → HalfOpen
+/// transition) must neither deadlock nor reorder events.
+#[test]
+fn a_sink_may_call_back_into_the_breaker() {
+    use std::sync::OnceLock;
+
+    struct Looking {
+        breaker: OnceLock<Arc<CircuitBreaker>>,
+        clock: Arc<ManualClock>,
+        seen: parking_lot::Mutex<Vec<(u64, State)>>,
+    }
+    impl breaker::EventSink for Looking {
+        fn emit(&self, event: &TransitionEvent) {
+            if let Some(breaker) = self.breaker.get() {
+                if event.to == State::Open {
+                    // Let the window end, then look: the snapshot performs Open → HalfOpen from inside the sink.
+                    self.clock.advance(secs(30));
+                }
+                let state = breaker.snapshot().state;
+                self.seen.lock().push((event.seq, state));
+            }
+        }
+    }
+    let clock = Arc::new(ManualClock::new());
+    let sink = Arc::new(Looking {
+        breaker: OnceLock::new(),
+        clock: clock.clone(),
+        seen: Default::default(),
+    });
+    let breaker = Arc::new(
+        CircuitBreaker::new("a->b", BreakerConfig::default(), clock).with_sink(sink.clone()),
+    );
+    sink.breaker.set(Arc::clone(&breaker)).ok();
+    for _ in 0..5 {
+        breaker
+            .try_acquire()
+            .expect("closed")
+            .record(Outcome::Failure);
+    }
+    assert_eq!(
+        *sink.seen.lock(),
+        vec![(1, State::HalfOpen), (2, State::HalfOpen)]
+    );
+}
