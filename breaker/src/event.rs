@@ -111,7 +111,8 @@ pub struct TransitionEvent {
     pub shadow: bool,
 }
 
-/// Receives every transition. Called in `seq` order; must not cause a transition of the same breaker.
+/// Receives every transition. Called in `seq` order, by one thread at a time per breaker, outside the breaker's
+/// locks (it may look at or act on the breaker). Keep it quick: the thread delivering is a caller of the breaker.
 pub trait EventSink: Send + Sync + 'static {
     /// One transition.
     fn emit(&self, event: &TransitionEvent);
