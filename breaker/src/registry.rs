@@ -98,7 +98,9 @@ impl Registry {
         Arc::clone(&self.inner.clock)
     }
 
-    /// The breaker called `name`, created with the current config if it does not exist yet.
+    /// The breaker called `name`, created with the current config if it does not exist yet. Takes the registry's
+    /// read lock (an atomic read-modify-write shared by all callers): on a hot path, look a breaker up once and keep
+    /// the `Arc`.
     pub fn get(&self, name: &str) -> Arc<CircuitBreaker> {
         if let Some(breaker) = self.inner.breakers.read().get(name) {
             return Arc::clone(breaker);
