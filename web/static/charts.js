@@ -41,15 +41,22 @@ var Charts = (function () {
     for (var i = 0; i <= 4; i++) {
       var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
       ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(c.w - pad.r, y); ctx.stroke();
-      ctx.textAlign = "right"; ctx.fillText(formatNumber(yMax * i / 4) + (i === 4 && yUnit ? " " + yUnit : ""), pad.l - 4, y + 3);
+      ctx.textAlign = "right"; ctx.fillText(formatNumber(yMax * i / 4), pad.l - 4, y + 3);
     }
-    if (t1 > t0) {
-      ctx.textAlign = "center";
-      for (var j = 0; j <= 4; j++) {
-        var t = t0 + (t1 - t0) * j / 4;
-        ctx.fillText(clock(t), pad.l + (c.w - pad.l - pad.r) * j / 4, c.h - 4);
-      }
+    if (yUnit) { ctx.textAlign = "left"; ctx.fillText(yUnit, pad.l + 4, pad.t + 10); }
+    if (t1 > t0) { timeAxis(ctx, pad.l, c.w - pad.r, c.h - 4, t0, t1); }
+  }
+
+  function timeAxis(ctx, x0, x1, y, t0, t1) {
+    for (var j = 0; j <= 4; j++) {
+      ctx.textAlign = j === 0 ? "left" : j === 4 ? "right" : "center";
+      ctx.fillText(clock(t0 + (t1 - t0) * j / 4), x0 + (x1 - x0) * j / 4, y);
     }
+  }
+
+  function empty(c, message) {
+    c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center";
+    c.ctx.fillText(message, c.w / 2, c.h / 2);
   }
 
   function formatNumber(v) {
@@ -61,6 +68,9 @@ var Charts = (function () {
   // series: [{label, color, points: [[t, y], ...]}]
   function lines(canvas, series, t0, t1, yUnit, options) {
     var c = fit(canvas), pad = { l: 44, r: options && options.right ? 44 : 10, t: 8, b: 18 };
+    if (!series.some(function (s) { return s.points.length > 0; })) {
+      frame(c, pad, 1, t0, t1, yUnit); empty(c, (options && options.empty) || "no data yet"); return;
+    }
     var yMax = 0;
     series.forEach(function (s) { if (!s.right) { s.points.forEach(function (p) { yMax = Math.max(yMax, p[1]); }); } });
     yMax = niceMax(yMax);
@@ -72,8 +82,9 @@ var Charts = (function () {
       c.ctx.textAlign = "left"; c.ctx.fillStyle = "#d6742f";
       for (var i = 0; i <= 4; i++) {
         var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
-        c.ctx.fillText(formatNumber(rightMax * i / 4) + (i === 4 ? " " + options.right : ""), c.w - pad.r + 4, y + 3);
+        c.ctx.fillText(formatNumber(rightMax * i / 4), c.w - pad.r + 4, y + 3);
       }
+      c.ctx.textAlign = "right"; c.ctx.fillText(options.right, c.w - pad.r - 4, pad.t + 10);
     }
     var x = function (t) { return pad.l + (c.w - pad.l - pad.r) * (t - t0) / Math.max(1, t1 - t0); };
     series.forEach(function (s, index) {
@@ -89,6 +100,7 @@ var Charts = (function () {
   // bars: [{t, parts: [value, ...]}], colors: one per part
   function stacked(canvas, bars, colors, t0, t1) {
     var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 18 };
+    if (!bars.length) { frame(c, pad, 1, t0, t1, "/s"); empty(c, "no data yet"); return; }
     var yMax = 0;
     bars.forEach(function (b) { yMax = Math.max(yMax, b.parts.reduce(function (a, v) { return a + v; }, 0)); });
     yMax = niceMax(yMax);
@@ -104,8 +116,9 @@ var Charts = (function () {
   }
 
   // groups: labels along x; series: [{label, values: [...]}]
-  function grouped(canvas, labels, series) {
+  function grouped(canvas, labels, series, message) {
     var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 30 };
+    if (!series.length) { empty(c, message || "no data yet"); return; }
     var yMax = 0;
     series.forEach(function (s) { s.values.forEach(function (v) { yMax = Math.max(yMax, v); }); });
     yMax = niceMax(yMax);
@@ -131,6 +144,7 @@ var Charts = (function () {
   // rows: [{label, value, max}] horizontal occupancy bars
   function occupancy(canvas, rows) {
     var c = fit(canvas), left = 110, rowH = Math.min(22, (c.h - 4) / Math.max(1, rows.length));
+    if (!rows.length) { empty(c, "no data yet"); return; }
     rows.forEach(function (row, i) {
       var y = 2 + i * rowH, full = c.w - left - 60, share = row.max > 0 ? Math.min(1, row.value / row.max) : 0;
       c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.label, left - 6, y + rowH * 0.65);
@@ -169,11 +183,9 @@ var Charts = (function () {
       c.ctx.beginPath(); c.ctx.moveTo(x(n.at), top); c.ctx.lineTo(x(n.at), faultY + 16); c.ctx.stroke();
       c.ctx.fillText(n.text.slice(0, 40), x(n.at) + 3, faultY + 28);
     });
-    c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center";
-    for (var j = 0; j <= 4; j++) {
-      var t = t0 + (t1 - t0) * j / 4;
-      c.ctx.fillText(clock(t), left + (c.w - left - right) * j / 4, c.h - 2);
-    }
+    c.ctx.fillStyle = "#6b7480";
+    timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
+    if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("no breaker has changed state yet", left + (c.w - left) / 2, 16); }
   }
 
   return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, clock: clock, palette: PALETTE };

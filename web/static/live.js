@@ -3,6 +3,8 @@
 (function () {
   var BUCKETS_MS = ["≤1", "≤2", "≤5", "≤10", "≤20", "≤50", "≤100", "≤200", "≤500", "≤1k", "≤2k", "≤5k", ">5k"];
   var WINDOW_MS = 10 * 60 * 1000;
+  // Per-endpoint latency comes from the load driver's per-second figures (samples with `endpoints`).
+  var LATENCY_PENDING = "no per-endpoint latency in the live feed yet";
   var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, frame: 0 };
   var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {} };
 
@@ -98,6 +100,8 @@
       Charts.timeline(timeline, rows, faultIntervals(t0, t1),
         model.notes.map(function (n) { return { at: n.at_ms, text: n.text }; }), t0, t1);
     }
+    status.activeFaults = Object.keys(model.activeFaults).length;
+    status.notes = model.notes.length;
     status.breakers = {};
     Object.keys(model.breakers).forEach(function (name) { status.breakers[name] = model.breakers[name].state; });
     var list = document.getElementById("breaker-list");
@@ -141,7 +145,7 @@
     var names = Object.keys(endpoints).sort();
     Charts.lines(document.getElementById("p95"), names.map(function (name, i) {
       return { label: name, color: Charts.palette[i % Charts.palette.length], points: endpoints[name].points };
-    }), t0, t1, "ms");
+    }), t0, t1, "ms", { empty: LATENCY_PENDING });
     var legend = document.getElementById("p95-legend");
     if (legend) {
       legend.innerHTML = names.map(function (name, i) {
@@ -149,7 +153,7 @@
       }).join(" ");
     }
     Charts.grouped(document.getElementById("histogram"), BUCKETS_MS.map(function (b) { return b + "ms"; }),
-      names.map(function (name) { return { label: name, values: endpoints[name].buckets }; }));
+      names.map(function (name) { return { label: name, values: endpoints[name].buckets }; }), LATENCY_PENDING);
 
     Charts.lines(document.getElementById("cart"), [
       { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },

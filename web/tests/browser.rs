@@ -398,6 +398,41 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     );
     page.screenshot(&artifacts.join("results.png")).await;
 
+    // Game day: a manual fault shows on the fault bar, halt clears it, an annotation lands on the timeline.
+    page.goto(&format!("{base}gameday")).await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.connected",
+        Duration::from_secs(10),
+    )
+    .await;
+    page.eval(
+        "document.getElementById('rate').value = '100'; \
+         document.getElementById('fault-form').submit(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.activeFaults === 1",
+        Duration::from_secs(15),
+    )
+    .await;
+    page.eval("document.querySelector('#annotate-form input[name=text]').value = 'paged the payment team'; \
+               document.getElementById('annotate-form').submit(); true")
+        .await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.connected && window.__tolerant.notes === 1 \
+         && window.__tolerant.activeFaults === 1",
+        Duration::from_secs(15),
+    )
+    .await;
+    page.screenshot(&artifacts.join("gameday.png")).await;
+    page.eval("document.getElementById('halt').click(); true")
+        .await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.connected && window.__tolerant.activeFaults === 0",
+        Duration::from_secs(15),
+    )
+    .await;
+
     drop(page);
     let _ = chromium_process.kill().await;
     dashboard.shutdown().await;

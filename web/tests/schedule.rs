@@ -1,0 +1,96 @@
+//! The schedule queue of the embedded control lives in the experiment database: a scheduled start survives a
+//! restart of the controller, and aborting a scheduled experiment removes it from the queue.
+
+use controller::runner::Testbed;
+use controller::store::Store;
+use web::control::Control;
+use web::control::embedded::EmbeddedControl;
+use web::hub::{Hub, HubConfig};
+
+const SPEC: &str = r#"name = "queued"
+rounds = 1
+duration = "2s"
+warmup = "1s"
+
+[load]
+users = 1
+think_time = ["100ms", "200ms"]
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [1.0]
+
+[breaker]
+modes = ["enforce"]
+"#;
+
+/// A testbed nobody listens on: scheduling never talks to it.
+fn unreachable_testbed() -> Testbed {
+    Testbed {
+        frontend: "127.0.0.1:9".parse().expect("addr"),
+        services: Vec::new(),
+        agent: "http://127.0.0.1:9".into(),
+        token: "token".into(),
+    }
+}
+
+async fn control(database: &str) -> (EmbeddedControl, Store) {
+    let store = Store::open(database).await.expect("store");
+    let control = EmbeddedControl::new(
+        store.clone(),
+        unreachable_testbed(),
+        Hub::new(HubConfig::default()),
+    )
+    .await
+    .expect("control");
+    (control, store)
+}
+
+#[tokio::test]
+async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-schedule-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let database = dir.join("tolerant.db").display().to_string();
+    let due = controller::runner::now_ms() + 3_600_000;
+
+    let (first, store) = control(&database).await;
+    let id = first.create(SPEC.to_owned()).await.expect("valid spec");
+    let bad = first.create("name = 1".to_owned()).await;
+    assert!(bad.is_err(), "an invalid spec is refused");
+    first.start(id, Some(due)).await.expect("scheduled");
+    let listed = first.experiments().await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, "scheduled");
+    assert_eq!(listed[0].scheduled_at_ms, Some(due));
+    first.stop_active();
+    drop(first);
+    store.close().await;
+
+    // A new controller process over the same database.
+    let (second, store) = control(&database).await;
+    assert_eq!(
+        second.scheduled().get(&id).copied(),
+        Some(due),
+        "the queue came back"
+    );
+    let listed = second.experiments().await.expect("list");
+    assert_eq!(listed[0].status, "scheduled");
+
+    second.abort(id).await.expect("unqueue");
+    assert!(second.scheduled().is_empty());
+    let listed = second.experiments().await.expect("list");
+    assert_eq!(listed[0].status, "pending");
+    let not_running = second.abort(id).await;
+    assert!(not_running.is_err(), "nothing left to abort");
+    second.stop_active();
+    drop(second);
+    store.close().await;
+
+    let (third, store) = control(&database).await;
+    assert!(third.scheduled().is_empty(), "the abort was stored too");
+    third.stop_active();
+    store.close().await;
+}
