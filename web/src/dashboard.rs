@@ -154,6 +154,11 @@ impl RunningDashboard {
         &self.token
     }
 
+    /// The embedded boutique (service URLs, the Payment agent).
+    pub fn stack(&self) -> &boutique::RunningStack {
+        &self.stack
+    }
+
     /// Stops the running experiment (its run stays unfinished and is redone on the next start), clears
     /// every fault, stops the dashboard (websockets get a short grace), the feeds and the ten services.
     pub async fn shutdown(self) {

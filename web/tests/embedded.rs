@@ -1,0 +1,164 @@
+//! The dashboard over the real embedded stack, without a browser: the API creates and starts an experiment,
+//! the websocket streams its progress after a snapshot, abort stops it with the fault cleared at once, and
+//! halt answers only with the token.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use controller::runner::ControlClient;
+use futures::StreamExt;
+use http::Method;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+use web::{DashboardConfig, RunningDashboard};
+
+const TOKEN: &str = "embedded-test-token";
+const SPEC: &str = r#"name = "long-outage"
+rounds = 1
+duration = "60s"
+warmup = "1s"
+
+[load]
+users = 5
+think_time = ["50ms", "200ms"]
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [1.0]
+
+[breaker]
+modes = ["enforce"]
+"#;
+
+async fn json(client: &ControlClient, method: Method, url: &str, body: &str) -> Value {
+    let bytes = client
+        .call(method, url, None, Bytes::from(body.to_owned()))
+        .await
+        .unwrap_or_else(|error| panic!("{url}: {error}"));
+    serde_json::from_slice(&bytes).expect("JSON answer")
+}
+
+async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        assert!(Instant::now() < deadline, "waited {timeout:?} for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_streams_progress_and_abort_clears_the_fault() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-embedded-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let dashboard = RunningDashboard::start(DashboardConfig {
+        bind: "127.0.0.1:0".parse().expect("addr"),
+        database: dir.join("tolerant.db").display().to_string(),
+        token: Some(TOKEN.into()),
+        ..DashboardConfig::default()
+    })
+    .await
+    .expect("dashboard starts");
+    assert!(dashboard.addr().ip().is_loopback());
+    let base = format!("http://{}", dashboard.addr());
+    let agent = dashboard.stack().url(boutique::ServiceName::Payment);
+    let client = ControlClient::new(TOKEN);
+    let anonymous = ControlClient::new("");
+
+    // The token is required; the wrong one is refused too.
+    let refused = anonymous
+        .call(
+            Method::POST,
+            &format!("{base}/api/halt"),
+            None,
+            Bytes::new(),
+        )
+        .await;
+    assert!(
+        refused.is_err_and(|error| error.to_string().contains("401")),
+        "halt without the token"
+    );
+
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", dashboard.addr()))
+        .await
+        .expect("websocket");
+    let Some(Ok(Message::Text(first))) = socket.next().await else {
+        panic!("no snapshot")
+    };
+    assert!(first.as_str().starts_with("{\"type\":\"snapshot\""));
+
+    let created = json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments"),
+        SPEC,
+    )
+    .await;
+    let id = created["id"].as_i64().expect("id");
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments/{id}/start"),
+        "",
+    )
+    .await;
+
+    // Progress arrives over the websocket.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some(Ok(Message::Text(text)))) =
+            tokio::time::timeout(remaining, socket.next()).await
+        else {
+            panic!("no progress event within 20 s");
+        };
+        if text.as_str().contains("\"type\":\"progress\"") {
+            break;
+        }
+    }
+
+    // The run's fault is in the agent.
+    wait_until(
+        "the fault in the agent",
+        Duration::from_secs(10),
+        || async {
+            let faults = json(&client, Method::GET, &format!("{agent}/_agent/faults"), "").await;
+            faults.as_array().is_some_and(|list| !list.is_empty())
+        },
+    )
+    .await;
+
+    let aborted = Instant::now();
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments/{id}/abort"),
+        "",
+    )
+    .await;
+    let faults = json(&client, Method::GET, &format!("{agent}/_agent/faults"), "").await;
+    assert_eq!(faults, Value::Array(Vec::new()), "abort cleared the fault");
+    assert!(aborted.elapsed() < Duration::from_secs(5));
+    let list = json(&client, Method::GET, &format!("{base}/api/experiments"), "").await;
+    assert_eq!(list[0]["status"], "aborted");
+    assert_eq!(list[0]["abort_reason"], "aborted from the dashboard");
+
+    // Aborting again is a conflict, not a crash.
+    let again = client
+        .call(
+            Method::POST,
+            &format!("{base}/api/experiments/{id}/abort"),
+            None,
+            Bytes::new(),
+        )
+        .await;
+    assert!(again.is_err_and(|error| error.to_string().contains("409")));
+
+    dashboard.shutdown().await;
+}
