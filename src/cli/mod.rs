@@ -2,6 +2,7 @@
 
 mod agent;
 mod boutique;
+mod controller;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,12 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// Run the Online Boutique services (`all` or one service by name).
     Boutique(boutique::BoutiqueArgs),
+    /// Run an experiment spec (exit status 2 when the spec does not validate).
+    Run(controller::RunArgs),
+    /// List stored experiments.
+    List(controller::ListArgs),
+    /// Show one stored experiment and its runs.
+    Show(controller::ShowArgs),
 }
 
 pub fn init_tracing() {
@@ -32,6 +39,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Agent(args)) => agent::run(args).await,
         Some(Command::Boutique(args)) => boutique::run(args).await,
+        Some(Command::Run(args)) => controller::run(args).await,
+        Some(Command::List(args)) => controller::list(args).await,
+        Some(Command::Show(args)) => controller::show(args).await,
         None => serve::run().await,
     }
 }

@@ -1,0 +1,297 @@
+//! `tolerant run | list | show`: run an experiment spec against the testbed and look at stored
+//! experiments. A spec that does not validate exits with status 2 and stores nothing.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use controller::runner::{Progress, Runner, Testbed, start_embedded_stack};
+use controller::spec::{AGENT_TARGET, ExperimentSpec};
+use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
+use serde_json::json;
+
+/// Exit status of a spec that does not validate.
+pub const EXIT_BAD_SPEC: i32 = 2;
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Experiment spec (TOML, see experiments/).
+    pub spec: PathBuf,
+    /// Database: a SQLite file path, sqlite://… or postgres://…
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    /// Bearer token of external targets' admin and agent APIs (the embedded stack makes its own).
+    #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Experiment id (from `tolerant list`).
+    pub id: i64,
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// External targets from the spec's `[targets]` table.
+fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Result<Testbed> {
+    let frontend = spec
+        .targets
+        .get("frontend")
+        .context("targets.frontend: needed when [targets] is given")?;
+    let frontend: SocketAddr = frontend
+        .trim_start_matches("http://")
+        .parse()
+        .with_context(|| format!("targets.frontend: `{frontend}` is not http://IP:PORT"))?;
+    let agent = spec
+        .targets
+        .get(AGENT_TARGET)
+        .or_else(|| spec.targets.get(&spec.fault.target))
+        .with_context(|| {
+            format!(
+                "targets.agent: needed (or targets.{}) to inject faults",
+                spec.fault.target
+            )
+        })?;
+    let token = token.context("--token or TOLERANT_TOKEN: needed for external targets")?;
+    Ok(Testbed {
+        frontend,
+        services: spec
+            .targets
+            .iter()
+            .filter(|(name, _)| name.as_str() != AGENT_TARGET)
+            .map(|(name, url)| (name.clone(), url.clone()))
+            .collect(),
+        agent: agent.clone(),
+        token,
+    })
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let spec = match ExperimentSpec::from_file(&args.spec) {
+        Ok(spec) => spec,
+        Err(error) => {
+            eprintln!("{}: {error}", args.spec.display());
+            std::process::exit(EXIT_BAD_SPEC);
+        }
+    };
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let (stack, testbed) = if spec.targets.is_empty() {
+        let (stack, testbed) = start_embedded_stack(&spec).await?;
+        (Some(stack), testbed)
+    } else {
+        (None, external_testbed(&spec, args.token.clone())?)
+    };
+    let runner = Runner::new(store.clone(), testbed);
+
+    let per_run = spec.run_warmup() + spec.run_duration();
+    let started = Instant::now();
+    let mut done = 0usize;
+    let quiet = args.json;
+    let result = runner
+        .run_experiment(&spec, |event| match event {
+            Progress::RunStarted { planned, total, .. } => {
+                let eta = if done == 0 {
+                    per_run * u32::try_from(total).unwrap_or(u32::MAX)
+                } else {
+                    started.elapsed().div_f64(done as f64)
+                        * u32::try_from(total - done).unwrap_or(0)
+                };
+                if !quiet {
+                    eprintln!(
+                        "[{}/{total}] round {} · {} · ETA {}",
+                        planned.sequence + 1,
+                        planned.round + 1,
+                        planned.condition.label(),
+                        humantime::format_duration(Duration::from_secs(eta.as_secs())),
+                    );
+                }
+            }
+            Progress::RunFinished {
+                status,
+                availability,
+                ..
+            } => {
+                done += 1;
+                if !quiet {
+                    eprintln!(
+                        "        {} · availability {}",
+                        status.as_str(),
+                        availability.map_or("-".to_owned(), |a| format!("{:.3}", a))
+                    );
+                }
+            }
+        })
+        .await;
+    if let Some(stack) = stack {
+        stack.shutdown().await;
+    }
+    let experiment = result?;
+    print_summary(&store, experiment, args.json).await
+}
+
+/// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected.
+async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyhow::Result<()> {
+    let runs = store.runs(id).await?;
+    let mut by_condition: BTreeMap<i64, Vec<&RunRow>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.status == Status::Finished) {
+        by_condition
+            .entry(run.condition_index)
+            .or_default()
+            .push(run);
+    }
+    let rows: Vec<_> = by_condition
+        .values()
+        .map(|runs| {
+            let availability: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.outcomes.and_then(|o| o.availability()))
+                .collect();
+            let ok_per_s: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| {
+                    let seconds = r.duration_ms as f64 / 1000.0;
+                    r.outcomes
+                        .map(|o| o.ok as f64 / seconds.max(f64::MIN_POSITIVE))
+                })
+                .collect();
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            json!({
+                "condition": runs[0].condition_label,
+                "runs": runs.len(),
+                "availability_mean": mean(&availability),
+                "ok_per_second_mean": mean(&ok_per_s),
+                "rejected": runs.iter().filter_map(|r| r.outcomes.map(|o| o.rejected)).sum::<u64>(),
+                "failed": runs.iter().filter_map(|r| r.outcomes.map(|o| o.failed)).sum::<u64>(),
+            })
+        })
+        .collect();
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "experiment": id.0, "conditions": rows }))?
+        );
+        return Ok(());
+    }
+    println!("experiment {id}");
+    println!(
+        "{:<36} {:>4} {:>12} {:>10} {:>9} {:>9}",
+        "condition", "runs", "availability", "ok/s", "failed", "rejected"
+    );
+    for row in &rows {
+        println!(
+            "{:<36} {:>4} {:>12} {:>10} {:>9} {:>9}",
+            row["condition"].as_str().unwrap_or(""),
+            row["runs"].as_u64().unwrap_or(0),
+            row["availability_mean"]
+                .as_f64()
+                .map_or("-".into(), |a| format!("{a:.3}")),
+            row["ok_per_second_mean"]
+                .as_f64()
+                .map_or("-".into(), |a| format!("{a:.1}")),
+            row["failed"].as_u64().unwrap_or(0),
+            row["rejected"].as_u64().unwrap_or(0),
+        );
+    }
+    Ok(())
+}
+
+fn rfc3339(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+pub async fn list(args: ListArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let experiments = store.experiments().await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&experiments)?);
+        return Ok(());
+    }
+    println!(
+        "{:>4}  {:<24} {:<11} {:>5}  created",
+        "id", "name", "status", "runs"
+    );
+    for experiment in experiments {
+        println!(
+            "{:>4}  {:<24} {:<11} {:>5}  {}",
+            experiment.id,
+            experiment.name,
+            experiment.status.as_str(),
+            experiment.planned_runs,
+            rfc3339(experiment.created_at_ms)
+        );
+    }
+    Ok(())
+}
+
+pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let id = ExperimentId(args.id);
+    let Some(experiment) = store.experiment(id).await? else {
+        bail!("experiment {}: not found in {}", args.id, args.db);
+    };
+    let runs = store.runs(id).await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "experiment": experiment, "runs": runs }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "experiment {} · {} · {} · created {}",
+        experiment.id,
+        experiment.name,
+        experiment.status.as_str(),
+        rfc3339(experiment.created_at_ms)
+    );
+    if let Some(reason) = &experiment.abort_reason {
+        println!("aborted: {reason}");
+    }
+    println!(
+        "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9}",
+        "run", "round", "condition", "status", "requests", "availability", "rejected"
+    );
+    for run in &runs {
+        println!(
+            "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9}",
+            run.id,
+            run.round_index + 1,
+            run.condition_label,
+            run.status.as_str(),
+            run.outcomes.map_or("-".into(), |o| o.total().to_string()),
+            run.outcomes
+                .and_then(|o| o.availability())
+                .map_or("-".into(), |a| format!("{a:.3}")),
+            run.outcomes.map_or("-".into(), |o| o.rejected.to_string()),
+        );
+    }
+    println!(
+        "{} of {} planned runs finished",
+        runs.iter().filter(|r| r.status == Status::Finished).count(),
+        experiment.planned_runs
+    );
+    Ok(())
+}
