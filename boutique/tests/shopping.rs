@@ -276,3 +276,37 @@ async fn admin_endpoints_need_the_token_and_answer_outside_the_pool() {
 
     stack.shutdown().await;
 }
+
+#[tokio::test]
+async fn one_service_runs_on_its_own_against_peer_urls() {
+    let stack = start(common::config()).await;
+    let peers: std::collections::BTreeMap<ServiceName, String> = ServiceName::ALL
+        .into_iter()
+        .map(|service| (service, stack.url(service)))
+        .collect();
+    let frontend = boutique::RunningService::start(ServiceName::Frontend, common::config(), peers)
+        .await
+        .expect("a lone frontend starts");
+    let home = shopper()
+        .get(format!("http://{}/", frontend.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), 200);
+    assert!(home.text().await.unwrap().contains("Sunglasses"));
+
+    let missing = boutique::RunningService::start(
+        ServiceName::Checkout,
+        common::config(),
+        std::collections::BTreeMap::new(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(missing, boutique::StackError::MissingPeer { .. }),
+        "{missing}"
+    );
+
+    frontend.serve_until(async {}).await.unwrap();
+    stack.shutdown().await;
+}
