@@ -713,7 +713,26 @@ impl Control for EmbeddedControl {
                     })
                 })
                 .collect();
-            let markdown = report::render(&stats, Format::Md).map_err(failed)?;
+            // The charts are a bonus on the page: a report that cannot draw them (no finished run yet)
+            // still shows the table.
+            let charts = if stats.conditions.is_empty() {
+                Vec::new()
+            } else {
+                match report::render(&stats, Format::Md) {
+                    Ok(markdown) => markdown
+                        .plots
+                        .into_iter()
+                        .map(|plot| ChartSvg {
+                            title: plot.title,
+                            svg: plot.svg,
+                        })
+                        .collect(),
+                    Err(error) => {
+                        tracing::warn!(experiment = id, %error, "report charts failed");
+                        Vec::new()
+                    }
+                }
+            };
             let csv = report::render(&stats, Format::Csv).map_err(failed)?;
             let json = report::render(&stats, Format::Json).map_err(failed)?;
             let finished = stats.experiment.finished_runs as i64;
@@ -722,14 +741,7 @@ impl Control for EmbeddedControl {
                 metrics: keys.iter().map(ToString::to_string).collect(),
                 conditions,
                 verdicts,
-                charts: markdown
-                    .plots
-                    .into_iter()
-                    .map(|plot| ChartSvg {
-                        title: plot.title,
-                        svg: plot.svg,
-                    })
-                    .collect(),
+                charts,
                 csv: csv.text,
                 json: json.text,
             })
