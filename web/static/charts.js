@@ -105,9 +105,12 @@ var Charts = (function () {
     bars.forEach(function (b) { yMax = Math.max(yMax, b.parts.reduce(function (a, v) { return a + v; }, 0)); });
     yMax = niceMax(yMax);
     frame(c, pad, yMax, t0, t1, "/s");
-    var span = Math.max(1, t1 - t0), width = Math.max(1, (c.w - pad.l - pad.r) * 1000 / span - 1);
-    bars.forEach(function (b) {
-      var x = pad.l + (c.w - pad.l - pad.r) * (b.t - 1000 - t0) / span, base = c.h - pad.b;
+    var span = Math.max(1, t1 - t0), scale = (c.w - pad.l - pad.r) / span;
+    bars.forEach(function (b, i) {
+      // Each bar covers the time since the previous sample (at most a second).
+      var covered = i > 0 ? Math.min(1000, Math.max(50, b.t - bars[i - 1].t)) : 1000;
+      var width = Math.max(1, covered * scale - 1);
+      var x = pad.l + (b.t - covered - t0) * scale, base = c.h - pad.b;
       b.parts.forEach(function (v, i) {
         var height = (c.h - pad.t - pad.b) * v / yMax;
         c.ctx.fillStyle = colors[i]; c.ctx.fillRect(x, base - height, width, height); base -= height;

@@ -368,7 +368,7 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .await,
         json!(true)
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     page.screenshot(&artifacts.join("live.png")).await;
 
     // The experiment finishes; the results page shows the table.

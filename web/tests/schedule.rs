@@ -60,7 +60,10 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     let id = first.create(SPEC.to_owned()).await.expect("valid spec");
     let bad = first.create("name = 1".to_owned()).await;
     assert!(bad.is_err(), "an invalid spec is refused");
-    let results = first.results(id).await.expect("results of an experiment without runs");
+    let results = first
+        .results(id)
+        .await
+        .expect("results of an experiment without runs");
     assert!(results.conditions.is_empty());
     assert!(results.csv.lines().count() >= 1, "a CSV header at least");
     first.start(id, Some(due)).await.expect("scheduled");

@@ -376,6 +376,7 @@ impl EmbeddedControl {
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut previous: Option<[u64; 5]> = None;
+        let mut previous_rejected: Option<u64> = None;
         let mut second = 0;
         loop {
             ticker.tick().await;
@@ -405,13 +406,28 @@ impl EmbeddedControl {
                     .map(|text| status_classes(&text)),
                 None => None,
             };
-            let outcomes = match (classes, previous) {
-                (Some(now_counts), Some(before)) => {
+            let rejected_total = match self.service_url("frontend") {
+                Some(url) => self
+                    .get_json(format!("{url}/_breakers"))
+                    .await
+                    .map(|snapshots| checkout_rejections(&snapshots)),
+                None => None,
+            };
+            let outcomes = match (classes, previous, rejected_total, previous_rejected) {
+                (Some(now_counts), Some(before), rejected_now, rejected_before) => {
                     let delta = |i: usize| now_counts[i].saturating_sub(before[i]);
+                    let rejected = match (rejected_now, rejected_before) {
+                        (Some(now_total), Some(before_total)) => {
+                            now_total.saturating_sub(before_total)
+                        }
+                        _ => 0,
+                    };
                     OutcomeCounts {
                         ok: delta(0) + delta(1) + delta(2),
                         client_error: delta(3),
-                        failed: delta(4),
+                        // A checkout the frontend's breaker rejected is answered with a 5xx too.
+                        failed: delta(4).saturating_sub(rejected),
+                        rejected,
                         ..OutcomeCounts::default()
                     }
                 }
@@ -419,6 +435,9 @@ impl EmbeddedControl {
             };
             if classes.is_some() {
                 previous = classes;
+            }
+            if rejected_total.is_some() {
+                previous_rejected = rejected_total;
             }
             second += 1;
             self.inner.hub.publish(LiveEvent::Sample(LiveSample {
@@ -433,6 +452,25 @@ impl EmbeddedControl {
             }));
         }
     }
+}
+
+/// Calls the frontend's checkout breakers rejected so far (from its `/_breakers` snapshots): each is a
+/// checkout the user saw refused.
+fn checkout_rejections(snapshots: &Value) -> u64 {
+    snapshots
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter(|snapshot| {
+                    snapshot
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|name| name.starts_with("frontend->checkout"))
+                })
+                .filter_map(|snapshot| snapshot.get("counters")?.get("rejected")?.as_u64())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// `boutique_http_requests_total{…,class="Nxx"}` counters, 1xx..5xx.
@@ -833,6 +871,17 @@ mod tests {
             boutique_http_requests_total{service=\"frontend\",class=\"5xx\"} 7\n\
             boutique_pool_in_flight{service=\"frontend\"} 3\n";
         assert_eq!(status_classes(text), [0, 41, 0, 0, 7]);
+    }
+
+    #[test]
+    fn checkout_rejections_sum_the_frontend_checkout_breakers() {
+        let snapshots = serde_json::json!([
+            {"name": "frontend->checkout", "counters": {"rejected": 4}},
+            {"name": "frontend->checkout#placeOrder", "counters": {"rejected": 1}},
+            {"name": "frontend->cart", "counters": {"rejected": 100}}
+        ]);
+        assert_eq!(checkout_rejections(&snapshots), 5);
+        assert_eq!(checkout_rejections(&Value::Null), 0);
     }
 
     #[test]
