@@ -88,9 +88,14 @@ impl Chart<'_> {
             let (low, high) = p.interval.unwrap_or((p.y, p.y));
             [p.y, low, high]
         });
+        let diagonal_from = if self.y_from_zero {
+            x_low.max(0.0)
+        } else {
+            x_low
+        };
         let diagonal = self
             .diagonal
-            .then_some([x_low, x_high])
+            .then_some([diagonal_from, x_high])
             .into_iter()
             .flatten();
         let Some((y_low, y_high)) = range(y_values.chain(diagonal), self.y_from_zero) else {
@@ -118,9 +123,11 @@ impl Chart<'_> {
 
             if self.diagonal {
                 let grey = RGBColor(150, 150, 150);
+                // Only the part inside both axes' ranges.
+                let (from, to) = (x_low.max(y_low), x_high.min(y_high));
                 chart
                     .draw_series(LineSeries::new(
-                        [(x_low, x_low), (x_high, x_high)],
+                        [(from, from), (to, to)],
                         grey.stroke_width(1),
                     ))
                     .map_err(plot_error)?
