@@ -88,6 +88,10 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             "{}",
             run.condition_label
         );
+        // Energy per run, labelled (this VM has no RAPL: modelled; a machine with it: measured).
+        let (joules, _source) = run.energy.expect("energy figure per run");
+        assert!(joules >= 0.0, "{}: {joules}", run.condition_label);
+        assert!(samples.iter().any(|s| s.collector.cpu_seconds.is_some()));
         let histograms = store.endpoint_histograms(run.id).await.unwrap();
         let transitions = store.transitions(run.id).await.unwrap();
         let faults = store.fault_events(run.id).await.unwrap();

@@ -292,7 +292,17 @@ impl Runner {
         } else {
             None
         };
+        let energy_source = sampler.energy_source();
         let collector = sampler.finish().await;
+        // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
+        let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
+        let measured_energy: Vec<f64> = collector
+            .iter()
+            .filter(|sample| sample.second >= warmup_seconds)
+            .filter_map(|sample| sample.energy_joules)
+            .collect();
+        let energy = (!measured_energy.is_empty())
+            .then(|| (measured_energy.iter().sum::<f64>(), energy_source));
 
         if let Some(renewal) = renewal {
             renewal.abort();
@@ -339,7 +349,7 @@ impl Runner {
             collector,
             transitions,
             fault_events: std::mem::take(&mut *fault_events.lock()),
-            energy: None,
+            energy,
         };
         let availability = record.outcomes().availability();
         self.store.finish_run(run, &record).await?;

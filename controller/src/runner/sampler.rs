@@ -1,5 +1,6 @@
-//! Samples the testbed once per second during a run: cart sizes (Cart's `/_admin/cart-stats`) and
-//! every service's worker pool (`/_pool`), stored with the load driver's per-second figures.
+//! Samples the testbed once per second during a run: cart sizes (Cart's `/_admin/cart-stats`),
+//! every service's worker pool (`/_pool`), and this process's CPU time and energy (RAPL or the
+//! CPU-time model, labelled), stored with the load driver's per-second figures.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +12,14 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::admin::ControlClient;
+use crate::energy::{CpuModel, EnergyMeter, EnergySource, POWERCAP_ROOT};
 use crate::store::CollectorSample;
 
 /// Periodic sampling of one run; stop it with [`Sampler::finish`].
 pub struct Sampler {
     samples: Arc<Mutex<Vec<CollectorSample>>>,
     task: tokio::task::JoinHandle<()>,
+    energy_source: EnergySource,
 }
 
 impl Sampler {
@@ -29,19 +32,41 @@ impl Sampler {
         start: Instant,
     ) -> Self {
         let samples = Arc::new(Mutex::new(Vec::new()));
+        let mut meter = EnergyMeter::detect(
+            std::path::Path::new(POWERCAP_ROOT),
+            CpuModel::for_this_machine(),
+        );
+        let energy_source = meter.source();
+        // The first reading is the baseline.
+        let _ = meter.sample(Duration::ZERO);
         let task = {
             let samples = Arc::clone(&samples);
             tokio::spawn(async move {
                 let mut second = 0u64;
+                let mut last = Instant::now();
                 loop {
                     tokio::time::sleep_until(start + Duration::from_secs(second + 1)).await;
-                    let sample = sample(&control, cart_url.as_deref(), &services, second).await;
+                    let now = Instant::now();
+                    let energy = meter.sample(now - last).ok();
+                    last = now;
+                    let mut sample = sample(&control, cart_url.as_deref(), &services, second).await;
+                    sample.energy_joules = energy.map(|e| e.joules);
+                    sample.cpu_seconds = energy.map(|e| e.cpu_seconds);
                     samples.lock().push(sample);
                     second += 1;
                 }
             })
         };
-        Sampler { samples, task }
+        Sampler {
+            samples,
+            task,
+            energy_source,
+        }
+    }
+
+    /// Whether the energy figures are measured (RAPL) or modelled.
+    pub fn energy_source(&self) -> EnergySource {
+        self.energy_source
     }
 
     /// Stops sampling and returns the samples taken.
