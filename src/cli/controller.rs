@@ -213,6 +213,16 @@ async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyho
     Ok(())
 }
 
+/// Energy per successful request of a run, labelled measured or modelled.
+fn joules_per_ok(run: &RunRow) -> String {
+    match (run.energy, run.outcomes) {
+        (Some((joules, source)), Some(outcomes)) if outcomes.ok > 0 => {
+            format!("{:.4} {}", joules / outcomes.ok as f64, source.as_str())
+        }
+        _ => "-".into(),
+    }
+}
+
 fn rfc3339(ms: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_seconds(at).to_string()
@@ -271,12 +281,19 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         println!("aborted: {reason}");
     }
     println!(
-        "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9}",
-        "run", "round", "condition", "status", "requests", "availability", "rejected"
+        "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
+        "run",
+        "round",
+        "condition",
+        "status",
+        "requests",
+        "availability",
+        "rejected",
+        "J per ok request"
     );
     for run in &runs {
         println!(
-            "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9}",
+            "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
             run.id,
             run.round_index + 1,
             run.condition_label,
@@ -286,6 +303,7 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
                 .and_then(|o| o.availability())
                 .map_or("-".into(), |a| format!("{a:.3}")),
             run.outcomes.map_or("-".into(), |o| o.rejected.to_string()),
+            joules_per_ok(run),
         );
     }
     println!(
