@@ -264,6 +264,40 @@ mod tests {
         );
     }
 
+    async fn charge_status(card: CreditCardInfo) -> axum::http::StatusCode {
+        use tower::ServiceExt;
+        let body = serde_json::to_vec(&ChargeRequest {
+            amount: crate::money::Money::from_cents("USD", 1999),
+            credit_card: card,
+        })
+        .unwrap();
+        let request = axum::http::Request::post("/charge")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body))
+            .unwrap();
+        router(PaymentState::at(TODAY))
+            .oneshot(request)
+            .await
+            .unwrap()
+            .status()
+    }
+
+    #[tokio::test]
+    async fn charge_answers_400_for_the_callers_mistakes_and_200_otherwise() {
+        assert_eq!(
+            charge_status(card("4432801561520454", 2039, 1)).await,
+            StatusCode::OK
+        );
+        assert_eq!(
+            charge_status(card("378282246310005", 2039, 1)).await,
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            charge_status(card("4432801561520454", 2020, 1)).await,
+            StatusCode::BAD_REQUEST
+        );
+    }
+
     #[test]
     fn calendar_month_from_unix_seconds() {
         // 2026-11-29T00:00:00Z

@@ -89,7 +89,7 @@ pub fn router(state: FrontendState) -> Router {
         .route("/setCurrency", post(set_currency))
         .route("/logout", get(logout))
         .layer(axum::middleware::from_fn(session::ensure_session))
-        .with_state(state)
+        .with_state(Arc::new(state))
 }
 
 fn render(template: &impl Template, status: StatusCode) -> Response {
@@ -256,7 +256,7 @@ fn cart_size(items: &[CartItem]) -> u32 {
 }
 
 async fn home(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
 ) -> Response {
     let (currencies, products, items, ad) = tokio::join!(
@@ -289,7 +289,7 @@ async fn home(
 }
 
 async fn product(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
     Path(id): Path<String>,
 ) -> Response {
@@ -323,7 +323,7 @@ async fn product(
 }
 
 async fn view_cart(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
 ) -> Response {
     let (currencies, items) = tokio::join!(state.currencies(), state.cart_items(&session.id));
@@ -383,7 +383,7 @@ async fn view_cart(
 }
 
 async fn add_to_cart(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
@@ -429,7 +429,7 @@ async fn add_to_cart(
 }
 
 async fn empty_cart(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
 ) -> Response {
     match state
@@ -479,7 +479,7 @@ async fn logout() -> Response {
 }
 
 async fn checkout(
-    State(state): State<FrontendState>,
+    State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {

@@ -34,6 +34,15 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter(|value| !value.is_empty())
 }
 
+/// Session ids end up in internal URL paths (`/carts/{id}`), so only plain tokens are accepted; anything
+/// else gets a fresh session.
+pub fn is_valid_session_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
 /// A `Set-Cookie` value for `name=value` on the whole site.
 pub fn set_cookie(name: &str, value: &str) -> HeaderValue {
     HeaderValue::from_str(&format!(
@@ -51,7 +60,9 @@ pub fn expire_cookie(name: &str) -> HeaderValue {
 /// Middleware: attaches a [`Session`] to the request, creating the session cookie when it is missing.
 pub async fn ensure_session(mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let existing = cookie(headers, SESSION_COOKIE).map(str::to_owned);
+    let existing = cookie(headers, SESSION_COOKIE)
+        .filter(|id| is_valid_session_id(id))
+        .map(str::to_owned);
     let currency = cookie(headers, CURRENCY_COOKIE)
         .filter(|code| data::is_supported_currency(code))
         .unwrap_or(data::DEFAULT_CURRENCY)
@@ -87,5 +98,13 @@ mod tests {
         assert_eq!(cookie(&headers, SESSION_COOKIE), Some("abc"));
         assert_eq!(cookie(&headers, CURRENCY_COOKIE), Some("EUR"));
         assert_eq!(cookie(&headers, "missing"), None);
+    }
+
+    #[test]
+    fn session_ids_that_could_escape_a_url_path_are_refused() {
+        assert!(is_valid_session_id("7c9e6679-7425-40de-944b-e07fc1f90ae7"));
+        assert!(!is_valid_session_id("../carts/other"));
+        assert!(!is_valid_session_id("a b"));
+        assert!(!is_valid_session_id(""));
     }
 }
