@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Reproduces agent/BENCHMARKS.md: wrk on loopback against
 #   direct   nginx serving 2 bytes,
-#   sidecar  `tolerant agent` in front of that nginx, no fault active,
+#   sidecar  our sidecar in front of that nginx, no fault active: `tolerant agent` if SIDECAR=tolerant, otherwise the
+#            `bench_sidecar` example (the same `Sidecar::bind` + `serve_threaded` code without the rest of the CLI),
 #   fault    fault-cli 1.2 (`fault run`) as a TCP pass-through to the same nginx (one tcp proxy, a phase with no faults),
 # interleaved over ROUNDS rounds; p50 at 1 connection and req/s at 32 connections, medians across rounds.
 #
 # Needs: wrk and nginx (apt-get install -y wrk nginx), fault-cli
 #   (cargo install fault-cli --version 1.2.1 --locked; set FAULT_BIN if not on PATH).
-# Usage: agent/bench/run.sh            (ROUNDS=3 DURATION=10s by default)
+# Usage: agent/bench/run.sh            (ROUNDS=3 DURATION=10s SIDECAR=example by default)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,8 +27,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build --release -q -p tolerant
-TOLERANT="$TARGET_DIR/release/tolerant"
+SIDECAR=${SIDECAR:-example}
+if [ "$SIDECAR" = tolerant ]; then
+  cargo build --release -q -p tolerant
+  sidecar_cmd=("$TARGET_DIR/release/tolerant" agent --listen 127.0.0.1:$SIDECAR_PORT
+    --upstream http://127.0.0.1:$DIRECT_PORT --control 127.0.0.1:$CONTROL_PORT)
+else
+  cargo build --release -q -p agent --example bench_sidecar
+  sidecar_cmd=("$TARGET_DIR/release/examples/bench_sidecar" 127.0.0.1:$SIDECAR_PORT
+    http://127.0.0.1:$DIRECT_PORT 127.0.0.1:$CONTROL_PORT)
+fi
 
 mkdir -p "$WORK/nginx"
 cat > "$WORK/nginx/nginx.conf" <<CONF
@@ -52,8 +61,7 @@ http {
 CONF
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
 
-"$TOLERANT" agent --listen 127.0.0.1:$SIDECAR_PORT --upstream http://127.0.0.1:$DIRECT_PORT \
-  --control 127.0.0.1:$CONTROL_PORT > "$WORK/sidecar.log" 2>&1 & pids+=($!)
+"${sidecar_cmd[@]}" > "$WORK/sidecar.log" 2>&1 & pids+=($!)
 
 cat > "$WORK/fault-run.json" <<JSON
 {"schema_version": 1, "name": "tolerant pass-through baseline",
