@@ -9,16 +9,17 @@ use boutique::{PoolConfig, RunningStack, ServiceName, StackConfig};
 use common::{admin, checkout_form, put_payment_fault, shopper, start};
 
 const CAPACITY: usize = 4;
+const QUEUE: usize = 2;
 
 fn hang_config(breaker_toml: &str) -> StackConfig {
     let mut config = common::config();
-    config.call_timeout = Duration::from_millis(400);
+    config.call_timeout = Duration::from_millis(1500);
     config.pool = PoolConfig {
         capacity: CAPACITY,
-        queue: 2,
+        queue: QUEUE,
     };
     config.breaker = breaker::BreakerConfig::from_toml_str(breaker_toml).unwrap();
-    config.agent.max_hold = Duration::from_secs(2);
+    config.agent.max_hold = Duration::from_secs(3);
     config
 }
 
@@ -75,7 +76,8 @@ async fn with_breakers_disabled_a_hang_exhausts_the_pool_and_unrelated_pages_fai
 
     let mut saw_full = false;
     for _ in 0..200 {
-        if pool(&stack, ServiceName::Frontend).await["in_flight"] == CAPACITY {
+        let frontend = pool(&stack, ServiceName::Frontend).await;
+        if frontend["in_flight"] == CAPACITY && frontend["queued"] == QUEUE {
             saw_full = true;
             break;
         }
@@ -84,6 +86,11 @@ async fn with_breakers_disabled_a_hang_exhausts_the_pool_and_unrelated_pages_fai
     assert!(
         saw_full,
         "the frontend's pool fills with checkouts waiting on the hang"
+    );
+    assert_eq!(
+        pool(&stack, ServiceName::Checkout).await["in_flight"],
+        CAPACITY,
+        "checkout's pool is full of calls waiting on Payment"
     );
     let home = shopper()
         .get(format!("{}/", stack.url(ServiceName::Frontend)))
