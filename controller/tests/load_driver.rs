@@ -351,3 +351,23 @@ async fn open_model_keeps_the_arrival_rate() {
     assert!((150..=204).contains(&tasks), "{tasks} tasks");
     assert_eq!(report.outcomes().ok, report.outcomes().total());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_signal_ends_the_load_early() {
+    let seen = Arc::new(Seen::default());
+    let addr = serve(seen).await;
+    let planned = Duration::from_secs(30);
+    let report = controller::load::run_until(
+        LoadConfig {
+            duration: planned,
+            ..config(addr, Workload::Fixed { path: "/ok".into() })
+        },
+        None,
+        tokio::time::sleep(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap();
+    assert!(report.measured < planned, "{:?}", report.measured);
+    assert!(report.seconds.len() < 30, "{}", report.seconds.len());
+    assert!(report.outcomes().ok > 0);
+}

@@ -135,3 +135,70 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_condition_aborts_the_run_and_clears_the_fault() {
+    let spec = ExperimentSpec::parse(
+        r#"
+name = "stop"
+rounds = 1
+duration = "60s"
+warmup = "5s"
+time_scale = 10.0
+order = "fixed"
+
+[load]
+users = 6
+think_time = ["200ms", "1s"]
+
+[fault]
+target = "payment"
+rates = [1.0]
+
+[breaker]
+modes = ["disabled"]
+
+[stop]
+availability_below = 0.999
+window = "1s"
+"#,
+    )
+    .unwrap();
+    let db = std::env::temp_dir().join(format!("tolerant-stop-{}.db", std::process::id()));
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
+    let runner = Runner::new(store.clone(), testbed);
+    let experiment = runner.run_experiment(&spec, |_| {}).await.unwrap();
+    stack.shutdown().await;
+
+    let runs = store.runs(experiment).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.status, Status::Aborted);
+    let reason = run.abort_reason.as_deref().unwrap_or("");
+    assert!(reason.starts_with("stop condition"), "{reason}");
+    // Stopped well before the planned 6.5 s: the stored seconds end early.
+    let samples = store.samples(run.id).await.unwrap();
+    assert!(samples.len() < 6, "{} seconds stored", samples.len());
+    let events: Vec<String> = store
+        .fault_events(run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.event)
+        .collect();
+    assert_eq!(
+        events.first().map(String::as_str),
+        Some("applied"),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("removed"),
+        "{events:?}"
+    );
+    store.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+}

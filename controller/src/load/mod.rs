@@ -135,6 +135,17 @@ pub async fn run(
     config: LoadConfig,
     seconds_sink: Option<SecondSink>,
 ) -> Result<LoadReport, LoadError> {
+    run_until(config, seconds_sink, std::future::pending()).await
+}
+
+/// Like [`run`], but ends early when `stop` completes (e.g. a stop condition held): the users are
+/// cancelled at once (requests in flight are not counted) and the report covers the time until
+/// then, the last second closed at the stop.
+pub async fn run_until(
+    config: LoadConfig,
+    seconds_sink: Option<SecondSink>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<LoadReport, LoadError> {
     if config.users == 0 {
         return Err(LoadError::NoUsers);
     }
@@ -192,14 +203,32 @@ pub async fn run(
             }
         })
     };
-    while users.join_next().await.is_some() {}
+    let mut stopped_at = None;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            joined = users.join_next() => {
+                if joined.is_none() {
+                    break;
+                }
+            }
+            () = &mut stop, if stopped_at.is_none() => {
+                stopped_at = Some(Instant::now());
+                users.abort_all();
+            }
+        }
+    }
     ticker.abort();
     // Wait for the aborted ticker to drop its handle on the shared state.
     let _ = ticker.await;
 
     let shared = Arc::try_unwrap(shared)
         .unwrap_or_else(|_| unreachable!("every user task and the ticker have ended"));
-    let total = shared.config.warmup + shared.config.duration;
+    let planned = shared.config.warmup + shared.config.duration;
+    let total = match stopped_at {
+        Some(at) => (at - start).min(planned),
+        None => planned,
+    };
     let end_second = total.as_secs() + u64::from(total.subsec_nanos() > 0);
     let (seconds, totals) = shared.recorder.into_inner().finish(end_second);
     let task_counts = shared.task_counts.into_inner();
@@ -211,7 +240,7 @@ pub async fn run(
             .collect(),
         seconds,
         tasks: task_names.into_iter().zip(task_counts).collect(),
-        measured: shared.config.duration,
+        measured: total.saturating_sub(shared.config.warmup),
     })
 }
 

@@ -5,6 +5,7 @@
 
 mod admin;
 mod sampler;
+mod stop;
 mod transitions;
 
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use serde_json::json;
 
 pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
 pub use sampler::Sampler;
+pub use stop::StopMonitor;
 pub use transitions::{TransitionCollector, parse_transition};
 
 use crate::load::{self, LoadConfig, Workload};
@@ -238,6 +240,7 @@ impl Runner {
         let fault = (planned.condition.fault_rate > 0.0).then(|| fault_spec(spec, planned));
         let mut renewal = None;
         let mut abort_reason = None;
+        let mut fault_applied = false;
         if let Some(fault) = &fault {
             match self
                 .control
@@ -245,6 +248,7 @@ impl Runner {
                 .await
             {
                 Ok(()) => {
+                    fault_applied = true;
                     fault_events.lock().push(fault_event(
                         "applied",
                         &fault_id,
@@ -268,9 +272,37 @@ impl Runner {
             self.testbed.services.clone(),
             tokio::time::Instant::now(),
         );
+        // Closed seconds feed the stop condition (if any); it ends the load early when it holds.
+        let (second_sink, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
+        let mut monitor = spec.stop.as_ref().and_then(StopMonitor::new);
+        let watcher = tokio::spawn(async move {
+            let mut seconds = Vec::new();
+            let mut stop_tx = Some(stop_tx);
+            while let Some(second) = closed_seconds.recv().await {
+                if let Some(reason) = monitor.as_mut().and_then(|m| m.observe(&second)) {
+                    if let Some(stop_tx) = stop_tx.take() {
+                        let _ = stop_tx.send(reason);
+                    }
+                }
+                seconds.push(second);
+            }
+            seconds
+        });
+        let stop_reason = Arc::new(Mutex::new(None));
+        let stop_signal = {
+            let stop_reason = Arc::clone(&stop_reason);
+            async move {
+                match stop_rx.await {
+                    Ok(reason) => *stop_reason.lock() = Some(reason),
+                    // The watcher ended without a reason: never stop early.
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            }
+        };
         let report = if abort_reason.is_none() {
             Some(
-                load::run(
+                load::run_until(
                     LoadConfig {
                         target: self.testbed.frontend,
                         workload: match spec.load.mix {
@@ -285,13 +317,20 @@ impl Runner {
                         seed: spec.seed
                             ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     },
-                    None,
+                    Some(second_sink),
+                    stop_signal,
                 )
                 .await?,
             )
         } else {
+            drop(second_sink);
+            drop(stop_signal);
             None
         };
+        let closed = watcher.await.unwrap_or_default();
+        if let Some(reason) = stop_reason.lock().take() {
+            abort_reason = Some(reason);
+        }
         let energy_source = sampler.energy_source();
         let collector = sampler.finish().await;
         // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
@@ -308,7 +347,8 @@ impl Runner {
             renewal.abort();
             let _ = renewal.await;
         }
-        if fault.is_some() && abort_reason.is_none() {
+        // Removed as soon as the load ends, a stop condition included.
+        if fault_applied {
             match self
                 .control
                 .delete_fault(&self.testbed.agent, &fault_id)
@@ -329,7 +369,7 @@ impl Runner {
         let (endpoint_names, seconds, endpoints) = match report {
             Some(report) => (
                 report.endpoints.iter().map(|e| e.name.clone()).collect(),
-                report.seconds,
+                closed,
                 report.endpoints,
             ),
             None => (Vec::new(), Vec::new(), Vec::new()),
