@@ -85,6 +85,11 @@ impl AddToCartForm {
         let mut reader = FieldReader::new(fields);
         let quantity = reader.integer("quantity", 1..=10) as u32;
         let product_id = reader.text("product_id", 64);
+        if !product_id.is_empty() && !product_id.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+            reader
+                .problems
+                .push("product_id: must be letters and digits only".into());
+        }
         reader.finish(AddToCartForm {
             product_id,
             quantity,
@@ -220,6 +225,9 @@ mod tests {
         let err =
             AddToCartForm::parse(&fields(&[("product_id", "X"), ("quantity", "11")])).unwrap_err();
         assert!(err.to_string().contains("quantity"), "{err}");
+        let err = AddToCartForm::parse(&fields(&[("product_id", "../x"), ("quantity", "1")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("product_id"), "{err}");
         let err = AddToCartForm::parse(&fields(&[("quantity", "abc")])).unwrap_err();
         assert_eq!(err.problems.len(), 2, "{err}");
     }
