@@ -209,6 +209,17 @@ impl Runner {
         progress: &mut impl FnMut(Progress),
     ) -> Result<RunId, RunnerError> {
         self.prepare(spec, planned).await?;
+        let service_urls: Vec<String> = self
+            .testbed
+            .services
+            .iter()
+            .map(|(_, url)| url.clone())
+            .collect();
+        // Subscribed before the run exists, so a failure leaves no run behind.
+        let transitions = TransitionCollector::connect(&service_urls)
+            .await
+            .map_err(RunnerError::Testbed)?;
+
         let run = self
             .store
             .start_run(
@@ -224,16 +235,6 @@ impl Runner {
             planned: *planned,
             total,
         });
-
-        let service_urls: Vec<String> = self
-            .testbed
-            .services
-            .iter()
-            .map(|(_, url)| url.clone())
-            .collect();
-        let transitions = TransitionCollector::connect(&service_urls)
-            .await
-            .map_err(RunnerError::Testbed)?;
 
         let fault_events = Arc::new(Mutex::new(Vec::new()));
         let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
@@ -300,48 +301,31 @@ impl Runner {
                 }
             }
         };
-        let report = if abort_reason.is_none() {
-            Some(
-                load::run_until(
-                    LoadConfig {
-                        target: self.testbed.frontend,
-                        workload: match spec.load.mix {
-                            Mix::OnlineBoutique => Workload::OnlineBoutique,
-                        },
-                        users: spec.load.users,
-                        think_time: spec.think_time(),
-                        rate: spec.load.rate,
-                        timeout: spec.load.timeout,
-                        warmup: spec.run_warmup(),
-                        duration: spec.run_duration(),
-                        seed: spec.seed
-                            ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    },
-                    Some(second_sink),
-                    stop_signal,
-                )
-                .await?,
-            )
+        let outcome = if abort_reason.is_none() {
+            let config = LoadConfig {
+                target: self.testbed.frontend,
+                workload: match spec.load.mix {
+                    Mix::OnlineBoutique => Workload::OnlineBoutique,
+                },
+                users: spec.load.users,
+                think_time: spec.think_time(),
+                rate: spec.load.rate,
+                timeout: spec.load.timeout,
+                warmup: spec.run_warmup(),
+                duration: spec.run_duration(),
+                seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            };
+            Some(load::run_until(config, Some(second_sink), stop_signal).await)
         } else {
             drop(second_sink);
             drop(stop_signal);
             None
         };
-        let closed = watcher.await.unwrap_or_default();
-        if let Some(reason) = stop_reason.lock().take() {
-            abort_reason = Some(reason);
-        }
-        let energy_source = sampler.energy_source();
-        let collector = sampler.finish().await;
-        // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
-        let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
-        let measured_energy: Vec<f64> = collector
-            .iter()
-            .filter(|sample| sample.second >= warmup_seconds)
-            .filter_map(|sample| sample.energy_joules)
-            .collect();
-        let energy = (!measured_energy.is_empty())
-            .then(|| (measured_energy.iter().sum::<f64>(), energy_source));
+        let (report, load_error) = match outcome {
+            Some(Ok(report)) => (Some(report), None),
+            Some(Err(error)) => (None, Some(error)),
+            None => (None, None),
+        };
 
         if let Some(renewal) = renewal {
             renewal.abort();
@@ -364,7 +348,27 @@ impl Runner {
                 )),
             }
         }
+        let closed = watcher.await.unwrap_or_default();
+        if let Some(reason) = stop_reason.lock().take() {
+            abort_reason = Some(reason);
+        }
+        let energy_source = sampler.energy_source();
+        let collector = sampler.finish().await;
+        // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
+        let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
+        let measured_energy: Vec<f64> = collector
+            .iter()
+            .filter(|sample| sample.second >= warmup_seconds)
+            .filter_map(|sample| sample.energy_joules)
+            .collect();
+        let energy = (!measured_energy.is_empty())
+            .then(|| (measured_energy.iter().sum::<f64>(), energy_source));
         let transitions = transitions.finish().await;
+        if let Some(error) = load_error {
+            // The fault is off and nothing is stored; the run stays `running` until a resume marks
+            // it interrupted.
+            return Err(error.into());
+        }
 
         let (endpoint_names, seconds, endpoints) = match report {
             Some(report) => (
