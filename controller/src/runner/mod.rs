@@ -4,6 +4,7 @@
 //! events, remove the fault, and store the run in one transaction.
 
 mod admin;
+mod agent_stream;
 mod sampler;
 mod stop;
 mod transitions;
@@ -16,6 +17,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
+pub use agent_stream::{AgentStream, parse_agent_event};
 pub use sampler::Sampler;
 pub use stop::StopMonitor;
 pub use transitions::{TransitionCollector, parse_transition};
@@ -219,6 +221,8 @@ impl Runner {
         let transitions = TransitionCollector::connect(&service_urls)
             .await
             .map_err(RunnerError::Testbed)?;
+        // The agent's own account of the fault (optional: an agent without a stream is no error).
+        let agent_stream = AgentStream::connect(&self.testbed.agent).await;
 
         let run = self
             .store
@@ -364,6 +368,23 @@ impl Runner {
         let energy = (!measured_energy.is_empty())
             .then(|| (measured_energy.iter().sum::<f64>(), energy_source));
         let transitions = transitions.finish().await;
+        match agent_stream {
+            Ok(stream) => {
+                let events = if fault_applied {
+                    stream
+                        .finish_after_removal(&fault_id, Duration::from_secs(1))
+                        .await
+                } else {
+                    stream.finish().await
+                };
+                fault_events.lock().extend(events);
+            }
+            Err(error) => fault_events.lock().push(fault_event(
+                "agent:stream_unavailable",
+                "",
+                json!({ "error": error }),
+            )),
+        }
         if let Some(error) = load_error {
             // The fault is off and nothing is stored; the run stays `running` until a resume marks
             // it interrupted.
@@ -392,7 +413,12 @@ impl Runner {
             endpoints,
             collector,
             transitions,
-            fault_events: std::mem::take(&mut *fault_events.lock()),
+            fault_events: {
+                let mut events = std::mem::take(&mut *fault_events.lock());
+                // One timeline: the runner's control calls and the agent's events, by time.
+                events.sort_by_key(|event| event.at_ms);
+                events
+            },
             energy,
         };
         let availability = record.outcomes().availability();

@@ -1,0 +1,132 @@
+//! Collects the fault agent's own account of a run from `GET /_agent/stream` (applied, renewed,
+//! expired, removed), stored beside the runner's record of its control calls as `agent:<event>`.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use parking_lot::Mutex;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::store::FaultEventRecord;
+
+/// A subscription to the agent's event stream.
+pub struct AgentStream {
+    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl AgentStream {
+    /// Connects to `{agent_url}/_agent/stream`; returns once subscribed.
+    pub async fn connect(agent_url: &str) -> Result<Self, String> {
+        let ws_url = format!(
+            "ws://{}/_agent/stream",
+            agent_url.trim_start_matches("http://")
+        );
+        let (mut stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+            .await
+            .map_err(|e| format!("{ws_url}: {e}"))?;
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let reader = {
+            let events = Arc::clone(&events);
+            tokio::spawn(async move {
+                while let Some(Ok(message)) = stream.next().await {
+                    let Message::Text(text) = message else {
+                        continue;
+                    };
+                    if let Some(record) = parse_agent_event(text.as_str()) {
+                        events.lock().push(record);
+                    }
+                }
+            })
+        };
+        Ok(AgentStream { events, reader })
+    }
+
+    /// Waits (at most `grace`) until the agent reported `fault_id` removed, then stops listening
+    /// and returns the events seen: the removal is sent on the socket after the DELETE answered.
+    pub async fn finish_after_removal(
+        self,
+        fault_id: &str,
+        grace: std::time::Duration,
+    ) -> Vec<FaultEventRecord> {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let removed = self
+                .events
+                .lock()
+                .iter()
+                .any(|e| e.fault_id == fault_id && e.event == "agent:removed");
+            if removed || tokio::time::Instant::now() >= deadline || self.reader.is_finished() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        self.finish().await
+    }
+
+    /// Stops listening and returns the events seen.
+    pub async fn finish(self) -> Vec<FaultEventRecord> {
+        self.reader.abort();
+        let _ = self.reader.await;
+        std::mem::take(&mut *self.events.lock())
+    }
+}
+
+/// One agent event (`{"event":"applied","id":…,"at_ms":…}`) as a fault event record; `applied`
+/// with `renewed: true` becomes `agent:renewed`.
+pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let kind = value.get("event")?.as_str()?;
+    let renewed = value.get("renewed").and_then(serde_json::Value::as_bool) == Some(true);
+    let event = match (kind, renewed) {
+        ("applied", true) => "agent:renewed".to_owned(),
+        (kind, _) => format!("agent:{kind}"),
+    };
+    let at_ms = value
+        .get("at_ms")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|ms| i64::try_from(ms).ok())
+        .unwrap_or_else(super::now_ms);
+    Some(FaultEventRecord {
+        at_ms,
+        event,
+        fault_id: value
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        detail: value,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_events_become_records() {
+        let applied = parse_agent_event(
+            r#"{"event":"applied","id":"f1","fault":{"kind":"error","status":500,"rate":1.0},"lease_ms":30000,"renewed":false,"at_ms":10,"seq":1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                applied.event.as_str(),
+                applied.fault_id.as_str(),
+                applied.at_ms
+            ),
+            ("agent:applied", "f1", 10)
+        );
+        let renewed =
+            parse_agent_event(r#"{"event":"applied","id":"f1","renewed":true,"at_ms":20,"seq":2}"#)
+                .unwrap();
+        assert_eq!(renewed.event, "agent:renewed");
+        let removed = parse_agent_event(
+            r#"{"event":"removed","id":"f1","reason":"deleted","at_ms":30,"seq":3}"#,
+        )
+        .unwrap();
+        assert_eq!(removed.event, "agent:removed");
+        assert_eq!(removed.detail["reason"], "deleted");
+        assert!(parse_agent_event("[]").is_none());
+    }
+}
