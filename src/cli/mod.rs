@@ -3,6 +3,7 @@
 mod agent;
 mod boutique;
 mod controller;
+mod results;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,12 @@ pub enum Command {
     List(controller::ListArgs),
     /// Show one stored experiment and its runs.
     Show(controller::ShowArgs),
+    /// Report a stored experiment: markdown with SVG plots, CSV or JSON.
+    Report(results::ReportArgs),
+    /// Judge a spec's validation criteria on stored intervals (exit 0 pass, 1 fail, 2 bad spec).
+    Validate(results::ValidateArgs),
+    /// Clear every fault on every known agent.
+    Halt(results::HaltArgs),
 }
 
 pub fn init_tracing() {
@@ -42,6 +49,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Run(args)) => controller::run(args).await,
         Some(Command::List(args)) => controller::list(args).await,
         Some(Command::Show(args)) => controller::show(args).await,
+        Some(Command::Report(args)) => results::report(args).await,
+        Some(Command::Validate(args)) => results::validate(args).await,
+        Some(Command::Halt(args)) => results::halt(args).await,
         None => serve::run().await,
     }
 }

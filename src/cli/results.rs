@@ -1,0 +1,264 @@
+//! `tolerant report | validate | halt`: reports of a stored experiment, the release gate that judges
+//! a spec's `[[validate]]` criteria on stored 95 % intervals, and the emergency stop that clears every
+//! fault on every known agent.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use controller::report::{Format, render, validation_markdown};
+use controller::runner::ControlClient;
+use controller::spec::{AGENT_TARGET, ExperimentSpec};
+use controller::stats::{check_against_spec, criteria_of_spec, evaluate, load_experiment};
+use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
+use http::Method;
+
+/// Exit status of `validate` when a criterion fails (or cannot be judged, or nothing is stored).
+pub const EXIT_FAIL: i32 = 1;
+/// Exit status of `validate` when the spec or its criteria do not validate.
+pub const EXIT_BAD_SPEC: i32 = 2;
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Experiment id (from `tolerant list`).
+    pub id: i64,
+    /// md: markdown plus one SVG per figure, written into a folder whose markdown path is printed;
+    /// csv, json: printed to stdout (or written into --out).
+    #[arg(long, default_value = "md", value_parser = parse_format)]
+    pub format: Format,
+    /// Database: a SQLite file path, sqlite://… or postgres://…
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    /// Folder to write into (created if missing); md defaults to `report-<id>`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Judge a spec's `[[validate]]` criteria on stored results — a release gate.
+///
+/// Every criterion is judged on the 95 % confidence interval of its condition in the spec's latest
+/// stored experiment (the one with the highest id whose name is the spec's `name`, or
+/// --experiment): it passes only if the whole interval satisfies it. Nothing is run: run the spec
+/// with `tolerant run` first. The markdown report goes to stdout (and to --out).
+///
+/// Exit status: 0 every criterion passed; 1 a criterion failed or could not be judged (e.g. fewer
+/// than two rounds), no experiment of the spec is stored, or the store cannot be read; 2 the spec or
+/// its criteria do not validate (a criterion naming a condition the spec does not run included).
+#[derive(Debug, clap::Args)]
+#[command(long_about)]
+pub struct ValidateArgs {
+    /// Experiment spec (TOML) with `[[validate]]` tables.
+    pub spec: PathBuf,
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    /// Judge this stored experiment instead of the spec's latest one.
+    #[arg(long)]
+    pub experiment: Option<i64>,
+    /// Also write the markdown report to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Clear every fault on every known agent: those of the stored experiments' `[targets]` plus --agent.
+///
+/// Sends `POST /_agent/halt` with the bearer token to each. Exit status 0 when every agent answered,
+/// 1 when one could not be halted.
+#[derive(Debug, clap::Args)]
+#[command(long_about)]
+pub struct HaltArgs {
+    /// Database whose experiments name agents (skipped when the file does not exist).
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    /// An agent's control API, e.g. http://127.0.0.1:9090 (repeatable).
+    #[arg(long = "agent")]
+    pub agents: Vec<String>,
+    /// Bearer token of the agents' control APIs.
+    #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    text.parse()
+        .map_err(|error: controller::report::ReportError| error.to_string())
+}
+
+/// True when `db` names a SQLite file by plain path (not a URL) and that file does not exist.
+fn is_missing_file(db: &str) -> bool {
+    !db.contains("://") && !db.starts_with("sqlite:") && !Path::new(db).exists()
+}
+
+/// Opens an existing store: a plain SQLite path that does not exist is an error, not a new file.
+async fn open_existing(db: &str) -> anyhow::Result<Store> {
+    if is_missing_file(db) {
+        bail!("--db {db}: no such database file");
+    }
+    Store::open(db).await.with_context(|| format!("--db {db}"))
+}
+
+pub async fn report(args: ReportArgs) -> anyhow::Result<()> {
+    let store = open_existing(&args.db).await?;
+    let id = ExperimentId(args.id);
+    let stats = load_experiment(&store, id).await?;
+    let report = render(&stats, args.format)?;
+    store.close().await;
+    let directory = match (&args.out, args.format) {
+        (Some(out), _) => out.clone(),
+        (None, Format::Md) => PathBuf::from(format!("report-{}", args.id)),
+        (None, _) => {
+            print!("{}", report.text);
+            return Ok(());
+        }
+    };
+    std::fs::create_dir_all(&directory)
+        .with_context(|| format!("--out {}: cannot create the folder", directory.display()))?;
+    let path = directory.join(format!(
+        "experiment-{}.{}",
+        args.id,
+        args.format.extension()
+    ));
+    report.write(&path)?;
+    println!("{}", path.display());
+    Ok(())
+}
+
+/// The spec text without its `[[validate]]` tables (blank lines instead, so line numbers in spec
+/// errors still point at the file's lines), for the experiment spec parser, which does not take them.
+fn without_validate_tables(source: &str) -> String {
+    let mut inside = false;
+    let mut out = String::with_capacity(source.len());
+    for line in source.lines() {
+        let header = line.trim_start();
+        if header.starts_with('[') {
+            let name: String = header
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            inside = header.starts_with("[[") && (name == "validate" || name == "\"validate\"");
+        }
+        if !inside {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Exits with `EXIT_BAD_SPEC` after naming the problem.
+fn bad_spec(path: &Path, error: impl std::fmt::Display) -> ! {
+    eprintln!("{}: {error}", path.display());
+    std::process::exit(EXIT_BAD_SPEC)
+}
+
+pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
+    let source = std::fs::read_to_string(&args.spec)
+        .unwrap_or_else(|error| bad_spec(&args.spec, format!("cannot read: {error}")));
+    let spec = ExperimentSpec::parse(&without_validate_tables(&source))
+        .unwrap_or_else(|error| bad_spec(&args.spec, error));
+    let criteria = criteria_of_spec(&source).unwrap_or_else(|error| bad_spec(&args.spec, error));
+    if criteria.is_empty() {
+        bad_spec(
+            &args.spec,
+            "validate: the spec has no [[validate]] criteria",
+        );
+    }
+    if let Err(error) = check_against_spec(&criteria, &spec) {
+        bad_spec(&args.spec, error);
+    }
+
+    let store = open_existing(&args.db).await?;
+    let id = match args.experiment {
+        Some(id) => ExperimentId(id),
+        None => {
+            let latest = store
+                .experiments()
+                .await?
+                .into_iter()
+                .filter(|row| row.name == spec.name)
+                .map(|row| row.id.0)
+                .max();
+            match latest {
+                Some(id) => ExperimentId(id),
+                None => {
+                    eprintln!(
+                        "no stored experiment is named `{}` in {}: run `tolerant run {}` first",
+                        spec.name,
+                        args.db,
+                        args.spec.display()
+                    );
+                    std::process::exit(EXIT_FAIL);
+                }
+            }
+        }
+    };
+    let stats = load_experiment(&store, id).await?;
+    store.close().await;
+    let validation = evaluate(&criteria, &stats);
+    let markdown = validation_markdown(&stats, &validation);
+    if let Some(out) = &args.out {
+        std::fs::write(out, &markdown).with_context(|| format!("--out {}", out.display()))?;
+    }
+    print!("{markdown}");
+    std::process::exit(validation.exit_code())
+}
+
+/// The control API of the agent an experiment's spec names (`targets.agent`, else the target of its
+/// fault), or `None` for the embedded stack (its agent lived and died with the run's process).
+fn agent_of_spec(source: &str) -> Option<String> {
+    let spec = ExperimentSpec::parse(&without_validate_tables(source)).ok()?;
+    spec.targets
+        .get(AGENT_TARGET)
+        .or_else(|| spec.targets.get(&spec.fault.target))
+        .cloned()
+}
+
+pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
+    let mut agents: BTreeSet<String> = args
+        .agents
+        .iter()
+        .map(|url| url.trim_end_matches('/').to_owned())
+        .collect();
+    if !is_missing_file(&args.db) {
+        let store = Store::open(&args.db)
+            .await
+            .with_context(|| format!("--db {}", args.db))?;
+        for experiment in store.experiments().await? {
+            if let Some(url) = agent_of_spec(&experiment.spec_toml) {
+                agents.insert(url.trim_end_matches('/').to_owned());
+            }
+        }
+        store.close().await;
+    }
+    if agents.is_empty() {
+        println!("no known agents: the stored experiments name none and no --agent was given");
+        return Ok(());
+    }
+    let token = args
+        .token
+        .context("--token or TOLERANT_TOKEN: the agents' control APIs need it")?;
+    let client = ControlClient::new(token);
+    let mut failed = 0usize;
+    for agent in &agents {
+        let url = format!("{agent}/_agent/halt");
+        match client.call(Method::POST, &url, None, Bytes::new()).await {
+            Ok(body) => {
+                let removed = serde_json::from_slice::<agent::api::HaltResponse>(&body)
+                    .map(|answer| answer.removed.to_string())
+                    .unwrap_or_else(|_| "?".to_owned());
+                println!("{agent}: halted, {removed} faults removed");
+            }
+            Err(error) => {
+                failed += 1;
+                eprintln!("{agent}: NOT halted: {error}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} agents could not be halted", agents.len());
+    }
+    Ok(())
+}
