@@ -22,6 +22,10 @@ use rand::{Rng, SeedableRng};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TOKEN: &str = "bench-token";
+/// Requests the users may have in flight at once. Each costs two file descriptors in this process (client
+/// and server side) and the sandbox caps descriptors at 20,000, so 10,000 users each holding a
+/// connection, as Locust's users do, would run the process out of them.
+const CONNECTION_BUDGET: usize = 4_096;
 /// Clock ticks per second of `/proc/*/stat` times (USER_HZ, 100 on Linux).
 const TICKS_PER_SECOND: f64 = 100.0;
 
@@ -193,6 +197,7 @@ fn main() {
                 .await;
         });
         let client = http_client();
+        let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTION_BUDGET));
         let begin = Instant::now();
         let window_start = begin + options.ramp + options.think_max;
         let window_end = window_start + options.measure;
@@ -204,7 +209,8 @@ fn main() {
                 client.clone(),
                 SmallRng::seed_from_u64((users as u64) << 32 | index as u64),
                 year,
-            );
+            )
+            .with_connection_budget(budget.clone());
             let delay = Duration::from_micros(rng.random_range(0..options.ramp.as_micros() as u64));
             handles.push(load_runtime.spawn(run_user(
                 user,

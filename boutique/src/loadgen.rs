@@ -20,6 +20,8 @@ use crate::data::{LOAD_GENERATOR_CURRENCIES, PRODUCT_IDS};
 
 /// Redirects followed per request at most (Locust's FastHttpUser follows them).
 const MAX_REDIRECTS: usize = 5;
+/// A request not answered within this is recorded with status 0 (Locust's FastHttpUser gives up too).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The shared HTTP client of every virtual user (keep-alive pool, no cookies: each user keeps its own).
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -197,6 +199,8 @@ pub struct VirtualUser {
     rng: SmallRng,
     /// The year the load generator considers current (expiry years start after it).
     current_year: i32,
+    /// Shared cap on requests in flight (so connections) across users, if any.
+    connection_budget: Option<std::sync::Arc<tokio::sync::Semaphore>>,
 }
 
 impl VirtualUser {
@@ -213,7 +217,18 @@ impl VirtualUser {
             cookies: CookieJar::default(),
             rng,
             current_year,
+            connection_budget: None,
         }
+    }
+
+    /// Shares `budget` with other users: at most that many requests (so connections) in flight at once;
+    /// the wait for a slot counts in the recorded latency.
+    pub fn with_connection_budget(
+        mut self,
+        budget: std::sync::Arc<tokio::sync::Semaphore>,
+    ) -> Self {
+        self.connection_budget = Some(budget);
+        self
     }
 
     /// The user's cookies.
@@ -375,9 +390,17 @@ impl VirtualUser {
         let mut path = path.to_owned();
         let mut form = form;
         for _ in 0..=MAX_REDIRECTS {
-            let response = match self.exchange(&method, &path, form.take()).await {
-                Ok(response) => response,
-                Err(()) => {
+            let budget = self.connection_budget.clone();
+            let exchange = async {
+                let _slot = match &budget {
+                    Some(budget) => Some(budget.acquire().await.map_err(|_| ())?),
+                    None => None,
+                };
+                self.exchange(&method, &path, form.take()).await
+            };
+            let response = match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
+                Ok(Ok(response)) => response,
+                Ok(Err(())) | Err(_) => {
                     return RequestRecord {
                         name,
                         status: 0,
