@@ -1,0 +1,385 @@
+//! `tolerant report | validate | halt` as a user runs them: the built binary spawned against a store
+//! filled through the controller's public store API in a temp dir (and, for halt, the binary's own
+//! `tolerant agent` on a loopback port).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
+use controller::report::CSV_HEADER;
+use controller::runner::ControlClient;
+use controller::spec::ExperimentSpec;
+use controller::store::{RunRecord, Status, Store};
+use http::Method;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
+
+const SPEC: &str = r#"
+name = "cli-results"
+rounds = 3
+duration = "10s"
+warmup = "2s"
+order = "fixed"
+
+[load]
+users = 1
+
+[fault]
+target = "payment"
+rates = [0.0, 1.0]
+
+[breaker]
+modes = ["disabled", "enforce"]
+"#;
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path = std::env::temp_dir().join(format!(
+            "tolerant-cli-{name}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn db(&self) -> String {
+        self.0.join("tolerant.db").to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// 100 requests on `GET /`: all ok at 0 %; at 100 %, round r has 90 + r ok and 10 − r failed, so
+/// the availability at 100 % is 0.90, 0.91, 0.92 over the three rounds (mean 0.91, 95 % CI
+/// 0.91 ± 4.303 · 0.01 / √3 ≈ [0.885, 0.935]).
+fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
+    let names: Vec<String> = endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let ok = if rate > 0.0 { 90 + round } else { 100 };
+    let mut stats = EndpointStats::default();
+    for i in 0..100 {
+        let outcome = if i < ok { Outcome::Ok } else { Outcome::Failed };
+        stats.record(outcome, 1_000, 0);
+    }
+    RunRecord {
+        status: Status::Finished,
+        abort_reason: None,
+        finished_at_ms: start_ms + 12_000,
+        endpoint_names: names.clone(),
+        seconds: Vec::new(),
+        endpoints: vec![EndpointReport {
+            name: names[endpoint::INDEX].clone(),
+            stats,
+        }],
+        collector: Vec::new(),
+        transitions: Vec::new(),
+        fault_events: Vec::new(),
+        energy: None,
+    }
+}
+
+/// Stores the experiment of `spec` with every planned run finished; returns its id.
+async fn fill_store(db: &str, spec: &str) -> i64 {
+    let store = Store::open(db).await.unwrap();
+    let spec = ExperimentSpec::parse(spec).unwrap();
+    let id = store.create_experiment(&spec, 1_000).await.unwrap();
+    let (warmup, duration) = (Duration::from_secs(2), Duration::from_secs(10));
+    for planned in spec.plan() {
+        let start_ms = 100_000 * (planned.sequence as i64 + 1);
+        let run = store
+            .start_run(id, &planned, warmup, duration, start_ms)
+            .await
+            .unwrap();
+        let record = record(planned.condition.fault_rate, planned.round, start_ms);
+        store.finish_run(run, &record).await.unwrap();
+    }
+    store
+        .set_experiment_status(id, Status::Finished, 2_000_000, None)
+        .await
+        .unwrap();
+    store.close().await;
+    id.0
+}
+
+fn tolerant(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOLERANT_DB")
+        .env_remove("TOLERANT_TOKEN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes the spec plus one availability criterion at 100 % / enforce and returns its path.
+fn spec_with_criterion(dir: &TempDir, file: &str, criterion: &str) -> PathBuf {
+    let path = dir.0.join(file);
+    let toml = format!(
+        "{SPEC}\n[[validate]]\nmetric = \"availability\"\nbreaker = \"enforce\"\n{criterion}\n"
+    );
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
+    let dir = TempDir::new("validate");
+    let db = dir.db();
+    fill_store(&db, SPEC).await;
+
+    let pass = spec_with_criterion(
+        &dir,
+        "pass.toml",
+        "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.85",
+    );
+    let output = tolerant(&["validate", pass.to_str().unwrap(), "--db", &db], &dir.0);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("**PASS**"), "{stdout}");
+
+    // The interval reaches below 0.9 although the mean (0.91) is above it: not a pass.
+    let fail = spec_with_criterion(
+        &dir,
+        "fail.toml",
+        "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.9",
+    );
+    let report = dir.0.join("validation.md");
+    let output = tolerant(
+        &[
+            "validate",
+            fail.to_str().unwrap(),
+            "--db",
+            &db,
+            "--out",
+            report.to_str().unwrap(),
+        ],
+        &dir.0,
+    );
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("**FAIL**"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), stdout);
+
+    // A criterion at a fault rate the spec does not run is a bad spec, named in the message.
+    let bad = spec_with_criterion(
+        &dir,
+        "bad.toml",
+        "fault_rate = 0.5\ncomparison = \">=\"\nthreshold = 0.5",
+    );
+    let output = tolerant(&["validate", bad.to_str().unwrap(), "--db", &db], &dir.0);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("fault_rate 0.5"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // A wrong comparison is a bad spec too, and so is a spec without criteria.
+    let wrong = spec_with_criterion(
+        &dir,
+        "wrong.toml",
+        "fault_rate = 1.0\ncomparison = \"=~\"\nthreshold = 0.5",
+    );
+    let output = tolerant(&["validate", wrong.to_str().unwrap(), "--db", &db], &dir.0);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("comparison"),
+        "{}",
+        text(&output.stderr)
+    );
+    let bare = dir.0.join("bare.toml");
+    std::fs::write(&bare, SPEC).unwrap();
+    let output = tolerant(&["validate", bare.to_str().unwrap(), "--db", &db], &dir.0);
+    assert_eq!(output.status.code(), Some(2));
+
+    // A spec whose experiment was never stored cannot pass.
+    let other = dir.0.join("other.toml");
+    let renamed = std::fs::read_to_string(&pass)
+        .unwrap()
+        .replace("cli-results", "never-run");
+    std::fs::write(&other, renamed).unwrap();
+    let output = tolerant(&["validate", other.to_str().unwrap(), "--db", &db], &dir.0);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("never-run"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
+    let dir = TempDir::new("report");
+    let db = dir.db();
+    let id = fill_store(&db, SPEC).await.to_string();
+
+    let output = tolerant(&["report", &id, "--format", "csv", "--db", &db], &dir.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let csv = text(&output.stdout);
+    assert_eq!(csv.lines().next().unwrap(), CSV_HEADER.join(","));
+    assert!(csv.contains("availability"), "{csv}");
+
+    let output = tolerant(&["report", &id, "--format", "json", "--db", &db], &dir.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["confidence"], 0.95);
+
+    let output = tolerant(&["report", &id, "--db", &db], &dir.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let printed = text(&output.stdout);
+    let markdown_path = dir.0.join(printed.trim());
+    let markdown = std::fs::read_to_string(&markdown_path).unwrap();
+    assert!(markdown.contains("cli-results"), "{markdown}");
+    let folder = markdown_path.parent().unwrap();
+    assert!(folder.ends_with(format!("report-{id}")));
+    let svgs = std::fs::read_dir(folder)
+        .unwrap()
+        .filter(|entry| {
+            let path = entry.as_ref().unwrap().path();
+            path.extension().is_some_and(|e| e == "svg")
+        })
+        .count();
+    assert!(svgs > 0, "no SVG next to {}", markdown_path.display());
+
+    let output = tolerant(&["report", &id, "--format", "pdf", "--db", &db], &dir.0);
+    assert_eq!(output.status.code(), Some(2), "clap refuses the format");
+    let output = tolerant(&["report", "999", "--format", "csv", "--db", &db], &dir.0);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("999"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `tolerant agent` with its control API on `control`, killed when dropped.
+struct AgentProcess(Child);
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
+    const TOKEN: &str = "halt-test-token";
+    let dir = TempDir::new("halt");
+    let control = format!("127.0.0.1:{}", free_port());
+    let _agent = AgentProcess(
+        Command::new(BIN)
+            .args(["agent", "--upstream", "http://127.0.0.1:9"])
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--control", &control, "--threads", "1"])
+            .env("TOLERANT_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let agent_url = format!("http://{control}");
+    let client = ControlClient::new(TOKEN);
+    let fault = Bytes::from_static(br#"{"kind":"error","status":500,"rate":1.0,"lease":"60s"}"#);
+    let put = format!("{agent_url}/_agent/faults/test");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = client
+            .call(Method::PUT, &put, Some("application/json"), fault.clone())
+            .await;
+        match answer {
+            Ok(_) => break,
+            Err(error) if Instant::now() > deadline => panic!("agent never answered: {error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let faults_url = format!("{agent_url}/_agent/faults");
+    let listed = client
+        .call(Method::GET, &faults_url, None, Bytes::new())
+        .await
+        .unwrap();
+    assert!(text(&listed).contains("test"), "{}", text(&listed));
+
+    // The agent is known only through a stored experiment's [targets].
+    let db = dir.db();
+    let spec =
+        format!("{SPEC}\n[targets]\nfrontend = \"http://127.0.0.1:9\"\nagent = \"{agent_url}\"\n");
+    fill_store(&db, &spec).await;
+
+    let output = tolerant(&["halt", "--db", &db], &dir.0);
+    assert!(
+        !output.status.success(),
+        "no token: refused before any call"
+    );
+
+    let output = tolerant(&["halt", "--db", &db, "--token", "wrong"], &dir.0);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("NOT halted"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let output = tolerant(&["halt", "--db", &db, "--token", TOKEN], &dir.0);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("1 faults removed"), "{stdout}");
+    let listed = client
+        .call(Method::GET, &faults_url, None, Bytes::new())
+        .await
+        .unwrap();
+    assert!(!text(&listed).contains("\"test\""), "{}", text(&listed));
+
+    // Given by hand instead, without a database: the same agent, now with nothing to remove.
+    let output = tolerant(
+        &[
+            "halt",
+            "--db",
+            dir.0.join("absent.db").to_str().unwrap(),
+            "--agent",
+            &agent_url,
+            "--token",
+            TOKEN,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("0 faults removed"), "{stdout}");
+}
