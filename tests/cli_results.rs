@@ -138,14 +138,23 @@ fn spec_with_criterion(dir: &TempDir, file: &str, criterion: &str) -> PathBuf {
     path
 }
 
+/// On SQLite always, and on PostgreSQL too when `TOLERANT_TEST_PG_URL` is set (as `scripts/test`
+/// does): the gate reads the same figures from either.
 #[tokio::test]
 async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
     let dir = TempDir::new("validate");
-    let db = dir.db();
+    validate_exit_codes_on(&dir, &dir.db()).await;
+    if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
+        validate_exit_codes_on(&dir, &url).await;
+    }
+}
+
+async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
+    let db = db.to_owned();
     fill_store(&db, SPEC).await;
 
     let pass = spec_with_criterion(
-        &dir,
+        dir,
         "pass.toml",
         "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.85",
     );
@@ -161,7 +170,7 @@ async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
 
     // The interval reaches below 0.9 although the mean (0.91) is above it: not a pass.
     let fail = spec_with_criterion(
-        &dir,
+        dir,
         "fail.toml",
         "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.9",
     );
@@ -189,7 +198,7 @@ async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
 
     // A criterion at a fault rate the spec does not run is a bad spec, named in the message.
     let bad = spec_with_criterion(
-        &dir,
+        dir,
         "bad.toml",
         "fault_rate = 0.5\ncomparison = \">=\"\nthreshold = 0.5",
     );
@@ -203,7 +212,7 @@ async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
 
     // A wrong comparison is a bad spec too, and so is a spec without criteria.
     let wrong = spec_with_criterion(
-        &dir,
+        dir,
         "wrong.toml",
         "fault_rate = 1.0\ncomparison = \"=~\"\nthreshold = 0.5",
     );

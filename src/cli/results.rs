@@ -19,6 +19,23 @@ pub const EXIT_FAIL: i32 = 1;
 /// Exit status of `validate` when the spec or its criteria do not validate.
 pub const EXIT_BAD_SPEC: i32 = 2;
 
+const VALIDATE_HELP: &str = "\
+Every criterion is judged on the 95 % confidence interval of its condition in the spec's latest
+stored experiment (the one with the highest id whose name is the spec's `name`, or --experiment):
+it passes only if the whole interval satisfies it. Nothing is run: run the spec with `tolerant run`
+first. The markdown report goes to stdout (and to --out).
+
+Exit status: 0 every criterion passed; 1 a criterion failed or could not be judged (e.g. fewer than
+two rounds), no experiment of the spec is stored, or the store cannot be read; 2 the spec or its
+criteria do not validate (a criterion naming a condition the spec does not run included).";
+
+const HALT_HELP: &str = "\
+Known agents: the agent of every stored experiment's [targets] (targets.agent, else the target of
+its fault) plus every --agent. Each gets POST /_agent/halt with the bearer token. The embedded
+stack's agent lives only as long as its run, so it needs no halt.
+
+Exit status: 0 every agent answered (or none is known); 1 an agent could not be halted.";
+
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// Experiment id (from `tolerant list`).
@@ -36,17 +53,8 @@ pub struct ReportArgs {
 }
 
 /// Judge a spec's `[[validate]]` criteria on stored results — a release gate.
-///
-/// Every criterion is judged on the 95 % confidence interval of its condition in the spec's latest
-/// stored experiment (the one with the highest id whose name is the spec's `name`, or
-/// --experiment): it passes only if the whole interval satisfies it. Nothing is run: run the spec
-/// with `tolerant run` first. The markdown report goes to stdout (and to --out).
-///
-/// Exit status: 0 every criterion passed; 1 a criterion failed or could not be judged (e.g. fewer
-/// than two rounds), no experiment of the spec is stored, or the store cannot be read; 2 the spec or
-/// its criteria do not validate (a criterion naming a condition the spec does not run included).
 #[derive(Debug, clap::Args)]
-#[command(long_about)]
+#[command(after_help = VALIDATE_HELP)]
 pub struct ValidateArgs {
     /// Experiment spec (TOML) with `[[validate]]` tables.
     pub spec: PathBuf,
@@ -60,12 +68,9 @@ pub struct ValidateArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Clear every fault on every known agent: those of the stored experiments' `[targets]` plus --agent.
-///
-/// Sends `POST /_agent/halt` with the bearer token to each. Exit status 0 when every agent answered,
-/// 1 when one could not be halted.
+/// Clear every fault on every known agent.
 #[derive(Debug, clap::Args)]
-#[command(long_about)]
+#[command(after_help = HALT_HELP)]
 pub struct HaltArgs {
     /// Database whose experiments name agents (skipped when the file does not exist).
     #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
