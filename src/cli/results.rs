@@ -267,3 +267,20 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::without_validate_tables;
+
+    #[test]
+    fn validate_tables_become_blank_lines_and_the_rest_is_kept() {
+        let source = "name = \"x\"\n[[validate]]\nmetric = \"availability\"\n\n[load]\nusers = 1\n\
+                      [[ validate ]]\nthreshold = 1\n[[validate.more]]\nkept = 1\n";
+        let stripped = without_validate_tables(source);
+        assert_eq!(stripped.lines().count(), source.lines().count());
+        assert_eq!(
+            stripped,
+            "name = \"x\"\n\n\n\n[load]\nusers = 1\n\n\n[[validate.more]]\nkept = 1\n"
+        );
+    }
+}
