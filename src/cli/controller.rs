@@ -1,13 +1,14 @@
-//! `tolerant run | list | show`: run an experiment spec against the testbed and look at stored
+//! `tolerant run | resume | list | show`: run an experiment spec against the testbed (resuming its
+//! unfinished experiment unless `--fresh`), resume a stored experiment by id, and look at stored
 //! experiments. A spec that does not validate exits with status 2 and stores nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use controller::runner::{Progress, Runner, Testbed, start_embedded_stack};
+use controller::runner::{Progress, Runner, Testbed, latest_unfinished, start_embedded_stack};
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
@@ -20,6 +21,23 @@ pub struct RunArgs {
     /// Experiment spec (TOML, see experiments/).
     pub spec: PathBuf,
     /// Database: a SQLite file path, sqlite://… or postgres://…
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    /// Bearer token of external targets' admin and agent APIs (the embedded stack makes its own).
+    #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the summary as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Start a new experiment even when this spec's latest experiment is unfinished.
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// Experiment id (from `tolerant list`).
+    pub id: i64,
     #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
     pub db: String,
     /// Bearer token of external targets' admin and agent APIs (the embedded stack makes its own).
@@ -93,58 +111,121 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let store = Store::open(&args.db)
         .await
         .with_context(|| format!("--db {}", args.db))?;
+    let resume = if args.fresh {
+        None
+    } else {
+        latest_unfinished(&store, &spec).await?.map(|row| row.id)
+    };
+    execute(&store, &spec, resume, args.token, args.json).await
+}
+
+pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let id = ExperimentId(args.id);
+    let Some(row) = store.experiment(id).await? else {
+        bail!("experiment {}: not found in {}", args.id, args.db);
+    };
+    let spec = ExperimentSpec::parse(&row.spec_toml)
+        .with_context(|| format!("experiment {}: its stored spec", args.id))?;
+    execute(&store, &spec, Some(id), args.token, args.json).await
+}
+
+/// Runs a spec's plan: a new experiment, or the rest of `resume` (faults cleared and the
+/// interrupted attempt discarded first).
+async fn execute(
+    store: &Store,
+    spec: &ExperimentSpec,
+    resume: Option<ExperimentId>,
+    token: Option<String>,
+    quiet: bool,
+) -> anyhow::Result<()> {
     let (stack, testbed) = if spec.targets.is_empty() {
-        let (stack, testbed) = start_embedded_stack(&spec).await?;
+        let (stack, testbed) = start_embedded_stack(spec).await?;
         (Some(stack), testbed)
     } else {
-        (None, external_testbed(&spec, args.token.clone())?)
+        (None, external_testbed(spec, token)?)
     };
     let runner = Runner::new(store.clone(), testbed);
-
-    let per_run = spec.run_warmup() + spec.run_duration();
-    let started = Instant::now();
-    let mut done = 0usize;
-    let quiet = args.json;
-    let result = runner
-        .run_experiment(&spec, |event| match event {
-            Progress::RunStarted { planned, total, .. } => {
-                let eta = if done == 0 {
-                    per_run * u32::try_from(total).unwrap_or(u32::MAX)
-                } else {
-                    started.elapsed().div_f64(done as f64)
-                        * u32::try_from(total - done).unwrap_or(0)
-                };
-                if !quiet {
-                    eprintln!(
-                        "[{}/{total}] round {} · {} · ETA {}",
-                        planned.sequence + 1,
-                        planned.round + 1,
-                        planned.condition.label(),
-                        humantime::format_duration(Duration::from_secs(eta.as_secs())),
-                    );
-                }
-            }
-            Progress::RunFinished {
-                status,
-                availability,
-                ..
-            } => {
-                done += 1;
-                if !quiet {
-                    eprintln!(
-                        "        {} · availability {}",
-                        status.as_str(),
-                        availability.map_or("-".to_owned(), |a| format!("{:.3}", a))
-                    );
-                }
-            }
-        })
-        .await;
+    let result = drive(&runner, spec, resume, quiet).await;
     if let Some(stack) = stack {
         stack.shutdown().await;
     }
     let experiment = result?;
-    print_summary(&store, experiment, args.json).await
+    print_summary(store, experiment, quiet).await
+}
+
+/// Creates or resumes the experiment and runs what is left of its plan, reporting progress.
+async fn drive(
+    runner: &Runner,
+    spec: &ExperimentSpec,
+    resume: Option<ExperimentId>,
+    quiet: bool,
+) -> anyhow::Result<ExperimentId> {
+    let (experiment, finished) = match resume {
+        None => (None, BTreeSet::new()),
+        Some(experiment) => {
+            let point = runner.prepare_resume(spec, experiment).await?;
+            if !quiet {
+                eprintln!(
+                    "resuming experiment {experiment}: {} of {} runs finished, {} interrupted \
+                     attempt(s) discarded, {} fault(s) cleared",
+                    point.finished.len(),
+                    point.total,
+                    point.interrupted,
+                    point.faults_cleared,
+                );
+            }
+            (Some(experiment), point.finished)
+        }
+    };
+    let per_run = spec.run_warmup() + spec.run_duration();
+    let started = Instant::now();
+    let skipped = finished.len();
+    let mut done = 0usize;
+    let progress = |event: Progress| match event {
+        Progress::RunStarted { planned, total, .. } => {
+            let left = total.saturating_sub(skipped + done);
+            let eta = if done == 0 {
+                per_run * u32::try_from(left).unwrap_or(u32::MAX)
+            } else {
+                started.elapsed().div_f64(done as f64) * u32::try_from(left).unwrap_or(0)
+            };
+            if !quiet {
+                eprintln!(
+                    "[{}/{total}] round {} · {} · ETA {}",
+                    planned.sequence + 1,
+                    planned.round + 1,
+                    planned.condition.label(),
+                    humantime::format_duration(Duration::from_secs(eta.as_secs())),
+                );
+            }
+        }
+        Progress::RunFinished {
+            status,
+            availability,
+            ..
+        } => {
+            done += 1;
+            if !quiet {
+                eprintln!(
+                    "        {} · availability {}",
+                    status.as_str(),
+                    availability.map_or("-".to_owned(), |a| format!("{:.3}", a))
+                );
+            }
+        }
+    };
+    let experiment = match experiment {
+        None => runner.run_experiment(spec, progress).await?,
+        Some(experiment) => {
+            runner
+                .run_remaining(spec, experiment, &finished, progress)
+                .await?
+        }
+    };
+    Ok(experiment)
 }
 
 /// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected.

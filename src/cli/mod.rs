@@ -24,6 +24,8 @@ pub enum Command {
     Boutique(boutique::BoutiqueArgs),
     /// Run an experiment spec (exit status 2 when the spec does not validate).
     Run(controller::RunArgs),
+    /// Resume a stored experiment: clear faults, discard the interrupted run, run what is left.
+    Resume(controller::ResumeArgs),
     /// List stored experiments.
     List(controller::ListArgs),
     /// Show one stored experiment and its runs.
@@ -47,6 +49,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Agent(args)) => agent::run(args).await,
         Some(Command::Boutique(args)) => boutique::run(args).await,
         Some(Command::Run(args)) => controller::run(args).await,
+        Some(Command::Resume(args)) => controller::resume(args).await,
         Some(Command::List(args)) => controller::list(args).await,
         Some(Command::Show(args)) => controller::show(args).await,
         Some(Command::Report(args)) => results::report(args).await,

@@ -155,6 +155,17 @@ impl ControlClient {
         .map(drop)
     }
 
+    /// `POST {agent}/_agent/halt`: removes every fault the agent holds; returns how many.
+    pub async fn halt(&self, agent_url: &str) -> Result<u64, ControlError> {
+        let url = format!("{agent_url}/_agent/halt");
+        let body = self.call(Method::POST, &url, None, Bytes::new()).await?;
+        let removed = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|answer| answer.get("removed").and_then(serde_json::Value::as_u64))
+            .unwrap_or(0);
+        Ok(removed)
+    }
+
     /// `DELETE {agent}/_agent/faults/{id}`.
     pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), ControlError> {
         self.call(

@@ -5,10 +5,12 @@
 
 mod admin;
 mod agent_stream;
+mod resume;
 mod sampler;
 mod stop;
 mod transitions;
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,6 +20,7 @@ use serde_json::json;
 
 pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
 pub use agent_stream::{AgentStream, parse_agent_event};
+pub use resume::{ResumePoint, latest_unfinished};
 pub use sampler::Sampler;
 pub use stop::StopMonitor;
 pub use transitions::{TransitionCollector, parse_transition};
@@ -158,14 +161,27 @@ impl Runner {
     pub async fn run_experiment(
         &self,
         spec: &ExperimentSpec,
-        mut progress: impl FnMut(Progress),
+        progress: impl FnMut(Progress),
     ) -> Result<ExperimentId, RunnerError> {
         let experiment = self.store.create_experiment(spec, now_ms()).await?;
         self.store
             .set_experiment_status(experiment, Status::Running, now_ms(), None)
             .await?;
+        self.run_remaining(spec, experiment, &BTreeSet::new(), progress)
+            .await
+    }
+
+    /// Runs every plan position not in `finished`, in plan order, then marks the experiment
+    /// finished (or aborted with the error that stopped it).
+    pub async fn run_remaining(
+        &self,
+        spec: &ExperimentSpec,
+        experiment: ExperimentId,
+        finished: &BTreeSet<usize>,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<ExperimentId, RunnerError> {
         let plan = spec.plan();
-        for planned in &plan {
+        for planned in plan.iter().filter(|p| !finished.contains(&p.sequence)) {
             if let Err(error) = self
                 .run_one(spec, experiment, planned, plan.len(), &mut progress)
                 .await

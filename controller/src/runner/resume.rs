@@ -1,0 +1,156 @@
+//! Resuming an experiment whose controller died (SIGKILL included): faults cleared on the agent
+//! first, the unfinished attempt marked `interrupted` (it never wrote data: a run's rows are
+//! committed in one transaction at its end), then only the plan positions without a finished run
+//! are run, in plan order. The store's unique index keeps a position finished at most once.
+
+use std::collections::BTreeSet;
+
+use crate::spec::ExperimentSpec;
+use crate::store::{ExperimentId, ExperimentRow, Status, Store, StoreError};
+
+use super::{Progress, Runner, RunnerError, now_ms};
+
+/// Where a resumed experiment stands before its remaining runs start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumePoint {
+    pub experiment: ExperimentId,
+    /// Faults the agent still held (left by the dead controller) and removed.
+    pub faults_cleared: u64,
+    /// Attempts found `running` and marked `interrupted`.
+    pub interrupted: u64,
+    /// Plan positions that already have a finished run (skipped).
+    pub finished: BTreeSet<usize>,
+    /// Plan positions in all.
+    pub total: usize,
+}
+
+impl ResumePoint {
+    /// Plan positions still to run.
+    pub fn remaining(&self) -> usize {
+        self.total.saturating_sub(self.finished.len())
+    }
+}
+
+/// The latest stored experiment of this spec (same name and same spec text) when it is unfinished
+/// (`pending`, `running` or `interrupted`) — what `tolerant run` resumes. An aborted or finished
+/// latest experiment means a fresh one.
+pub async fn latest_unfinished(
+    store: &Store,
+    spec: &ExperimentSpec,
+) -> Result<Option<ExperimentRow>, StoreError> {
+    let latest = store
+        .experiments()
+        .await?
+        .into_iter()
+        .filter(|row| row.name == spec.name && row.spec_toml == spec.source)
+        .max_by_key(|row| row.id.0);
+    Ok(latest.filter(|row| {
+        matches!(
+            row.status,
+            Status::Pending | Status::Running | Status::Interrupted
+        )
+    }))
+}
+
+impl Runner {
+    /// Gets a stored experiment ready to continue: every fault on the agent removed, `running`
+    /// attempts marked `interrupted`, the experiment `running` again. Nothing is run yet.
+    pub async fn prepare_resume(
+        &self,
+        spec: &ExperimentSpec,
+        experiment: ExperimentId,
+    ) -> Result<ResumePoint, RunnerError> {
+        // Before anything else: a fault the dead controller left must not outlive it.
+        let faults_cleared = self.control.halt(&self.testbed.agent).await?;
+        let interrupted = self.store.mark_interrupted(experiment, now_ms()).await?;
+        self.store
+            .set_experiment_status(experiment, Status::Running, now_ms(), None)
+            .await?;
+        let finished = self
+            .store
+            .finished_plan_indices(experiment)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(ResumePoint {
+            experiment,
+            faults_cleared,
+            interrupted,
+            finished,
+            total: spec.plan().len(),
+        })
+    }
+
+    /// Resumes a stored experiment: [`Runner::prepare_resume`], then the plan positions without a
+    /// finished run, in plan order.
+    pub async fn resume_experiment(
+        &self,
+        spec: &ExperimentSpec,
+        experiment: ExperimentId,
+        progress: impl FnMut(Progress),
+    ) -> Result<ExperimentId, RunnerError> {
+        let point = self.prepare_resume(spec, experiment).await?;
+        self.run_remaining(spec, experiment, &point.finished, progress)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+name = "resume-unit"
+duration = "10s"
+[load]
+users = 1
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [0.0]
+[breaker]
+modes = ["disabled"]
+"#;
+
+    async fn store_in(dir: &std::path::Path) -> Store {
+        Store::open(dir.join("resume.db").to_str().expect("utf-8 path"))
+            .await
+            .expect("open store")
+    }
+
+    #[tokio::test]
+    async fn latest_unfinished_is_the_newest_unfinished_experiment_of_the_same_spec_text() {
+        let dir = std::env::temp_dir().join(format!(
+            "tolerant-resume-unit-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let store = store_in(&dir).await;
+        let spec = ExperimentSpec::parse(SPEC).expect("spec");
+        let edited = ExperimentSpec::parse(&format!("{SPEC}\n# edited\n")).expect("spec");
+        assert_eq!(latest_unfinished(&store, &spec).await.expect("query"), None);
+
+        let older = store.create_experiment(&spec, 1).await.expect("create");
+        let newer = store.create_experiment(&spec, 2).await.expect("create");
+        store.create_experiment(&edited, 3).await.expect("create");
+        store
+            .set_experiment_status(newer, Status::Running, 4, None)
+            .await
+            .expect("status");
+        let found = latest_unfinished(&store, &spec).await.expect("query");
+        assert_eq!(found.map(|row| row.id), Some(newer));
+
+        // A finished (or aborted) latest experiment means a fresh start, not the older one.
+        store
+            .set_experiment_status(newer, Status::Finished, 5, None)
+            .await
+            .expect("status");
+        assert_eq!(latest_unfinished(&store, &spec).await.expect("query"), None);
+        assert_ne!(older, newer);
+
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
