@@ -242,7 +242,12 @@ impl EmbeddedControl {
             }
             let hub = self.inner.hub.clone();
             let name = name.clone();
+            // The run's start, kept for its later progress events (the live timeline starts there).
+            let mut run_started_ms = now() as u64;
             let mut progress = move |progress: Progress| {
+                if matches!(progress, Progress::RunStarted { .. }) {
+                    run_started_ms = now() as u64;
+                }
                 let (planned, phase, ends) = match &progress {
                     Progress::RunStarted { planned, .. } => (
                         planned,
@@ -261,7 +266,7 @@ impl EmbeddedControl {
                     condition: planned.condition.label(),
                     round: u64::from(planned.round) + 1,
                     phase,
-                    started_at_ms: now() as u64,
+                    started_at_ms: run_started_ms,
                     ends_at_ms: ends,
                 }));
             };
