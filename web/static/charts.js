@@ -184,7 +184,9 @@ var Charts = (function () {
     notes.forEach(function (n) {
       if (n.at < t0) { return; }
       c.ctx.beginPath(); c.ctx.moveTo(x(n.at), top); c.ctx.lineTo(x(n.at), faultY + 16); c.ctx.stroke();
-      c.ctx.fillText(n.text.slice(0, 40), x(n.at) + 3, faultY + 28);
+      var nearEnd = x(n.at) > c.w - 220;
+      c.ctx.textAlign = nearEnd ? "right" : "left";
+      c.ctx.fillText(n.text.slice(0, 40), x(n.at) + (nearEnd ? -3 : 3), faultY + 28);
     });
     c.ctx.fillStyle = "#6b7480";
     timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
