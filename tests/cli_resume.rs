@@ -57,10 +57,8 @@ impl Scratch {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "tolerant-resume-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("tolerant-resume-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("create scratch dir");
         Scratch(dir)
     }
@@ -116,7 +114,13 @@ async fn open_when_created(db: &Path, child: &mut Child, dir: &Path) -> Store {
             let store = Store::open(db.to_str().expect("utf-8 path"))
                 .await
                 .expect("open the test database");
-            if store.experiment(ExperimentId(1)).await.ok().flatten().is_some() {
+            if store
+                .experiment(ExperimentId(1))
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+            {
                 return store;
             }
             store.close().await;
@@ -232,7 +236,10 @@ async fn sigkilled_sweep_resumes_to_exactly_the_plan() {
         "unexpected attempts: {runs:#?}"
     );
     for run in &interrupted {
-        assert!(run.outcomes.is_none(), "interrupted run has totals: {run:?}");
+        assert!(
+            run.outcomes.is_none(),
+            "interrupted run has totals: {run:?}"
+        );
         assert!(store.samples(run.id).await.expect("samples").is_empty());
         assert!(
             store
@@ -245,7 +252,10 @@ async fn sigkilled_sweep_resumes_to_exactly_the_plan() {
     // Every finished run is whole: totals, per-second rows and samples.
     for run in runs.iter().filter(|r| r.status == Status::Finished) {
         let outcomes = run.outcomes.expect("finished run without totals");
-        assert!(outcomes.total() > 0, "finished run without requests: {run:?}");
+        assert!(
+            outcomes.total() > 0,
+            "finished run without requests: {run:?}"
+        );
         assert!(
             !store
                 .endpoint_seconds(run.id)
