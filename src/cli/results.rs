@@ -10,7 +10,7 @@ use bytes::Bytes;
 use controller::report::{Format, render, validation_markdown};
 use controller::runner::ControlClient;
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
-use controller::stats::{check_against_spec, criteria_of_spec, evaluate, load_experiment};
+use controller::stats::{evaluate, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
 use http::Method;
 
@@ -127,32 +127,6 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The spec text without its `[[validate]]` tables (blank lines instead, so line numbers in spec
-/// errors still point at the file's lines), for the experiment spec parser, which does not take them.
-fn without_validate_tables(source: &str) -> String {
-    let mut inside = false;
-    let mut out = String::with_capacity(source.len());
-    for line in source.lines() {
-        let header = line.trim_start();
-        if header.starts_with('[') {
-            let name: String = header
-                .trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or("")
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect();
-            inside = header.starts_with("[[") && (name == "validate" || name == "\"validate\"");
-        }
-        if !inside {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
-}
-
 /// Exits with `EXIT_BAD_SPEC` after naming the problem.
 fn bad_spec(path: &Path, error: impl std::fmt::Display) -> ! {
     eprintln!("{}: {error}", path.display());
@@ -162,17 +136,14 @@ fn bad_spec(path: &Path, error: impl std::fmt::Display) -> ! {
 pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
     let source = std::fs::read_to_string(&args.spec)
         .unwrap_or_else(|error| bad_spec(&args.spec, format!("cannot read: {error}")));
-    let spec = ExperimentSpec::parse(&without_validate_tables(&source))
-        .unwrap_or_else(|error| bad_spec(&args.spec, error));
-    let criteria = criteria_of_spec(&source).unwrap_or_else(|error| bad_spec(&args.spec, error));
+    // Parsing checks the criteria too: each must name a condition the spec runs.
+    let spec = ExperimentSpec::parse(&source).unwrap_or_else(|error| bad_spec(&args.spec, error));
+    let criteria = &spec.validate;
     if criteria.is_empty() {
         bad_spec(
             &args.spec,
             "validate: the spec has no [[validate]] criteria",
         );
-    }
-    if let Err(error) = check_against_spec(&criteria, &spec) {
-        bad_spec(&args.spec, error);
     }
 
     let store = open_existing(&args.db).await?;
@@ -202,7 +173,7 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
     };
     let stats = load_experiment(&store, id).await?;
     store.close().await;
-    let validation = evaluate(&criteria, &stats);
+    let validation = evaluate(criteria, &stats);
     let markdown = validation_markdown(&stats, &validation);
     if let Some(out) = &args.out {
         std::fs::write(out, &markdown).with_context(|| format!("--out {}", out.display()))?;
@@ -214,7 +185,7 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
 /// The control API of the agent an experiment's spec names (`targets.agent`, else the target of its
 /// fault), or `None` for the embedded stack (its agent lived and died with the run's process).
 fn agent_of_spec(source: &str) -> Option<String> {
-    let spec = ExperimentSpec::parse(&without_validate_tables(source)).ok()?;
+    let spec = ExperimentSpec::parse(source).ok()?;
     spec.targets
         .get(AGENT_TARGET)
         .or_else(|| spec.targets.get(&spec.fault.target))
@@ -266,21 +237,4 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
         bail!("{failed} of {} agents could not be halted", agents.len());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_validate_tables;
-
-    #[test]
-    fn validate_tables_become_blank_lines_and_the_rest_is_kept() {
-        let source = "name = \"x\"\n[[validate]]\nmetric = \"availability\"\n\n[load]\nusers = 1\n\
-                      [[ validate ]]\nthreshold = 1\n[[validate.more]]\nkept = 1\n";
-        let stripped = without_validate_tables(source);
-        assert_eq!(stripped.lines().count(), source.lines().count());
-        assert_eq!(
-            stripped,
-            "name = \"x\"\n\n\n\n[load]\nusers = 1\n\n\n[[validate.more]]\nkept = 1\n"
-        );
-    }
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::stats::Criterion;
 use serde::{Deserialize, Serialize};
 
 pub use error::{Location, SpecError};
@@ -58,6 +59,8 @@ pub struct ExperimentSpec {
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
     pub targets: BTreeMap<String, String>,
+    /// Release-gate criteria from `[[validate]]` tables, judged by `tolerant validate`.
+    pub validate: Vec<Criterion>,
     /// The spec text as given (stored with the experiment).
     pub source: String,
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
+use crate::stats::{Criterion, CriterionError, check_against_spec, parse_criteria};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -38,6 +39,8 @@ struct RawSpec {
     breaker: Option<Spanned<RawBreaker>>,
     stop: Option<Spanned<RawStop>>,
     targets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    /// Release-gate criteria (`[[validate]]`), checked by [`crate::stats::parse_criteria`].
+    validate: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -231,7 +234,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         targets.insert(service.to_owned(), value.to_owned());
     }
 
-    Ok(ExperimentSpec {
+    let spec = ExperimentSpec {
         name,
         rounds,
         duration,
@@ -244,8 +247,37 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         breaker,
         stop,
         targets,
+        validate: Vec::new(),
         source: source.to_owned(),
-    })
+    };
+    let validate = match &raw.validate {
+        Some(value) => criteria(&check, value, &spec)?,
+        None => Vec::new(),
+    };
+    Ok(ExperimentSpec { validate, ..spec })
+}
+
+/// The `[[validate]]` criteria, each naming a condition `spec` runs; an error names the criterion's
+/// field and points at the `validate` tables.
+fn criteria(
+    check: &Checker<'_>,
+    value: &Spanned<toml::Value>,
+    spec: &ExperimentSpec,
+) -> Result<Vec<Criterion>, SpecError> {
+    let blame = |error: CriterionError| {
+        let field = match &error {
+            CriterionError::Field { field, .. } => field.clone(),
+            CriterionError::NotInSpec { index, .. } => format!("validate[{index}]"),
+        };
+        let message = match error {
+            CriterionError::Field { message, .. } => message,
+            CriterionError::NotInSpec { message, .. } => message,
+        };
+        check.error(&field, value.span(), message)
+    };
+    let criteria = parse_criteria(value.get_ref().clone()).map_err(blame)?;
+    check_against_spec(&criteria, spec).map_err(blame)?;
+    Ok(criteria)
 }
 
 fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
