@@ -108,7 +108,7 @@ users = 1
 target = "payment"
 kind = "error"
 status = 500
-rates = [0.0]
+rates = [0.5]
 [breaker]
 modes = ["disabled"]
 "#;
@@ -150,6 +150,79 @@ modes = ["disabled"]
         assert_eq!(latest_unfinished(&store, &spec).await.expect("query"), None);
         assert_ne!(older, newer);
 
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn prepare_resume_clears_left_faults_and_marks_the_running_attempt_interrupted() {
+        let dir = std::env::temp_dir().join(format!(
+            "tolerant-resume-prepare-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let store = store_in(&dir).await;
+        let spec = ExperimentSpec::parse(SPEC).expect("spec");
+        let (stack, testbed) = crate::runner::start_embedded_stack(&spec)
+            .await
+            .expect("embedded stack");
+        let runner = Runner::new(store.clone(), testbed.clone());
+        let plan = spec.plan();
+        let experiment = store.create_experiment(&spec, 1).await.expect("create");
+        let attempt = store
+            .start_run(
+                experiment,
+                &plan[0],
+                spec.run_warmup(),
+                spec.run_duration(),
+                2,
+            )
+            .await
+            .expect("start run");
+        // What a controller killed mid-run leaves: a fault on the agent, a `running` attempt.
+        let fault = crate::runner::fault_spec(&spec, &plan[0]);
+        runner
+            .control
+            .put_fault(&testbed.agent, "left-by-the-dead", &fault)
+            .await
+            .expect("put fault");
+
+        let point = runner
+            .prepare_resume(&spec, experiment)
+            .await
+            .expect("prepare resume");
+        assert_eq!(point.faults_cleared, 1);
+        assert_eq!(point.interrupted, 1);
+        assert!(point.finished.is_empty());
+        assert_eq!(point.remaining(), plan.len());
+        let listed = runner
+            .control
+            .call(
+                http::Method::GET,
+                &format!("{}/_agent/faults", testbed.agent),
+                None,
+                bytes::Bytes::new(),
+            )
+            .await
+            .expect("list faults");
+        assert!(
+            !String::from_utf8_lossy(&listed).contains("left-by-the-dead"),
+            "fault still listed: {}",
+            String::from_utf8_lossy(&listed)
+        );
+        let runs = store.runs(experiment).await.expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].id, attempt);
+        assert_eq!(runs[0].status, Status::Interrupted);
+        let row = store
+            .experiment(experiment)
+            .await
+            .expect("row")
+            .expect("row");
+        assert_eq!(row.status, Status::Running);
+
+        stack.shutdown().await;
         store.close().await;
         let _ = std::fs::remove_dir_all(&dir);
     }
