@@ -4,7 +4,7 @@
   var BUCKETS_MS = ["≤1", "≤2", "≤5", "≤10", "≤20", "≤50", "≤100", "≤200", "≤500", "≤1k", "≤2k", "≤5k", ">5k"];
   var WINDOW_MS = 10 * 60 * 1000;
   // Per-endpoint latency comes from the load driver's per-second figures (samples with `endpoints`).
-  var LATENCY_PENDING = "no per-endpoint latency in the live feed yet";
+  var LATENCY_PENDING = "per-endpoint latency appears while a run drives load";
   var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, frame: 0 };
   var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {} };
 

@@ -141,6 +141,8 @@ pub struct Runner {
     store: Store,
     testbed: Testbed,
     control: ControlClient,
+    /// Where a copy of every closed second of load goes while a run drives it (the live dashboard).
+    live_seconds: Option<load::SecondSink>,
 }
 
 impl Runner {
@@ -150,7 +152,15 @@ impl Runner {
             store,
             testbed,
             control,
+            live_seconds: None,
         }
+    }
+
+    /// Also sends a copy of every closed second of load to `sink` as runs go (per-endpoint latency
+    /// and outcomes for a live view); a closed receiver is ignored.
+    pub fn with_live_seconds(mut self, sink: load::SecondSink) -> Self {
+        self.live_seconds = Some(sink);
+        self
     }
 
     pub fn store(&self) -> &Store {
@@ -294,13 +304,18 @@ impl Runner {
             tokio::time::Instant::now(),
         );
         // Closed seconds feed the stop condition (if any); it ends the load early when it holds.
-        let (second_sink, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel();
+        let (second_sink, mut closed_seconds) =
+            tokio::sync::mpsc::unbounded_channel::<load::SecondStats>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
         let mut monitor = spec.stop.as_ref().and_then(StopMonitor::new);
+        let live_seconds = self.live_seconds.clone();
         let watcher = tokio::spawn(async move {
             let mut seconds = Vec::new();
             let mut stop_tx = Some(stop_tx);
             while let Some(second) = closed_seconds.recv().await {
+                if let Some(live) = &live_seconds {
+                    let _ = live.send(second.clone());
+                }
                 if let Some(reason) = monitor.as_mut().and_then(|m| m.observe(&second)) {
                     if let Some(stop_tx) = stop_tx.take() {
                         let _ = stop_tx.send(reason);

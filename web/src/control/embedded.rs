@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use controller::load;
 use controller::report::{self, Format};
 use controller::runner::{ControlClient, Progress, Runner, Testbed, now_ms};
 use controller::spec::ExperimentSpec;
@@ -30,8 +31,8 @@ use super::{
     FaultRequest, Results, VerdictResult,
 };
 use crate::hub::{
-    ExperimentChange, FaultChange, Hub, LiveEvent, LiveSample, OutcomeCounts, PoolSample,
-    RunProgress,
+    EndpointSample, ExperimentChange, FaultChange, Hub, LiveEvent, LiveSample, OutcomeCounts,
+    PoolSample, RunProgress, bucketize,
 };
 
 /// The service whose agent the embedded stack runs.
@@ -49,6 +50,65 @@ struct Inner {
     active: Mutex<Option<(i64, AbortHandle)>>,
     /// Queued starts: experiment → (due time, timer task).
     schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
+    /// The load driver's seconds closed since the last live sample (filled while a run drives load).
+    load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
+}
+
+/// What the load driver saw in the seconds closed since the last live sample: its outcomes (timeouts
+/// and connection errors included, unlike the frontend's counters) and the latest per-endpoint latency.
+#[derive(Debug, Default)]
+struct LoadSeconds {
+    warmup: bool,
+    outcomes: OutcomeCounts,
+    endpoints: Vec<EndpointSample>,
+    cart_p95_us: Option<u64>,
+}
+
+impl LoadSeconds {
+    /// Adds one closed second: outcomes add up, latency is the newest second's.
+    fn add(&mut self, second: &load::SecondStats) {
+        self.warmup = second.warmup;
+        let mut endpoints = Vec::with_capacity(second.endpoints.len());
+        self.cart_p95_us = None;
+        for endpoint in &second.endpoints {
+            let outcomes = &endpoint.outcomes;
+            self.outcomes.ok += outcomes.ok;
+            self.outcomes.failed += outcomes.failed;
+            self.outcomes.rejected += outcomes.rejected;
+            self.outcomes.timeout += outcomes.timeout;
+            self.outcomes.connection_error += outcomes.connection_error;
+            self.outcomes.client_error += outcomes.client_error;
+            let name = load::endpoint::NAMES.get(endpoint.endpoint).map_or_else(
+                || format!("endpoint {}", endpoint.endpoint),
+                |n| (*n).to_owned(),
+            );
+            if endpoint.endpoint == load::endpoint::VIEW_CART {
+                self.cart_p95_us = Some(endpoint.latency.p95_us);
+            }
+            endpoints.push(EndpointSample {
+                name,
+                requests: endpoint.latency.count,
+                p50_us: endpoint.latency.p50_us,
+                p95_us: endpoint.latency.p95_us,
+                p99_us: endpoint.latency.p99_us,
+                buckets: latency_buckets(&endpoint.histogram_v2),
+            });
+        }
+        self.endpoints = endpoints;
+    }
+}
+
+/// Counts per latency bucket (see [`bucketize`]) of an HDR V2 histogram; empty when the bytes do not
+/// decode.
+fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
+    match load::deserialize_histogram(histogram_v2) {
+        Ok(histogram) => bucketize(
+            histogram
+                .iter_recorded()
+                .map(|step| (step.value_iterated_to(), step.count_at_value())),
+        ),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Cheap to clone.
@@ -90,10 +150,24 @@ impl EmbeddedControl {
                     .map_err(failed)?;
             }
         }
+        let load_seconds = Arc::new(Mutex::new(None::<LoadSeconds>));
+        let (live_seconds, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel();
+        {
+            let load_seconds = Arc::clone(&load_seconds);
+            tokio::spawn(async move {
+                while let Some(second) = closed_seconds.recv().await {
+                    load_seconds
+                        .lock()
+                        .get_or_insert_with(LoadSeconds::default)
+                        .add(&second);
+                }
+            });
+        }
         let control = EmbeddedControl {
             inner: Arc::new(Inner {
                 client: ControlClient::new(testbed.token.clone()),
-                runner: Runner::new(store.clone(), testbed.clone()),
+                runner: Runner::new(store.clone(), testbed.clone()).with_live_seconds(live_seconds),
+                load_seconds,
                 store,
                 testbed,
                 hub,
@@ -445,14 +519,17 @@ impl EmbeddedControl {
                 previous_rejected = rejected_total;
             }
             second += 1;
+            // While a run drives load, its own per-second account is the better one.
+            let load = self.inner.load_seconds.lock().take().unwrap_or_default();
+            let from_load = !load.endpoints.is_empty();
             self.inner.hub.publish(LiveEvent::Sample(LiveSample {
                 at_ms: now() as u64,
                 second,
-                warmup: false,
-                outcomes,
-                endpoints: Vec::new(),
+                warmup: load.warmup,
+                outcomes: if from_load { load.outcomes } else { outcomes },
+                endpoints: load.endpoints,
                 cart_mean_items,
-                cart_p95_us: None,
+                cart_p95_us: load.cart_p95_us,
                 pools,
             }));
         }
@@ -868,6 +945,84 @@ impl Control for EmbeddedControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn endpoint_second(
+        endpoint: usize,
+        latencies_us: &[u64],
+        ok: u64,
+        timeout: u64,
+    ) -> load::EndpointSecond {
+        let mut histogram = load::new_histogram();
+        for latency in latencies_us {
+            histogram.record(*latency).unwrap();
+        }
+        load::EndpointSecond {
+            endpoint,
+            outcomes: load::OutcomeCounts {
+                ok,
+                timeout,
+                ..load::OutcomeCounts::default()
+            },
+            latency: load::LatencySummary::of(&histogram),
+            histogram_v2: load::serialize_histogram(&histogram),
+        }
+    }
+
+    #[test]
+    fn load_seconds_add_outcomes_and_keep_the_newest_latency() {
+        let mut seconds = LoadSeconds::default();
+        seconds.add(&load::SecondStats {
+            second: 3,
+            warmup: true,
+            endpoints: vec![endpoint_second(
+                load::endpoint::VIEW_CART,
+                &[900, 1_500],
+                2,
+                0,
+            )],
+        });
+        seconds.add(&load::SecondStats {
+            second: 4,
+            warmup: false,
+            endpoints: vec![endpoint_second(load::endpoint::CHECKOUT, &[30_000], 0, 1)],
+        });
+        assert!(!seconds.warmup);
+        assert_eq!(seconds.outcomes.ok, 2);
+        assert_eq!(seconds.outcomes.timeout, 1);
+        // Latency is the newest second's: no GET /cart in it.
+        assert_eq!(seconds.cart_p95_us, None);
+        assert_eq!(seconds.endpoints.len(), 1);
+        let checkout = &seconds.endpoints[0];
+        assert_eq!(checkout.name, "POST /cart/checkout");
+        assert_eq!(checkout.requests, 1);
+        // 30 ms falls in the (20 ms, 50 ms] bucket, index 5.
+        let mut expected = vec![0; 13];
+        expected[5] = 1;
+        assert_eq!(checkout.buckets, expected);
+    }
+
+    #[test]
+    fn a_cart_second_carries_its_p95() {
+        let mut seconds = LoadSeconds::default();
+        seconds.add(&load::SecondStats {
+            second: 0,
+            warmup: false,
+            endpoints: vec![endpoint_second(
+                load::endpoint::VIEW_CART,
+                &[900, 1_500],
+                2,
+                0,
+            )],
+        });
+        let p95 = seconds
+            .cart_p95_us
+            .expect("GET /cart completed in this second");
+        assert!((1_400..=1_600).contains(&p95), "{p95}");
+        assert_eq!(
+            seconds.endpoints[0].buckets[0] + seconds.endpoints[0].buckets[1],
+            2
+        );
+    }
 
     #[test]
     fn status_classes_are_read_from_prometheus_text() {
