@@ -7,12 +7,13 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::task::RunTask;
 use crate::store::FaultEventRecord;
 
 /// A subscription to the agent's event stream.
 pub struct AgentStream {
     events: Arc<Mutex<Vec<FaultEventRecord>>>,
-    reader: tokio::task::JoinHandle<()>,
+    reader: RunTask<()>,
 }
 
 impl AgentStream {
@@ -28,7 +29,7 @@ impl AgentStream {
         let events = Arc::new(Mutex::new(Vec::new()));
         let reader = {
             let events = Arc::clone(&events);
-            tokio::spawn(async move {
+            RunTask::spawn(async move {
                 while let Some(Ok(message)) = stream.next().await {
                     let Message::Text(text) = message else {
                         continue;
@@ -66,8 +67,7 @@ impl AgentStream {
 
     /// Stops listening and returns the events seen.
     pub async fn finish(self) -> Vec<FaultEventRecord> {
-        self.reader.abort();
-        let _ = self.reader.await;
+        self.reader.stop().await;
         std::mem::take(&mut *self.events.lock())
     }
 }

@@ -8,6 +8,7 @@ mod agent_stream;
 mod resume;
 mod sampler;
 mod stop;
+mod task;
 mod transitions;
 
 use std::collections::BTreeSet;
@@ -23,6 +24,7 @@ pub use agent_stream::{AgentStream, parse_agent_event};
 pub use resume::{ResumePoint, latest_unfinished};
 pub use sampler::Sampler;
 pub use stop::StopMonitor;
+pub use task::RunTask;
 pub use transitions::{TransitionCollector, parse_transition};
 
 use crate::load::{self, LoadConfig, Workload};
@@ -363,8 +365,7 @@ impl Runner {
         };
 
         if let Some(renewal) = renewal {
-            renewal.abort();
-            let _ = renewal.await;
+            renewal.stop().await;
         }
         // Removed as soon as the load ends, a stop condition included.
         if fault_applied {
@@ -470,12 +471,12 @@ impl Runner {
         fault_id: &str,
         lease: Duration,
         events: &Arc<Mutex<Vec<FaultEventRecord>>>,
-    ) -> tokio::task::JoinHandle<()> {
+    ) -> RunTask<()> {
         let control = self.control.clone();
         let agent_url = self.testbed.agent.clone();
         let fault_id = fault_id.to_owned();
         let events = Arc::clone(events);
-        tokio::spawn(async move {
+        RunTask::spawn(async move {
             let period = lease / 3;
             loop {
                 tokio::time::sleep(period).await;

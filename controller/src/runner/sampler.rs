@@ -12,13 +12,14 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::admin::ControlClient;
+use super::task::RunTask;
 use crate::energy::{CpuModel, EnergyMeter, EnergySource, POWERCAP_ROOT};
 use crate::store::CollectorSample;
 
 /// Periodic sampling of one run; stop it with [`Sampler::finish`].
 pub struct Sampler {
     samples: Arc<Mutex<Vec<CollectorSample>>>,
-    task: tokio::task::JoinHandle<()>,
+    task: RunTask<()>,
     energy_source: EnergySource,
 }
 
@@ -41,7 +42,7 @@ impl Sampler {
         let _ = meter.sample(Duration::ZERO);
         let task = {
             let samples = Arc::clone(&samples);
-            tokio::spawn(async move {
+            RunTask::spawn(async move {
                 let mut second = 0u64;
                 let mut last = Instant::now();
                 loop {
@@ -71,8 +72,7 @@ impl Sampler {
 
     /// Stops sampling and returns the samples taken.
     pub async fn finish(self) -> Vec<CollectorSample> {
-        self.task.abort();
-        let _ = self.task.await;
+        self.task.stop().await;
         std::mem::take(&mut *self.samples.lock())
     }
 }

@@ -1,0 +1,78 @@
+//! Background tasks of a run that end with it, also when the run's future is dropped part-way (an
+//! abort from the dashboard cancels the run's task, and nothing it started may outlive it).
+
+use tokio::task::JoinHandle;
+
+/// A spawned task that is aborted when this handle is dropped.
+#[derive(Debug)]
+pub struct RunTask<T>(JoinHandle<T>);
+
+impl<T> RunTask<T> {
+    pub fn spawn(future: impl Future<Output = T> + Send + 'static) -> Self
+    where
+        T: Send + 'static,
+    {
+        RunTask(tokio::spawn(future))
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+
+    /// Aborts the task and waits until it has stopped.
+    pub async fn stop(mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl<T> Drop for RunTask<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::RunTask;
+
+    /// Sets its flag when dropped: the task's future was torn down.
+    struct Flag(Arc<AtomicBool>);
+
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_handle_ends_the_task() {
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Flag(Arc::clone(&ended));
+        let task = RunTask::spawn(async move {
+            let _flag = flag;
+            std::future::pending::<()>().await;
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!ended.load(Ordering::SeqCst));
+        drop(task);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(ended.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_waits_for_the_task_to_end() {
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Flag(Arc::clone(&ended));
+        let task = RunTask::spawn(async move {
+            let _flag = flag;
+            std::future::pending::<()>().await;
+        });
+        task.stop().await;
+        assert!(ended.load(Ordering::SeqCst));
+    }
+}
