@@ -102,6 +102,7 @@ async fn sample(
         }
     }
     let mut pools = Map::new();
+    let mut metrics = Map::new();
     let (mut in_flight, mut queued, mut seen) = (0u64, 0u64, false);
     for (name, url) in services {
         if let Some(pool) = get_json(control, &format!("{url}/_pool")).await {
@@ -110,11 +111,76 @@ async fn sample(
             seen = true;
             pools.insert(name.clone(), pool);
         }
+        if let Ok(text) = control
+            .call(Method::GET, &format!("{url}/metrics"), None, Bytes::new())
+            .await
+        {
+            metrics.insert(
+                name.clone(),
+                Value::Object(prometheus_samples(&String::from_utf8_lossy(&text))),
+            );
+        }
     }
     if seen {
         sample.pool_in_flight = Some(in_flight);
         sample.pool_queued = Some(queued);
-        sample.extra = Some(json!({ "pools": pools }));
+    }
+    if seen || !metrics.is_empty() {
+        sample.extra = Some(json!({ "pools": pools, "metrics": metrics }));
     }
     sample
+}
+
+/// The samples of a Prometheus text exposition as `"name{labels}" → value` (comments and lines that
+/// are not `series value [timestamp]` are skipped).
+fn prometheus_samples(text: &str) -> Map<String, Value> {
+    let mut samples = Map::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        // The series may hold spaces inside quoted label values: split after the closing brace.
+        let (series, rest) = match line.rfind('}') {
+            Some(brace) => (&line[..=brace], &line[brace + 1..]),
+            None => match line.split_once(char::is_whitespace) {
+                Some((series, rest)) => (series, rest),
+                None => continue,
+            },
+        };
+        let Some(value) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|value| value.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        if let Some(number) = serde_json::Number::from_f64(value) {
+            samples.insert(series.trim().to_owned(), Value::Number(number));
+        }
+    }
+    samples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prometheus_samples;
+
+    #[test]
+    fn prometheus_text_becomes_series_and_values() {
+        let text = "# HELP boutique_pool_in_flight Requests being served.\n\
+                    # TYPE boutique_pool_in_flight gauge\n\
+                    boutique_pool_in_flight{service=\"cart\"} 3\n\
+                    boutique_http_requests_total{service=\"cart\",route=\"GET /a b\"} 41 1700000000\n\
+                    plain_total 7\n\
+                    broken_line\n\
+                    not_a_number{a=\"b\"} many\n";
+        let samples = prometheus_samples(text);
+        assert_eq!(samples.len(), 3, "{samples:?}");
+        assert_eq!(samples["boutique_pool_in_flight{service=\"cart\"}"], 3.0);
+        assert_eq!(
+            samples["boutique_http_requests_total{service=\"cart\",route=\"GET /a b\"}"],
+            41.0
+        );
+        assert_eq!(samples["plain_total"], 7.0);
+    }
 }
