@@ -194,7 +194,8 @@ async fn drive(
             };
             if !quiet {
                 eprintln!(
-                    "[{}/{total}] round {} · {} · ETA {}",
+                    "{} [{}/{total}] round {} · {} · ETA {}",
+                    progress_bar(skipped + done, total, PROGRESS_BAR_WIDTH),
                     planned.sequence + 1,
                     planned.round + 1,
                     planned.condition.label(),
@@ -226,6 +227,25 @@ async fn drive(
         }
     };
     Ok(experiment)
+}
+
+/// Characters of the progress bar printed before each run.
+const PROGRESS_BAR_WIDTH: usize = 24;
+
+/// `done` of `total` as a bar of `width` cells, e.g. `[█████·····]  50%`.
+fn progress_bar(done: usize, total: usize, width: usize) -> String {
+    let fraction = if total == 0 {
+        1.0
+    } else {
+        done.min(total) as f64 / total as f64
+    };
+    let filled = (fraction * width as f64).round() as usize;
+    format!(
+        "[{}{}] {:>3.0}%",
+        "█".repeat(filled),
+        "·".repeat(width - filled),
+        fraction * 100.0
+    )
 }
 
 /// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected.
@@ -393,4 +413,19 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         experiment.planned_runs
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_bar;
+
+    #[test]
+    fn the_progress_bar_fills_with_the_runs_done() {
+        assert_eq!(progress_bar(0, 4, 8), "[········]   0%");
+        assert_eq!(progress_bar(1, 4, 8), "[██······]  25%");
+        assert_eq!(progress_bar(4, 4, 8), "[████████] 100%");
+        // More done than planned (never expected) stays a full bar.
+        assert_eq!(progress_bar(5, 4, 8), "[████████] 100%");
+        assert_eq!(progress_bar(0, 0, 4), "[████] 100%");
+    }
 }
