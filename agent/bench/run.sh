@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
-FAULT_BIN=${FAULT_BIN:-$(command -v fault || echo /work/faultcli/root/bin/fault)}
+FAULT_BIN=${FAULT_BIN:-$(command -v fault || echo fault)}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 WORK=$(mktemp -d)
 DIRECT_PORT=18180 SIDECAR_PORT=18181 CONTROL_PORT=18191 FAULT_PORT=18182

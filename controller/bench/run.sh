@@ -15,7 +15,7 @@ CONNECTIONS=32
 PORT=${PORT:-18099}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
-OHA=${OHA:-$(command -v oha || echo /work/oha-root/bin/oha)}
+OHA=${OHA:-$(command -v oha || echo oha)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 URL="http://127.0.0.1:${PORT}/x"
 
