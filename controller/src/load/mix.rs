@@ -6,21 +6,11 @@ use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
-/// Online Boutique product ids (the catalogue's nine products).
-pub const PRODUCT_IDS: [&str; 9] = [
-    "0PUK6V6EV0",
-    "1YMWWN1N4O",
-    "2ZYFJ3GM2N",
-    "66VCHSJNUP",
-    "6E92ZMYYFZ",
-    "9SIQT8TOJO",
-    "L9ECAV7KIM",
-    "LS4PSXUNUM",
-    "OLJCESPC7Z",
-];
+/// Online Boutique product ids (the catalogue's nine products): the testbed's own list.
+pub use boutique::data::PRODUCT_IDS;
 
-/// Currencies the stock load generator picks from.
-pub const CURRENCIES: [&str; 6] = ["EUR", "USD", "JPY", "CAD", "GBP", "TRY"];
+/// Currencies the stock load generator picks from: the testbed's own list.
+pub use boutique::data::LOAD_GENERATOR_CURRENCIES as CURRENCIES;
 
 /// The checkout form the stock load generator posts: a Luhn-valid VISA number and a future expiry.
 pub const CHECKOUT_FORM: &str = "email=someone%40example.com\
@@ -268,24 +258,12 @@ fn boutique_steps(task: Task, rng: &mut SmallRng, steps: &mut Vec<Step>) {
 
 /// Luhn check (the checkout form's card number must pass it).
 pub fn luhn_valid(number: &str) -> bool {
-    let digits: Vec<u32> = number.chars().filter_map(|c| c.to_digit(10)).collect();
-    if digits.len() < 12 {
-        return false;
-    }
-    let sum: u32 = digits
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, &d)| {
-            if i % 2 == 1 {
-                let doubled = d * 2;
-                if doubled > 9 { doubled - 9 } else { doubled }
-            } else {
-                d
-            }
-        })
-        .sum();
-    sum % 10 == 0
+    let digits: Vec<u8> = number
+        .chars()
+        .filter_map(|c| c.to_digit(10))
+        .map(|d| d as u8)
+        .collect();
+    digits.len() >= 12 && boutique::services::payment::luhn_valid(&digits)
 }
 
 #[cfg(test)]
