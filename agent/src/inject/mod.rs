@@ -35,7 +35,8 @@ pub use layer::FaultLayer;
 
 use crate::Agent;
 use crate::agent::Injection;
-use future::{HeldRequest, MadeUpAnswer};
+pub(crate) use future::HeldRequest;
+use future::MadeUpAnswer;
 
 /// A service with an agent's faults in front of it. Built by [`FaultLayer`] or [`Agent::layer`].
 #[derive(Debug, Clone)]

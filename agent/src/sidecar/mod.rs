@@ -1,56 +1,40 @@
-//! The sidecar: a reverse proxy in front of one HTTP/1.1 service, with the agent's fault layer in front of it and
+//! The sidecar: a reverse proxy in front of one HTTP/1.1 service, with the agent deciding each request's fate, and
 //! the control API on a separate (loopback by default) listener.
 //!
-//! Each accepted connection is served by hyper's HTTP/1.1 server (keep-alive on) with
-//! `FaultService<ProxyService>`; the proxy forwards over keep-alive upstream connections from a per-thread pool,
-//! each driven by the task of the client connection using it ([`upstream`]). Bodies stream both ways. See
-//! [`proxy`] for header handling.
-//!
-//! Faults on the wire:
-//!
-//! - `error`: the status and body go to the client; the upstream never sees the request.
-//! - `delay`: the request reaches the upstream after the wait.
-//! - `hang`: nothing is written. hyper notices when the client closes its side and drops the request; otherwise
-//!   after the hold cap the connection is closed (FIN) without a response.
-//! - `reset`: no response; the connection is aborted with a TCP RST (`SO_LINGER` 0), so the client reads
-//!   "connection reset by peer".
+//! The proxy path is the sidecar's own lean HTTP/1.1 forwarder ([`connection`]): heads are parsed in place and
+//! rewritten ([`head`]), bodies are forwarded byte for byte with their end tracked ([`framing`]), and each client
+//! connection drives its own keep-alive upstream connection, parked per thread between client connections
+//! ([`upstream`]). A general HTTP library would decode and re-encode every message on both sides; on this path
+//! that cost more than everything else together (see `agent/BENCHMARKS.md`). How each fault kind looks on the
+//! wire is described in [`connection`].
 
-pub mod proxy;
-pub mod stream;
+mod connection;
+pub mod framing;
+pub mod head;
 pub mod upstream;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use axum::Router;
 use axum::routing::get;
-use futures::future::poll_fn;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-use tower_layer::Layer;
-use tower_service::Service;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::Agent;
-use crate::inject::AbortReason;
-use proxy::{ProxyFactory, Upstream};
-use stream::{ResetSwitch, ResettableStream};
-
-/// How long a client may take to send a request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The error a request path returns to make hyper drop the client connection without a response.
-#[derive(Debug, thiserror::Error)]
-#[error("connection dropped by the fault agent ({0:?})")]
-pub struct ConnectionDropped(pub AbortReason);
+use connection::Shared;
+pub use connection::{HEADER_READ_TIMEOUT, KEEP_ALIVE_TIMEOUT};
+use upstream::Upstream;
 
 /// Failure to start the sidecar.
 #[derive(Debug, thiserror::Error)]
 pub enum SidecarError {
     #[error(transparent)]
-    Upstream(#[from] proxy::InvalidUpstream),
+    Upstream(#[from] upstream::InvalidUpstream),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: SocketAddr,
@@ -61,10 +45,9 @@ pub enum SidecarError {
 /// A bound sidecar: the proxy listener and the control listener.
 #[derive(Debug)]
 pub struct Sidecar {
-    agent: Agent,
+    shared: Arc<Shared>,
     proxy_listener: TcpListener,
     control_listener: TcpListener,
-    proxies: ProxyFactory,
 }
 
 impl Sidecar {
@@ -79,10 +62,9 @@ impl Sidecar {
         let proxy_listener = bind(listen).await?;
         let control_listener = bind(control).await?;
         Ok(Sidecar {
-            agent,
+            shared: Arc::new(Shared { agent, upstream }),
             proxy_listener,
             control_listener,
-            proxies: ProxyFactory::new(upstream),
         })
     }
 
@@ -100,45 +82,71 @@ impl Sidecar {
     /// idle upstream pool, and the control API on the calling runtime. A request never changes thread on its way
     /// through (thread-per-core, as Envoy and nginx do), which saves the cross-thread wake-ups a work-stealing
     /// runtime pays between the client connection and the upstream connection.
+    ///
+    /// One acceptor on the calling runtime hands each new connection to the thread serving the fewest. (Threads
+    /// accepting on a shared listener do not spread: the first one awake takes a whole burst of connections, and
+    /// the sidecar ends up on one core.)
     /// Returns when a proxy thread or the control server fails.
     pub async fn serve_threaded(self, threads: NonZeroUsize) -> io::Result<()> {
-        let proxy_listener = self.proxy_listener.into_std()?;
         let (failed_sender, mut failed) = tokio::sync::mpsc::unbounded_channel::<io::Error>();
+        let mut workers = Vec::with_capacity(threads.get());
         for index in 0..threads.get() {
-            let listener = proxy_listener.try_clone()?;
-            let agent = self.agent.clone();
-            let proxies = self.proxies.clone();
+            let (handoff, mut accepted) = tokio::sync::mpsc::unbounded_channel::<Accepted>();
+            let live = Arc::new(AtomicUsize::new(0));
+            let shared = self.shared.clone();
             let failed_sender = failed_sender.clone();
+            let thread_live = live.clone();
             std::thread::Builder::new()
                 .name(format!("sidecar-proxy-{index}"))
                 .spawn(move || {
+                    // Only the IO and time drivers: `enable_all` would add the signal and process drivers, whose
+                    // bookkeeping runs at every park.
                     let served = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
+                        .enable_io()
+                        .enable_time()
                         .build()
-                        .and_then(|runtime| {
+                        .map(|runtime| {
                             runtime.block_on(async move {
-                                serve_proxy(TcpListener::from_std(listener)?, agent, proxies).await
+                                while let Some(Accepted { stream, client_ip }) =
+                                    accepted.recv().await
+                                {
+                                    let guard = LiveConnection(thread_live.clone());
+                                    match TcpStream::from_std(stream) {
+                                        Ok(stream) => {
+                                            let shared = shared.clone();
+                                            tokio::spawn(async move {
+                                                connection::serve(stream, client_ip, shared).await;
+                                                drop(guard);
+                                            });
+                                        }
+                                        Err(error) => {
+                                            tracing::warn!(%error, "cannot adopt a connection")
+                                        }
+                                    }
+                                }
                             })
                         });
                     if let Err(error) = served {
                         let _ = failed_sender.send(error);
                     }
                 })?;
+            workers.push(Worker { handoff, live });
         }
         drop(failed_sender);
-        let control = axum::serve(self.control_listener, control_router(&self.agent));
+        let control = axum::serve(self.control_listener, control_router(&self.shared.agent));
         tokio::select! {
             served = control => served,
             error = failed.recv() => Err(error.unwrap_or_else(|| io::Error::other("every proxy thread ended"))),
+            error = hand_out(self.proxy_listener, &workers) => Err(error),
         }
     }
 
     /// Serves both listeners on the current runtime until an accept loop fails for good.
     pub async fn serve(self) -> io::Result<()> {
-        let control = axum::serve(self.control_listener, control_router(&self.agent));
+        let control = axum::serve(self.control_listener, control_router(&self.shared.agent));
         tokio::try_join!(
             async { control.await },
-            serve_proxy(self.proxy_listener, self.agent, self.proxies)
+            serve_proxy(self.proxy_listener, self.shared)
         )?;
         Ok(())
     }
@@ -167,8 +175,30 @@ pub fn control_router(agent: &Agent) -> Router {
     )
 }
 
-async fn serve_proxy(listener: TcpListener, agent: Agent, proxies: ProxyFactory) -> io::Result<()> {
-    let layer = agent.layer();
+/// A connection accepted by [`hand_out`], on its way to a proxy thread.
+struct Accepted {
+    stream: std::net::TcpStream,
+    client_ip: IpAddr,
+}
+
+/// A proxy thread as the acceptor sees it.
+struct Worker {
+    handoff: tokio::sync::mpsc::UnboundedSender<Accepted>,
+    /// Connections the thread is serving.
+    live: Arc<AtomicUsize>,
+}
+
+/// Counts a connection as live on its thread while it exists.
+struct LiveConnection(Arc<AtomicUsize>);
+
+impl Drop for LiveConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Accepts connections and gives each to the worker serving the fewest. Returns only if a worker is gone.
+async fn hand_out(listener: TcpListener, workers: &[Worker]) -> io::Error {
     loop {
         let (stream, client_address) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -180,42 +210,46 @@ async fn serve_proxy(listener: TcpListener, agent: Agent, proxies: ProxyFactory)
             }
         };
         let _ = stream.set_nodelay(true);
-        let reset = ResetSwitch::default();
-        let io = TokioIo::new(ResettableStream::new(stream, reset.clone()));
-        let (proxy, upstream_slot) = proxies.for_client(client_address.ip());
-        let service = layer.layer(proxy);
-        let connection_service = hyper::service::service_fn(move |request| {
-            let mut service = service.clone();
-            let reset = reset.clone();
-            async move {
-                poll_fn(|context| service.poll_ready(context))
-                    .await
-                    .map_err(|never| match never {})?;
-                let response = service
-                    .call(request)
-                    .await
-                    .map_err(|never| match never {})?;
-                match response.body().abort_reason() {
-                    None => Ok(response),
-                    Some(reason) => {
-                        if reason == AbortReason::Reset {
-                            reset.trip();
-                        }
-                        Err(ConnectionDropped(reason))
-                    }
-                }
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(error) => {
+                tracing::warn!(%error, "cannot hand a connection over");
+                continue;
             }
-        });
-        tokio::spawn(async move {
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(io, connection_service);
-            let served = upstream::drive_with_upstream(connection, upstream_slot).await;
-            if let Err(error) = served {
-                tracing::debug!(%error, %client_address, "client connection ended with an error");
+        };
+        let Some(worker) = workers
+            .iter()
+            .min_by_key(|worker| worker.live.load(Ordering::Relaxed))
+        else {
+            return io::Error::other("the sidecar has no proxy thread");
+        };
+        worker.live.fetch_add(1, Ordering::Relaxed);
+        let accepted = Accepted {
+            stream,
+            client_ip: client_address.ip(),
+        };
+        if worker.handoff.send(accepted).is_err() {
+            return io::Error::other("a proxy thread ended");
+        }
+    }
+}
+
+async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()> {
+    loop {
+        let (stream, client_address) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             }
-        });
+        };
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(connection::serve(
+            stream,
+            client_address.ip(),
+            shared.clone(),
+        ));
     }
 }

@@ -1,30 +1,20 @@
-//! Upstream connections of the sidecar: opened on demand, driven inside the task of the client connection that
-//! uses them, and parked in a small per-thread idle pool between client connections.
+//! The upstream of a sidecar: its address, and its keep-alive connections.
 //!
-//! Why not hyper-util's pooled client: it drives every upstream connection in a task of its own and checks a
-//! connection out of a locked map for every request. On this path that bookkeeping cost more CPU than the proxying
-//! itself (see `agent/BENCHMARKS.md`). Here a client connection keeps the upstream connection it got for its whole
-//! life (HTTP/1.1 carries one request at a time per connection anyway), so a keep-alive client costs no pool
-//! operation per request, and the upstream socket is polled by the same task that waits for its answers.
-//!
-//! When the client connection ends, an upstream connection that is idle and healthy is parked in the thread's pool
-//! (at most [`MAX_IDLE_PER_THREAD`], dropped after [`IDLE_TIMEOUT`]) for the next client connection. Parked
-//! connections are not polled; one the upstream closed meanwhile is noticed at checkout and replaced, and a request
-//! that could not be written on a reused connection is retried once on a fresh one.
+//! A client connection keeps the upstream connection it got for its whole life (HTTP/1.1 carries one request at a
+//! time per connection anyway), so a keep-alive client costs no pool operation per request. When the client
+//! connection ends, an upstream connection that is idle and reusable is parked in its thread's pool (at most
+//! [`MAX_IDLE_PER_THREAD`], dropped after [`IDLE_TIMEOUT`]) for the next client connection on that thread. A parked
+//! connection the upstream closed meanwhile is noticed at checkout and dropped; a request whose reused connection
+//! turns out dead before any answer byte is sent again on a fresh one (see [`super::connection`]).
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::Context;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::task::noop_waker_ref;
-use hyper::body::Incoming;
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
+use bytes::BytesMut;
+use http::Uri;
+use http::uri::Scheme;
 use tokio::net::TcpStream;
 
 /// Most idle upstream connections one thread keeps.
@@ -32,13 +22,120 @@ pub const MAX_IDLE_PER_THREAD: usize = 256;
 /// How long an idle upstream connection is kept.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The task half of an upstream connection: reads and writes its socket. Boxed: hyper's connection state is large
-/// and moves between the slot, the task and the pool.
-pub(crate) type Driver = Box<http1::Connection<TokioIo<TcpStream>, Incoming>>;
+/// Where requests go: `http://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// `host:port` (the port defaults to 80).
+    pub authority: String,
+    /// Tells this upstream's parked connections apart from other sidecars' in the same process.
+    pool_key: u64,
+}
+
+/// An upstream URL the sidecar cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("upstream: `{url}` {reason}")]
+pub struct InvalidUpstream {
+    pub url: String,
+    pub reason: &'static str,
+}
+
+static NEXT_POOL_KEY: AtomicU64 = AtomicU64::new(0);
+
+impl Upstream {
+    /// Reads `http://host:port` (a trailing `/` is allowed; paths, queries and `https` are not).
+    pub fn parse(url: &str) -> Result<Self, InvalidUpstream> {
+        let invalid = |reason| InvalidUpstream {
+            url: url.to_owned(),
+            reason,
+        };
+        let uri: Uri = url.parse().map_err(|_| invalid("is not a URL"))?;
+        if uri.scheme() != Some(&Scheme::HTTP) {
+            return Err(invalid(
+                "must start with http:// (the sidecar speaks plain HTTP/1.1)",
+            ));
+        }
+        let authority = uri.authority().ok_or_else(|| invalid("has no host"))?;
+        let path_is_root = uri
+            .path_and_query()
+            .is_none_or(|path| path.as_str() == "/" || path.as_str().is_empty());
+        if !path_is_root {
+            return Err(invalid("must not have a path or query"));
+        }
+        let authority = match authority.port_u16() {
+            Some(_) => authority.as_str().to_owned(),
+            None => format!("{}:80", authority.host()),
+        };
+        Ok(Upstream {
+            authority,
+            pool_key: NEXT_POOL_KEY.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// A connection for the next request: a parked one unless `fresh`, otherwise a new one.
+    pub(crate) async fn checkout(&self, fresh: bool) -> io::Result<UpstreamConnection> {
+        if !fresh {
+            if let Some(parked) = self.take_parked() {
+                return Ok(parked);
+            }
+        }
+        let stream = TcpStream::connect(self.authority.as_str()).await?;
+        stream.set_nodelay(true)?;
+        Ok(UpstreamConnection {
+            stream,
+            input: BytesMut::new(),
+            reused: false,
+        })
+    }
+
+    fn take_parked(&self) -> Option<UpstreamConnection> {
+        let now = Instant::now();
+        IDLE.with_borrow_mut(|idle| {
+            while let Some(index) = idle.iter().rposition(|parked| parked.key == self.pool_key) {
+                let parked = idle.swap_remove(index);
+                if now.duration_since(parked.since) <= IDLE_TIMEOUT && still_open(&parked.stream) {
+                    return Some(UpstreamConnection {
+                        stream: parked.stream,
+                        input: BytesMut::new(),
+                        reused: true,
+                    });
+                }
+            }
+            None
+        })
+    }
+
+    /// Parks an idle connection for the next client connection on this thread.
+    pub(crate) fn park(&self, connection: UpstreamConnection) {
+        if !connection.input.is_empty() {
+            // Bytes nobody asked for: the connection is out of step.
+            return;
+        }
+        let now = Instant::now();
+        IDLE.with_borrow_mut(|idle| {
+            idle.retain(|parked| now.duration_since(parked.since) <= IDLE_TIMEOUT);
+            if idle.len() < MAX_IDLE_PER_THREAD {
+                idle.push(Parked {
+                    key: self.pool_key,
+                    stream: connection.stream,
+                    since: now,
+                });
+            }
+        });
+    }
+}
+
+/// One keep-alive connection to the upstream, with the bytes read from it and not yet forwarded.
+#[derive(Debug)]
+pub(crate) struct UpstreamConnection {
+    pub(crate) stream: TcpStream,
+    pub(crate) input: BytesMut,
+    /// Came from the pool or carried an earlier request: it may have been closed by the upstream meanwhile.
+    pub(crate) reused: bool,
+}
 
 struct Parked {
-    sender: SendRequest<Incoming>,
-    driver: Driver,
+    key: u64,
+    stream: TcpStream,
     since: Instant,
 }
 
@@ -46,156 +143,38 @@ thread_local! {
     static IDLE: RefCell<Vec<Parked>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A connection the upstream closed, or one idle for too long, is not worth reusing.
-fn still_usable(parked: &mut Parked, now: Instant) -> bool {
-    if now.duration_since(parked.since) > IDLE_TIMEOUT || parked.sender.is_closed() {
-        return false;
+/// An idle connection has nothing to read; end of stream, an error or stray bytes mean it is no longer usable.
+fn still_open(stream: &TcpStream) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(stream.try_read(&mut probe), Err(error) if error.kind() == io::ErrorKind::WouldBlock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_urls_are_checked() {
+        assert_eq!(
+            Upstream::parse("http://127.0.0.1:8080").unwrap().authority,
+            "127.0.0.1:8080"
+        );
+        assert_eq!(
+            Upstream::parse("http://localhost/").unwrap().authority,
+            "localhost:80"
+        );
+        assert!(Upstream::parse("http://localhost:9/").is_ok());
+        for bad in [
+            "https://localhost:9",
+            "http://localhost:9/base",
+            "localhost:9",
+            "http://x:9/?q",
+        ] {
+            assert!(Upstream::parse(bad).is_err(), "{bad}");
+        }
+        assert_ne!(
+            Upstream::parse("http://a:1").unwrap().pool_key,
+            Upstream::parse("http://a:1").unwrap().pool_key
+        );
     }
-    // Poll the driver once without a waker: a closed socket makes it finish now.
-    let mut context = Context::from_waker(noop_waker_ref());
-    Pin::new(&mut *parked.driver)
-        .poll(&mut context)
-        .is_pending()
-        && !parked.sender.is_closed()
-}
-
-fn take_parked() -> Option<(SendRequest<Incoming>, Driver)> {
-    let now = Instant::now();
-    IDLE.with_borrow_mut(|idle| {
-        while let Some(mut parked) = idle.pop() {
-            if still_usable(&mut parked, now) {
-                return Some((parked.sender, parked.driver));
-            }
-        }
-        None
-    })
-}
-
-fn park(sender: SendRequest<Incoming>, driver: Driver) {
-    let now = Instant::now();
-    IDLE.with_borrow_mut(|idle| {
-        idle.retain(|parked| now.duration_since(parked.since) <= IDLE_TIMEOUT);
-        if idle.len() < MAX_IDLE_PER_THREAD {
-            idle.push(Parked {
-                sender,
-                driver,
-                since: now,
-            });
-        }
-    });
-}
-
-#[derive(Default)]
-struct SlotState {
-    /// The request half of the client connection's upstream connection, between requests.
-    sender: Option<SendRequest<Incoming>>,
-    /// A driver installed by the request path, not yet adopted by the connection task.
-    new_driver: Option<Driver>,
-}
-
-/// The upstream connection of one client connection, shared by its request path (which opens and uses it) and its
-/// task (which drives it).
-#[derive(Clone, Default)]
-pub(crate) struct UpstreamSlot(Arc<Mutex<SlotState>>);
-
-impl UpstreamSlot {
-    /// The connection for the next request: this client connection's own, a parked one, or a new one to
-    /// `authority`. `fresh` skips reuse. Returns the sender, ready, and whether the connection was reused.
-    pub(crate) async fn checkout(
-        &self,
-        authority: &str,
-        fresh: bool,
-    ) -> io::Result<(SendRequest<Incoming>, bool)> {
-        loop {
-            let own = if fresh {
-                None
-            } else {
-                self.0.lock().sender.take()
-            };
-            let reused = match own {
-                Some(sender) => Some(sender),
-                None if !fresh => take_parked().map(|(sender, driver)| {
-                    self.install(driver);
-                    sender
-                }),
-                None => None,
-            };
-            match reused {
-                Some(mut sender) => {
-                    if sender.ready().await.is_ok() {
-                        return Ok((sender, true));
-                    }
-                    // Closed under us: try the next one (every pass consumes a connection, the last pass connects).
-                }
-                None => {
-                    // Boxed so the rare connect path does not bloat every request's future.
-                    let (mut sender, driver) = Box::pin(connect(authority)).await?;
-                    self.install(driver);
-                    sender.ready().await.map_err(io::Error::other)?;
-                    return Ok((sender, false));
-                }
-            }
-        }
-    }
-
-    /// Gives the sender back after a request, for the next request of the same client connection.
-    pub(crate) fn checkin(&self, sender: SendRequest<Incoming>) {
-        self.0.lock().sender = Some(sender);
-    }
-
-    fn install(&self, driver: Driver) {
-        self.0.lock().new_driver = Some(driver);
-    }
-}
-
-async fn connect(authority: &str) -> io::Result<(SendRequest<Incoming>, Driver)> {
-    let stream = TcpStream::connect(authority).await?;
-    stream.set_nodelay(true)?;
-    let (sender, driver) = http1::Builder::new()
-        .handshake(TokioIo::new(stream))
-        .await
-        .map_err(io::Error::other)?;
-    Ok((sender, Box::new(driver)))
-}
-
-/// Drives a client connection future together with the upstream connections its requests open, then parks the
-/// upstream connection if it is idle.
-pub(crate) async fn drive_with_upstream<F: Future>(
-    client_connection: F,
-    slot: UpstreamSlot,
-) -> F::Output {
-    let mut client_connection = std::pin::pin!(client_connection);
-    let mut current: Option<Driver> = None;
-    let mut retiring: Vec<Driver> = Vec::new();
-    let output = std::future::poll_fn(|context| {
-        let polled = client_connection.as_mut().poll(context);
-        let adopted = {
-            let mut state = slot.0.lock();
-            if state.new_driver.is_some() {
-                state.new_driver.take()
-            } else {
-                None
-            }
-        };
-        if let Some(driver) = adopted {
-            if let Some(previous) = current.replace(driver) {
-                retiring.push(previous);
-            }
-        }
-        if let Some(driver) = current.as_mut() {
-            if Pin::new(&mut **driver).poll(context).is_ready() {
-                current = None;
-            }
-        }
-        retiring.retain_mut(|driver| Pin::new(&mut **driver).poll(context).is_pending());
-        polled
-    })
-    .await;
-    let sender = slot.0.lock().sender.take();
-    if let (Some(sender), Some(driver)) = (sender, current) {
-        if sender.is_ready() {
-            park(sender, driver);
-        }
-    }
-    output
 }

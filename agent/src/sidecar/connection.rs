@@ -1,0 +1,620 @@
+//! One client connection of the sidecar: reads each request head, asks the agent what to do with the request, and
+//! forwards it over the connection's upstream connection, bodies byte for byte in both directions.
+//!
+//! Per request on the pass-through path the sidecar makes one read and one write on each socket when head and body
+//! fit in one segment, as a byte pipe does: the rewritten head and the body bytes already read go out in one write.
+//! A request body still arriving is streamed to the upstream while the answer streams back (an echo server can
+//! answer chunk by chunk). While it waits for an answer the sidecar keeps reading the client, so a client that gives
+//! up releases its upstream connection at once instead of holding it until the upstream answers.
+//!
+//! Faults on the wire:
+//!
+//! - `error`: the status and body go to the client (with `x-tolerant-injected: error`); the upstream never sees
+//!   the request. The connection stays open if the request's body was already read whole, otherwise it closes.
+//! - `delay`: the request reaches the upstream after the wait (unless the client leaves first).
+//! - `hang`: nothing is written. The request is held until the client closes its side, or until the hold cap, when
+//!   the connection is closed (FIN) without a response.
+//! - `reset`: no response; the connection is aborted with a TCP RST (`SO_LINGER` 0), so the client reads
+//!   "connection reset by peer".
+//!
+//! Errors: a request head the sidecar cannot accept gets 400 (431 when too large, 501 for `CONNECT`) naming the
+//! field, then the connection closes. An upstream that cannot be reached, or fails or answers garbage before any
+//! byte of its answer reached the client, gets the client a `502`; a request on a reused upstream connection that
+//! died before answering is first sent again on a fresh one, when its body was read whole (so it can be replayed).
+//! A failure after the answer started closes the client connection, which the client sees as a truncated answer.
+//! A `101 Switching Protocols` answer to an upgrade request (websockets) turns both connections into a tunnel.
+
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::time::{Instant, Sleep};
+
+use super::framing::{BodyCursor, ChunkedError};
+use super::head::{self, HeadError, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
+use super::upstream::{Upstream, UpstreamConnection};
+use crate::Agent;
+use crate::agent::Injection;
+use crate::inject::{HeldRequest, INJECTED_HEADER};
+
+/// How long a keep-alive client connection may sit idle between requests.
+pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
+/// How long a client may take to send the rest of a request head once it started.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a closing connection keeps reading what the client still sends, so the close is not an RST that
+/// destroys the last answer in flight.
+const LINGER: Duration = Duration::from_secs(2);
+/// Free space made in a buffer before each read.
+const READ_RESERVE: usize = 16 * 1024;
+
+const BAD_GATEWAY_BODY: &[u8] = b"bad gateway: the upstream could not be reached\n";
+
+/// What every connection of one sidecar shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) agent: Agent,
+    pub(crate) upstream: Upstream,
+}
+
+/// Serves one accepted client connection until it ends.
+pub(crate) async fn serve(stream: TcpStream, client_ip: IpAddr, shared: Arc<Shared>) {
+    let mut connection = ClientConnection {
+        shared: &shared,
+        stream,
+        input: BytesMut::with_capacity(READ_RESERVE),
+        request_out: Vec::with_capacity(1024),
+        reply: Vec::with_capacity(1024),
+        client_ip: client_ip.to_string(),
+        upstream: None,
+        timer: Box::pin(tokio::time::sleep(KEEP_ALIVE_TIMEOUT)),
+        heads_read: 0,
+        heads_read_at_arming: 0,
+    };
+    let ending = connection.run().await;
+    if let Some(upstream) = connection.upstream.take() {
+        shared.upstream.park(upstream);
+    }
+    match ending {
+        Ending::Close => connection.close_gracefully().await,
+        Ending::ClientGone => {}
+        Ending::Reset => {
+            // Linger zero makes close() send RST; failing to set it leaves an ordinary close.
+            let _ = socket2::SockRef::from(&connection.stream).set_linger(Some(Duration::ZERO));
+        }
+    }
+}
+
+/// How a client connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The sidecar closes it (FIN), after reading what the client still sends.
+    Close,
+    /// The client closed it or the socket failed: nothing more to do.
+    ClientGone,
+    /// A `reset` fault: abort with an RST.
+    Reset,
+}
+
+/// What became of one forwarded request.
+enum Exchanged {
+    /// The answer is complete; the connection can carry the next request.
+    Next,
+    End(Ending),
+}
+
+/// Why relaying an answer failed.
+#[derive(Debug)]
+enum RelayError {
+    /// The upstream closed or failed before its answer head was complete; nothing reached the client.
+    Unanswered,
+    /// The upstream's head was unacceptable; nothing reached the client.
+    BadHead(HeadError),
+    /// The upstream failed after part of the answer reached the client.
+    Midway,
+    ClientGone,
+}
+
+/// Why copying a body failed.
+#[derive(Debug)]
+enum PumpError {
+    /// The source closed before the body ended, or reading it failed.
+    Source,
+    /// Writing to the sink failed.
+    Sink,
+    Framing(ChunkedError),
+}
+
+struct ClientConnection<'a> {
+    shared: &'a Shared,
+    stream: TcpStream,
+    /// Bytes read from the client and not yet forwarded.
+    input: BytesMut,
+    /// The current request as it goes upstream: rewritten head plus the body bytes that came with it. Kept until
+    /// the answer starts, so it can be sent again on a fresh connection.
+    request_out: Vec<u8>,
+    /// Heads going to the client.
+    reply: Vec<u8>,
+    client_ip: String,
+    /// This connection's upstream connection, idle between requests.
+    upstream: Option<UpstreamConnection>,
+    /// The idle and head-read deadline, re-armed lazily: see [`ClientConnection::read_request_head`].
+    timer: Pin<Box<Sleep>>,
+    /// Request heads read so far, and how many had been read when `timer` was last armed.
+    heads_read: u64,
+    heads_read_at_arming: u64,
+}
+
+impl ClientConnection<'_> {
+    async fn run(&mut self) -> Ending {
+        loop {
+            let (request, injection) = match self.read_request_head().await {
+                Ok(parsed) => parsed,
+                Err(ending) => return ending,
+            };
+            match injection {
+                None => {}
+                Some(Injection::Error { status, body }) => {
+                    // Skip the body if it is all here; a body still to come would have to be waited for.
+                    let keep_alive = request.keep_alive && self.skip_buffered_body(&request);
+                    head::write_own_response(
+                        &mut self.reply,
+                        status,
+                        &[(INJECTED_HEADER, "error")],
+                        &body,
+                        keep_alive,
+                    );
+                    if self.stream.write_all(&self.reply).await.is_err() {
+                        return Ending::ClientGone;
+                    }
+                    if keep_alive {
+                        continue;
+                    }
+                    return Ending::Close;
+                }
+                Some(Injection::Reset) => return Ending::Reset,
+                Some(Injection::Hang { hold }) => {
+                    let _held = HeldRequest::new(self.shared.agent.held_gauge());
+                    return match self.wait_watching_client(hold).await {
+                        true => Ending::Close,
+                        false => Ending::ClientGone,
+                    };
+                }
+                Some(Injection::Delay { wait }) if !self.wait_watching_client(wait).await => {
+                    return Ending::ClientGone;
+                }
+                Some(Injection::Delay { .. }) => {}
+            }
+            match self.exchange(&request).await {
+                Exchanged::Next => {}
+                Exchanged::End(ending) => return ending,
+            }
+        }
+    }
+
+    /// Reads until a request head is complete, then asks the agent about it. On `Err` the connection ends (an
+    /// unacceptable head has been answered already).
+    ///
+    /// Deadlines: a connection idle for [`KEEP_ALIVE_TIMEOUT`] is closed, and a head must be complete within
+    /// [`HEADER_READ_TIMEOUT`] of its first bytes (else 408). Re-arming a timer for every request costs a clock
+    /// read and a timer-wheel update each time, so the idle timer is armed once and, when it fires, re-armed if
+    /// heads were read meanwhile: an idle connection closes between one and two timeouts after its last request.
+    /// Only a head split over several reads (rare) pulls the deadline in to the head-read timeout.
+    async fn read_request_head(&mut self) -> Result<(RequestHead, Option<Injection>), Ending> {
+        let mut head_started = false;
+        loop {
+            if !self.input.is_empty() {
+                let rewrite = Rewrite {
+                    client_ip: &self.client_ip,
+                    upstream_host: &self.shared.upstream.authority,
+                };
+                let agent = &self.shared.agent;
+                match head::parse_request(
+                    &self.input,
+                    &rewrite,
+                    &mut self.request_out,
+                    |method, path| agent.decide(method, path),
+                ) {
+                    Ok(Some((request, injection))) => {
+                        self.input.advance(request.head_len);
+                        self.heads_read += 1;
+                        return Ok((request, injection));
+                    }
+                    Ok(None) if !head_started => {
+                        head_started = true;
+                        let head_deadline = Instant::now() + HEADER_READ_TIMEOUT;
+                        if self.timer.deadline() > head_deadline {
+                            self.arm_timer(head_deadline);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        self.answer_and_close(error.status(), format!("{error}\n").as_bytes())
+                            .await;
+                        return Err(Ending::Close);
+                    }
+                }
+            }
+            self.input.reserve(READ_RESERVE);
+            tokio::select! {
+                biased;
+                read = self.stream.read_buf(&mut self.input) => match read {
+                    Ok(0) | Err(_) => return Err(Ending::ClientGone),
+                    Ok(_) => {}
+                },
+                () = self.timer.as_mut() => {
+                    if self.heads_read != self.heads_read_at_arming && !head_started {
+                        self.arm_timer(Instant::now() + KEEP_ALIVE_TIMEOUT);
+                        continue;
+                    }
+                    if !self.input.is_empty() {
+                        self.answer_and_close(408, b"request head not received in time\n").await;
+                    }
+                    return Err(Ending::Close);
+                }
+            }
+        }
+    }
+
+    fn arm_timer(&mut self, deadline: Instant) {
+        self.timer.as_mut().reset(deadline);
+        self.heads_read_at_arming = self.heads_read;
+    }
+
+    /// Drops the request's body from the input if all of it is there; `false` if it is not.
+    fn skip_buffered_body(&mut self, request: &RequestHead) -> bool {
+        let mut cursor = BodyCursor::new(request.framing);
+        match cursor.advance(&self.input) {
+            Ok(length) if cursor.is_done() => {
+                self.input.advance(length);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits `duration` while reading (and keeping) what the client sends; `false` if the client left meanwhile.
+    /// The idle timer is re-armed afterwards.
+    async fn wait_watching_client(&mut self, duration: Duration) -> bool {
+        self.arm_timer(Instant::now() + duration);
+        let stayed = loop {
+            if self.input.len() > MAX_HEAD_BYTES {
+                // Enough buffered; stop reading and just wait.
+                self.timer.as_mut().await;
+                break true;
+            }
+            self.input.reserve(READ_RESERVE);
+            tokio::select! {
+                biased;
+                () = self.timer.as_mut() => break true,
+                read = self.stream.read_buf(&mut self.input) => match read {
+                    Ok(0) | Err(_) => break false,
+                    Ok(_) => {}
+                },
+            }
+        };
+        self.arm_timer(Instant::now() + KEEP_ALIVE_TIMEOUT);
+        stayed
+    }
+
+    /// Forwards one request and relays its answer.
+    async fn exchange(&mut self, request: &RequestHead) -> Exchanged {
+        let mut cursor = BodyCursor::new(request.framing);
+        let arrived = match cursor.advance(&self.input) {
+            Ok(length) => length,
+            Err(error) => {
+                self.answer_and_close(400, format!("{error}\n").as_bytes())
+                    .await;
+                return Exchanged::End(Ending::Close);
+            }
+        };
+        self.request_out.extend_from_slice(&self.input[..arrived]);
+        self.input.advance(arrived);
+        let replayable = cursor.is_done();
+        let mut fresh = false;
+        loop {
+            let own = if fresh { None } else { self.upstream.take() };
+            let mut upstream = match own {
+                Some(connection) => connection,
+                None => match self.shared.upstream.checkout(fresh).await {
+                    Ok(connection) => connection,
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot connect to the upstream");
+                        return self
+                            .bad_gateway(request, replayable, BAD_GATEWAY_BODY)
+                            .await;
+                    }
+                },
+            };
+            if upstream.stream.write_all(&self.request_out).await.is_err() {
+                if upstream.reused && !fresh {
+                    fresh = true;
+                    continue;
+                }
+                return self
+                    .bad_gateway(request, replayable, BAD_GATEWAY_BODY)
+                    .await;
+            }
+            let (relayed, request_complete) = if cursor.is_done() {
+                (self.relay(&mut upstream, request).await, true)
+            } else {
+                self.relay_streaming_request(&mut upstream, request, &mut cursor)
+                    .await
+            };
+            return match relayed {
+                Ok(answer) if answer.upgraded => self.tunnel(upstream).await,
+                Ok(answer) => {
+                    if answer.upstream_keep_alive && request_complete {
+                        upstream.reused = true;
+                        self.upstream = Some(upstream);
+                    }
+                    if answer.client_keep_alive && request_complete {
+                        Exchanged::Next
+                    } else {
+                        Exchanged::End(Ending::Close)
+                    }
+                }
+                Err(RelayError::Unanswered) if upstream.reused && replayable && !fresh => {
+                    fresh = true;
+                    continue;
+                }
+                Err(RelayError::Unanswered) => {
+                    self.bad_gateway(request, replayable && request_complete, BAD_GATEWAY_BODY)
+                        .await
+                }
+                Err(RelayError::BadHead(error)) => {
+                    tracing::debug!(%error, "the upstream sent an unacceptable head");
+                    let body = format!("bad gateway: the upstream's answer is invalid ({error})\n");
+                    self.bad_gateway(request, false, body.as_bytes()).await
+                }
+                Err(RelayError::Midway) => Exchanged::End(Ending::Close),
+                Err(RelayError::ClientGone) => Exchanged::End(Ending::ClientGone),
+            };
+        }
+    }
+
+    /// Relays the answer to a request whose body has gone upstream whole, reading the client meanwhile.
+    async fn relay(
+        &mut self,
+        upstream: &mut UpstreamConnection,
+        request: &RequestHead,
+    ) -> Result<ResponseHead, RelayError> {
+        let (mut client_read, mut client_write) = self.stream.split();
+        let (mut upstream_read, _) = upstream.stream.split();
+        relay_response(
+            &mut upstream_read,
+            &mut upstream.input,
+            &mut client_write,
+            &mut self.reply,
+            Some((&mut client_read, &mut self.input)),
+            request,
+        )
+        .await
+    }
+
+    /// Streams the rest of the request body upstream while relaying the answer. Also returns whether the whole
+    /// request body went upstream (an upstream may answer early, say 413, without reading it).
+    async fn relay_streaming_request(
+        &mut self,
+        upstream: &mut UpstreamConnection,
+        request: &RequestHead,
+        cursor: &mut BodyCursor,
+    ) -> (Result<ResponseHead, RelayError>, bool) {
+        let (mut client_read, mut client_write) = self.stream.split();
+        let (mut upstream_read, mut upstream_write) = upstream.stream.split();
+        let request_side = pump(
+            &mut client_read,
+            &mut self.input,
+            cursor,
+            &mut upstream_write,
+        );
+        let answer_side = relay_response(
+            &mut upstream_read,
+            &mut upstream.input,
+            &mut client_write,
+            &mut self.reply,
+            None,
+            request,
+        );
+        tokio::pin!(request_side, answer_side);
+        let mut request_complete = false;
+        let mut request_stopped = false;
+        loop {
+            tokio::select! {
+                pumped = &mut request_side, if !request_stopped => {
+                    request_stopped = true;
+                    match pumped {
+                        Ok(()) => request_complete = true,
+                        // The upstream stopped reading: its answer (or its failure) tells the rest.
+                        Err(PumpError::Sink) => {}
+                        Err(PumpError::Source) => return (Err(RelayError::ClientGone), false),
+                        Err(PumpError::Framing(error)) => {
+                            tracing::debug!(%error, "client sent a malformed chunked body");
+                            return (Err(RelayError::Midway), false);
+                        }
+                    }
+                }
+                answered = &mut answer_side => return (answered, request_complete),
+            }
+        }
+    }
+
+    /// Turns the connection into a tunnel to the upstream after a `101`: what either side sent early goes first.
+    async fn tunnel(&mut self, mut upstream: UpstreamConnection) -> Exchanged {
+        if !self.input.is_empty() {
+            if upstream.stream.write_all(&self.input).await.is_err() {
+                return Exchanged::End(Ending::Close);
+            }
+            self.input.clear();
+        }
+        if !upstream.input.is_empty() {
+            if self.stream.write_all(&upstream.input).await.is_err() {
+                return Exchanged::End(Ending::ClientGone);
+            }
+            upstream.input.clear();
+        }
+        match tokio::io::copy_bidirectional(&mut self.stream, &mut upstream.stream).await {
+            Ok(_) => Exchanged::End(Ending::Close),
+            Err(_) => Exchanged::End(Ending::ClientGone),
+        }
+    }
+
+    /// Answers `502` with `body`; the connection stays open when `keep_alive` and the request said so.
+    async fn bad_gateway(
+        &mut self,
+        request: &RequestHead,
+        keep_alive: bool,
+        body: &[u8],
+    ) -> Exchanged {
+        let keep_alive = keep_alive && request.keep_alive;
+        head::write_own_response(&mut self.reply, 502, &[], body, keep_alive);
+        match self.stream.write_all(&self.reply).await {
+            Err(_) => Exchanged::End(Ending::ClientGone),
+            Ok(()) if keep_alive => Exchanged::Next,
+            Ok(()) => Exchanged::End(Ending::Close),
+        }
+    }
+
+    /// Answers `status` with `body` and `connection: close`.
+    async fn answer_and_close(&mut self, status: u16, body: &[u8]) {
+        head::write_own_response(&mut self.reply, status, &[], body, false);
+        let _ = self.stream.write_all(&self.reply).await;
+    }
+
+    /// Sends FIN, then reads and drops what the client still sends (for at most [`LINGER`]) until it closes too:
+    /// closing a socket with unread bytes would send an RST that can destroy the last answer before the client
+    /// reads it.
+    async fn close_gracefully(&mut self) {
+        if self.stream.shutdown().await.is_err() {
+            return;
+        }
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(LINGER, async {
+            while matches!(self.stream.read(&mut sink).await, Ok(read) if read > 0) {}
+        })
+        .await;
+    }
+}
+
+/// Reads the upstream's answer head, writes it to the client with the body bytes that came with it, then streams
+/// the rest of the body. Interim (1xx) answers are passed on and the final one awaited. With `client_watch`, the
+/// client is read while the head is awaited: bytes it sends are kept, and its end of stream ends the relay.
+/// On a `101` the head (and nothing else) is written and the answer returned for the caller to tunnel.
+async fn relay_response(
+    upstream_read: &mut ReadHalf<'_>,
+    upstream_input: &mut BytesMut,
+    client_write: &mut WriteHalf<'_>,
+    reply: &mut Vec<u8>,
+    mut client_watch: Option<(&mut ReadHalf<'_>, &mut BytesMut)>,
+    request: &RequestHead,
+) -> Result<ResponseHead, RelayError> {
+    let mut answered_any = false;
+    let upstream_failed = |answered_any: bool| {
+        if answered_any {
+            RelayError::Midway
+        } else {
+            RelayError::Unanswered
+        }
+    };
+    loop {
+        if !upstream_input.is_empty() {
+            match head::parse_response(upstream_input, request, reply) {
+                Ok(Some(answer)) => {
+                    upstream_input.advance(answer.head_len);
+                    if answer.interim {
+                        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
+                        if !request.http10 {
+                            client_write
+                                .write_all(reply)
+                                .await
+                                .map_err(|_| RelayError::ClientGone)?;
+                            answered_any = true;
+                        }
+                        continue;
+                    }
+                    let mut cursor = BodyCursor::new(answer.framing);
+                    let arrived = cursor.advance(upstream_input).map_err(|error| {
+                        tracing::debug!(%error, "upstream sent a malformed chunked body");
+                        upstream_failed(answered_any)
+                    })?;
+                    reply.extend_from_slice(&upstream_input[..arrived]);
+                    upstream_input.advance(arrived);
+                    client_write
+                        .write_all(reply)
+                        .await
+                        .map_err(|_| RelayError::ClientGone)?;
+                    if !answer.upgraded {
+                        pump(upstream_read, upstream_input, &mut cursor, client_write)
+                            .await
+                            .map_err(|error| match error {
+                                PumpError::Sink => RelayError::ClientGone,
+                                PumpError::Source | PumpError::Framing(_) => RelayError::Midway,
+                            })?;
+                    }
+                    return Ok(answer);
+                }
+                Ok(None) => {}
+                Err(error) if answered_any => {
+                    tracing::debug!(%error, "upstream sent an unacceptable head after an interim answer");
+                    return Err(RelayError::Midway);
+                }
+                Err(error) => return Err(RelayError::BadHead(error)),
+            }
+        }
+        upstream_input.reserve(READ_RESERVE);
+        match client_watch.as_mut() {
+            Some((client_read, client_input)) if client_input.len() <= MAX_HEAD_BYTES => {
+                client_input.reserve(READ_RESERVE);
+                tokio::select! {
+                    biased;
+                    read = upstream_read.read_buf(upstream_input) => match read {
+                        Ok(0) | Err(_) => return Err(upstream_failed(answered_any)),
+                        Ok(_) => {}
+                    },
+                    read = client_read.read_buf(client_input) => match read {
+                        Ok(0) | Err(_) => return Err(RelayError::ClientGone),
+                        Ok(_) => {}
+                    },
+                }
+            }
+            _ => match upstream_read.read_buf(upstream_input).await {
+                Ok(0) | Err(_) => return Err(upstream_failed(answered_any)),
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// Copies a body from `source` to `sink`: first what `buffer` holds, then what is read, until `cursor` says the
+/// body ended (or, for a body that runs until close, the source closes). Bytes after the body stay in `buffer`.
+async fn pump(
+    source: &mut ReadHalf<'_>,
+    buffer: &mut BytesMut,
+    cursor: &mut BodyCursor,
+    sink: &mut WriteHalf<'_>,
+) -> Result<(), PumpError> {
+    loop {
+        if !buffer.is_empty() {
+            let length = cursor.advance(buffer).map_err(PumpError::Framing)?;
+            if length > 0 {
+                sink.write_all(&buffer[..length])
+                    .await
+                    .map_err(|_| PumpError::Sink)?;
+                buffer.advance(length);
+            }
+        }
+        if cursor.is_done() {
+            return Ok(());
+        }
+        buffer.reserve(READ_RESERVE);
+        match source.read_buf(buffer).await {
+            Ok(0) if cursor.runs_until_close() => return Ok(()),
+            Ok(0) | Err(_) => return Err(PumpError::Source),
+            Ok(_) => {}
+        }
+    }
+}
