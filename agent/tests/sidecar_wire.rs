@@ -471,3 +471,52 @@ async fn the_threaded_sidecar_spreads_connections_and_answers_on_all_of_them() {
     // Each client connection drives its own upstream connection.
     assert_eq!(probe.connections.load(Ordering::SeqCst), 6);
 }
+
+// Paused clock: the runtime jumps to the next timer whenever it has nothing else to do, so the deadlines below pass
+// without waiting for them, and the elapsed (virtual) time is exact.
+#[tokio::test(start_paused = true)]
+async fn a_head_that_stops_halfway_gets_408_after_the_head_read_timeout() {
+    let (upstream, probe) = start_upstream().await;
+    let proxy = sidecar_in_front_of(upstream).await;
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    let started = tokio::time::Instant::now();
+    client
+        .write_all(b"GET / HTTP/1.1\r\nHost: a\r\nX-Trick")
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    client.read_to_end(&mut received).await.unwrap();
+    let received = String::from_utf8(received).unwrap();
+    assert!(received.starts_with("HTTP/1.1 408 "), "{received}");
+    let waited = started.elapsed();
+    assert!(waited >= agent::sidecar::HEADER_READ_TIMEOUT, "{waited:?}");
+    assert!(waited < agent::sidecar::KEEP_ALIVE_TIMEOUT, "{waited:?}");
+    assert_eq!(probe.requests.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_keep_alive_connection_is_closed_within_two_idle_timeouts() {
+    let (upstream, _) = start_upstream().await;
+    let proxy = sidecar_in_front_of(upstream).await;
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    let idle_timeout = agent::sidecar::KEEP_ALIVE_TIMEOUT;
+    // Requests keep the connection open past one timeout.
+    for _ in 0..3 {
+        tokio::time::sleep(idle_timeout / 2).await;
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await
+            .unwrap();
+        let (head, _) = read_response(&mut client).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    let last_request = tokio::time::Instant::now();
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty(), "{rest:?}");
+    let idle = last_request.elapsed();
+    assert!(
+        idle >= idle_timeout && idle <= 2 * idle_timeout,
+        "closed after {idle:?} idle"
+    );
+}

@@ -203,7 +203,7 @@ impl ClientConnection<'_> {
     /// [`HEADER_READ_TIMEOUT`] of its first bytes (else 408). Re-arming a timer for every request costs a clock
     /// read and a timer-wheel update each time, so the idle timer is armed once and, when it fires, re-armed if
     /// heads were read meanwhile: an idle connection closes between one and two timeouts after its last request.
-    /// Only a head split over several reads (rare) pulls the deadline in to the head-read timeout.
+    /// Only a head split over several reads (rare) re-arms it at once, for the head-read timeout.
     async fn read_request_head(&mut self) -> Result<(RequestHead, Option<Injection>), Ending> {
         let mut head_started = false;
         loop {
@@ -226,10 +226,7 @@ impl ClientConnection<'_> {
                     }
                     Ok(None) if !head_started => {
                         head_started = true;
-                        let head_deadline = Instant::now() + HEADER_READ_TIMEOUT;
-                        if self.timer.deadline() > head_deadline {
-                            self.arm_timer(head_deadline);
-                        }
+                        self.arm_timer(Instant::now() + HEADER_READ_TIMEOUT);
                     }
                     Ok(None) => {}
                     Err(error) => {
