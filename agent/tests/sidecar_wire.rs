@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent::api::{FaultSpec, MatchRule};
+use agent::api::{FaultKind, FaultSpec, MatchRule};
 use agent::sidecar::Sidecar;
 use agent::{Agent, AgentConfig};
 use common::{PATIENCE, start_upstream};
@@ -407,6 +407,10 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
             path_prefix: Some("/fail".into()),
             ..MatchRule::default()
         },
+        kind: FaultKind::Error {
+            status: 503,
+            body: Some("payment is down".into()),
+        },
         ..FaultSpec::error(503, 1.0)
     };
     agent.put("fail", only_fail).unwrap();
@@ -416,10 +420,23 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
         .write_all(b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbodyGET / HTTP/1.1\r\nHost: a\r\n\r\n")
         .await
         .unwrap();
-    let (head, _) = read_response(&mut client).await;
+    let (head, body) = read_response(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
+    assert_eq!(body, "payment is down");
     assert_eq!(field(&head, "x-tolerant-injected"), Some("error"));
     assert_eq!(field(&head, "connection"), None, "{head}");
+    let (head, body) = read_response(&mut client).await;
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(body, "hello");
+
+    // An injected answer to HEAD has no body: the next answer on the connection starts right after its head.
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    client
+        .write_all(b"HEAD /fail HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_head(&mut client).await;
+    assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
     let (head, body) = read_response(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     assert_eq!(body, "hello");
@@ -433,7 +450,7 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
     let answer = read_to_end(&mut client).await;
     assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     assert!(answer.contains("connection: close\r\n"), "{answer}");
-    assert_eq!(probe.requests.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.requests.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

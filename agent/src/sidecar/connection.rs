@@ -161,11 +161,17 @@ impl ClientConnection<'_> {
                 Some(Injection::Error { status, body }) => {
                     // Skip the body if it is all here; a body still to come would have to be waited for.
                     let keep_alive = request.keep_alive && self.skip_buffered_body(&request);
+                    // An answer to HEAD carries no body.
+                    let body = if request.is_head_method {
+                        &[][..]
+                    } else {
+                        &body[..]
+                    };
                     head::write_own_response(
                         &mut self.reply,
                         status,
                         &[(INJECTED_HEADER, "error")],
-                        &body,
+                        body,
                         keep_alive,
                     );
                     if self.stream.write_all(&self.reply).await.is_err() {
