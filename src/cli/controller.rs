@@ -163,26 +163,27 @@ async fn drive(
     resume: Option<ExperimentId>,
     quiet: bool,
 ) -> anyhow::Result<ExperimentId> {
-    let (experiment, finished) = match resume {
+    let (experiment, done) = match resume {
         None => (None, BTreeSet::new()),
         Some(experiment) => {
             let point = runner.prepare_resume(spec, experiment).await?;
             if !quiet {
                 eprintln!(
-                    "resuming experiment {experiment}: {} of {} runs finished, {} interrupted \
-                     attempt(s) discarded, {} fault(s) cleared",
-                    point.finished.len(),
+                    "resuming experiment {experiment}: {} of {} plan positions done (finished or \
+                     stopped by the stop condition), {} interrupted attempt(s) discarded, {} \
+                     fault(s) cleared",
+                    point.done.len(),
                     point.total,
                     point.interrupted,
                     point.faults_cleared,
                 );
             }
-            (Some(experiment), point.finished)
+            (Some(experiment), point.done)
         }
     };
     let per_run = spec.run_warmup() + spec.run_duration();
     let started = Instant::now();
-    let skipped = finished.len();
+    let skipped = done.len();
     let mut done = 0usize;
     let progress = |event: Progress| match event {
         Progress::RunStarted { planned, total, .. } => {
@@ -222,7 +223,7 @@ async fn drive(
         None => runner.run_experiment(spec, progress).await?,
         Some(experiment) => {
             runner
-                .run_remaining(spec, experiment, &finished, progress)
+                .run_remaining(spec, experiment, &done, progress)
                 .await?
         }
     };

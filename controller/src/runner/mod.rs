@@ -183,17 +183,18 @@ impl Runner {
             .await
     }
 
-    /// Runs every plan position not in `finished`, in plan order, then marks the experiment
-    /// finished (or aborted with the error that stopped it).
+    /// Runs every plan position not in `done`, in plan order, then marks the experiment finished
+    /// (or aborted with the error that stopped it). A run its stop condition aborts is an outcome,
+    /// not an error: the plan goes on.
     pub async fn run_remaining(
         &self,
         spec: &ExperimentSpec,
         experiment: ExperimentId,
-        finished: &BTreeSet<usize>,
+        done: &BTreeSet<usize>,
         mut progress: impl FnMut(Progress),
     ) -> Result<ExperimentId, RunnerError> {
         let plan = spec.plan();
-        for planned in plan.iter().filter(|p| !finished.contains(&p.sequence)) {
+        for planned in plan.iter().filter(|p| !done.contains(&p.sequence)) {
             if let Err(error) = self
                 .run_one(spec, experiment, planned, plan.len(), &mut progress)
                 .await

@@ -1,7 +1,9 @@
 //! Resuming an experiment whose controller died (SIGKILL included): faults cleared on the agent
 //! first, the unfinished attempt marked `interrupted` (it never wrote data: a run's rows are
-//! committed in one transaction at its end), then only the plan positions without a finished run
-//! are run, in plan order. The store's unique index keeps a position finished at most once.
+//! committed in one transaction at its end), then only the plan positions without a terminal run
+//! are run, in plan order. A terminal run is a finished one or one its stop condition aborted (a
+//! verdict on that position, not a crash); a position never started, or only `interrupted` by a
+//! dying controller, runs again. The store's unique index keeps a position finished at most once.
 
 use std::collections::BTreeSet;
 
@@ -18,8 +20,9 @@ pub struct ResumePoint {
     pub faults_cleared: u64,
     /// Attempts found `running` and marked `interrupted`.
     pub interrupted: u64,
-    /// Plan positions that already have a finished run (skipped).
-    pub finished: BTreeSet<usize>,
+    /// Plan positions that already have a terminal run — finished, or aborted by the stop
+    /// condition — which are skipped.
+    pub done: BTreeSet<usize>,
     /// Plan positions in all.
     pub total: usize,
 }
@@ -27,7 +30,7 @@ pub struct ResumePoint {
 impl ResumePoint {
     /// Plan positions still to run.
     pub fn remaining(&self) -> usize {
-        self.total.saturating_sub(self.finished.len())
+        self.total.saturating_sub(self.done.len())
     }
 }
 
@@ -66,9 +69,9 @@ impl Runner {
         self.store
             .set_experiment_status(experiment, Status::Running, now_ms(), None)
             .await?;
-        let finished = self
+        let done = self
             .store
-            .finished_plan_indices(experiment)
+            .terminal_plan_indices(experiment)
             .await?
             .into_iter()
             .collect();
@@ -76,13 +79,13 @@ impl Runner {
             experiment,
             faults_cleared,
             interrupted,
-            finished,
+            done,
             total: spec.plan().len(),
         })
     }
 
     /// Resumes a stored experiment: [`Runner::prepare_resume`], then the plan positions without a
-    /// finished run, in plan order.
+    /// terminal run, in plan order.
     pub async fn resume_experiment(
         &self,
         spec: &ExperimentSpec,
@@ -90,7 +93,7 @@ impl Runner {
         progress: impl FnMut(Progress),
     ) -> Result<ExperimentId, RunnerError> {
         let point = self.prepare_resume(spec, experiment).await?;
-        self.run_remaining(spec, experiment, &point.finished, progress)
+        self.run_remaining(spec, experiment, &point.done, progress)
             .await
     }
 }
@@ -194,7 +197,7 @@ modes = ["disabled"]
             .expect("prepare resume");
         assert_eq!(point.faults_cleared, 1);
         assert_eq!(point.interrupted, 1);
-        assert!(point.finished.is_empty());
+        assert!(point.done.is_empty());
         assert_eq!(point.remaining(), plan.len());
         let listed = runner
             .control

@@ -1,11 +1,13 @@
 //! Stop conditions: watches a run's closed seconds and says when the spec's steady-state condition
 //! is violated (availability over the last `window` below the threshold), so the run is aborted
-//! and its fault cleared.
+//! and its fault cleared. Its reason starts with [`STOP_CONDITION_REASON`]: the stored run is a
+//! verdict on its plan position, which a resume does not run again.
 
 use std::collections::VecDeque;
 
 use crate::load::SecondStats;
 use crate::spec::StopSpec;
+use crate::store::STOP_CONDITION_REASON;
 
 /// Sliding window over the measured seconds of one run.
 #[derive(Debug, Clone)]
@@ -53,7 +55,7 @@ impl StopMonitor {
         let availability = ok as f64 / total as f64;
         (availability < self.threshold).then(|| {
             format!(
-                "stop condition: availability {availability:.3} below {} over the last {} s (second {})",
+                "{STOP_CONDITION_REASON}availability {availability:.3} below {} over the last {} s (second {})",
                 self.threshold, self.window_seconds, second.second
             )
         })
@@ -104,6 +106,8 @@ mod tests {
         assert_eq!(m.observe(&second(2, false, 1, 9)), None);
         let reason = m.observe(&second(3, false, 1, 9)).unwrap();
         assert!(reason.contains("0.100 below 0.5"), "{reason}");
+        // What the store recognises as a stop condition's verdict.
+        assert!(reason.starts_with(STOP_CONDITION_REASON), "{reason}");
     }
 
     #[test]

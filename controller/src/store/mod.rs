@@ -18,6 +18,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
 pub use migrations::{Backend, MIGRATIONS};
+pub use records::STOP_CONDITION_REASON;
 pub use records::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
     ExperimentRow, FaultEventRecord, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
@@ -498,6 +499,27 @@ impl Store {
              ORDER BY plan_index",
         )
         .bind(experiment.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok(uint(row.try_get(0)?) as usize))
+            .collect()
+    }
+
+    /// Plan positions of an experiment that have a terminal run — finished, or aborted by its stop
+    /// condition (a verdict, see [`STOP_CONDITION_REASON`]) — in plan order: what a resume skips.
+    /// Interrupted attempts and runs aborted for any other reason do not count.
+    pub async fn terminal_plan_indices(
+        &self,
+        experiment: ExperimentId,
+    ) -> Result<Vec<usize>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT plan_index FROM runs WHERE experiment_id = $1 AND \
+             (status = 'finished' OR (status = 'aborted' AND abort_reason LIKE $2)) \
+             ORDER BY plan_index",
+        )
+        .bind(experiment.0)
+        .bind(format!("{STOP_CONDITION_REASON}%"))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()

@@ -60,6 +60,11 @@ impl Status {
     }
 }
 
+/// How the abort reason of a run stopped by its stop condition begins. Such a run is a verdict on
+/// its plan position (terminal: a resume does not run the position again), unlike an attempt that
+/// ended for another reason (a fault that could not be applied, a controller that died).
+pub const STOP_CONDITION_REASON: &str = "stop condition: ";
+
 /// Whether an energy figure was read from hardware counters or computed from a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -179,6 +184,17 @@ pub struct RunRow {
     /// Totals of the measured part; `None` until the run finished.
     pub outcomes: Option<OutcomeCounts>,
     pub energy: Option<(f64, EnergySource)>,
+}
+
+impl RunRow {
+    /// Aborted by its stop condition: a verdict on the plan position, never run again.
+    pub fn stopped_by_condition(&self) -> bool {
+        self.status == Status::Aborted
+            && self
+                .abort_reason
+                .as_deref()
+                .is_some_and(|reason| reason.starts_with(STOP_CONDITION_REASON))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
