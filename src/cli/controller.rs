@@ -2,13 +2,16 @@
 //! unfinished experiment unless `--fresh`), resume a stored experiment by id, and look at stored
 //! experiments. A spec that does not validate exits with status 2 and stores nothing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use controller::runner::{Progress, Runner, Testbed, latest_unfinished, start_embedded_stack};
+use controller::runner::{
+    Progress, ResumePoint, Runner, StartChoice, Testbed, choose_start, start_embedded_stack,
+};
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
@@ -111,12 +114,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let store = Store::open(&args.db)
         .await
         .with_context(|| format!("--db {}", args.db))?;
-    let resume = if args.fresh {
-        None
-    } else {
-        latest_unfinished(&store, &spec).await?.map(|row| row.id)
-    };
-    execute(&store, &spec, resume, args.token, args.json).await
+    let choice = choose_start(&store, &spec, args.fresh).await?;
+    execute(&store, &spec, choice, args.token, args.json).await
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
@@ -129,15 +128,15 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
     };
     let spec = ExperimentSpec::parse(&row.spec_toml)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    execute(&store, &spec, Some(id), args.token, args.json).await
+    execute(&store, &spec, StartChoice::Resume(id), args.token, args.json).await
 }
 
-/// Runs a spec's plan: a new experiment, or the rest of `resume` (faults cleared and the
+/// Runs a spec's plan: a new experiment, or the rest of a resumed one (faults cleared and the
 /// interrupted attempt discarded first).
 async fn execute(
     store: &Store,
     spec: &ExperimentSpec,
-    resume: Option<ExperimentId>,
+    choice: StartChoice,
     token: Option<String>,
     quiet: bool,
 ) -> anyhow::Result<()> {
@@ -148,7 +147,7 @@ async fn execute(
         (None, external_testbed(spec, token)?)
     };
     let runner = Runner::new(store.clone(), testbed);
-    let result = drive(&runner, spec, resume, quiet).await;
+    let result = drive(&runner, spec, choice, quiet).await;
     if let Some(stack) = stack {
         stack.shutdown().await;
     }
@@ -160,43 +159,40 @@ async fn execute(
 async fn drive(
     runner: &Runner,
     spec: &ExperimentSpec,
-    resume: Option<ExperimentId>,
+    choice: StartChoice,
     quiet: bool,
 ) -> anyhow::Result<ExperimentId> {
-    let (experiment, done) = match resume {
-        None => (None, BTreeSet::new()),
-        Some(experiment) => {
-            let point = runner.prepare_resume(spec, experiment).await?;
-            if !quiet {
-                eprintln!(
-                    "resuming experiment {experiment}: {} of {} plan positions done (finished or \
-                     stopped by the stop condition), {} interrupted attempt(s) discarded, {} \
-                     fault(s) cleared",
-                    point.done.len(),
-                    point.total,
-                    point.interrupted,
-                    point.faults_cleared,
-                );
-            }
-            (Some(experiment), point.done)
-        }
-    };
     let per_run = spec.run_warmup() + spec.run_duration();
     let started = Instant::now();
-    let skipped = done.len();
-    let mut done = 0usize;
+    // Positions a resume skips (known once it is prepared): they count as done in the bar.
+    let skipped = Cell::new(0usize);
+    let resumed = |point: &ResumePoint| {
+        skipped.set(point.done.len());
+        if !quiet {
+            eprintln!(
+                "resuming experiment {}: {} of {} plan positions done (finished or stopped by the \
+                 stop condition), {} interrupted attempt(s) discarded, {} fault(s) cleared",
+                point.experiment,
+                point.done.len(),
+                point.total,
+                point.interrupted,
+                point.faults_cleared,
+            );
+        }
+    };
+    let mut ran = 0usize;
     let progress = |event: Progress| match event {
         Progress::RunStarted { planned, total, .. } => {
-            let left = total.saturating_sub(skipped + done);
-            let eta = if done == 0 {
+            let left = total.saturating_sub(skipped.get() + ran);
+            let eta = if ran == 0 {
                 per_run * u32::try_from(left).unwrap_or(u32::MAX)
             } else {
-                started.elapsed().div_f64(done as f64) * u32::try_from(left).unwrap_or(0)
+                started.elapsed().div_f64(ran as f64) * u32::try_from(left).unwrap_or(0)
             };
             if !quiet {
                 eprintln!(
                     "{} [{}/{total}] round {} · {} · ETA {}",
-                    progress_bar(skipped + done, total, PROGRESS_BAR_WIDTH),
+                    progress_bar(skipped.get() + ran, total, PROGRESS_BAR_WIDTH),
                     planned.sequence + 1,
                     planned.round + 1,
                     planned.condition.label(),
@@ -209,7 +205,7 @@ async fn drive(
             availability,
             ..
         } => {
-            done += 1;
+            ran += 1;
             if !quiet {
                 eprintln!(
                     "        {} · availability {}",
@@ -219,15 +215,7 @@ async fn drive(
             }
         }
     };
-    let experiment = match experiment {
-        None => runner.run_experiment(spec, progress).await?,
-        Some(experiment) => {
-            runner
-                .run_remaining(spec, experiment, &done, progress)
-                .await?
-        }
-    };
-    Ok(experiment)
+    Ok(runner.start(spec, choice, resumed, progress).await?)
 }
 
 /// Characters of the progress bar printed before each run.

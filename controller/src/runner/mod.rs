@@ -21,7 +21,7 @@ use serde_json::json;
 
 pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
 pub use agent_stream::{AgentStream, parse_agent_event};
-pub use resume::{ResumePoint, latest_unfinished};
+pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
 pub use stop::StopMonitor;
 pub use task::RunTask;

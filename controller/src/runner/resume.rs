@@ -55,7 +55,53 @@ pub async fn latest_unfinished(
     }))
 }
 
+/// What `tolerant run` does with a spec: resume a stored experiment, or start a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartChoice {
+    /// Continue this stored experiment (its terminal plan positions are skipped).
+    Resume(ExperimentId),
+    /// A new experiment running the whole plan; stored ones are left as they are.
+    Fresh,
+}
+
+/// `fresh` (`tolerant run --fresh`) always means a new experiment; otherwise the spec's
+/// [`latest_unfinished`] experiment is resumed when there is one.
+pub async fn choose_start(
+    store: &Store,
+    spec: &ExperimentSpec,
+    fresh: bool,
+) -> Result<StartChoice, StoreError> {
+    if fresh {
+        return Ok(StartChoice::Fresh);
+    }
+    Ok(match latest_unfinished(store, spec).await? {
+        Some(row) => StartChoice::Resume(row.id),
+        None => StartChoice::Fresh,
+    })
+}
+
 impl Runner {
+    /// Carries out a [`StartChoice`]: a new experiment through its whole plan, or
+    /// [`Runner::prepare_resume`] and then the stored one's remaining positions. `resumed` sees
+    /// where a resumed experiment stands before any of its runs starts.
+    pub async fn start(
+        &self,
+        spec: &ExperimentSpec,
+        choice: StartChoice,
+        resumed: impl FnOnce(&ResumePoint),
+        progress: impl FnMut(Progress),
+    ) -> Result<ExperimentId, RunnerError> {
+        match choice {
+            StartChoice::Fresh => self.run_experiment(spec, progress).await,
+            StartChoice::Resume(experiment) => {
+                let point = self.prepare_resume(spec, experiment).await?;
+                resumed(&point);
+                self.run_remaining(spec, experiment, &point.done, progress)
+                    .await
+            }
+        }
+    }
+
     /// Gets a stored experiment ready to continue: every fault on the agent removed, `running`
     /// attempts marked `interrupted`, the experiment `running` again. Nothing is run yet.
     pub async fn prepare_resume(
@@ -92,8 +138,7 @@ impl Runner {
         experiment: ExperimentId,
         progress: impl FnMut(Progress),
     ) -> Result<ExperimentId, RunnerError> {
-        let point = self.prepare_resume(spec, experiment).await?;
-        self.run_remaining(spec, experiment, &point.done, progress)
+        self.start(spec, StartChoice::Resume(experiment), |_| {}, progress)
             .await
     }
 }
