@@ -128,7 +128,14 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
     };
     let spec = ExperimentSpec::parse(&row.spec_toml)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    execute(&store, &spec, StartChoice::Resume(id), args.token, args.json).await
+    execute(
+        &store,
+        &spec,
+        StartChoice::Resume(id),
+        args.token,
+        args.json,
+    )
+    .await
 }
 
 /// Runs a spec's plan: a new experiment, or the rest of a resumed one (faults cleared and the
