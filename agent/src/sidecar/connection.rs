@@ -49,8 +49,13 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a closing connection keeps reading what the client still sends, so the close is not an RST that
 /// destroys the last answer in flight.
 const LINGER: Duration = Duration::from_secs(2);
-/// Free space made in a buffer before each read.
-const READ_RESERVE: usize = 16 * 1024;
+/// Free space made in a buffer before reading a head (most heads fit; a longer one grows the buffer).
+const HEAD_READ_RESERVE: usize = 4 * 1024;
+/// Free space made in a buffer before reading more of a body.
+const BODY_READ_RESERVE: usize = 32 * 1024;
+/// An idle connection's buffer bigger than this is dropped (and allocated again when needed), so thousands of idle
+/// keep-alive connections cost little memory after a large body went through them.
+const IDLE_BUFFER_LIMIT: usize = 2 * HEAD_READ_RESERVE;
 
 const BAD_GATEWAY_BODY: &[u8] = b"bad gateway: the upstream could not be reached\n";
 
@@ -66,7 +71,7 @@ pub(crate) async fn serve(stream: TcpStream, client_ip: IpAddr, shared: Arc<Shar
     let mut connection = ClientConnection {
         shared: &shared,
         stream,
-        input: BytesMut::with_capacity(READ_RESERVE),
+        input: BytesMut::with_capacity(HEAD_READ_RESERVE),
         request_out: Vec::with_capacity(1024),
         reply: Vec::with_capacity(1024),
         client_ip: client_ip.to_string(),
@@ -242,7 +247,7 @@ impl ClientConnection<'_> {
                     }
                 }
             }
-            self.input.reserve(READ_RESERVE);
+            self.input.reserve(HEAD_READ_RESERVE);
             tokio::select! {
                 biased;
                 read = self.stream.read_buf(&mut self.input) => match read {
@@ -290,7 +295,7 @@ impl ClientConnection<'_> {
                 self.timer.as_mut().await;
                 break true;
             }
-            self.input.reserve(READ_RESERVE);
+            self.input.reserve(HEAD_READ_RESERVE);
             tokio::select! {
                 biased;
                 () = self.timer.as_mut() => break true,
@@ -353,8 +358,10 @@ impl ClientConnection<'_> {
                 Ok(answer) => {
                     if answer.upstream_keep_alive && request_complete {
                         upstream.reused = true;
+                        shrink_if_idle(&mut upstream.input);
                         self.upstream = Some(upstream);
                     }
+                    shrink_if_idle(&mut self.input);
                     if answer.client_keep_alive && request_complete {
                         Exchanged::Next
                     } else {
@@ -568,10 +575,10 @@ async fn relay_response(
                 Err(error) => return Err(RelayError::BadHead(error)),
             }
         }
-        upstream_input.reserve(READ_RESERVE);
+        upstream_input.reserve(HEAD_READ_RESERVE);
         match client_watch.as_mut() {
             Some((client_read, client_input)) if client_input.len() <= MAX_HEAD_BYTES => {
-                client_input.reserve(READ_RESERVE);
+                client_input.reserve(HEAD_READ_RESERVE);
                 tokio::select! {
                     biased;
                     read = upstream_read.read_buf(upstream_input) => match read {
@@ -613,11 +620,18 @@ async fn pump(
         if cursor.is_done() {
             return Ok(());
         }
-        buffer.reserve(READ_RESERVE);
+        buffer.reserve(BODY_READ_RESERVE);
         match source.read_buf(buffer).await {
             Ok(0) if cursor.runs_until_close() => return Ok(()),
             Ok(0) | Err(_) => return Err(PumpError::Source),
             Ok(_) => {}
         }
+    }
+}
+
+/// Drops an empty buffer that grew past [`IDLE_BUFFER_LIMIT`].
+fn shrink_if_idle(buffer: &mut BytesMut) {
+    if buffer.is_empty() && buffer.capacity() > IDLE_BUFFER_LIMIT {
+        *buffer = BytesMut::new();
     }
 }
