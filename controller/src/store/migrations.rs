@@ -29,12 +29,20 @@ impl Backend {
 }
 
 /// (version, description, SQLite text, PostgreSQL text), in order.
-pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[(
-    1,
-    "initial",
-    include_str!("../../../migrations/sqlite/0001_initial.sql"),
-    include_str!("../../../migrations/postgres/0001_initial.sql"),
-)];
+pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../../migrations/sqlite/0001_initial.sql"),
+        include_str!("../../../migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        2,
+        "annotations",
+        include_str!("../../../migrations/sqlite/0002_annotations.sql"),
+        include_str!("../../../migrations/postgres/0002_annotations.sql"),
+    ),
+];
 
 #[derive(Debug)]
 struct Embedded(Backend);

@@ -20,8 +20,9 @@ use sqlx::{AnyPool, Row};
 pub use migrations::{Backend, MIGRATIONS};
 pub use records::STOP_CONDITION_REASON;
 pub use records::{
-    CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
-    ExperimentRow, FaultEventRecord, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
+    AnnotationId, AnnotationRow, CollectorSample, EndpointHistogramRow, EndpointSecondRow,
+    EnergySource, ExperimentId, ExperimentRow, FaultEventRecord, MAX_ANNOTATION_CHARS,
+    MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
 };
 
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
@@ -49,6 +50,44 @@ pub enum StoreError {
     NotAnEnd(RunId, Status),
     #[error("stored value `{value}` in {column} is not valid")]
     Corrupt { column: &'static str, value: String },
+    /// A value handed in to be stored is not acceptable; `field` names it.
+    #[error("{field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+}
+
+/// An annotation's text, trimmed: not empty, at most [`MAX_ANNOTATION_CHARS`] characters.
+pub fn annotation_text(text: &str) -> Result<String, StoreError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(StoreError::Invalid {
+            field: "text",
+            message: "empty".into(),
+        });
+    }
+    if text.chars().count() > MAX_ANNOTATION_CHARS {
+        return Err(StoreError::Invalid {
+            field: "text",
+            message: format!("longer than {MAX_ANNOTATION_CHARS} characters"),
+        });
+    }
+    Ok(text.to_owned())
+}
+
+/// An annotation's author, trimmed; empty means none. At most [`MAX_AUTHOR_CHARS`] characters.
+pub fn annotation_author(author: Option<&str>) -> Result<Option<String>, StoreError> {
+    let Some(author) = author.map(str::trim).filter(|author| !author.is_empty()) else {
+        return Ok(None);
+    };
+    if author.chars().count() > MAX_AUTHOR_CHARS {
+        return Err(StoreError::Invalid {
+            field: "author",
+            message: format!("longer than {MAX_AUTHOR_CHARS} characters"),
+        });
+    }
+    Ok(Some(author.to_owned()))
 }
 
 /// A connection pool to the experiment database.
@@ -689,6 +728,101 @@ impl Store {
             })
             .collect()
     }
+
+    /// The experiment marked `running` most recently (by start time) and its `running` run, if any:
+    /// what an annotation written now is about.
+    pub async fn running(&self) -> Result<Option<(ExperimentId, Option<RunId>)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT e.id AS experiment_id, \
+             (SELECT MAX(r.id) FROM runs r WHERE r.experiment_id = e.id AND r.status = 'running') \
+             AS run_id \
+             FROM experiments e WHERE e.status = 'running' \
+             ORDER BY COALESCE(e.started_at_ms, 0) DESC, e.id DESC LIMIT 1",
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let run: Option<i64> = row.try_get("run_id")?;
+        Ok(Some((
+            ExperimentId(row.try_get("experiment_id")?),
+            run.map(RunId),
+        )))
+    }
+
+    /// Stores an annotation (text and author validated and trimmed, see [`annotation_text`]) and
+    /// returns it as stored. Nothing is written when a field is refused.
+    pub async fn insert_annotation(
+        &self,
+        annotation: &NewAnnotation,
+    ) -> Result<AnnotationRow, StoreError> {
+        let text = annotation_text(&annotation.text)?;
+        let author = annotation_author(annotation.author.as_deref())?;
+        let row = sqlx::query(
+            "INSERT INTO annotations (at_ms, text, author, experiment_id, run_id) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(annotation.at_ms)
+        .bind(&text)
+        .bind(author.as_deref())
+        .bind(annotation.experiment_id.map(|id| id.0))
+        .bind(annotation.run_id.map(|id| id.0))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(AnnotationRow {
+            id: AnnotationId(row.try_get(0)?),
+            at_ms: annotation.at_ms,
+            text,
+            author,
+            experiment_id: annotation.experiment_id,
+            run_id: annotation.run_id,
+        })
+    }
+
+    /// An experiment's annotations, oldest first.
+    pub async fn annotations(
+        &self,
+        experiment: ExperimentId,
+    ) -> Result<Vec<AnnotationRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{ANNOTATION_SELECT} WHERE experiment_id = $1 ORDER BY at_ms, id"
+        ))
+        .bind(experiment.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(annotation_of).collect()
+    }
+
+    /// The `limit` latest annotations of any experiment (or none), oldest first.
+    pub async fn latest_annotations(&self, limit: usize) -> Result<Vec<AnnotationRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{ANNOTATION_SELECT} ORDER BY at_ms DESC, id DESC LIMIT $1"
+        ))
+        .bind(int(limit as u64))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut annotations = rows
+            .iter()
+            .map(annotation_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        annotations.reverse();
+        Ok(annotations)
+    }
+}
+
+const ANNOTATION_SELECT: &str =
+    "SELECT id, at_ms, text, author, experiment_id, run_id FROM annotations";
+
+fn annotation_of(row: &AnyRow) -> Result<AnnotationRow, StoreError> {
+    Ok(AnnotationRow {
+        id: AnnotationId(row.try_get("id")?),
+        at_ms: row.try_get("at_ms")?,
+        text: row.try_get("text")?,
+        author: row.try_get("author")?,
+        experiment_id: row
+            .try_get::<Option<i64>, _>("experiment_id")?
+            .map(ExperimentId),
+        run_id: row.try_get::<Option<i64>, _>("run_id")?.map(RunId),
+    })
 }
 
 const EXPERIMENT_SELECT: &str = "SELECT id, name, spec_toml, seed, planned_runs, status, \

@@ -232,3 +232,36 @@ pub struct EndpointHistogramRow {
     #[serde(skip)]
     pub histogram_ok_v2: Vec<u8>,
 }
+
+/// Identifies a stored annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct AnnotationId(pub i64);
+
+/// Longest annotation text accepted, in characters (after trimming).
+pub const MAX_ANNOTATION_CHARS: usize = 2_000;
+
+/// Longest author accepted, in characters (after trimming).
+pub const MAX_AUTHOR_CHARS: usize = 100;
+
+/// An annotation to store: free text at a wall-clock time, tied to the experiment and run it was
+/// written during when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAnnotation {
+    pub at_ms: i64,
+    pub text: String,
+    /// Who or what wrote it, when the request said.
+    pub author: Option<String>,
+    pub experiment_id: Option<ExperimentId>,
+    pub run_id: Option<RunId>,
+}
+
+/// A stored annotation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnnotationRow {
+    pub id: AnnotationId,
+    pub at_ms: i64,
+    pub text: String,
+    pub author: Option<String>,
+    pub experiment_id: Option<ExperimentId>,
+    pub run_id: Option<RunId>,
+}
