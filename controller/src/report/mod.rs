@@ -26,7 +26,7 @@ pub use table::CSV_HEADER;
 pub use validation::validation_markdown;
 
 use crate::stats::{CONFIDENCE, ExperimentStats, StatsError, load_experiment};
-use crate::store::{ExperimentId, Store};
+use crate::store::{AnnotationRow, ExperimentId, Store};
 
 /// Output format of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,16 +120,37 @@ impl Report {
     }
 }
 
-/// The JSON document: the statistics with the confidence level they use.
+/// The JSON document: the statistics with the confidence level they use, and the experiment's
+/// annotations when they were read.
 #[derive(Serialize)]
 struct JsonReport<'a> {
     confidence: f64,
     #[serde(flatten)]
     stats: &'a ExperimentStats,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a [AnnotationRow]>,
 }
 
-/// Renders `stats` in `format`.
+/// Renders `stats` in `format` (the JSON without annotations; see [`render_annotated`]).
 pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportError> {
+    render_with(stats, None, format)
+}
+
+/// Renders `stats` in `format`; the JSON carries `annotations` (the experiment's, oldest first) as
+/// an `annotations` array. The markdown and the CSV are the same as [`render`]'s.
+pub fn render_annotated(
+    stats: &ExperimentStats,
+    annotations: &[AnnotationRow],
+    format: Format,
+) -> Result<Report, ReportError> {
+    render_with(stats, Some(annotations), format)
+}
+
+fn render_with(
+    stats: &ExperimentStats,
+    annotations: Option<&[AnnotationRow]>,
+    format: Format,
+) -> Result<Report, ReportError> {
     let (text, plots) = match format {
         Format::Md => markdown::markdown(stats)?,
         Format::Csv => (table::csv(stats)?, Vec::new()),
@@ -137,6 +158,7 @@ pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportE
             let document = JsonReport {
                 confidence: CONFIDENCE,
                 stats,
+                annotations,
             };
             (serde_json::to_string_pretty(&document)? + "\n", Vec::new())
         }
@@ -148,12 +170,16 @@ pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportE
     })
 }
 
-/// Reads experiment `experiment` from `store` and renders its report.
+/// Reads experiment `experiment` (its annotations included) from `store` and renders its report.
 pub async fn report(
     store: &Store,
     experiment: ExperimentId,
     format: Format,
 ) -> Result<Report, ReportError> {
     let stats = load_experiment(store, experiment).await?;
-    render(&stats, format)
+    let annotations = store
+        .annotations(experiment)
+        .await
+        .map_err(StatsError::from)?;
+    render_annotated(&stats, &annotations, format)
 }

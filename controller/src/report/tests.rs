@@ -226,3 +226,87 @@ fn csv_has_one_row_per_condition_and_metric() {
         "no baseline, no comparison"
     );
 }
+
+#[test]
+fn json_carries_the_annotations_it_is_given() {
+    use crate::store::{AnnotationId, AnnotationRow};
+    let stats = two_kinds();
+    let plain: serde_json::Value =
+        serde_json::from_str(&render(&stats, Format::Json).unwrap().text).unwrap();
+    assert!(plain.get("annotations").is_none(), "not read: not claimed");
+
+    let note = AnnotationRow {
+        id: AnnotationId(3),
+        at_ms: 1_732_896_120_000,
+        text: "18:02 cut payment DB".into(),
+        author: Some("alice".into()),
+        experiment_id: Some(ExperimentId(7)),
+        run_id: Some(RunId(11)),
+    };
+    let annotated: serde_json::Value = serde_json::from_str(
+        &render_annotated(&stats, std::slice::from_ref(&note), Format::Json)
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    assert_eq!(
+        annotated["annotations"],
+        serde_json::json!([{
+            "id": 3, "at_ms": 1_732_896_120_000_i64, "text": "18:02 cut payment DB",
+            "author": "alice", "experiment_id": 7, "run_id": 11
+        }])
+    );
+    assert_eq!(annotated["confidence"], plain["confidence"]);
+    let none: serde_json::Value =
+        serde_json::from_str(&render_annotated(&stats, &[], Format::Json).unwrap().text).unwrap();
+    assert_eq!(none["annotations"], serde_json::json!([]));
+    // The other formats do not change.
+    assert_eq!(
+        render_annotated(&stats, &[note], Format::Csv).unwrap(),
+        render(&stats, Format::Csv).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn the_stored_report_reads_the_experiments_annotations() {
+    use crate::spec::ExperimentSpec;
+    use crate::store::NewAnnotation;
+    let path =
+        std::env::temp_dir().join(format!("tolerant-report-notes-{}.db", std::process::id()));
+    let store = Store::open(path.to_str().unwrap()).await.unwrap();
+    let spec = ExperimentSpec::parse(
+        "name = \"notes\"\nrounds = 1\nduration = \"10s\"\n\n[fault]\ntarget = \"payment\"\nrates = [1.0]\n\n[load]\nusers = 1\n",
+    )
+    .unwrap();
+    let id = store.create_experiment(&spec, 1).await.unwrap();
+    let other = store.create_experiment(&spec, 2).await.unwrap();
+    for (experiment, text) in [
+        (Some(id), "ours"),
+        (Some(other), "theirs"),
+        (None, "nobody's"),
+    ] {
+        store
+            .insert_annotation(&NewAnnotation {
+                at_ms: 10,
+                text: text.into(),
+                author: None,
+                experiment_id: experiment,
+                run_id: None,
+            })
+            .await
+            .unwrap();
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&store, id, Format::Json).await.unwrap().text).unwrap();
+    let texts: Vec<&str> = json["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|note| note["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["ours"]);
+    store.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
