@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use controller::load::{EndpointSecond, LatencySummary, OutcomeCounts, SecondStats};
+use controller::report::{Format, report};
 use controller::runner::{
     ControlClient, Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, Testbed,
     choose_start, fault_spec, start_embedded_stack,
 };
 use controller::spec::{ExperimentSpec, PlannedRun, StopSpec};
+use controller::stats::load_experiment;
 use controller::store::{
     ExperimentId, RunId, RunRecord, RunRow, STOP_CONDITION_REASON, Status, Store,
 };
@@ -227,6 +229,69 @@ async fn terminal_positions_are_the_finished_ones_and_those_the_stop_condition_a
             .map(|run| run.plan_index)
             .collect();
         assert_eq!(stopped, [1]);
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_position_shows_as_stopped_in_the_figures_and_the_report() {
+    let dir = TempDir::new("stopped-report");
+    let spec = ExperimentSpec::parse(FIVE_POSITIONS).expect("spec");
+    for store in stores(&dir).await {
+        let id = left_by_a_dead_controller(
+            &store,
+            &spec,
+            &[
+                (0, Status::Finished, None),
+                (1, Status::Aborted, Some(stop_reason())),
+                (
+                    2,
+                    Status::Aborted,
+                    Some("fault not applied: PUT http://agent: connection refused".into()),
+                ),
+            ],
+            3,
+        )
+        .await;
+        assert_eq!(store.mark_interrupted(id, 30).await.expect("mark"), 1);
+        let stopped_run = store.runs(id).await.expect("runs")[1].id;
+
+        let stats = load_experiment(&store, id).await.expect("stats");
+        assert_eq!(stats.experiment.finished_runs, 1);
+        assert_eq!(
+            stats.experiment.other_runs, 2,
+            "fault not applied + interrupted"
+        );
+        assert_eq!(stats.stopped.len(), 1);
+        let stopped = &stats.stopped[0];
+        assert_eq!((stopped.run, stopped.plan_index), (stopped_run, 1));
+        assert_eq!(stopped.condition.fault_rate, 0.25);
+        assert_eq!(stopped.reason, stop_reason());
+        assert!(
+            stats.runs.iter().all(|run| run.run_id != stopped_run),
+            "a stopped run is no normal result"
+        );
+
+        let markdown = report(&store, id, Format::Md).await.expect("report").text;
+        assert!(
+            markdown.contains("1 finished runs of 5 planned (2 aborted or interrupted"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("**1 run(s) stopped by the stop condition**"),
+            "{markdown}"
+        );
+        let row = format!(
+            "| {stopped_run} | 1 | {} | {} |",
+            stopped.condition.label,
+            stop_reason()
+        );
+        assert!(markdown.contains(&row), "{row} missing from:\n{markdown}");
+        let json: serde_json::Value =
+            serde_json::from_str(&report(&store, id, Format::Json).await.expect("report").text)
+                .expect("JSON report");
+        assert_eq!(json["stopped"][0]["plan_index"], 1);
+        assert_eq!(json["stopped"][0]["reason"], stop_reason().as_str());
         store.close().await;
     }
 }

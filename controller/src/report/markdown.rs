@@ -62,6 +62,15 @@ pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), Repo
         info.planned_runs,
         info.other_runs
     );
+    if !stats.stopped.is_empty() {
+        let _ = writeln!(
+            out,
+            "**{} run(s) stopped by the stop condition**: a verdict on their plan position (not \
+             run again), left out of the figures because they ended early; see *Stopped by the \
+             stop condition*.\n",
+            stats.stopped.len()
+        );
+    }
     let energy: Vec<String> = stats
         .conditions
         .iter()
@@ -75,6 +84,7 @@ pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), Repo
     }
 
     conditions_table(&mut out, stats);
+    stopped_table(&mut out, stats);
     comparisons_table(&mut out, stats);
 
     let _ = writeln!(out, "## Figures\n");
@@ -137,6 +147,28 @@ fn conditions_table(out: &mut String, stats: &ExperimentStats) {
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// Runs the stop condition aborted, with the condition that fired (nothing when there are none).
+fn stopped_table(out: &mut String, stats: &ExperimentStats) {
+    if stats.stopped.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Stopped by the stop condition\n\n| run | round | condition | reason |\n|---:|---:|---|---|"
+    );
+    for stopped in &stats.stopped {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            stopped.run,
+            stopped.round_index + 1,
+            cell(&stopped.condition.label),
+            cell(&stopped.reason)
+        );
     }
     out.push('\n');
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::metric::MetricKey;
 use super::run::RunMetrics;
 use super::student::{Difference, Summary};
-use crate::store::{EnergySource, ExperimentId, RunRow, Status};
+use crate::store::{EnergySource, ExperimentId, RunId, RunRow, Status};
 
 /// Breaker modes that count as "off" for comparisons, in order of preference: `disabled`, else
 /// `shadow` (records, never rejects — the user sees no breaker).
@@ -199,8 +199,34 @@ pub struct ExperimentInfo {
     pub planned_runs: i64,
     /// Finished runs: the ones every figure is computed from.
     pub finished_runs: usize,
-    /// Aborted and interrupted attempts (left out of every figure).
+    /// Interrupted attempts and runs aborted for another reason than the stop condition (left out
+    /// of every figure; runs the stop condition aborted are [`ExperimentStats::stopped`]).
     pub other_runs: usize,
+}
+
+/// A run its stop condition aborted: a verdict on its plan position (a resume does not run it
+/// again), left out of the figures because it ended early.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoppedRun {
+    pub run: RunId,
+    pub plan_index: i64,
+    pub round_index: i64,
+    pub condition: ConditionKey,
+    /// The condition that fired, as the run stored it.
+    pub reason: String,
+}
+
+impl StoppedRun {
+    /// `None` unless the run was aborted by its stop condition.
+    pub fn of(run: &RunRow) -> Option<StoppedRun> {
+        run.stopped_by_condition().then(|| StoppedRun {
+            run: run.id,
+            plan_index: run.plan_index,
+            round_index: run.round_index,
+            condition: ConditionKey::of(run),
+            reason: run.abort_reason.clone().unwrap_or_default(),
+        })
+    }
 }
 
 /// An experiment's figures: per run, per condition, and the off/on comparisons.
@@ -210,6 +236,8 @@ pub struct ExperimentStats {
     pub conditions: Vec<ConditionStats>,
     pub comparisons: Vec<Comparison>,
     pub runs: Vec<RunMetrics>,
+    /// Runs the stop condition aborted, in plan order (none from [`ExperimentStats::from_runs`]).
+    pub stopped: Vec<StoppedRun>,
 }
 
 impl ExperimentStats {
@@ -239,6 +267,7 @@ impl ExperimentStats {
             conditions,
             comparisons,
             runs,
+            stopped: Vec::new(),
         }
     }
 

@@ -15,7 +15,7 @@ mod tests;
 
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
-    ExperimentStats, MetricDifference, MetricSummary, TimelinePoint,
+    ExperimentStats, MetricDifference, MetricSummary, StoppedRun, TimelinePoint,
 };
 pub use criteria::{
     Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,
@@ -48,8 +48,9 @@ pub enum StatsError {
     },
 }
 
-/// Reads an experiment's finished runs from `store` and computes every figure. Aborted and
-/// interrupted attempts are counted but left out of the figures.
+/// Reads an experiment's finished runs from `store` and computes every figure. Runs the stop
+/// condition aborted are listed as such (a verdict on their plan position); other aborted and
+/// interrupted attempts are counted. Neither enters the figures.
 pub async fn load_experiment(
     store: &Store,
     experiment: ExperimentId,
@@ -62,7 +63,12 @@ pub async fn load_experiment(
     let mut keys = Vec::new();
     let mut metrics = Vec::new();
     let mut other_runs = 0;
+    let mut stopped = Vec::new();
     for run in runs {
+        if let Some(stopped_run) = StoppedRun::of(&run) {
+            stopped.push(stopped_run);
+            continue;
+        }
         if run.status != Status::Finished {
             other_runs += 1;
             continue;
@@ -85,7 +91,9 @@ pub async fn load_experiment(
         finished_runs: metrics.len(),
         other_runs,
     };
-    Ok(ExperimentStats::from_runs(info, keys, metrics))
+    let mut stats = ExperimentStats::from_runs(info, keys, metrics);
+    stats.stopped = stopped;
+    Ok(stats)
 }
 
 /// One endpoint's per-second rows of a run (the metrics need only `GET /cart`'s; reading one
