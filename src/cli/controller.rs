@@ -244,11 +244,15 @@ fn progress_bar(done: usize, total: usize, width: usize) -> String {
     )
 }
 
-/// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected.
+/// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected;
+/// and how many of its runs the stop condition aborted (a verdict, not in the means).
 async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyhow::Result<()> {
     let runs = store.runs(id).await?;
     let mut by_condition: BTreeMap<i64, Vec<&RunRow>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status == Status::Finished) {
+    for run in runs
+        .iter()
+        .filter(|r| r.status == Status::Finished || r.stopped_by_condition())
+    {
         by_condition
             .entry(run.condition_index)
             .or_default()
@@ -256,7 +260,17 @@ async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyho
     }
     let rows: Vec<_> = by_condition
         .values()
-        .map(|runs| {
+        .map(|of_condition| {
+            let label = &of_condition[0].condition_label;
+            let stopped = of_condition
+                .iter()
+                .filter(|r| r.stopped_by_condition())
+                .count();
+            let runs: Vec<&RunRow> = of_condition
+                .iter()
+                .copied()
+                .filter(|r| r.status == Status::Finished)
+                .collect();
             let availability: Vec<f64> = runs
                 .iter()
                 .filter_map(|r| r.outcomes.and_then(|o| o.availability()))
@@ -271,8 +285,9 @@ async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyho
                 .collect();
             let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
             json!({
-                "condition": runs[0].condition_label,
+                "condition": label,
                 "runs": runs.len(),
+                "stopped": stopped,
                 "availability_mean": mean(&availability),
                 "ok_per_second_mean": mean(&ok_per_s),
                 "rejected": runs.iter().filter_map(|r| r.outcomes.map(|o| o.rejected)).sum::<u64>(),
@@ -289,14 +304,15 @@ async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyho
     }
     println!("experiment {id}");
     println!(
-        "{:<36} {:>4} {:>12} {:>10} {:>9} {:>9}",
-        "condition", "runs", "availability", "ok/s", "failed", "rejected"
+        "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
+        "condition", "runs", "stopped", "availability", "ok/s", "failed", "rejected"
     );
     for row in &rows {
         println!(
-            "{:<36} {:>4} {:>12} {:>10} {:>9} {:>9}",
+            "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
             row["condition"].as_str().unwrap_or(""),
             row["runs"].as_u64().unwrap_or(0),
+            row["stopped"].as_u64().unwrap_or(0),
             row["availability_mean"]
                 .as_f64()
                 .map_or("-".into(), |a| format!("{a:.3}")),
@@ -404,9 +420,10 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         );
     }
     println!(
-        "{} of {} planned runs finished",
+        "{} of {} planned runs finished, {} stopped by the stop condition",
         runs.iter().filter(|r| r.status == Status::Finished).count(),
-        experiment.planned_runs
+        experiment.planned_runs,
+        runs.iter().filter(|r| r.stopped_by_condition()).count(),
     );
     Ok(())
 }
