@@ -10,12 +10,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::control::{BREAKER_MODES, FaultRequest};
+use crate::control::{
+    AnnotationEntry, AnnotationRequest, BREAKER_MODES, FaultRequest, MAX_ANNOTATIONS_LISTED,
+};
 use crate::error::AppError;
-use crate::hub::{Annotation, LiveEvent};
+use crate::hub::LiveEvent;
 
-/// Longest annotation accepted, in bytes.
-pub const MAX_ANNOTATION_BYTES: usize = 2_000;
+/// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
+pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
 
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -170,31 +172,39 @@ pub async fn halt(State(state): State<AppState>, headers: HeaderMap) -> Result<R
     Ok(Json(json!({ "halted": true })).into_response())
 }
 
-/// Validates and publishes an annotation.
-pub(crate) fn publish_annotation(state: &AppState, text: &str) -> Result<u64, AppError> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(AppError::BadRequest("text: empty".into()));
-    }
-    if text.len() > MAX_ANNOTATION_BYTES {
-        return Err(AppError::BadRequest(format!(
-            "text: longer than {MAX_ANNOTATION_BYTES} bytes"
-        )));
-    }
-    let at_ms = now_ms();
-    state.hub.publish(LiveEvent::Annotation(Annotation {
-        at_ms,
-        text: text.to_owned(),
-    }));
-    Ok(at_ms)
+/// Stores an annotation through the control (which validates it and ties it to what is running), then
+/// publishes it live.
+pub(crate) async fn store_annotation(
+    state: &AppState,
+    text: String,
+    author: Option<String>,
+    experiment_id: Option<i64>,
+) -> Result<AnnotationEntry, AppError> {
+    let entry = state
+        .control
+        .annotate(AnnotationRequest {
+            at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+            text,
+            author,
+            experiment_id,
+        })
+        .await?;
+    state.hub.publish(LiveEvent::Annotation(entry.live()));
+    Ok(entry)
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnnotationBody {
     text: String,
+    #[serde(default)]
+    author: Option<String>,
+    /// The experiment the note is about (the running one when absent).
+    #[serde(default)]
+    experiment: Option<i64>,
 }
 
+/// `POST /api/annotations`, body `{"text": …, "author"?: …, "experiment"?: id}`; answers the stored annotation.
 pub async fn annotate(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -203,8 +213,44 @@ pub async fn annotate(
     state.auth.authorize(&headers, None)?;
     let body: AnnotationBody = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
-    let at_ms = publish_annotation(&state, &body.text)?;
-    Ok((StatusCode::CREATED, Json(json!({ "at_ms": at_ms }))).into_response())
+    let entry = store_annotation(&state, body.text, body.author, body.experiment).await?;
+    Ok((StatusCode::CREATED, Json(entry)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnnotationsQuery {
+    experiment: Option<String>,
+    limit: Option<String>,
+}
+
+/// `GET /api/annotations?experiment=ID` (that experiment's, oldest first) or `?limit=N` (the latest N of any,
+/// oldest first; 200 unless given, at most 1,000).
+pub async fn annotations(
+    State(state): State<AppState>,
+    Query(query): Query<AnnotationsQuery>,
+) -> Result<Response, AppError> {
+    let experiment = match query.experiment.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(text.parse::<i64>().map_err(|_| {
+            AppError::BadRequest(format!("experiment: `{text}` is not an experiment id"))
+        })?),
+    };
+    let limit = match query.limit.as_deref().map(str::trim) {
+        None | Some("") => DEFAULT_ANNOTATIONS_LISTED,
+        Some(text) => match text.parse::<usize>() {
+            Ok(limit) if (1..=MAX_ANNOTATIONS_LISTED).contains(&limit) => limit,
+            _ => {
+                return Err(AppError::BadRequest(format!(
+                    "limit: expected 1 to {MAX_ANNOTATIONS_LISTED}, got `{text}`"
+                )));
+            }
+        },
+    };
+    let list = match experiment {
+        Some(id) => state.control.annotations(id).await?,
+        None => state.control.latest_annotations(limit).await?,
+    };
+    Ok(Json(list).into_response())
 }
 
 #[derive(Debug, Deserialize)]

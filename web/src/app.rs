@@ -46,7 +46,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/{id}/results.csv", get(api::results_csv))
         .route("/api/experiments/{id}/results.json", get(api::results_json))
         .route("/api/halt", post(api::halt))
-        .route("/api/annotations", post(api::annotate))
+        .route(
+            "/api/annotations",
+            get(api::annotations).post(api::annotate),
+        )
         .route(
             "/api/faults/{id}",
             put(api::set_fault).delete(api::clear_fault),

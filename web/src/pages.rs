@@ -10,10 +10,10 @@ use http::header::SET_COOKIE;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::api::{check_mode, parse_at, publish_annotation};
+use crate::api::{check_mode, parse_at, store_annotation};
 use crate::app::AppState;
 use crate::auth::Auth;
-use crate::control::{BREAKER_MODES, ExperimentSummary, FaultRequest, Results};
+use crate::control::{AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, Results};
 use crate::error::AppError;
 
 /// What every page's layout needs.
@@ -170,6 +170,31 @@ fn number(value: f64) -> String {
     }
 }
 
+/// An annotation as the pages list it, preformatted.
+#[derive(Debug, Clone)]
+pub struct AnnotationLine {
+    pub at: String,
+    pub text: String,
+    /// `alice`, or empty.
+    pub author: String,
+    /// `run 12`, or empty when it was written between runs.
+    pub run: String,
+}
+
+impl AnnotationLine {
+    fn of(entry: &AnnotationEntry) -> AnnotationLine {
+        AnnotationLine {
+            at: format_ms(entry.at_ms),
+            text: entry.text.clone(),
+            author: entry.author.clone().unwrap_or_default(),
+            run: entry
+                .run_id
+                .map(|run| format!("run {run}"))
+                .unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "results.html")]
 struct ResultsPage {
@@ -178,6 +203,7 @@ struct ResultsPage {
     results: Results,
     rows: Vec<(String, usize, Vec<CellText>)>,
     verdicts: Vec<(String, String, String, String, bool)>,
+    annotations: Vec<AnnotationLine>,
 }
 
 pub async fn results(
@@ -232,12 +258,14 @@ pub async fn results(
             )
         })
         .collect();
+    let annotations = results.annotations.iter().map(AnnotationLine::of).collect();
     render(&ResultsPage {
         viewer: Viewer::of(&state, &headers),
         page: "results",
         results,
         rows,
         verdicts,
+        annotations,
     })
 }
 
@@ -248,17 +276,31 @@ struct GameDayPage {
     page: &'static str,
     services: Vec<String>,
     modes: &'static [&'static str],
+    /// The latest stored annotations, newest first.
+    annotations: Vec<AnnotationLine>,
 }
+
+/// Stored annotations the game day page lists.
+const GAME_DAY_ANNOTATIONS: usize = 20;
 
 pub async fn gameday(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let annotations = state
+        .control
+        .latest_annotations(GAME_DAY_ANNOTATIONS)
+        .await?
+        .iter()
+        .rev()
+        .map(AnnotationLine::of)
+        .collect();
     render(&GameDayPage {
         viewer: Viewer::of(&state, &headers),
         page: "gameday",
         services: state.control.services(),
         modes: &BREAKER_MODES,
+        annotations,
     })
 }
 
@@ -519,6 +561,8 @@ pub struct AnnotateForm {
     #[serde(default)]
     csrf: String,
     text: String,
+    #[serde(default)]
+    author: Option<String>,
     next: Option<String>,
 }
 
@@ -528,6 +572,6 @@ pub async fn annotate(
     Form(form): Form<AnnotateForm>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    publish_annotation(&state, &form.text)?;
+    store_annotation(&state, form.text, form.author, None).await?;
     Ok(Redirect::to(&local_path(form.next)).into_response())
 }

@@ -1,5 +1,6 @@
 //! Router tests without a socket (`router().oneshot()`): open viewing, token-gated mutations, login cookie,
-//! CSRF and Origin checks, API shapes and the pages.
+//! CSRF and Origin checks, API shapes and the pages; annotations also over the embedded control and a SQLite
+//! file, across a restart.
 
 use std::sync::Arc;
 
@@ -9,8 +10,12 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+use controller::runner::Testbed;
+use controller::store::{ExperimentId, Status, Store};
+
 use crate::app::{AppState, router};
 use crate::auth::Auth;
+use crate::control::embedded::EmbeddedControl;
 use crate::control::memory::{Call, MemoryControl};
 use crate::hub::{Hub, HubConfig};
 
@@ -358,4 +363,248 @@ async fn results_page_and_downloads() {
     let list = text(send(&state, get("/experiments")).await).await;
     assert!(list.contains("smoke"));
     assert!(list.contains("Start now"));
+}
+
+/// A SQLite file in the temp dir, removed with its WAL files when dropped.
+struct TempDatabase(std::path::PathBuf);
+
+impl TempDatabase {
+    fn new(name: &str) -> Self {
+        TempDatabase(
+            std::env::temp_dir().join(format!("tolerant-web-{name}-{}.db", std::process::id())),
+        )
+    }
+
+    fn location(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempDatabase {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+const RUNNABLE_SPEC: &str = r#"name = "game-day"
+rounds = 1
+duration = "2s"
+
+[load]
+users = 1
+
+[fault]
+target = "payment"
+rates = [1.0]
+
+[breaker]
+modes = ["enforce"]
+"#;
+
+/// The dashboard over the real (embedded) control and the database at `location`; the testbed is one
+/// nobody listens on (nothing here runs an experiment).
+async fn stored_app(location: &str) -> (AppState, Store) {
+    let store = Store::open(location).await.expect("store");
+    let hub = Hub::new(HubConfig::default());
+    let testbed = Testbed {
+        frontend: "127.0.0.1:9".parse().expect("addr"),
+        services: Vec::new(),
+        agent: "http://127.0.0.1:9".into(),
+        token: "token".into(),
+    };
+    let control = EmbeddedControl::new(store.clone(), testbed, hub.clone())
+        .await
+        .expect("control");
+    let state = AppState {
+        hub,
+        control: Arc::new(control),
+        auth: Arc::new(Auth::new(TOKEN)),
+    };
+    (state, store)
+}
+
+fn bearer(uri: &str, body: &str) -> Request<Body> {
+    post(uri)
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(body.to_owned()))
+        .expect("request")
+}
+
+async fn json(response: Response<Body>) -> serde_json::Value {
+    serde_json::from_str(&text(response).await).expect("JSON body")
+}
+
+#[tokio::test]
+async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_same_database() {
+    let database = TempDatabase::new("annotations");
+    let (state, store) = stored_app(&database.location()).await;
+    let created = send(&state, bearer("/api/experiments", RUNNABLE_SPEC)).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let experiment = json(created).await["id"].as_i64().expect("id");
+    // What the runner records while it runs (nothing here can run it for real).
+    let spec = controller::spec::ExperimentSpec::parse(RUNNABLE_SPEC).expect("spec");
+    store
+        .set_experiment_status(ExperimentId(experiment), Status::Running, 1_000, None)
+        .await
+        .expect("running");
+    let run = store
+        .start_run(
+            ExperimentId(experiment),
+            &spec.plan()[0],
+            std::time::Duration::ZERO,
+            std::time::Duration::from_secs(2),
+            1_000,
+        )
+        .await
+        .expect("run");
+
+    // The game day form, with the login cookie and its CSRF token.
+    let (cookie, csrf) = log_in(&state).await;
+    let note = format!("csrf={csrf}&text=18%3A02+cut+payment+DB&author=alice&next=/gameday");
+    let response = send(&state, form("/ui/annotate", &note, Some(&cookie))).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    // The API, with the token.
+    let response = send(
+        &state,
+        bearer("/api/annotations", "{\"text\":\" 18:05 rollback \"}"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let stored = json(response).await;
+    assert_eq!(stored["text"], "18:05 rollback");
+    assert_eq!(stored["experiment_id"], experiment);
+    assert_eq!(stored["run_id"], run.0);
+
+    // Refused input names the field and stores nothing.
+    for (body, field) in [
+        ("{\"text\":\"   \"}".to_owned(), "text: empty"),
+        (
+            format!("{{\"text\":\"{}\"}}", "x".repeat(2_001)),
+            "text: longer than 2000",
+        ),
+        ("{\"text\":\"ok\",\"experiment\":\"x\"}".to_owned(), "body:"),
+    ] {
+        let response = send(&state, bearer("/api/annotations", &body)).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{field}");
+        assert!(
+            json(response).await["error"]
+                .as_str()
+                .expect("message")
+                .starts_with(field)
+        );
+    }
+    let response = send(
+        &state,
+        bearer("/api/annotations", "{\"text\":\"ok\",\"experiment\":999}"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+
+    state.hub.flush();
+    let live: Vec<String> = state
+        .hub
+        .state()
+        .annotations
+        .iter()
+        .map(|note| note.text.clone())
+        .collect();
+    assert_eq!(live, ["18:02 cut payment DB", "18:05 rollback"]);
+    drop(state);
+    store.close().await;
+
+    // A restarted dashboard over the same database.
+    let (state, store) = stored_app(&database.location()).await;
+    let listed = json(
+        send(
+            &state,
+            get(&format!("/api/annotations?experiment={experiment}")),
+        )
+        .await,
+    )
+    .await;
+    let listed = listed.as_array().expect("a list");
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0]["text"], "18:02 cut payment DB");
+    assert_eq!(listed[0]["author"], "alice");
+    assert_eq!(listed[0]["run_id"], run.0);
+    assert_eq!(listed[1]["author"], serde_json::Value::Null);
+    let latest = json(send(&state, get("/api/annotations?limit=1")).await).await;
+    assert_eq!(latest.as_array().expect("a list").len(), 1);
+    assert_eq!(latest[0]["text"], "18:05 rollback");
+    // The live snapshot starts with them.
+    let subscription = state.hub.subscribe();
+    let snapshot = subscription.snapshot.text.as_str();
+    assert!(snapshot.contains("18:02 cut payment DB"), "{snapshot}");
+    assert!(snapshot.contains("18:05 rollback"), "{snapshot}");
+    drop(subscription);
+    // The game day page lists them, newest first.
+    let page = text(send(&state, get("/gameday")).await).await;
+    let first = page.find("18:05 rollback").expect("listed");
+    let second = page.find("18:02 cut payment DB").expect("listed");
+    assert!(first < second);
+
+    // The results export and page carry them.
+    let export = json(
+        send(
+            &state,
+            get(&format!("/api/experiments/{experiment}/results.json")),
+        )
+        .await,
+    )
+    .await;
+    let exported: Vec<&str> = export["annotations"]
+        .as_array()
+        .expect("annotations in the export")
+        .iter()
+        .map(|note| note["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(exported, ["18:02 cut payment DB", "18:05 rollback"]);
+    let results = json(
+        send(
+            &state,
+            get(&format!("/api/experiments/{experiment}/results")),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(results["annotations"].as_array().map(Vec::len), Some(2));
+    let page = text(send(&state, get(&format!("/experiments/{experiment}/results"))).await).await;
+    assert!(page.contains("id=\"annotations\""));
+    assert!(page.contains("18:02 cut payment DB"));
+    assert!(page.contains("— alice"));
+    assert!(page.contains(&format!("run {}", run.0)));
+    drop(state);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn annotation_listings_refuse_bad_queries_naming_the_field() {
+    let (state, _) = app();
+    for (uri, field) in [
+        ("/api/annotations?experiment=abc", "experiment:"),
+        ("/api/annotations?limit=0", "limit:"),
+        ("/api/annotations?limit=100000", "limit:"),
+    ] {
+        let response = send(&state, get(uri)).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{uri}");
+        assert!(
+            json(response).await["error"]
+                .as_str()
+                .expect("message")
+                .starts_with(field),
+            "{uri}"
+        );
+    }
+    assert_eq!(
+        send(&state, get("/api/annotations?experiment=7"))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        json(send(&state, get("/api/annotations")).await).await,
+        serde_json::json!([])
+    );
 }

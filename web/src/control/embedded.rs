@@ -6,6 +6,9 @@
 //! survive a restart. Live events: [`EmbeddedControl::spawn_live_feeds`] subscribes to every service's
 //! `/_breakers/stream` and the agent's `/_agent/stream`, and samples pools, cart sizes and the frontend's
 //! answers once per second into the hub.
+//!
+//! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
+//! written; a new control puts the latest stored ones back into the hub, so a restarted dashboard shows them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,7 +20,9 @@ use controller::report::{self, Format};
 use controller::runner::{ControlClient, Progress, Runner, Testbed, now_ms};
 use controller::spec::ExperimentSpec;
 use controller::stats;
-use controller::store::{ExperimentId, ExperimentRow, Status, Store};
+use controller::store::{
+    AnnotationRow, ExperimentId, ExperimentRow, NewAnnotation, Status, Store, StoreError,
+};
 use futures::StreamExt;
 use http::Method;
 use parking_lot::Mutex;
@@ -27,8 +32,8 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{
-    Cell, ChartSvg, ConditionResult, Control, ControlError, ControlFuture, ExperimentSummary,
-    FaultRequest, Results, VerdictResult,
+    AnnotationEntry, AnnotationRequest, Cell, ChartSvg, ConditionResult, Control, ControlError,
+    ControlFuture, ExperimentSummary, FaultRequest, Results, VerdictResult,
 };
 use crate::hub::{
     EndpointSample, ExperimentChange, FaultChange, Hub, LiveEvent, LiveSample, OutcomeCounts,
@@ -121,6 +126,25 @@ fn failed(error: impl std::fmt::Display) -> ControlError {
     ControlError::Failed(error.to_string())
 }
 
+/// A refused field stays a bad request (it names the field); anything else is a failure behind the control.
+fn store_failed(error: StoreError) -> ControlError {
+    match error {
+        StoreError::Invalid { .. } => ControlError::Invalid(error.to_string()),
+        other => failed(other),
+    }
+}
+
+fn entry_of(row: &AnnotationRow) -> AnnotationEntry {
+    AnnotationEntry {
+        id: row.id.0,
+        at_ms: row.at_ms,
+        text: row.text.clone(),
+        author: row.author.clone(),
+        experiment_id: row.experiment_id.map(|id| id.0),
+        run_id: row.run_id.map(|id| id.0),
+    }
+}
+
 fn now() -> i64 {
     now_ms()
 }
@@ -184,7 +208,28 @@ impl EmbeddedControl {
             let at: i64 = row.try_get(1).map_err(failed)?;
             control.arm(id, at);
         }
+        control.restore_annotations().await?;
         Ok(control)
+    }
+
+    /// Puts the latest stored annotations (as many as the hub keeps) back into the hub's live state.
+    async fn restore_annotations(&self) -> Result<(), ControlError> {
+        let hub = &self.inner.hub;
+        let kept = hub.config().history.annotations;
+        let stored = self
+            .inner
+            .store
+            .latest_annotations(kept)
+            .await
+            .map_err(failed)?;
+        if stored.is_empty() {
+            return Ok(());
+        }
+        for row in &stored {
+            hub.publish(LiveEvent::Annotation(entry_of(row).live()));
+        }
+        hub.flush();
+        Ok(())
     }
 
     /// Stops the running experiment's task without marking it (a process shutting down: the unfinished
@@ -853,11 +898,19 @@ impl Control for EmbeddedControl {
                     }
                 }
             };
+            let annotations = self
+                .inner
+                .store
+                .annotations(ExperimentId(id))
+                .await
+                .map_err(failed)?;
             let csv = report::render(&stats, Format::Csv).map_err(failed)?;
-            let json = report::render(&stats, Format::Json).map_err(failed)?;
+            let json =
+                report::render_annotated(&stats, &annotations, Format::Json).map_err(failed)?;
             let finished = stats.experiment.finished_runs as i64;
             Ok(Results {
                 experiment: summary_of(&row, Some(finished), self.scheduled().get(&id).copied()),
+                annotations: annotations.iter().map(entry_of).collect(),
                 metrics: keys.iter().map(ToString::to_string).collect(),
                 conditions,
                 verdicts,
@@ -939,6 +992,62 @@ impl Control for EmbeddedControl {
             .iter()
             .map(|(name, _)| name.clone())
             .collect()
+    }
+
+    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry> {
+        Box::pin(async move {
+            // Refused fields first: a bad note is a bad request whatever it is about.
+            controller::store::annotation_text(&request.text).map_err(store_failed)?;
+            controller::store::annotation_author(request.author.as_deref())
+                .map_err(store_failed)?;
+            let store = &self.inner.store;
+            let running = store.running().await.map_err(failed)?;
+            let (experiment_id, run_id) = match request.experiment_id {
+                None => match running {
+                    Some((experiment, run)) => (Some(experiment), run),
+                    None => (None, None),
+                },
+                Some(id) => {
+                    let experiment = self.experiment_row(id).await?.id;
+                    // The running run only belongs to the note if the note is about its experiment.
+                    let run = running
+                        .filter(|(running, _)| *running == experiment)
+                        .and_then(|(_, run)| run);
+                    (Some(experiment), run)
+                }
+            };
+            let row = store
+                .insert_annotation(&NewAnnotation {
+                    at_ms: request.at_ms,
+                    text: request.text,
+                    author: request.author,
+                    experiment_id,
+                    run_id,
+                })
+                .await
+                .map_err(store_failed)?;
+            Ok(entry_of(&row))
+        })
+    }
+
+    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+        Box::pin(async move {
+            let id = self.experiment_row(experiment).await?.id;
+            let rows = self.inner.store.annotations(id).await.map_err(failed)?;
+            Ok(rows.iter().map(entry_of).collect())
+        })
+    }
+
+    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .store
+                .latest_annotations(limit)
+                .await
+                .map_err(failed)?;
+            Ok(rows.iter().map(entry_of).collect())
+        })
     }
 }
 

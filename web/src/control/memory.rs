@@ -1,12 +1,15 @@
-//! An in-memory [`Control`] for tests: it stores specs and records every call, and runs nothing.
+//! An in-memory [`Control`] for tests: it stores specs and annotations and records every call, and runs
+//! nothing.
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use controller::store::{annotation_author, annotation_text};
+
 use super::{
-    Cell, ConditionResult, Control, ControlError, ControlFuture, ExperimentSummary, FaultRequest,
-    Results,
+    AnnotationEntry, AnnotationRequest, Cell, ConditionResult, Control, ControlError,
+    ControlFuture, ExperimentSummary, FaultRequest, Results,
 };
 
 /// A call the memory control received.
@@ -19,11 +22,14 @@ pub enum Call {
     SetFault(FaultRequest),
     ClearFault(String, String),
     BreakerMode(Option<String>, String),
+    Annotate(AnnotationRequest),
 }
 
 #[derive(Debug, Default)]
 struct Memory {
     experiments: Vec<(ExperimentSummary, String)>,
+    /// Stored annotations, in insertion order.
+    annotations: Vec<AnnotationEntry>,
     calls: Vec<Call>,
 }
 
@@ -45,6 +51,20 @@ impl MemoryControl {
 
     fn record(&self, call: Call) {
         self.memory.lock().calls.push(call);
+    }
+
+    /// An experiment's annotations, oldest first.
+    fn annotations_of(&self, id: i64) -> Vec<AnnotationEntry> {
+        let mut list: Vec<AnnotationEntry> = self
+            .memory
+            .lock()
+            .annotations
+            .iter()
+            .filter(|entry| entry.experiment_id == Some(id))
+            .cloned()
+            .collect();
+        list.sort_by_key(|entry| (entry.at_ms, entry.id));
+        list
     }
 
     fn with_experiment<T>(
@@ -131,8 +151,10 @@ impl Control for MemoryControl {
     }
 
     fn results(&self, id: i64) -> ControlFuture<'_, Results> {
+        let annotations = self.annotations_of(id);
         ready(self.with_experiment(id, |summary, _| Results {
             experiment: summary.clone(),
+            annotations,
             metrics: vec!["availability".into()],
             conditions: vec![ConditionResult {
                 label: "error@1.00/enforce".into(),
@@ -175,5 +197,51 @@ impl Control for MemoryControl {
 
     fn services(&self) -> Vec<String> {
         vec!["frontend".into(), "checkout".into(), "payment".into()]
+    }
+
+    /// Validates like the store; an unnamed experiment is the one whose status is `running`, if any.
+    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry> {
+        self.record(Call::Annotate(request.clone()));
+        let checked = annotation_text(&request.text).and_then(|text| {
+            annotation_author(request.author.as_deref()).map(|author| (text, author))
+        });
+        let (text, author) = match checked {
+            Ok(checked) => checked,
+            Err(error) => return ready(Err(ControlError::Invalid(error.to_string()))),
+        };
+        let mut memory = self.memory.lock();
+        let experiment_id = match request.experiment_id {
+            Some(id) if !memory.experiments.iter().any(|(e, _)| e.id == id) => {
+                return ready(Err(ControlError::NotFound(id)));
+            }
+            Some(id) => Some(id),
+            None => memory
+                .experiments
+                .iter()
+                .find(|(summary, _)| summary.status == "running")
+                .map(|(summary, _)| summary.id),
+        };
+        let entry = AnnotationEntry {
+            id: memory.annotations.len() as i64 + 1,
+            at_ms: request.at_ms,
+            text,
+            author,
+            experiment_id,
+            run_id: None,
+        };
+        memory.annotations.push(entry.clone());
+        ready(Ok(entry))
+    }
+
+    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+        let exists = self.with_experiment(experiment, |_, _| ());
+        ready(exists.map(|()| self.annotations_of(experiment)))
+    }
+
+    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+        let mut list = self.memory.lock().annotations.clone();
+        list.sort_by_key(|entry| (entry.at_ms, entry.id));
+        let skip = list.len().saturating_sub(limit);
+        ready(Ok(list.split_off(skip)))
     }
 }

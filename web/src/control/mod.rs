@@ -11,6 +11,8 @@ pub mod memory;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
+use crate::hub::Annotation;
+
 /// The future every operation returns.
 pub type ControlFuture<'a, T> = BoxFuture<'a, Result<T, ControlError>>;
 
@@ -88,10 +90,53 @@ pub struct ChartSvg {
     pub svg: String,
 }
 
+/// A game-day annotation as stored: free text at a wall-clock time, with the experiment and run it
+/// was written during (or is about) when there was one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnnotationEntry {
+    pub id: i64,
+    pub at_ms: i64,
+    pub text: String,
+    pub author: Option<String>,
+    pub experiment_id: Option<i64>,
+    pub run_id: Option<i64>,
+}
+
+impl AnnotationEntry {
+    /// The entry as a live event for the hub.
+    pub fn live(&self) -> Annotation {
+        Annotation {
+            at_ms: u64::try_from(self.at_ms).unwrap_or(0),
+            text: self.text.clone(),
+            id: Some(self.id),
+            author: self.author.clone(),
+            experiment_id: self.experiment_id,
+            run_id: self.run_id,
+        }
+    }
+}
+
+/// An annotation to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnotationRequest {
+    /// Wall-clock Unix milliseconds it is stamped with.
+    pub at_ms: i64,
+    /// Validated by the control (non-empty after trimming, bounded); errors name `text`.
+    pub text: String,
+    pub author: Option<String>,
+    /// The experiment it is about; `None` = the running experiment and run, if any.
+    pub experiment_id: Option<i64>,
+}
+
+/// Most annotations one listing returns.
+pub const MAX_ANNOTATIONS_LISTED: usize = 1_000;
+
 /// The results page's content.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Results {
     pub experiment: ExperimentSummary,
+    /// The experiment's annotations, oldest first.
+    pub annotations: Vec<AnnotationEntry>,
     /// Column headers of the conditions × metrics table.
     pub metrics: Vec<String>,
     pub conditions: Vec<ConditionResult>,
@@ -140,4 +185,11 @@ pub trait Control: Send + Sync + 'static {
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form).
     fn services(&self) -> Vec<String>;
+    /// Stores an annotation (tied to the running experiment and run unless it names an experiment) and
+    /// returns it as stored. Publishing it live is the caller's part.
+    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry>;
+    /// An experiment's annotations, oldest first.
+    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>>;
+    /// The `limit` latest annotations of any experiment (or none), oldest first.
+    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>>;
 }

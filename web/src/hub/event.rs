@@ -120,11 +120,19 @@ impl FaultChange {
     }
 }
 
-/// Free text on the timeline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Free text on the timeline; the stored ones carry their id and what they are about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Annotation {
     pub at_ms: u64,
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
 }
 
 /// An experiment's new status.

@@ -28,6 +28,7 @@ fn note(index: u64) -> LiveEvent {
     LiveEvent::Annotation(Annotation {
         at_ms: index,
         text: format!("n{index}"),
+        ..Annotation::default()
     })
 }
 
