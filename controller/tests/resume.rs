@@ -338,6 +338,7 @@ async fn a_resume_does_not_run_again_the_position_its_stop_condition_aborted() {
         .into_inner()
         .expect("the resume reported where it stood");
     assert_eq!(point.done, BTreeSet::from([0]));
+    assert_eq!(point.stopped, 1);
     assert_eq!(point.interrupted, 1);
     assert_eq!(point.remaining(), 2);
     assert_eq!(started, [1, 2], "only the positions without a verdict ran");
@@ -442,6 +443,7 @@ async fn without_fresh_the_unfinished_experiment_is_resumed() {
     assert_eq!(resumed, old);
     let point = point.expect("a resume point");
     assert_eq!(point.done, BTreeSet::from([0]));
+    assert_eq!(point.stopped, 0);
     assert_eq!(point.interrupted, 1);
     assert_eq!(started, [1], "only the unfinished position ran");
     assert_eq!(store.experiments().await.expect("list").len(), 1);
@@ -527,6 +529,7 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
         assert_eq!(point.faults_cleared, 1);
         assert_eq!(point.interrupted, 1);
         assert_eq!(point.done, BTreeSet::from([0]));
+        assert_eq!(point.stopped, 1);
         assert_eq!(point.remaining(), 1);
         assert!(agent.faults().is_empty(), "{:?}", agent.faults());
         let listed = ControlClient::new(AGENT_TOKEN)

@@ -177,13 +177,15 @@ async fn drive(
         skipped.set(point.done.len());
         if !quiet {
             eprintln!(
-                "resuming experiment {}: {} of {} plan positions done (finished or stopped by the \
-                 stop condition), {} interrupted attempt(s) discarded, {} fault(s) cleared",
+                "resuming experiment {}: {} of {} runs finished, {} interrupted attempt(s) \
+                 discarded, {} fault(s) cleared, {} run(s) stopped by the stop condition (not run \
+                 again)",
                 point.experiment,
-                point.done.len(),
+                point.done.len() - point.stopped,
                 point.total,
                 point.interrupted,
                 point.faults_cleared,
+                point.stopped,
             );
         }
     };

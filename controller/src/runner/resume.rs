@@ -23,6 +23,8 @@ pub struct ResumePoint {
     /// Plan positions that already have a terminal run — finished, or aborted by the stop
     /// condition — which are skipped.
     pub done: BTreeSet<usize>,
+    /// How many of `done` have no finished run, only one the stop condition aborted.
+    pub stopped: usize,
     /// Plan positions in all.
     pub total: usize,
 }
@@ -115,16 +117,18 @@ impl Runner {
         self.store
             .set_experiment_status(experiment, Status::Running, now_ms(), None)
             .await?;
-        let done = self
+        let done: BTreeSet<usize> = self
             .store
             .terminal_plan_indices(experiment)
             .await?
             .into_iter()
             .collect();
+        let finished = self.store.finished_plan_indices(experiment).await?.len();
         Ok(ResumePoint {
             experiment,
             faults_cleared,
             interrupted,
+            stopped: done.len().saturating_sub(finished),
             done,
             total: spec.plan().len(),
         })
