@@ -1,5 +1,6 @@
-//! The markdown report: summary, conditions × headline metrics, off/on verdicts, the figures (SVG
-//! plus their numbers), latency per endpoint, and every metric per condition.
+//! The markdown report: summary, conditions × headline metrics, off/on verdicts, the experiment's
+//! annotations (when read), the figures (SVG plus their numbers), latency per endpoint, and every
+//! metric per condition.
 
 use std::fmt::Write;
 
@@ -9,6 +10,7 @@ use super::{PlotFile, ReportError};
 use crate::stats::{
     BASELINE_MODES, ConditionStats, ExperimentStats, MetricKey, MetricName, checkout_endpoint,
 };
+use crate::store::AnnotationRow;
 
 /// Metrics shown in the main tables (CSV and JSON carry every metric).
 pub fn headline_metrics() -> Vec<MetricKey> {
@@ -42,8 +44,11 @@ fn plot_file_name(stats: &ExperimentStats, figure: &Figure) -> String {
     format!("experiment-{}-{}.svg", stats.experiment.id, figure.slug)
 }
 
-/// The markdown text and the SVG files it links.
-pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), ReportError> {
+/// The markdown text and the SVG files it links; `annotations` get a section when there are any.
+pub fn markdown(
+    stats: &ExperimentStats,
+    annotations: &[AnnotationRow],
+) -> Result<(String, Vec<PlotFile>), ReportError> {
     let mut out = String::new();
     let mut plots = Vec::new();
     let info = &stats.experiment;
@@ -86,6 +91,7 @@ pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), Repo
     conditions_table(&mut out, stats);
     stopped_table(&mut out, stats);
     comparisons_table(&mut out, stats);
+    annotations_table(&mut out, annotations);
 
     let _ = writeln!(out, "## Figures\n");
     for figure in figures(stats) {
@@ -116,6 +122,37 @@ pub fn markdown(stats: &ExperimentStats) -> Result<(String, Vec<PlotFile>), Repo
     endpoint_table(&mut out, stats);
     details(&mut out, stats);
     Ok((out, plots))
+}
+
+/// `2026-11-29 18:02:00.123 UTC` for Unix milliseconds.
+fn wall_clock(at_ms: i64) -> String {
+    let at =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(at_ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(at)
+        .to_string()
+        .replace('T', " ")
+        .replace('Z', " UTC")
+}
+
+fn annotations_table(out: &mut String, annotations: &[AnnotationRow]) {
+    if annotations.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Annotations\n");
+    let _ = writeln!(out, "| time | run | author | note |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    for note in annotations {
+        let run = note.run_id.map(|run| run.to_string()).unwrap_or_default();
+        let author = note.author.as_deref().map(cell).unwrap_or_default();
+        // A table row is one line.
+        let text = cell(&note.text).replace(['\r', '\n'], " ");
+        let _ = writeln!(
+            out,
+            "| {} | {run} | {author} | {text} |",
+            wall_clock(note.at_ms)
+        );
+    }
+    let _ = writeln!(out);
 }
 
 fn conditions_table(out: &mut String, stats: &ExperimentStats) {

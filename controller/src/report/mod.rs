@@ -136,8 +136,9 @@ pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportE
     render_with(stats, None, format)
 }
 
-/// Renders `stats` in `format`; the JSON carries `annotations` (the experiment's, oldest first) as
-/// an `annotations` array. The markdown and the CSV are the same as [`render`]'s.
+/// Renders `stats` in `format` with the experiment's `annotations` (oldest first): an `annotations`
+/// array in the JSON (empty when there are none), an *Annotations* table in the markdown when there
+/// are any. The CSV is the same as [`render`]'s (one row per condition and metric).
 pub fn render_annotated(
     stats: &ExperimentStats,
     annotations: &[AnnotationRow],
@@ -152,7 +153,7 @@ fn render_with(
     format: Format,
 ) -> Result<Report, ReportError> {
     let (text, plots) = match format {
-        Format::Md => markdown::markdown(stats)?,
+        Format::Md => markdown::markdown(stats, annotations.unwrap_or_default())?,
         Format::Csv => (table::csv(stats)?, Vec::new()),
         Format::Json => {
             let document = JsonReport {

@@ -260,7 +260,36 @@ fn json_carries_the_annotations_it_is_given() {
     let none: serde_json::Value =
         serde_json::from_str(&render_annotated(&stats, &[], Format::Json).unwrap().text).unwrap();
     assert_eq!(none["annotations"], serde_json::json!([]));
-    // The other formats do not change.
+    // The markdown gets a table (one line per note, pipes escaped), only when there are notes.
+    let multi_line = AnnotationRow {
+        text: "rolled back | paged\nteam".into(),
+        author: None,
+        run_id: None,
+        ..note.clone()
+    };
+    let markdown = render_annotated(&stats, &[note.clone(), multi_line], Format::Md)
+        .unwrap()
+        .text;
+    assert!(markdown.contains("## Annotations\n"), "{markdown}");
+    assert!(
+        markdown.contains("| 2024-11-29 16:02:00.000 UTC | 11 | alice | 18:02 cut payment DB |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| 2024-11-29 16:02:00.000 UTC |  |  | rolled back \\| paged team |"),
+        "{markdown}"
+    );
+    assert!(
+        !render(&stats, Format::Md)
+            .unwrap()
+            .text
+            .contains("## Annotations")
+    );
+    assert_eq!(
+        render_annotated(&stats, &[], Format::Md).unwrap(),
+        render(&stats, Format::Md).unwrap()
+    );
+    // The CSV does not change.
     assert_eq!(
         render_annotated(&stats, &[note], Format::Csv).unwrap(),
         render(&stats, Format::Csv).unwrap()
