@@ -749,14 +749,30 @@ impl Store {
         )))
     }
 
-    /// Stores an annotation (text and author validated and trimmed, see [`annotation_text`]) and
-    /// returns it as stored. Nothing is written when a field is refused.
+    /// Stores an annotation (text and author validated and trimmed, see [`annotation_text`]; a run
+    /// must belong to the annotation's experiment) and returns it as stored. Nothing is written when
+    /// a field is refused.
     pub async fn insert_annotation(
         &self,
         annotation: &NewAnnotation,
     ) -> Result<AnnotationRow, StoreError> {
         let text = annotation_text(&annotation.text)?;
         let author = annotation_author(annotation.author.as_deref())?;
+        if let Some(run) = annotation.run_id {
+            // A run never changes experiment, so checking before the insert is enough.
+            let owner: Option<i64> = sqlx::query("SELECT experiment_id FROM runs WHERE id = $1")
+                .bind(run.0)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| row.try_get(0))
+                .transpose()?;
+            if owner.is_none() || owner != annotation.experiment_id.map(|id| id.0) {
+                return Err(StoreError::Invalid {
+                    field: "run_id",
+                    message: format!("run {run} is not a run of the annotation's experiment"),
+                });
+            }
+        }
         let row = sqlx::query(
             "INSERT INTO annotations (at_ms, text, author, experiment_id, run_id) \
              VALUES ($1, $2, $3, $4, $5) RETURNING id",

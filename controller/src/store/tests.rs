@@ -696,6 +696,34 @@ async fn bad_annotation_text_is_refused_naming_the_field_and_nothing_is_stored()
         assert!(error.to_string().starts_with("author: "), "{error}");
         assert!(store.annotations(experiment).await.unwrap().is_empty());
 
+        // A run must be one of the annotation's experiment.
+        let (spec, other) = new_experiment(store).await;
+        let others_run = store
+            .start_run(
+                other,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        for experiment_id in [Some(experiment), None] {
+            let error = store
+                .insert_annotation(&NewAnnotation {
+                    at_ms: 5,
+                    text: "fine".into(),
+                    author: None,
+                    experiment_id,
+                    run_id: Some(others_run),
+                })
+                .await
+                .unwrap_err();
+            assert!(error.to_string().starts_with("run_id: "), "{error}");
+        }
+        assert!(store.annotations(experiment).await.unwrap().is_empty());
+        assert!(store.annotations(other).await.unwrap().is_empty());
+
         // The limit counts characters, not bytes: 2,000 multi-byte characters are accepted.
         let wide = "é".repeat(MAX_ANNOTATION_CHARS);
         let stored = store
