@@ -292,6 +292,13 @@ async fn game_day_forms_reach_the_controller() {
         calls[1],
         Call::BreakerMode(Some("checkout".into()), "forced-open".into())
     );
+    let Call::Annotate(request) = &calls[2] else {
+        panic!("expected an annotation, got {calls:?}")
+    };
+    assert_eq!(
+        (request.text.as_str(), request.experiment_id),
+        ("paged payments", None)
+    );
     state.hub.flush();
     assert_eq!(state.hub.state().annotations[0].text, "paged payments");
 }
@@ -501,6 +508,23 @@ async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_s
     )
     .await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    // A note about another experiment is not tied to the running run.
+    let created = send(&state, bearer("/api/experiments", RUNNABLE_SPEC)).await;
+    let other = json(created).await["id"].as_i64().expect("id");
+    let response = send(
+        &state,
+        bearer(
+            "/api/annotations",
+            &format!("{{\"text\":\"about the other one\",\"experiment\":{other}}}"),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let stored = json(response).await;
+    assert_eq!(
+        (&stored["experiment_id"], &stored["run_id"]),
+        (&serde_json::json!(other), &serde_json::Value::Null)
+    );
 
     state.hub.flush();
     let live: Vec<String> = state
@@ -510,7 +534,14 @@ async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_s
         .iter()
         .map(|note| note.text.clone())
         .collect();
-    assert_eq!(live, ["18:02 cut payment DB", "18:05 rollback"]);
+    assert_eq!(
+        live,
+        [
+            "18:02 cut payment DB",
+            "18:05 rollback",
+            "about the other one"
+        ]
+    );
     drop(state);
     store.close().await;
 
@@ -530,9 +561,14 @@ async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_s
     assert_eq!(listed[0]["author"], "alice");
     assert_eq!(listed[0]["run_id"], run.0);
     assert_eq!(listed[1]["author"], serde_json::Value::Null);
-    let latest = json(send(&state, get("/api/annotations?limit=1")).await).await;
-    assert_eq!(latest.as_array().expect("a list").len(), 1);
-    assert_eq!(latest[0]["text"], "18:05 rollback");
+    let latest = json(send(&state, get("/api/annotations?limit=2")).await).await;
+    let latest: Vec<&str> = latest
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|note| note["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(latest, ["18:05 rollback", "about the other one"]);
     // The live snapshot starts with them.
     let subscription = state.hub.subscribe();
     let snapshot = subscription.snapshot.text.as_str();
@@ -541,6 +577,8 @@ async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_s
     drop(subscription);
     // The game day page lists them, newest first.
     let page = text(send(&state, get("/gameday")).await).await;
+    let first = page.find("about the other one").expect("listed");
+    assert!(first < page.find("18:05 rollback").expect("listed"));
     let first = page.find("18:05 rollback").expect("listed");
     let second = page.find("18:02 cut payment DB").expect("listed");
     assert!(first < second);
