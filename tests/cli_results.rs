@@ -11,7 +11,7 @@ use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
 use controller::report::CSV_HEADER;
 use controller::runner::ControlClient;
 use controller::spec::ExperimentSpec;
-use controller::store::{RunRecord, Status, Store};
+use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
 use http::Method;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
@@ -247,7 +247,20 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
 async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
     let dir = TempDir::new("report");
     let db = dir.db();
-    let id = fill_store(&db, SPEC).await.to_string();
+    let experiment = fill_store(&db, SPEC).await;
+    let id = experiment.to_string();
+    let store = Store::open(&db).await.unwrap();
+    store
+        .insert_annotation(&NewAnnotation {
+            at_ms: 150_000,
+            text: "18:02 cut the payment database".into(),
+            author: Some("game-day lead".into()),
+            experiment_id: Some(ExperimentId(experiment)),
+            run_id: None,
+        })
+        .await
+        .unwrap();
+    store.close().await;
 
     let output = tolerant(&["report", &id, "--format", "csv", "--db", &db], &dir.0);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -259,6 +272,10 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["confidence"], 0.95);
+    assert_eq!(
+        json["annotations"][0]["text"], "18:02 cut the payment database",
+        "{json}"
+    );
 
     let output = tolerant(&["report", &id, "--db", &db], &dir.0);
     assert!(output.status.success(), "{}", text(&output.stderr));

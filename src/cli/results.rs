@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use controller::report::{Format, render, validation_markdown};
+use controller::report::{Format, render_annotated, validation_markdown};
 use controller::runner::ControlClient;
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::stats::{evaluate, load_experiment};
@@ -105,7 +105,8 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<()> {
     let store = open_existing(&args.db).await?;
     let id = ExperimentId(args.id);
     let stats = load_experiment(&store, id).await?;
-    let report = render(&stats, args.format)?;
+    let annotations = store.annotations(id).await?;
+    let report = render_annotated(&stats, &annotations, args.format)?;
     store.close().await;
     let directory = match (&args.out, args.format) {
         (Some(out), _) => out.clone(),

@@ -326,7 +326,8 @@ impl EmbeddedControl {
         Ok(())
     }
 
-    /// Runs every plan position that has no finished run yet, in plan order.
+    /// Runs every plan position that has no terminal run yet (finished, or stopped by its stop condition: a
+    /// verdict, not a crash), in plan order, as `tolerant run` resumes.
     async fn execute(&self, id: i64, name: String, spec: ExperimentSpec) {
         let experiment = ExperimentId(id);
         let store = &self.inner.store;
@@ -337,7 +338,7 @@ impl EmbeddedControl {
                 .await?;
             Ok::<_, controller::store::StoreError>(
                 store
-                    .finished_plan_indices(experiment)
+                    .terminal_plan_indices(experiment)
                     .await?
                     .into_iter()
                     .collect::<BTreeSet<usize>>(),
