@@ -22,13 +22,18 @@ async fn sidecar_in_front_of(upstream: SocketAddr) -> SocketAddr {
 }
 
 async fn sidecar_with_agent(upstream: SocketAddr, agent: Agent) -> SocketAddr {
-    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let sidecar = Sidecar::bind(agent, loopback, &format!("http://{upstream}"), loopback)
-        .await
-        .unwrap();
+    let sidecar = bind_sidecar(upstream, agent).await;
     let proxy = sidecar.proxy_address().unwrap();
     tokio::spawn(sidecar.serve());
     proxy
+}
+
+/// A sidecar bound to ephemeral loopback ports in front of `upstream`, not serving yet.
+async fn bind_sidecar(upstream: SocketAddr, agent: Agent) -> Sidecar {
+    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    Sidecar::bind(agent, loopback, &format!("http://{upstream}"), loopback)
+        .await
+        .unwrap()
 }
 
 /// An upstream that runs `script` on every connection it accepts; counts the connections.
@@ -456,15 +461,7 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_threaded_sidecar_spreads_connections_and_answers_on_all_of_them() {
     let (upstream, probe) = start_upstream().await;
-    let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let sidecar = Sidecar::bind(
-        Agent::new(AgentConfig::default()),
-        loopback,
-        &format!("http://{upstream}"),
-        loopback,
-    )
-    .await
-    .unwrap();
+    let sidecar = bind_sidecar(upstream, Agent::new(AgentConfig::default())).await;
     let proxy = sidecar.proxy_address().unwrap();
     tokio::spawn(sidecar.serve_threaded(std::num::NonZeroUsize::new(3).unwrap()));
     let mut clients = Vec::new();

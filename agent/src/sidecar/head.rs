@@ -249,6 +249,19 @@ fn map_parse_error(error: httparse::Error) -> HeadError {
     }
 }
 
+/// The length of a parsed head (`None`: not complete yet), refusing one over [`MAX_HEAD_BYTES`] whether complete
+/// or not. `buffered` is how many bytes the parser was given.
+fn head_length(
+    parsed: Result<httparse::Status<usize>, httparse::Error>,
+    buffered: usize,
+) -> Result<Option<usize>, HeadError> {
+    match parsed.map_err(map_parse_error)? {
+        httparse::Status::Complete(length) if length <= MAX_HEAD_BYTES => Ok(Some(length)),
+        httparse::Status::Partial if buffered <= MAX_HEAD_BYTES => Ok(None),
+        _ => Err(HeadError::TooLarge),
+    }
+}
+
 /// The path and query of a request target, and the authority of an absolute-form one.
 fn split_target(target: &str) -> Result<(&str, Option<&str>), HeadError> {
     if target.starts_with('/') || target == "*" {
@@ -288,13 +301,8 @@ pub fn parse_request<D>(
 ) -> Result<Option<(RequestHead, D)>, HeadError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut fields);
-    let head_len = match request.parse(input).map_err(map_parse_error)? {
-        httparse::Status::Complete(length) if length <= MAX_HEAD_BYTES => length,
-        httparse::Status::Complete(_) => return Err(HeadError::TooLarge),
-        httparse::Status::Partial if input.len() > MAX_HEAD_BYTES => {
-            return Err(HeadError::TooLarge);
-        }
-        httparse::Status::Partial => return Ok(None),
+    let Some(head_len) = head_length(request.parse(input), input.len())? else {
+        return Ok(None);
     };
     let (Some(method_text), Some(target), Some(minor)) =
         (request.method, request.path, request.version)
@@ -404,13 +412,8 @@ pub fn parse_response(
 ) -> Result<Option<ResponseHead>, HeadError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut fields);
-    let head_len = match response.parse(input).map_err(map_parse_error)? {
-        httparse::Status::Complete(length) if length <= MAX_HEAD_BYTES => length,
-        httparse::Status::Complete(_) => return Err(HeadError::TooLarge),
-        httparse::Status::Partial if input.len() > MAX_HEAD_BYTES => {
-            return Err(HeadError::TooLarge);
-        }
-        httparse::Status::Partial => return Ok(None),
+    let Some(head_len) = head_length(response.parse(input), input.len())? else {
+        return Ok(None);
     };
     let (Some(minor), Some(status)) = (response.version, response.code) else {
         return Err(HeadError::Malformed("incomplete status line"));

@@ -197,19 +197,27 @@ impl Drop for LiveConnection {
     }
 }
 
+/// The next connection, with `TCP_NODELAY` set. A failed accept (out of file descriptors and the like) is logged
+/// and retried after a pause instead of spinning.
+async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, address)) => {
+                let _ = stream.set_nodelay(true);
+                return (stream, address);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 /// Accepts connections and gives each to the worker serving the fewest. Returns only if a worker is gone.
 async fn hand_out(listener: TcpListener, workers: &[Worker]) -> io::Error {
     loop {
-        let (stream, client_address) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(%error, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+        let (stream, client_address) = accept(&listener).await;
         let stream = match stream.into_std() {
             Ok(stream) => stream,
             Err(error) => {
@@ -236,16 +244,7 @@ async fn hand_out(listener: TcpListener, workers: &[Worker]) -> io::Error {
 
 async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()> {
     loop {
-        let (stream, client_address) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(%error, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+        let (stream, client_address) = accept(&listener).await;
         tokio::spawn(connection::serve(
             stream,
             client_address.ip(),
