@@ -183,6 +183,29 @@ async fn left_by_a_dead_controller(
     id
 }
 
+/// [`FIVE_POSITIONS`] as a dead controller left it, with every kind of stored attempt: 0 finished, 1 stopped by its
+/// condition, 2 aborted because the fault could not be applied (not a verdict), 3 interrupted (marked so already),
+/// 4 never started.
+async fn every_kind_of_attempt(store: &Store, spec: &ExperimentSpec) -> ExperimentId {
+    let id = left_by_a_dead_controller(
+        store,
+        spec,
+        &[
+            (0, Status::Finished, None),
+            (1, Status::Aborted, Some(stop_reason())),
+            (
+                2,
+                Status::Aborted,
+                Some("fault not applied: PUT http://agent: connection refused".into()),
+            ),
+        ],
+        3,
+    )
+    .await;
+    assert_eq!(store.mark_interrupted(id, 30).await.expect("mark"), 1);
+    id
+}
+
 /// Runs by plan position: (position, status, run id), in plan order then attempt order.
 fn attempts(runs: &[RunRow]) -> Vec<(i64, Status, RunId)> {
     runs.iter()
@@ -196,24 +219,7 @@ async fn terminal_positions_are_the_finished_ones_and_those_the_stop_condition_a
     let spec = ExperimentSpec::parse(FIVE_POSITIONS).expect("spec");
     assert!(stop_reason().starts_with(STOP_CONDITION_REASON));
     for store in stores(&dir).await {
-        // 0 finished, 1 stopped by its condition, 2 aborted because the fault could not be
-        // applied (not a verdict), 3 interrupted, 4 never started.
-        let id = left_by_a_dead_controller(
-            &store,
-            &spec,
-            &[
-                (0, Status::Finished, None),
-                (1, Status::Aborted, Some(stop_reason())),
-                (
-                    2,
-                    Status::Aborted,
-                    Some("fault not applied: PUT http://agent: connection refused".into()),
-                ),
-            ],
-            3,
-        )
-        .await;
-        assert_eq!(store.mark_interrupted(id, 30).await.expect("mark"), 1);
+        let id = every_kind_of_attempt(&store, &spec).await;
 
         assert_eq!(
             store.terminal_plan_indices(id).await.expect("query"),
@@ -238,22 +244,7 @@ async fn a_stopped_position_shows_as_stopped_in_the_figures_and_the_report() {
     let dir = TempDir::new("stopped-report");
     let spec = ExperimentSpec::parse(FIVE_POSITIONS).expect("spec");
     for store in stores(&dir).await {
-        let id = left_by_a_dead_controller(
-            &store,
-            &spec,
-            &[
-                (0, Status::Finished, None),
-                (1, Status::Aborted, Some(stop_reason())),
-                (
-                    2,
-                    Status::Aborted,
-                    Some("fault not applied: PUT http://agent: connection refused".into()),
-                ),
-            ],
-            3,
-        )
-        .await;
-        assert_eq!(store.mark_interrupted(id, 30).await.expect("mark"), 1);
+        let id = every_kind_of_attempt(&store, &spec).await;
         let stopped_run = store.runs(id).await.expect("runs")[1].id;
 
         let stats = load_experiment(&store, id).await.expect("stats");
