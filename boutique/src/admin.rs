@@ -1,5 +1,6 @@
 //! Admin and observability endpoints every service mounts outside its worker pool: `/_healthz`, `/metrics`,
-//! `/_breakers`, `/_breakers/stream`, `PUT /_admin/breakers`, `POST /_admin/reset`, `/_pool`.
+//! `/_breakers`, `/_breakers/stream`, `GET`/`PUT /_admin/breakers` (the whole breaker config), `PUT
+//! /_admin/breakers/mode` (the mode alone, the rest of the config kept), `POST /_admin/reset`, `/_pool`.
 
 use std::sync::Arc;
 
@@ -45,7 +46,11 @@ pub fn router(ctx: Arc<ServiceContext>, hooks: Arc<dyn ServiceHooks>) -> Router 
         .route("/metrics", get(render_metrics))
         .route("/_breakers", get(breakers))
         .route("/_breakers/stream", get(breaker_stream))
-        .route("/_admin/breakers", put(replace_breaker_config))
+        .route(
+            "/_admin/breakers",
+            get(current_breaker_config).put(replace_breaker_config),
+        )
+        .route("/_admin/breakers/mode", put(switch_breaker_mode))
         .route("/_admin/reset", post(reset))
         .route("/_pool", get(pool))
         .with_state(AdminState { ctx, hooks })
@@ -184,6 +189,50 @@ async fn replace_breaker_config(
         .and_then(|value| value.to_str().ok());
     match parse_breaker_config(content_type, &body) {
         Ok(config) => {
+            state.ctx.registry.set_config(config);
+            Json(state.ctx.registry.snapshots()).into_response()
+        }
+        Err(message) => error(StatusCode::BAD_REQUEST, message),
+    }
+}
+
+/// The config every breaker of the service runs with (JSON).
+async fn current_breaker_config(State(state): State<AdminState>) -> Response {
+    Json(state.ctx.registry.config()).into_response()
+}
+
+/// Reads the body of `PUT /_admin/breakers/mode`, `{"mode": "shadow"}`; errors name the field.
+pub fn parse_mode_switch(body: &[u8]) -> Result<breaker::Mode, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|err| format!("body: not JSON ({err})"))?;
+    let object = value
+        .as_object()
+        .ok_or(r#"body: expected a JSON object like {"mode": "shadow"}"#)?;
+    if let Some(unknown) = object.keys().find(|key| *key != "mode") {
+        return Err(format!(
+            "{unknown}: unknown field (the only field is `mode`)"
+        ));
+    }
+    let mode = object.get("mode").ok_or("mode: missing")?;
+    serde_json::from_value(mode.clone()).map_err(|_| {
+        format!("mode: {mode} is not one of \"enforce\", \"shadow\", \"forced-open\", \"disabled\"")
+    })
+}
+
+/// Switches every breaker's mode and keeps the rest of its config (detectors, open window, probes), as a game
+/// day's "breaker off/on" switch means.
+async fn switch_breaker_mode(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
+        return denied.into_response();
+    }
+    match parse_mode_switch(&body) {
+        Ok(mode) => {
+            let mut config = state.ctx.registry.config();
+            config.mode = mode;
             state.ctx.registry.set_config(config);
             Json(state.ctx.registry.snapshots()).into_response()
         }

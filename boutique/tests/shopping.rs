@@ -266,6 +266,54 @@ async fn admin_endpoints_need_the_token_and_answer_outside_the_pool() {
         "{snapshots}"
     );
 
+    // The game-day switch changes the mode alone: the detectors and the open window stay as configured.
+    let configured = admin
+        .put(format!("{checkout}/_admin/breakers"))
+        .bearer_auth(TOKEN)
+        .body("mode = \"enforce\"\n[trip]\nconsecutive_failures = 3\n[open]\nbase = \"7s\"\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(configured.status(), 200);
+    let switch = |body: &'static str, token: Option<&'static str>| {
+        let request = admin
+            .put(format!("{checkout}/_admin/breakers/mode"))
+            .header("content-type", "application/json")
+            .body(body);
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        async move { request.send().await.unwrap() }
+    };
+    assert_eq!(switch(r#"{"mode":"shadow"}"#, None).await.status(), 401);
+    for (body, field) in [
+        (r#"{"mode":"sideways"}"#, "mode:"),
+        (r#"{}"#, "mode: missing"),
+        (r#"{"mode":"shadow","trip":{}}"#, "trip:"),
+        ("mode = shadow", "body:"),
+    ] {
+        let refused = switch(body, Some(TOKEN)).await;
+        assert_eq!(refused.status(), 400, "{body}");
+        let message = refused.text().await.unwrap();
+        assert!(message.contains(field), "{body}: {message}");
+    }
+    assert_eq!(
+        switch(r#"{"mode":"shadow"}"#, Some(TOKEN)).await.status(),
+        200
+    );
+    let config: serde_json::Value = admin
+        .get(format!("{checkout}/_admin/breakers"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(config["mode"], "shadow", "{config}");
+    assert_eq!(config["trip"]["consecutive_failures"], 3, "{config}");
+    assert_eq!(config["open"]["base"], "7s", "{config}");
+
     let reset = admin
         .post(format!("{checkout}/_admin/reset"))
         .bearer_auth(TOKEN)

@@ -1,6 +1,6 @@
 //! The dashboard over the real embedded stack, without a browser: the API creates and starts an experiment,
-//! the websocket streams its progress after a snapshot, abort stops it with the fault cleared at once, and
-//! halt answers only with the token.
+//! the websocket streams its progress after a snapshot, abort stops it with the fault cleared at once, halt
+//! answers only with the token, and the breaker-mode switch keeps the breakers' configured detectors.
 
 use std::time::{Duration, Instant};
 
@@ -159,6 +159,31 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
         )
         .await;
     assert!(again.is_err_and(|error| error.to_string().contains("409")));
+
+    // The game-day mode switch changes the mode and keeps each breaker's configured detectors.
+    let checkout = dashboard.stack().url(boutique::ServiceName::Checkout);
+    let configured = breaker::BreakerConfig::from_toml_str("[trip]\nconsecutive_failures = 3\n")
+        .expect("config");
+    client
+        .set_breakers(&checkout, &configured)
+        .await
+        .expect("configure checkout's breakers");
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/breakers"),
+        r#"{"service":"checkout","mode":"shadow"}"#,
+    )
+    .await;
+    let config = json(
+        &client,
+        Method::GET,
+        &format!("{checkout}/_admin/breakers"),
+        "",
+    )
+    .await;
+    assert_eq!(config["mode"], "shadow", "{config}");
+    assert_eq!(config["trip"]["consecutive_failures"], 3, "{config}");
 
     dashboard.shutdown().await;
 }

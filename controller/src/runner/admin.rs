@@ -126,6 +126,24 @@ impl ControlClient {
         .map(drop)
     }
 
+    /// `PUT {service}/_admin/breakers/mode`: every breaker of the service switches to `mode` and keeps the rest
+    /// of its config.
+    pub async fn set_breaker_mode(
+        &self,
+        service_url: &str,
+        mode: breaker::Mode,
+    ) -> Result<(), ControlError> {
+        let body = serde_json::json!({ "mode": mode.as_str() }).to_string();
+        self.call(
+            Method::PUT,
+            &format!("{service_url}/_admin/breakers/mode"),
+            Some("application/json"),
+            Bytes::from(body),
+        )
+        .await
+        .map(drop)
+    }
+
     /// `PUT {agent}/_agent/faults/{id}`.
     pub async fn put_fault(
         &self,

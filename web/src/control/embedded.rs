@@ -961,8 +961,12 @@ impl Control for EmbeddedControl {
 
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()> {
         Box::pin(async move {
-            let config = breaker::BreakerConfig::from_toml_str(&format!("mode = \"{mode}\""))
-                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+            let mode: breaker::Mode =
+                serde_json::from_value(serde_json::Value::String(mode.clone())).map_err(|_| {
+                    ControlError::Invalid(format!(
+                        "mode: `{mode}` is not one of enforce, shadow, forced-open, disabled"
+                    ))
+                })?;
             let targets: Vec<String> = match &service {
                 Some(name) => vec![self.service_url(name).ok_or_else(|| {
                     ControlError::Invalid(format!("service: no service `{name}`"))
@@ -978,7 +982,7 @@ impl Control for EmbeddedControl {
             for url in targets {
                 self.inner
                     .client
-                    .set_breakers(&url, &config)
+                    .set_breaker_mode(&url, mode)
                     .await
                     .map_err(failed)?;
             }

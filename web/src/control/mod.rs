@@ -181,7 +181,8 @@ pub trait Control: Send + Sync + 'static {
     fn halt(&self) -> ControlFuture<'_, ()>;
     fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()>;
     fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()>;
-    /// Switches the mode of every breaker (of one service, or of all when `service` is `None`).
+    /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
+    /// breaker's config stays as it was.
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form).
     fn services(&self) -> Vec<String>;
