@@ -217,3 +217,49 @@ window = "3s"
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
 }
+
+/// Preflight against the embedded stack: it passes as started; a service nobody answers for, a wrong token, or an
+/// agent nobody answers for each fail naming the target, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() {
+    let spec = ExperimentSpec::parse(SWEEP).unwrap();
+    let db = std::env::temp_dir().join(format!("tolerant-preflight-{}.db", std::process::id()));
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
+    Runner::new(store.clone(), testbed.clone())
+        .check_testbed()
+        .await
+        .expect("the embedded stack passes its preflight");
+
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+
+    let mut missing_cart = testbed.clone();
+    for (name, url) in &mut missing_cart.services {
+        if name == "cart" {
+            url.clone_from(&nowhere);
+        }
+    }
+    let mut wrong_token = testbed.clone();
+    wrong_token.token = "not-the-token".into();
+    let mut missing_agent = testbed.clone();
+    missing_agent.agent.clone_from(&nowhere);
+    for (testbed, named, says) in [
+        (missing_cart, "targets.cart:", "does not answer"),
+        (wrong_token, "targets.", "refuses the token"),
+        (missing_agent, "targets.agent:", "does not answer"),
+    ] {
+        let error = Runner::new(store.clone(), testbed)
+            .check_testbed()
+            .await
+            .expect_err("preflight should fail")
+            .to_string();
+        assert!(error.contains(named) && error.contains(says), "{error}");
+    }
+    stack.shutdown().await;
+    assert!(store.experiments().await.unwrap().is_empty());
+    store.close().await;
+    let _ = std::fs::remove_file(&db);
+}

@@ -154,7 +154,12 @@ async fn execute(
         (None, external_testbed(spec, token)?)
     };
     let runner = Runner::new(store.clone(), testbed);
-    let result = drive(&runner, spec, choice, quiet).await;
+    // Every target must answer and take the token before anything is stored or changed.
+    let checked = runner.check_testbed().await;
+    let result = match checked {
+        Ok(()) => drive(&runner, spec, choice, quiet).await,
+        Err(error) => Err(error.into()),
+    };
     if let Some(stack) = stack {
         stack.shutdown().await;
     }

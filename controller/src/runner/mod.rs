@@ -5,6 +5,7 @@
 
 mod admin;
 mod agent_stream;
+mod preflight;
 mod resume;
 mod sampler;
 mod stop;
