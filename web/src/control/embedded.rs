@@ -10,7 +10,7 @@
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
 //! written; a new control puts the latest stored ones back into the hub, so a restarted dashboard shows them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -327,26 +327,13 @@ impl EmbeddedControl {
     }
 
     /// Runs every plan position that has no terminal run yet (finished, or stopped by its stop condition: a
-    /// verdict, not a crash), in plan order, as `tolerant run` resumes.
+    /// verdict, not a crash), in plan order: prepared exactly as `tolerant run` resumes
+    /// ([`controller::runner::Runner::prepare_resume`]: leftover faults cleared, a dead attempt marked interrupted).
     async fn execute(&self, id: i64, name: String, spec: ExperimentSpec) {
         let experiment = ExperimentId(id);
         let store = &self.inner.store;
-        let outcome = async {
-            store.mark_interrupted(experiment, now()).await?;
-            store
-                .set_experiment_status(experiment, Status::Running, now(), None)
-                .await?;
-            Ok::<_, controller::store::StoreError>(
-                store
-                    .terminal_plan_indices(experiment)
-                    .await?
-                    .into_iter()
-                    .collect::<BTreeSet<usize>>(),
-            )
-        }
-        .await;
-        let done = match outcome {
-            Ok(done) => done,
+        let done = match self.inner.runner.prepare_resume(&spec, experiment).await {
+            Ok(point) => point.done,
             Err(error) => {
                 tracing::warn!(experiment = id, %error, "experiment could not start");
                 return;
