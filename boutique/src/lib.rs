@@ -10,6 +10,7 @@ pub mod admin;
 pub mod client;
 pub mod config;
 pub mod context;
+pub mod cookies;
 pub mod data;
 pub mod error;
 pub mod loadgen;

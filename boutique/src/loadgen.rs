@@ -2,7 +2,6 @@
 //! requests, form fields and redirect following, one virtual user per task with its own cookie jar.
 //! Used by the task-mix test and the benchmark; the controller brings the full load driver.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,6 +15,7 @@ use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
 
 use crate::client::REJECTED_HEADER;
+use crate::cookies::CookieJar;
 use crate::data::{LOAD_GENERATOR_CURRENCIES, PRODUCT_IDS};
 
 /// Redirects followed per request at most (Locust's FastHttpUser follows them).
@@ -73,47 +73,6 @@ impl RequestRecord {
     /// Whether the user got a page (2xx after redirects).
     pub fn is_ok(&self) -> bool {
         (200..300).contains(&self.status)
-    }
-}
-
-/// Per-user cookie jar (name → value), updated from `Set-Cookie`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CookieJar {
-    cookies: BTreeMap<String, String>,
-}
-
-impl CookieJar {
-    /// Applies one `Set-Cookie` header value.
-    pub fn store(&mut self, set_cookie: &str) {
-        let mut parts = set_cookie.split(';');
-        let Some((name, value)) = parts.next().and_then(|pair| pair.trim().split_once('=')) else {
-            return;
-        };
-        let expired = parts.any(|attribute| {
-            let attribute = attribute.trim().to_ascii_lowercase();
-            attribute == "max-age=0" || attribute.starts_with("max-age=-")
-        });
-        if expired || value.is_empty() {
-            self.cookies.remove(name);
-        } else {
-            self.cookies.insert(name.to_owned(), value.to_owned());
-        }
-    }
-
-    /// The `Cookie` header value, if any cookie is set.
-    pub fn header(&self) -> Option<String> {
-        (!self.cookies.is_empty()).then(|| {
-            self.cookies
-                .iter()
-                .map(|(name, value)| format!("{name}={value}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-    }
-
-    /// The value of one cookie.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.cookies.get(name).map(String::as_str)
     }
 }
 
@@ -450,7 +409,7 @@ impl VirtualUser {
             .method(method.clone())
             .uri(format!("{}{}", self.base_url, path));
         if let Some(cookies) = self.cookies.header() {
-            request = request.header(header::COOKIE, cookies);
+            request = request.header(header::COOKIE, cookies.clone());
         }
         let body = match form {
             Some(form) => {
@@ -462,11 +421,7 @@ impl VirtualUser {
         let request = request.body(body).map_err(|_| ())?;
         let response = self.client.request(request).await.map_err(|_| ())?;
         let status = response.status();
-        for value in response.headers().get_all(header::SET_COOKIE) {
-            if let Ok(value) = value.to_str() {
-                self.cookies.store(value);
-            }
-        }
+        self.cookies.store(response.headers());
         let location = response
             .headers()
             .get(header::LOCATION)
@@ -501,19 +456,6 @@ mod tests {
     }
 
     #[test]
-    fn cookie_jar_stores_and_expires() {
-        let mut jar = CookieJar::default();
-        jar.store("shop_session-id=abc; Path=/; Max-Age=172800");
-        jar.store("shop_currency=EUR; Path=/");
-        assert_eq!(
-            jar.header().unwrap(),
-            "shop_currency=EUR; shop_session-id=abc"
-        );
-        jar.store("shop_currency=; Path=/; Max-Age=0");
-        assert_eq!(jar.get("shop_currency"), None);
-    }
-
-    #[test]
     fn form_encoding_escapes_like_a_browser() {
         let encoded = encode_form(&[
             ("country", "Korea, Republic of".into()),
@@ -531,7 +473,7 @@ mod tests {
             SmallRng::seed_from_u64(3),
             2026,
         );
-        let mut counts = BTreeMap::new();
+        let mut counts = std::collections::BTreeMap::new();
         for _ in 0..19_000 {
             *counts.entry(user.pick_task()).or_insert(0u32) += 1;
         }

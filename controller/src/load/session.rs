@@ -15,6 +15,8 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+pub use boutique::cookies::CookieJar;
+
 use super::outcome::{Outcome, REJECTED_HEADER};
 
 /// Redirects followed per request before the response is taken as final.
@@ -35,64 +37,6 @@ impl Target {
         let host =
             HeaderValue::from_str(&addr.to_string()).expect("a socket address is a valid header");
         Target { addr, host }
-    }
-}
-
-/// Cookies a session holds (name → value), sent back on every request like a browser would.
-#[derive(Debug, Default, Clone)]
-pub struct CookieJar {
-    cookies: Vec<(String, String)>,
-    header: Option<HeaderValue>,
-}
-
-impl CookieJar {
-    /// Takes `Set-Cookie` headers into the jar (`Max-Age=0` removes the cookie).
-    pub fn store(&mut self, headers: &http::HeaderMap) {
-        let mut changed = false;
-        for value in headers.get_all(header::SET_COOKIE) {
-            let Ok(value) = value.to_str() else { continue };
-            let mut parts = value.split(';');
-            let Some((name, cookie_value)) = parts.next().and_then(|pair| pair.split_once('='))
-            else {
-                continue;
-            };
-            let (name, cookie_value) = (name.trim(), cookie_value.trim());
-            let removed = parts.any(|attribute| {
-                attribute
-                    .trim()
-                    .to_ascii_lowercase()
-                    .strip_prefix("max-age=")
-                    .is_some_and(|age| age.trim().starts_with('0') || age.trim().starts_with('-'))
-            });
-            self.cookies.retain(|(existing, _)| existing != name);
-            if !removed {
-                self.cookies
-                    .push((name.to_owned(), cookie_value.to_owned()));
-            }
-            changed = true;
-        }
-        if changed {
-            self.header = (!self.cookies.is_empty()).then(|| {
-                let joined = self
-                    .cookies
-                    .iter()
-                    .map(|(name, value)| format!("{name}={value}"))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                HeaderValue::from_str(&joined).unwrap_or(HeaderValue::from_static(""))
-            });
-        }
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.cookies
-            .iter()
-            .find(|(existing, _)| existing == name)
-            .map(|(_, value)| value.as_str())
-    }
-
-    fn header(&self) -> Option<&HeaderValue> {
-        self.header.as_ref()
     }
 }
 
@@ -260,39 +204,6 @@ enum SessionError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cookie_jar_keeps_latest_value_and_removes_expired() {
-        let mut jar = CookieJar::default();
-        let mut headers = http::HeaderMap::new();
-        headers.append(
-            header::SET_COOKIE,
-            HeaderValue::from_static("shop_session-id=abc; Path=/; Max-Age=172800"),
-        );
-        headers.append(
-            header::SET_COOKIE,
-            HeaderValue::from_static("shop_currency=EUR"),
-        );
-        jar.store(&headers);
-        assert_eq!(jar.get("shop_session-id"), Some("abc"));
-        assert_eq!(
-            jar.header().unwrap(),
-            "shop_session-id=abc; shop_currency=EUR"
-        );
-
-        let mut headers = http::HeaderMap::new();
-        headers.append(
-            header::SET_COOKIE,
-            HeaderValue::from_static("shop_currency=JPY"),
-        );
-        headers.append(
-            header::SET_COOKIE,
-            HeaderValue::from_static("shop_session-id=; Max-Age=0"),
-        );
-        jar.store(&headers);
-        assert_eq!(jar.get("shop_session-id"), None);
-        assert_eq!(jar.header().unwrap(), "shop_currency=JPY");
-    }
 
     #[test]
     fn redirects_keep_only_same_origin_paths() {
