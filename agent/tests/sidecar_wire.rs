@@ -80,12 +80,18 @@ fn field<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 async fn read_response(stream: &mut TcpStream) -> (String, String) {
     let head = read_head(stream).await;
     let length: usize = field(&head, "content-length").map_or(0, |value| value.parse().unwrap());
-    let mut body = vec![0; length];
-    tokio::time::timeout(PATIENCE, stream.read_exact(&mut body))
-        .await
-        .unwrap()
-        .unwrap();
+    let body = read_exactly(stream, length).await;
     (head, String::from_utf8(body).unwrap())
+}
+
+/// Reads exactly `length` bytes, bounded by [`PATIENCE`].
+async fn read_exactly(stream: &mut TcpStream, length: usize) -> Vec<u8> {
+    let mut bytes = vec![0; length];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut bytes))
+        .await
+        .expect("not enough bytes in time")
+        .unwrap();
+    bytes
 }
 
 async fn read_to_end(stream: &mut TcpStream) -> String {
@@ -169,17 +175,10 @@ async fn an_upgrade_becomes_a_tunnel_both_ways() {
     let head = read_head(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     assert_eq!(field(&head, "upgrade"), Some("echo"));
-    let mut welcome = [0u8; 8];
-    client.read_exact(&mut welcome).await.unwrap();
-    assert_eq!(&welcome, b"welcome;");
+    assert_eq!(read_exactly(&mut client, 8).await, b"welcome;");
     for message in [&b"ping"[..], b"\x00\xff binary \r\n\r\n"] {
         client.write_all(message).await.unwrap();
-        let mut echoed = vec![0; message.len()];
-        tokio::time::timeout(PATIENCE, client.read_exact(&mut echoed))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(echoed, message);
+        assert_eq!(read_exactly(&mut client, message.len()).await, message);
     }
 }
 
@@ -372,12 +371,7 @@ async fn chunked_answers_keep_their_chunks_and_trailers() {
             .unwrap();
         let head = read_head(&mut client).await;
         assert_eq!(field(&head, "transfer-encoding"), Some("chunked"), "{head}");
-        let mut body = vec![0; BODY.len()];
-        tokio::time::timeout(PATIENCE, client.read_exact(&mut body))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(body, BODY);
+        assert_eq!(read_exactly(&mut client, BODY.len()).await, BODY);
     }
 }
 
