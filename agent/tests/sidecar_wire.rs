@@ -84,6 +84,13 @@ async fn read_response(stream: &mut TcpStream) -> (String, String) {
     (head, String::from_utf8(body).unwrap())
 }
 
+/// Opens a connection to `proxy` and writes `bytes` on it.
+async fn connect_and_send(proxy: SocketAddr, bytes: &[u8]) -> TcpStream {
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    client.write_all(bytes).await.unwrap();
+    client
+}
+
 /// Reads exactly `length` bytes, bounded by [`PATIENCE`].
 async fn read_exactly(stream: &mut TcpStream, length: usize) -> Vec<u8> {
     let mut bytes = vec![0; length];
@@ -107,13 +114,7 @@ async fn read_to_end(stream: &mut TcpStream) -> String {
 async fn pipelined_requests_are_answered_in_order() {
     let (upstream, probe) = start_upstream().await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(
-            b"GET /status/201 HTTP/1.1\r\nHost: a\r\n\r\nGET /status/404 HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
-        )
-        .await
-        .unwrap();
+    let mut client = connect_and_send(proxy, b"GET /status/201 HTTP/1.1\r\nHost: a\r\n\r\nGET /status/404 HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n").await;
     let (first, body) = read_response(&mut client).await;
     assert!(first.starts_with("HTTP/1.1 201 "), "{first}");
     assert_eq!(body, "status 201");
@@ -140,11 +141,7 @@ async fn http_1_0_requests_go_upstream_as_1_0_and_close() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"GET /old HTTP/1.0\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(proxy, b"GET /old HTTP/1.0\r\n\r\n").await;
     let answer = read_to_end(&mut client).await;
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     assert!(answer.contains("connection: close\r\n"), "{answer}");
@@ -167,11 +164,11 @@ async fn an_upgrade_becomes_a_tunnel_both_ways() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(
+        proxy,
+        b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo\r\n\r\n",
+    )
+    .await;
     let head = read_head(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     assert_eq!(field(&head, "upgrade"), Some("echo"));
@@ -198,11 +195,11 @@ async fn expect_continue_goes_upstream_and_its_interim_answer_comes_back() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"POST /upload HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(
+        proxy,
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    )
+    .await;
     // The body is sent only after the interim answer, as a careful client does.
     let interim = read_head(&mut client).await;
     assert_eq!(interim, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -216,13 +213,11 @@ async fn expect_continue_goes_upstream_and_its_interim_answer_comes_back() {
 async fn head_answers_have_no_body_and_the_connection_goes_on() {
     let (upstream, _) = start_upstream().await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(
-            b"HEAD /big HTTP/1.1\r\nHost: a\r\n\r\nGET /status/202 HTTP/1.1\r\nHost: a\r\n\r\n",
-        )
-        .await
-        .unwrap();
+    let mut client = connect_and_send(
+        proxy,
+        b"HEAD /big HTTP/1.1\r\nHost: a\r\n\r\nGET /status/202 HTTP/1.1\r\nHost: a\r\n\r\n",
+    )
+    .await;
     let head = read_head(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     assert_eq!(
@@ -249,8 +244,7 @@ async fn unacceptable_requests_get_a_4xx_naming_the_field_and_never_reach_the_up
         (b"CONNECT db:5432 HTTP/1.1\r\n\r\n", "501", "CONNECT"),
     ];
     for (request, status, named) in cases {
-        let mut client = TcpStream::connect(proxy).await.unwrap();
-        client.write_all(request).await.unwrap();
+        let mut client = connect_and_send(proxy, request).await;
         let answer = read_to_end(&mut client).await;
         assert!(
             answer.starts_with(&format!("HTTP/1.1 {status} ")),
@@ -281,11 +275,7 @@ async fn a_client_that_gives_up_releases_its_upstream_connection() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
+    let client = connect_and_send(proxy, b"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n").await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(client);
     tokio::time::timeout(PATIENCE, closed.recv())
@@ -338,11 +328,7 @@ async fn a_body_that_runs_until_close_is_passed_on_and_the_client_told() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(proxy, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").await;
     let answer = read_to_end(&mut client).await;
     assert!(answer.contains("connection: close\r\n"), "{answer}");
     assert!(answer.ends_with("\r\n\r\npart one, part two"), "{answer}");
@@ -383,11 +369,7 @@ async fn a_garbled_upstream_answer_is_a_bad_gateway() {
     })
     .await;
     let proxy = sidecar_in_front_of(upstream).await;
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(proxy, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").await;
     let answer = read_to_end(&mut client).await;
     assert!(
         answer.starts_with("HTTP/1.1 502 Bad Gateway\r\n"),
@@ -413,12 +395,8 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
         ..FaultSpec::error(503, 1.0)
     };
     agent.put("fail", only_fail).unwrap();
-    let mut client = TcpStream::connect(proxy).await.unwrap();
     // A body that came whole with its head is skipped, and the next request on the connection goes through.
-    client
-        .write_all(b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbodyGET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(proxy, b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbodyGET / HTTP/1.1\r\nHost: a\r\n\r\n").await;
     let (head, body) = read_response(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
     assert_eq!(body, "payment is down");
@@ -429,11 +407,11 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
     assert_eq!(body, "hello");
 
     // An injected answer to HEAD has no body: the next answer on the connection starts right after its head.
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"HEAD /fail HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(
+        proxy,
+        b"HEAD /fail HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    )
+    .await;
     let head = read_head(&mut client).await;
     assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
     let (head, body) = read_response(&mut client).await;
@@ -441,11 +419,11 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
     assert_eq!(body, "hello");
 
     // A body still to come would have to be waited for: the answer closes the connection instead.
-    let mut client = TcpStream::connect(proxy).await.unwrap();
-    client
-        .write_all(b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\npart")
-        .await
-        .unwrap();
+    let mut client = connect_and_send(
+        proxy,
+        b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\npart",
+    )
+    .await;
     let answer = read_to_end(&mut client).await;
     assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     assert!(answer.contains("connection: close\r\n"), "{answer}");
