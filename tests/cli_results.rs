@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
 use controller::report::CSV_HEADER;
-use controller::runner::ControlClient;
+use controller::runner::AdminClient;
 use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
 use http::Method;
@@ -341,7 +341,7 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
             .unwrap(),
     );
     let agent_url = format!("http://{control}");
-    let client = ControlClient::new(TOKEN);
+    let client = AdminClient::new(TOKEN);
     let fault = Bytes::from_static(br#"{"kind":"error","status":500,"rate":1.0,"lease":"60s"}"#);
     let put = format!("{agent_url}/_agent/faults/test");
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -45,7 +45,7 @@ pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(10 * 60);
 /// Default cap on how long a `hang` fault holds a request.
 pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60);
 /// Path prefix of the control API; requests under it are never faulted nor counted.
-pub const CONTROL_PATH_PREFIX: &str = "/_agent/";
+pub const FAULT_API_PREFIX: &str = "/_agent/";
 
 /// How many events a slow websocket subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 1024;
@@ -222,8 +222,8 @@ impl Agent {
     }
 
     /// The control API (`/_agent/...`) as an axum router.
-    pub fn control_router(&self) -> axum::Router {
-        crate::control::router(self.clone())
+    pub fn fault_api_router(&self) -> axum::Router {
+        crate::fault_api::router(self.clone())
     }
 
     /// The counters in Prometheus text format.
@@ -382,7 +382,7 @@ impl Agent {
 
     /// Decides what to do to one request (see the module docs for the order and the draws).
     pub(crate) fn decide(&self, method: &Method, path: &str) -> Option<Injection> {
-        if path.starts_with(CONTROL_PATH_PREFIX) {
+        if path.starts_with(FAULT_API_PREFIX) {
             return None;
         }
         let request_index = self

@@ -3,7 +3,7 @@
 //! - [`Agent`] holds the fault table, draws per request from a seeded stream, reaps expired leases and publishes
 //!   events and counters.
 //! - [`Agent::layer`] is a tower layer for embedding in a service (Payment in the boutique uses it).
-//! - [`Agent::control_router`] serves the control API of `design.md` under `/_agent/`.
+//! - [`Agent::fault_api_router`] serves the fault API (control of faults) of `design.md` under `/_agent/`.
 //! - [`sidecar`] is the standalone reverse proxy behind `tolerant agent`.
 //! - [`api`] holds the wire types shared with the controller.
 //!
@@ -18,15 +18,15 @@
 
 mod agent;
 pub mod api;
-mod control;
+mod fault_api;
 pub mod inject;
 mod metrics;
 pub mod rng;
 pub mod sidecar;
 
 pub use agent::{
-    Agent, AgentConfig, AgentError, CONTROL_PATH_PREFIX, DEFAULT_LEASE, DEFAULT_MAX_HOLD,
-    DEFAULT_MAX_LEASE, PutOutcome,
+    Agent, AgentConfig, AgentError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,
+    FAULT_API_PREFIX, PutOutcome,
 };
-pub use control::PROMETHEUS_CONTENT_TYPE;
+pub use fault_api::PROMETHEUS_CONTENT_TYPE;
 pub use inject::{FaultBody, FaultLayer, FaultService};

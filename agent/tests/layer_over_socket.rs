@@ -18,7 +18,7 @@ async fn serve_app(agent: &Agent) -> SocketAddr {
     let app = Router::new()
         .route("/charge", get(|| async { "charged" }))
         .layer(agent.layer())
-        .merge(agent.control_router());
+        .merge(agent.fault_api_router());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -152,7 +152,7 @@ fn build_service(
             });
             let router = business
                 .merge(admin::router(ctx.clone(), hooks))
-                .merge(agent.control_router());
+                .merge(agent.fault_api_router());
             BuiltService {
                 router,
                 agent: Some(agent),

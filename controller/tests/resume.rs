@@ -13,7 +13,7 @@ use std::time::Duration;
 use controller::load::{EndpointSecond, LatencySummary, OutcomeCounts, SecondStats};
 use controller::report::{Format, report};
 use controller::runner::{
-    ControlClient, Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, Testbed,
+    AdminClient, Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, Testbed,
     choose_start, fault_spec, start_embedded_stack,
 };
 use controller::spec::{ExperimentSpec, PlannedRun, StopSpec};
@@ -460,7 +460,7 @@ async fn agent_over_http() -> (agent::Agent, String, tokio::task::JoinHandle<()>
         .await
         .expect("bind loopback");
     let address = listener.local_addr().expect("local address");
-    let router = agent.control_router();
+    let router = agent.fault_api_router();
     let server = tokio::spawn(async move {
         axum::serve(listener, router).await.expect("serve agent");
     });
@@ -494,7 +494,7 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
         .await;
         let running = store.runs(id).await.expect("runs")[1].id;
         let fault_id = format!("experiment-{id}-run-{running}");
-        ControlClient::new(AGENT_TOKEN)
+        AdminClient::new(AGENT_TOKEN)
             .put_fault(&agent_url, &fault_id, &fault_spec(&spec, &plan[1]))
             .await
             .expect("put fault over HTTP");
@@ -504,10 +504,7 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
         let refused = Runner::new(store.clone(), agent_only_testbed(&agent_url, "wrong"))
             .prepare_resume(&spec, id)
             .await;
-        assert!(
-            matches!(refused, Err(RunnerError::Control(_))),
-            "{refused:?}"
-        );
+        assert!(matches!(refused, Err(RunnerError::Admin(_))), "{refused:?}");
         assert_eq!(agent.faults().len(), 1);
         assert_eq!(
             store.runs(id).await.expect("runs")[1].status,
@@ -523,7 +520,7 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
         assert_eq!(point.stopped, 1);
         assert_eq!(point.remaining(), 1);
         assert!(agent.faults().is_empty(), "{:?}", agent.faults());
-        let listed = ControlClient::new(AGENT_TOKEN)
+        let listed = AdminClient::new(AGENT_TOKEN)
             .call(
                 http::Method::GET,
                 &format!("{agent_url}/_agent/faults"),

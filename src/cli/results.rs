@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use controller::report::{Format, render_annotated, validation_markdown};
-use controller::runner::ControlClient;
+use controller::runner::AdminClient;
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::stats::{evaluate, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
@@ -217,7 +217,7 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     let token = args
         .token
         .context("--token or TOLERANT_TOKEN: the agents' control APIs need it")?;
-    let client = ControlClient::new(token);
+    let client = AdminClient::new(token);
     let mut failed = 0usize;
     for agent in &agents {
         let url = format!("{agent}/_agent/halt");

@@ -10,11 +10,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::control::{
-    AnnotationEntry, AnnotationRequest, BREAKER_MODES, FaultRequest, MAX_ANNOTATIONS_LISTED,
-};
 use crate::error::AppError;
 use crate::hub::LiveEvent;
+use crate::operations::{
+    AnnotationEntry, AnnotationRequest, BREAKER_MODES, FaultRequest, MAX_ANNOTATIONS_LISTED,
+};
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
@@ -55,19 +55,19 @@ pub fn parse_at(value: &Value) -> Result<Option<i64>, AppError> {
 }
 
 pub async fn list_experiments(State(state): State<AppState>) -> Result<Response, AppError> {
-    Ok(Json(state.control.experiments().await?).into_response())
+    Ok(Json(state.operations.experiments().await?).into_response())
 }
 
 pub async fn experiment(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let list = state.control.experiments().await?;
+    let list = state.operations.experiments().await?;
     let summary = list
         .into_iter()
         .find(|experiment| experiment.id == id)
-        .ok_or(crate::control::ControlError::NotFound(id))?;
-    let spec = state.control.spec(id).await?;
+        .ok_or(crate::operations::OperationError::NotFound(id))?;
+    let spec = state.operations.spec(id).await?;
     Ok(Json(json!({ "experiment": summary, "spec": spec })).into_response())
 }
 
@@ -78,7 +78,7 @@ pub async fn create_experiment(
     body: String,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
-    let id = state.control.create(body).await?;
+    let id = state.operations.create(body).await?;
     Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
 }
 
@@ -107,7 +107,7 @@ pub async fn start_experiment(
             at = parse_at(from_body)?;
         }
     }
-    state.control.start(id, at).await?;
+    state.operations.start(id, at).await?;
     Ok(Json(json!({ "id": id, "at": at })).into_response())
 }
 
@@ -117,7 +117,7 @@ pub async fn abort_experiment(
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
-    state.control.abort(id).await?;
+    state.operations.abort(id).await?;
     Ok(Json(json!({ "id": id, "aborted": true })).into_response())
 }
 
@@ -125,7 +125,7 @@ pub async fn results(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    Ok(Json(state.control.results(id).await?).into_response())
+    Ok(Json(state.operations.results(id).await?).into_response())
 }
 
 fn download(content_type: &'static str, file_name: String, body: String) -> Response {
@@ -146,7 +146,7 @@ pub async fn results_csv(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let results = state.control.results(id).await?;
+    let results = state.operations.results(id).await?;
     Ok(download(
         "text/csv; charset=utf-8",
         format!("experiment-{id}.csv"),
@@ -158,7 +158,7 @@ pub async fn results_json(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let results = state.control.results(id).await?;
+    let results = state.operations.results(id).await?;
     Ok(download(
         "application/json",
         format!("experiment-{id}.json"),
@@ -168,11 +168,11 @@ pub async fn results_json(
 
 pub async fn halt(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
-    state.control.halt().await?;
+    state.operations.halt().await?;
     Ok(Json(json!({ "halted": true })).into_response())
 }
 
-/// Stores an annotation through the control (which validates it and ties it to what is running), then
+/// Stores an annotation through the operations (which validates it and ties it to what is running), then
 /// publishes it live.
 pub(crate) async fn store_annotation(
     state: &AppState,
@@ -181,7 +181,7 @@ pub(crate) async fn store_annotation(
     experiment_id: Option<i64>,
 ) -> Result<AnnotationEntry, AppError> {
     let entry = state
-        .control
+        .operations
         .annotate(AnnotationRequest {
             at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
             text,
@@ -247,8 +247,8 @@ pub async fn annotations(
         },
     };
     let list = match experiment {
-        Some(id) => state.control.annotations(id).await?,
-        None => state.control.latest_annotations(limit).await?,
+        Some(id) => state.operations.annotations(id).await?,
+        None => state.operations.latest_annotations(limit).await?,
     };
     Ok(Json(list).into_response())
 }
@@ -271,7 +271,7 @@ pub async fn set_fault(
         .map_err(|error| AppError::BadRequest(format!("body: malformed JSON: {error}")))?;
     let target = query.target.unwrap_or_else(|| "payment".into());
     state
-        .control
+        .operations
         .set_fault(FaultRequest {
             id: id.clone(),
             target,
@@ -289,7 +289,7 @@ pub async fn clear_fault(
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
     let target = query.target.unwrap_or_else(|| "payment".into());
-    state.control.clear_fault(target, id.clone()).await?;
+    state.operations.clear_fault(target, id.clone()).await?;
     Ok(Json(json!({ "id": id, "cleared": true })).into_response())
 }
 
@@ -323,7 +323,7 @@ pub async fn set_breaker_mode(
     check_mode(&body.mode)?;
     let service = body.service.filter(|service| !service.is_empty());
     state
-        .control
+        .operations
         .set_breaker_mode(service, body.mode.clone())
         .await?;
     Ok(Json(json!({ "mode": body.mode })).into_response())

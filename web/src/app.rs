@@ -7,15 +7,15 @@ use axum::extract::FromRef;
 use axum::routing::{get, post, put};
 
 use crate::auth::Auth;
-use crate::control::Control;
 use crate::hub::Hub;
+use crate::operations::Operations;
 use crate::{api, assets, live, pages};
 
 /// Everything a handler may need.
 #[derive(Clone)]
 pub struct AppState {
     pub hub: Hub,
-    pub control: Arc<dyn Control>,
+    pub operations: Arc<dyn Operations>,
     pub auth: Arc<Auth>,
 }
 

@@ -1,5 +1,5 @@
 //! The whole embedded tool in one call: the ten boutique services (agent in Payment), the experiment
-//! store, the controller's runner behind [`EmbeddedControl`], the hub with its live feeds, and the dashboard
+//! store, the controller's runner behind [`EmbeddedOperations`], the hub with its live feeds, and the dashboard
 //! on loopback. `tolerant` with no arguments and the browser test both start it this way.
 
 use std::net::SocketAddr;
@@ -13,9 +13,9 @@ use tokio::task::JoinHandle;
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;
-use crate::control::Control;
-use crate::control::embedded::EmbeddedControl;
 use crate::hub::{Hub, HubConfig};
+use crate::operations::Operations;
+use crate::operations::embedded::EmbeddedOperations;
 
 /// Loopback, port 8080.
 pub const DEFAULT_BIND: SocketAddr =
@@ -53,7 +53,7 @@ pub enum DashboardError {
     #[error("database: {0}")]
     Store(#[from] controller::store::StoreError),
     #[error("controller: {0}")]
-    Control(#[from] crate::control::ControlError),
+    Operations(#[from] crate::operations::OperationError),
     #[error("listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -67,7 +67,7 @@ pub struct RunningDashboard {
     token: String,
     stack: boutique::RunningStack,
     store: Store,
-    control: EmbeddedControl,
+    operations: EmbeddedOperations,
     feeds: Vec<JoinHandle<()>>,
     flusher: JoinHandle<()>,
     server: JoinHandle<()>,
@@ -99,11 +99,11 @@ impl RunningDashboard {
         let store = Store::open(&config.database).await?;
         let hub = Hub::new(config.hub);
         let flusher = hub.spawn_flusher();
-        let control = EmbeddedControl::new(store.clone(), testbed, hub.clone()).await?;
-        let feeds = control.spawn_live_feeds();
+        let operations = EmbeddedOperations::new(store.clone(), testbed, hub.clone()).await?;
+        let feeds = operations.spawn_live_feeds();
         let state = AppState {
             hub,
-            control: Arc::new(control.clone()),
+            operations: Arc::new(operations.clone()),
             auth: Arc::new(Auth::new(token.clone())),
         };
         let listener = tokio::net::TcpListener::bind(config.bind)
@@ -133,7 +133,7 @@ impl RunningDashboard {
             token,
             stack,
             store,
-            control,
+            operations,
             feeds,
             flusher,
             server,
@@ -162,8 +162,8 @@ impl RunningDashboard {
     /// Stops the running experiment (its run stays unfinished and is redone on the next start), clears
     /// every fault, stops the dashboard (websockets get a short grace), the feeds and the ten services.
     pub async fn shutdown(self) {
-        self.control.stop_active();
-        if let Err(error) = self.control.halt().await {
+        self.operations.stop_active();
+        if let Err(error) = self.operations.halt().await {
             tracing::warn!(%error, "clearing faults at shutdown failed");
         }
         let _ = self.stop_server.send(());

@@ -5,14 +5,14 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
 use crate::auth::AuthError;
-use crate::control::ControlError;
+use crate::operations::OperationError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(transparent)]
     Auth(#[from] AuthError),
     #[error(transparent)]
-    Control(#[from] ControlError),
+    Operations(#[from] OperationError),
     /// The request itself is malformed; the message names the field.
     #[error("{0}")]
     BadRequest(String),
@@ -25,12 +25,12 @@ impl AppError {
         match self {
             AppError::Auth(AuthError::Missing | AuthError::WrongToken) => StatusCode::UNAUTHORIZED,
             AppError::Auth(AuthError::Csrf | AuthError::Origin) => StatusCode::FORBIDDEN,
-            AppError::Control(ControlError::Invalid(_)) | AppError::BadRequest(_) => {
+            AppError::Operations(OperationError::Invalid(_)) | AppError::BadRequest(_) => {
                 StatusCode::BAD_REQUEST
             }
-            AppError::Control(ControlError::NotFound(_)) => StatusCode::NOT_FOUND,
-            AppError::Control(ControlError::Conflict(_)) => StatusCode::CONFLICT,
-            AppError::Control(ControlError::Failed(_)) => StatusCode::BAD_GATEWAY,
+            AppError::Operations(OperationError::NotFound(_)) => StatusCode::NOT_FOUND,
+            AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
+            AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
             AppError::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

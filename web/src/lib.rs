@@ -4,11 +4,11 @@ pub mod api;
 pub mod app;
 pub mod assets;
 pub mod auth;
-pub mod control;
 pub mod dashboard;
 pub mod error;
 pub mod hub;
 pub mod live;
+pub mod operations;
 pub mod pages;
 #[cfg(test)]
 mod routes_tests;

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use crate::api::{check_mode, parse_at, store_annotation};
 use crate::app::AppState;
 use crate::auth::Auth;
-use crate::control::{AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, Results};
 use crate::error::AppError;
+use crate::operations::{AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, Results};
 
 /// What every page's layout needs.
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ pub async fn experiments(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let experiments = state
-        .control
+        .operations
         .experiments()
         .await?
         .into_iter()
@@ -211,7 +211,7 @@ pub async fn results(
     headers: HeaderMap,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let results = state.control.results(id).await?;
+    let results = state.operations.results(id).await?;
     let rows = results
         .conditions
         .iter()
@@ -288,7 +288,7 @@ pub async fn gameday(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let annotations = state
-        .control
+        .operations
         .latest_annotations(GAME_DAY_ANNOTATIONS)
         .await?
         .iter()
@@ -298,7 +298,7 @@ pub async fn gameday(
     render(&GameDayPage {
         viewer: Viewer::of(&state, &headers),
         page: "gameday",
-        services: state.control.services(),
+        services: state.operations.services(),
         modes: &BREAKER_MODES,
         annotations,
     })
@@ -397,7 +397,7 @@ pub async fn create_experiment(
     Form(form): Form<CreateForm>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    state.control.create(form.spec).await?;
+    state.operations.create(form.spec).await?;
     Ok(Redirect::to("/experiments").into_response())
 }
 
@@ -418,7 +418,7 @@ pub async fn start_experiment(
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     let at = parse_at(&Value::String(form.at))?;
-    state.control.start(id, at).await?;
+    state.operations.start(id, at).await?;
     let next = if at.is_some() {
         "/experiments"
     } else {
@@ -434,7 +434,7 @@ pub async fn abort_experiment(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    state.control.abort(id).await?;
+    state.operations.abort(id).await?;
     Ok(Redirect::to("/experiments").into_response())
 }
 
@@ -444,7 +444,7 @@ pub async fn halt(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    state.control.halt().await?;
+    state.operations.halt().await?;
     Ok(Redirect::to("/gameday").into_response())
 }
 
@@ -505,7 +505,7 @@ pub async fn set_fault(
     state.auth.authorize(&headers, Some(&form.csrf))?;
     let fault = fault_document(&form)?;
     state
-        .control
+        .operations
         .set_fault(FaultRequest {
             id: GAME_DAY_FAULT_ID.into(),
             target: form.target.clone(),
@@ -529,7 +529,7 @@ pub async fn clear_fault(
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     state
-        .control
+        .operations
         .clear_fault(form.target, GAME_DAY_FAULT_ID.into())
         .await?;
     Ok(Redirect::to("/gameday").into_response())
@@ -552,7 +552,10 @@ pub async fn set_breaker_mode(
     state.auth.authorize(&headers, Some(&form.csrf))?;
     check_mode(&form.mode)?;
     let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
-    state.control.set_breaker_mode(service, form.mode).await?;
+    state
+        .operations
+        .set_breaker_mode(service, form.mode)
+        .await?;
     Ok(Redirect::to("/gameday").into_response())
 }
 

@@ -1,5 +1,5 @@
 //! Router tests without a socket (`router().oneshot()`): open viewing, token-gated mutations, login cookie,
-//! CSRF and Origin checks, API shapes and the pages; annotations also over the embedded control and a SQLite
+//! CSRF and Origin checks, API shapes and the pages; annotations also over the embedded operations and a SQLite
 //! file, across a restart.
 
 use std::sync::Arc;
@@ -15,21 +15,21 @@ use controller::store::{ExperimentId, Status, Store};
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;
-use crate::control::embedded::EmbeddedControl;
-use crate::control::memory::{Call, MemoryControl};
 use crate::hub::{Hub, HubConfig};
+use crate::operations::embedded::EmbeddedOperations;
+use crate::operations::memory::{Call, MemoryOperations};
 
 const TOKEN: &str = "s3cret-token";
 const SPEC: &str = "name = \"smoke\"\nrounds = 1\n";
 
-fn app() -> (AppState, MemoryControl) {
-    let control = MemoryControl::new();
+fn app() -> (AppState, MemoryOperations) {
+    let operations = MemoryOperations::new();
     let state = AppState {
         hub: Hub::new(HubConfig::default()),
-        control: Arc::new(control.clone()),
+        operations: Arc::new(operations.clone()),
         auth: Arc::new(Auth::new(TOKEN)),
     };
-    (state, control)
+    (state, operations)
 }
 
 async fn send(state: &AppState, request: Request<Body>) -> Response<Body> {
@@ -123,7 +123,7 @@ async fn viewing_needs_no_token() {
 
 #[tokio::test]
 async fn every_mutation_without_the_token_is_refused() {
-    let (state, control) = app();
+    let (state, operations) = app();
     let api = [
         ("/api/experiments", SPEC),
         ("/api/experiments/1/start", ""),
@@ -158,14 +158,14 @@ async fn every_mutation_without_the_token_is_refused() {
         let response = send(&state, form(uri, body, None)).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{uri}");
     }
-    assert!(control.calls().is_empty(), "{:?}", control.calls());
+    assert!(operations.calls().is_empty(), "{:?}", operations.calls());
     state.hub.flush();
     assert!(state.hub.state().annotations.is_empty());
 }
 
 #[tokio::test]
 async fn the_bearer_token_is_accepted_and_a_wrong_one_is_not() {
-    let (state, control) = app();
+    let (state, operations) = app();
     let wrong = post("/api/experiments")
         .header(AUTHORIZATION, "Bearer nope")
         .body(Body::from(SPEC))
@@ -186,7 +186,7 @@ async fn the_bearer_token_is_accepted_and_a_wrong_one_is_not() {
         .expect("request");
     assert_eq!(send(&state, start).await.status(), StatusCode::OK);
     assert_eq!(
-        control.calls(),
+        operations.calls(),
         vec![
             Call::Create(SPEC.into()),
             Call::Start(1, Some(1_893_456_000_000))
@@ -198,7 +198,7 @@ async fn the_bearer_token_is_accepted_and_a_wrong_one_is_not() {
 
 #[tokio::test]
 async fn a_login_cookie_needs_the_csrf_token_and_the_same_origin() {
-    let (state, control) = app();
+    let (state, operations) = app();
     let (cookie, csrf) = log_in(&state).await;
 
     let without_csrf = send(&state, form("/ui/halt", "", Some(&cookie))).await;
@@ -214,7 +214,7 @@ async fn a_login_cookie_needs_the_csrf_token_and_the_same_origin() {
         send(&state, cross_site).await.status(),
         StatusCode::FORBIDDEN
     );
-    assert!(control.calls().is_empty());
+    assert!(operations.calls().is_empty());
 
     let mut same_site = form("/ui/halt", &format!("csrf={csrf}"), Some(&cookie));
     same_site
@@ -222,7 +222,7 @@ async fn a_login_cookie_needs_the_csrf_token_and_the_same_origin() {
         .insert(ORIGIN, "http://127.0.0.1:8080".parse().expect("header"));
     let response = send(&state, same_site).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert_eq!(control.calls(), vec![Call::Halt]);
+    assert_eq!(operations.calls(), vec![Call::Halt]);
 
     // The API accepts the cookie with the CSRF header (the pages' fetch calls).
     let api = post("/api/halt")
@@ -259,7 +259,7 @@ async fn a_wrong_login_token_is_refused() {
 
 #[tokio::test]
 async fn game_day_forms_reach_the_controller() {
-    let (state, control) = app();
+    let (state, operations) = app();
     let (cookie, csrf) = log_in(&state).await;
     let fault =
         format!("csrf={csrf}&target=payment&kind=error&status=503&rate=100&lease=45s&delay=500ms");
@@ -279,7 +279,7 @@ async fn game_day_forms_reach_the_controller() {
     let note = format!("csrf={csrf}&text=paged+payments&next=/live");
     let response = send(&state, form("/ui/annotate", &note, Some(&cookie))).await;
     assert_eq!(response.headers()["location"], "/live");
-    let calls = control.calls();
+    let calls = operations.calls();
     let Call::SetFault(request) = &calls[0] else {
         panic!("expected a fault, got {calls:?}")
     };
@@ -305,7 +305,7 @@ async fn game_day_forms_reach_the_controller() {
 
 #[tokio::test]
 async fn bad_input_is_an_error_naming_the_field() {
-    let (state, control) = app();
+    let (state, operations) = app();
     let authorized = |uri: &str, body: &str| {
         post(uri)
             .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
@@ -339,7 +339,7 @@ async fn bad_input_is_an_error_naming_the_field() {
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(text(response).await.contains("text: empty"));
     assert!(
-        !control
+        !operations
             .calls()
             .iter()
             .any(|call| matches!(call, Call::BreakerMode(..)))
@@ -410,7 +410,7 @@ rates = [1.0]
 modes = ["enforce"]
 "#;
 
-/// The dashboard over the real (embedded) control and the database at `location`; the testbed is one
+/// The dashboard over the real (embedded) operations and the database at `location`; the testbed is one
 /// nobody listens on (nothing here runs an experiment).
 async fn stored_app(location: &str) -> (AppState, Store) {
     let store = Store::open(location).await.expect("store");
@@ -421,12 +421,12 @@ async fn stored_app(location: &str) -> (AppState, Store) {
         agent: "http://127.0.0.1:9".into(),
         token: "token".into(),
     };
-    let control = EmbeddedControl::new(store.clone(), testbed, hub.clone())
+    let operations = EmbeddedOperations::new(store.clone(), testbed, hub.clone())
         .await
-        .expect("control");
+        .expect("operations");
     let state = AppState {
         hub,
-        control: Arc::new(control),
+        operations: Arc::new(operations),
         auth: Arc::new(Auth::new(TOKEN)),
     };
     (state, store)

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use controller::runner::ControlClient;
+use controller::runner::AdminClient;
 use futures::StreamExt;
 use http::Method;
 use serde_json::Value;
@@ -32,7 +32,7 @@ rates = [1.0]
 modes = ["enforce"]
 "#;
 
-async fn json(client: &ControlClient, method: Method, url: &str, body: &str) -> Value {
+async fn json(client: &AdminClient, method: Method, url: &str, body: &str) -> Value {
     let bytes = client
         .call(method, url, None, Bytes::from(body.to_owned()))
         .await
@@ -68,8 +68,8 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     assert!(dashboard.addr().ip().is_loopback());
     let base = format!("http://{}", dashboard.addr());
     let agent = dashboard.stack().url(boutique::ServiceName::Payment);
-    let client = ControlClient::new(TOKEN);
-    let anonymous = ControlClient::new("");
+    let client = AdminClient::new(TOKEN);
+    let anonymous = AdminClient::new("");
 
     // The token is required; the wrong one is refused too.
     let refused = anonymous

@@ -1,11 +1,11 @@
-//! The schedule queue of the embedded control lives in the experiment database: a scheduled start survives a
+//! The schedule queue of the embedded operations lives in the experiment database: a scheduled start survives a
 //! restart of the controller, and aborting a scheduled experiment removes it from the queue.
 
 use controller::runner::Testbed;
 use controller::store::Store;
-use web::control::Control;
-use web::control::embedded::EmbeddedControl;
 use web::hub::{Hub, HubConfig};
+use web::operations::Operations;
+use web::operations::embedded::EmbeddedOperations;
 
 const SPEC: &str = r#"name = "queued"
 rounds = 1
@@ -36,16 +36,16 @@ fn unreachable_testbed() -> Testbed {
     }
 }
 
-async fn control(database: &str) -> (EmbeddedControl, Store) {
+async fn operations(database: &str) -> (EmbeddedOperations, Store) {
     let store = Store::open(database).await.expect("store");
-    let control = EmbeddedControl::new(
+    let operations = EmbeddedOperations::new(
         store.clone(),
         unreachable_testbed(),
         Hub::new(HubConfig::default()),
     )
     .await
-    .expect("control");
-    (control, store)
+    .expect("operations");
+    (operations, store)
 }
 
 #[tokio::test]
@@ -56,7 +56,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     let database = dir.join("tolerant.db").display().to_string();
     let due = controller::runner::now_ms() + 3_600_000;
 
-    let (first, store) = control(&database).await;
+    let (first, store) = operations(&database).await;
     let id = first.create(SPEC.to_owned()).await.expect("valid spec");
     let bad = first.create("name = 1".to_owned()).await;
     assert!(bad.is_err(), "an invalid spec is refused");
@@ -76,7 +76,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     store.close().await;
 
     // A new controller process over the same database.
-    let (second, store) = control(&database).await;
+    let (second, store) = operations(&database).await;
     assert_eq!(
         second.scheduled().get(&id).copied(),
         Some(due),
@@ -95,7 +95,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     drop(second);
     store.close().await;
 
-    let (third, store) = control(&database).await;
+    let (third, store) = operations(&database).await;
     assert!(third.scheduled().is_empty(), "the abort was stored too");
     third.stop_active();
     store.close().await;

@@ -133,7 +133,7 @@ impl Sidecar {
             workers.push(Worker { handoff, live });
         }
         drop(failed_sender);
-        let control = axum::serve(self.control_listener, control_router(&self.shared.agent));
+        let control = axum::serve(self.control_listener, fault_api_router(&self.shared.agent));
         tokio::select! {
             served = control => served,
             error = failed.recv() => Err(error.unwrap_or_else(|| io::Error::other("every proxy thread ended"))),
@@ -143,7 +143,7 @@ impl Sidecar {
 
     /// Serves both listeners on the current runtime until an accept loop fails for good.
     pub async fn serve(self) -> io::Result<()> {
-        let control = axum::serve(self.control_listener, control_router(&self.shared.agent));
+        let control = axum::serve(self.control_listener, fault_api_router(&self.shared.agent));
         tokio::try_join!(
             async { control.await },
             serve_proxy(self.proxy_listener, self.shared)
@@ -159,9 +159,9 @@ async fn bind(address: SocketAddr) -> Result<TcpListener, SidecarError> {
 }
 
 /// The control router of the sidecar: the agent's `/_agent/...` plus `/metrics`.
-pub fn control_router(agent: &Agent) -> Router {
+pub fn fault_api_router(agent: &Agent) -> Router {
     let metrics_agent = agent.clone();
-    agent.control_router().route(
+    agent.fault_api_router().route(
         "/metrics",
         get(move || {
             let agent = metrics_agent.clone();

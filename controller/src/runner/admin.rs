@@ -11,11 +11,11 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 /// Time one control call may take.
-pub const CONTROL_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+pub const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A control call that did not get the answer it needed.
 #[derive(Debug, thiserror::Error)]
-pub enum ControlError {
+pub enum AdminError {
     #[error("{method} {url}: {message}")]
     Transport {
         method: Method,
@@ -33,14 +33,14 @@ pub enum ControlError {
 
 /// Client for control calls (pooled keep-alive connections, one per target).
 #[derive(Debug, Clone)]
-pub struct ControlClient {
+pub struct AdminClient {
     client: Client<HttpConnector, Full<Bytes>>,
     token: String,
 }
 
-impl ControlClient {
+impl AdminClient {
     pub fn new(token: impl Into<String>) -> Self {
-        ControlClient {
+        AdminClient {
             client: Client::builder(TokioExecutor::new()).build_http(),
             token: token.into(),
         }
@@ -53,8 +53,8 @@ impl ControlClient {
         url: &str,
         content_type: Option<&'static str>,
         body: Bytes,
-    ) -> Result<Bytes, ControlError> {
-        let transport = |message: String| ControlError::Transport {
+    ) -> Result<Bytes, AdminError> {
+        let transport = |message: String| AdminError::Transport {
             method: method.clone(),
             url: url.to_owned(),
             message,
@@ -82,13 +82,13 @@ impl ControlClient {
                 .await
                 .map_err(|e| transport(e.to_string()))?
                 .to_bytes();
-            Ok::<_, ControlError>((status, body))
+            Ok::<_, AdminError>((status, body))
         };
-        let (status, body) = tokio::time::timeout(CONTROL_CALL_TIMEOUT, exchange)
+        let (status, body) = tokio::time::timeout(ADMIN_CALL_TIMEOUT, exchange)
             .await
-            .map_err(|_| transport(format!("no answer within {CONTROL_CALL_TIMEOUT:?}")))??;
+            .map_err(|_| transport(format!("no answer within {ADMIN_CALL_TIMEOUT:?}")))??;
         if !status.is_success() {
-            return Err(ControlError::Status {
+            return Err(AdminError::Status {
                 method,
                 url: url.to_owned(),
                 status,
@@ -99,7 +99,7 @@ impl ControlClient {
     }
 
     /// `POST {service}/_admin/reset`: clears carts and breaker state.
-    pub async fn reset(&self, service_url: &str) -> Result<(), ControlError> {
+    pub async fn reset(&self, service_url: &str) -> Result<(), AdminError> {
         self.call(
             Method::POST,
             &format!("{service_url}/_admin/reset"),
@@ -115,7 +115,7 @@ impl ControlClient {
         &self,
         service_url: &str,
         config: &breaker::BreakerConfig,
-    ) -> Result<(), ControlError> {
+    ) -> Result<(), AdminError> {
         self.call(
             Method::PUT,
             &format!("{service_url}/_admin/breakers"),
@@ -132,7 +132,7 @@ impl ControlClient {
         &self,
         service_url: &str,
         mode: breaker::Mode,
-    ) -> Result<(), ControlError> {
+    ) -> Result<(), AdminError> {
         let body = serde_json::json!({ "mode": mode.as_str() }).to_string();
         self.call(
             Method::PUT,
@@ -150,7 +150,7 @@ impl ControlClient {
         agent_url: &str,
         id: &str,
         fault: &agent::api::FaultSpec,
-    ) -> Result<(), ControlError> {
+    ) -> Result<(), AdminError> {
         self.call(
             Method::PUT,
             &format!("{agent_url}/_agent/faults/{id}"),
@@ -162,7 +162,7 @@ impl ControlClient {
     }
 
     /// `POST {agent}/_agent/faults/{id}/renew` (for the fault's own lease length).
-    pub async fn renew_fault(&self, agent_url: &str, id: &str) -> Result<(), ControlError> {
+    pub async fn renew_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
         self.call(
             Method::POST,
             &format!("{agent_url}/_agent/faults/{id}/renew"),
@@ -174,7 +174,7 @@ impl ControlClient {
     }
 
     /// `POST {agent}/_agent/halt`: removes every fault the agent holds; returns how many.
-    pub async fn halt(&self, agent_url: &str) -> Result<u64, ControlError> {
+    pub async fn halt(&self, agent_url: &str) -> Result<u64, AdminError> {
         let url = format!("{agent_url}/_agent/halt");
         let body = self.call(Method::POST, &url, None, Bytes::new()).await?;
         let removed = serde_json::from_slice::<serde_json::Value>(&body)
@@ -185,7 +185,7 @@ impl ControlClient {
     }
 
     /// `DELETE {agent}/_agent/faults/{id}`.
-    pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), ControlError> {
+    pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
         self.call(
             Method::DELETE,
             &format!("{agent_url}/_agent/faults/{id}"),

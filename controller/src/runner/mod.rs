@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use serde_json::json;
 
-pub use admin::{CONTROL_CALL_TIMEOUT, ControlClient, ControlError};
+pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
 pub use agent_stream::{AgentStream, parse_agent_event};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
@@ -109,8 +109,8 @@ pub enum RunnerError {
     Store(#[from] StoreError),
     #[error("testbed: {0}")]
     Testbed(String),
-    #[error("control call: {0}")]
-    Control(#[from] ControlError),
+    #[error("testbed admin call: {0}")]
+    Admin(#[from] AdminError),
     #[error("load: {0}")]
     Load(#[from] load::LoadError),
 }
@@ -143,14 +143,14 @@ pub fn now_ms() -> i64 {
 pub struct Runner {
     store: Store,
     testbed: Testbed,
-    control: ControlClient,
+    control: AdminClient,
     /// Where a copy of every closed second of load goes while a run drives it (the live dashboard).
     live_seconds: Option<load::SecondSink>,
 }
 
 impl Runner {
     pub fn new(store: Store, testbed: Testbed) -> Self {
-        let control = ControlClient::new(testbed.token.clone());
+        let control = AdminClient::new(testbed.token.clone());
         Runner {
             store,
             testbed,

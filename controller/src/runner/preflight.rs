@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
-use super::{ControlError, Runner, RunnerError};
+use super::{AdminError, Runner, RunnerError};
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -58,7 +58,7 @@ impl Runner {
     }
 }
 
-fn unreachable(field: &str, error: &ControlError) -> RunnerError {
+fn unreachable(field: &str, error: &AdminError) -> RunnerError {
     RunnerError::Testbed(format!("{field}: does not answer ({error})"))
 }
 
@@ -66,12 +66,12 @@ fn unreachable(field: &str, error: &ControlError) -> RunnerError {
 /// `401`/`403` means the token is not accepted, anything else that the target is not what the spec says.
 fn expect_refusal_of_the_request(
     field: &str,
-    answered: Result<Bytes, ControlError>,
+    answered: Result<Bytes, AdminError>,
     expected: StatusCode,
 ) -> Result<(), RunnerError> {
     match answered {
-        Err(ControlError::Status { status, .. }) if status == expected => Ok(()),
-        Err(ControlError::Status { status, url, .. })
+        Err(AdminError::Status { status, .. }) if status == expected => Ok(()),
+        Err(AdminError::Status { status, url, .. })
             if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN =>
         {
             Err(RunnerError::Testbed(format!(

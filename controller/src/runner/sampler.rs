@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use super::admin::ControlClient;
+use super::admin::AdminClient;
 use super::task::RunTask;
 use crate::energy::{CpuModel, EnergyMeter, EnergySource, POWERCAP_ROOT};
 use crate::store::CollectorSample;
@@ -27,7 +27,7 @@ impl Sampler {
     /// Starts sampling at `start + 1 s, + 2 s, …`; the sample taken at `start + (k + 1) s` is
     /// labelled second `k` (the second it closes), like the load driver's seconds.
     pub fn start(
-        control: ControlClient,
+        control: AdminClient,
         cart_url: Option<String>,
         services: Vec<(String, String)>,
         start: Instant,
@@ -77,7 +77,7 @@ impl Sampler {
     }
 }
 
-async fn get_json(control: &ControlClient, url: &str) -> Option<Value> {
+async fn get_json(control: &AdminClient, url: &str) -> Option<Value> {
     let body = control
         .call(Method::GET, url, None, Bytes::new())
         .await
@@ -86,7 +86,7 @@ async fn get_json(control: &ControlClient, url: &str) -> Option<Value> {
 }
 
 async fn sample(
-    control: &ControlClient,
+    control: &AdminClient,
     cart_url: Option<&str>,
     services: &[(String, String)],
     second: u64,

@@ -14,10 +14,10 @@ use serde::Serialize;
 use crate::hub::Annotation;
 
 /// The future every operation returns.
-pub type ControlFuture<'a, T> = BoxFuture<'a, Result<T, ControlError>>;
+pub type OperationFuture<'a, T> = BoxFuture<'a, Result<T, OperationError>>;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ControlError {
+pub enum OperationError {
     /// The spec or an input field is wrong; the message names the field.
     #[error("{0}")]
     Invalid(String),
@@ -121,7 +121,7 @@ impl AnnotationEntry {
 pub struct AnnotationRequest {
     /// Wall-clock Unix milliseconds it is stamped with.
     pub at_ms: i64,
-    /// Validated by the control (non-empty after trimming, bounded); errors name `text`.
+    /// Validated by the operations (non-empty after trimming, bounded); errors name `text`.
     pub text: String,
     pub author: Option<String>,
     /// The experiment it is about; `None` = the running experiment and run, if any.
@@ -166,31 +166,31 @@ pub struct FaultRequest {
 pub const BREAKER_MODES: [&str; 4] = ["enforce", "shadow", "forced-open", "disabled"];
 
 /// Everything the dashboard can ask the controller to do.
-pub trait Control: Send + Sync + 'static {
-    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>>;
+pub trait Operations: Send + Sync + 'static {
+    fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>>;
     /// Validates and stores a TOML spec; returns the new experiment's id.
-    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64>;
+    fn create(&self, spec_toml: String) -> OperationFuture<'_, i64>;
     /// The stored spec text.
-    fn spec(&self, id: i64) -> ControlFuture<'_, String>;
+    fn spec(&self, id: i64) -> OperationFuture<'_, String>;
     /// Starts now (`at_ms` = `None` or in the past) or queues for `at_ms` (kept across restarts).
-    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()>;
+    fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()>;
     /// Stops a running experiment (faults cleared) or removes it from the queue.
-    fn abort(&self, id: i64) -> ControlFuture<'_, ()>;
-    fn results(&self, id: i64) -> ControlFuture<'_, Results>;
+    fn abort(&self, id: i64) -> OperationFuture<'_, ()>;
+    fn results(&self, id: i64) -> OperationFuture<'_, Results>;
     /// Clears every fault on every known agent.
-    fn halt(&self) -> ControlFuture<'_, ()>;
-    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()>;
-    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()>;
+    fn halt(&self) -> OperationFuture<'_, ()>;
+    fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()>;
+    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()>;
     /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
     /// breaker's config stays as it was.
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()>;
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form).
     fn services(&self) -> Vec<String>;
     /// Stores an annotation (tied to the running experiment and run unless it names an experiment) and
     /// returns it as stored. Publishing it live is the caller's part.
-    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry>;
+    fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry>;
     /// An experiment's annotations, oldest first.
-    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>>;
+    fn annotations(&self, experiment: i64) -> OperationFuture<'_, Vec<AnnotationEntry>>;
     /// The `limit` latest annotations of any experiment (or none), oldest first.
-    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>>;
+    fn latest_annotations(&self, limit: usize) -> OperationFuture<'_, Vec<AnnotationEntry>>;
 }

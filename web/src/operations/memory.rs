@@ -1,4 +1,4 @@
-//! An in-memory [`Control`] for tests: it stores specs and annotations and records every call, and runs
+//! An in-memory [`Operations`] for tests: it stores specs and annotations and records every call, and runs
 //! nothing.
 
 use std::sync::Arc;
@@ -8,11 +8,11 @@ use parking_lot::Mutex;
 use controller::store::{annotation_author, annotation_text};
 
 use super::{
-    AnnotationEntry, AnnotationRequest, Cell, ConditionResult, Control, ControlError,
-    ControlFuture, ExperimentSummary, FaultRequest, Results,
+    AnnotationEntry, AnnotationRequest, Cell, ConditionResult, ExperimentSummary, FaultRequest,
+    OperationError, OperationFuture, Operations, Results,
 };
 
-/// A call the memory control received.
+/// A call the in-memory operations received.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     Create(String),
@@ -35,13 +35,13 @@ struct Memory {
 
 /// Shared handle; clones see the same memory.
 #[derive(Debug, Clone, Default)]
-pub struct MemoryControl {
+pub struct MemoryOperations {
     memory: Arc<Mutex<Memory>>,
 }
 
-impl MemoryControl {
+impl MemoryOperations {
     pub fn new() -> Self {
-        MemoryControl::default()
+        MemoryOperations::default()
     }
 
     /// Every mutating call so far, in order.
@@ -71,23 +71,23 @@ impl MemoryControl {
         &self,
         id: i64,
         f: impl FnOnce(&mut ExperimentSummary, &String) -> T,
-    ) -> Result<T, ControlError> {
+    ) -> Result<T, OperationError> {
         let mut memory = self.memory.lock();
         let (summary, spec) = memory
             .experiments
             .iter_mut()
             .find(|(summary, _)| summary.id == id)
-            .ok_or(ControlError::NotFound(id))?;
+            .ok_or(OperationError::NotFound(id))?;
         Ok(f(summary, spec))
     }
 }
 
-fn ready<T: Send + 'static>(value: Result<T, ControlError>) -> ControlFuture<'static, T> {
+fn ready<T: Send + 'static>(value: Result<T, OperationError>) -> OperationFuture<'static, T> {
     Box::pin(futures::future::ready(value))
 }
 
-impl Control for MemoryControl {
-    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>> {
+impl Operations for MemoryOperations {
+    fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>> {
         let list = self
             .memory
             .lock()
@@ -98,14 +98,14 @@ impl Control for MemoryControl {
         ready(Ok(list))
     }
 
-    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64> {
+    fn create(&self, spec_toml: String) -> OperationFuture<'_, i64> {
         self.record(Call::Create(spec_toml.clone()));
         let parsed: Result<toml::Table, _> = spec_toml.parse();
         let name = match parsed {
-            Err(error) => return ready(Err(ControlError::Invalid(format!("spec: {error}")))),
+            Err(error) => return ready(Err(OperationError::Invalid(format!("spec: {error}")))),
             Ok(table) => match table.get("name").and_then(|name| name.as_str()) {
                 Some(name) => name.to_owned(),
-                None => return ready(Err(ControlError::Invalid("name: missing".into()))),
+                None => return ready(Err(OperationError::Invalid("name: missing".into()))),
             },
         };
         let mut memory = self.memory.lock();
@@ -128,11 +128,11 @@ impl Control for MemoryControl {
         ready(Ok(id))
     }
 
-    fn spec(&self, id: i64) -> ControlFuture<'_, String> {
+    fn spec(&self, id: i64) -> OperationFuture<'_, String> {
         ready(self.with_experiment(id, |_, spec| spec.clone()))
     }
 
-    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()> {
+    fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()> {
         self.record(Call::Start(id, at_ms));
         ready(self.with_experiment(id, |summary, _| {
             summary.status = if at_ms.is_some() {
@@ -145,12 +145,12 @@ impl Control for MemoryControl {
         }))
     }
 
-    fn abort(&self, id: i64) -> ControlFuture<'_, ()> {
+    fn abort(&self, id: i64) -> OperationFuture<'_, ()> {
         self.record(Call::Abort(id));
         ready(self.with_experiment(id, |summary, _| summary.status = "aborted".into()))
     }
 
-    fn results(&self, id: i64) -> ControlFuture<'_, Results> {
+    fn results(&self, id: i64) -> OperationFuture<'_, Results> {
         let annotations = self.annotations_of(id);
         ready(self.with_experiment(id, |summary, _| Results {
             experiment: summary.clone(),
@@ -175,22 +175,22 @@ impl Control for MemoryControl {
         }))
     }
 
-    fn halt(&self) -> ControlFuture<'_, ()> {
+    fn halt(&self) -> OperationFuture<'_, ()> {
         self.record(Call::Halt);
         ready(Ok(()))
     }
 
-    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()> {
+    fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()> {
         self.record(Call::SetFault(request));
         ready(Ok(()))
     }
 
-    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()> {
+    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()> {
         self.record(Call::ClearFault(target, id));
         ready(Ok(()))
     }
 
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()> {
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
         self.record(Call::BreakerMode(service, mode));
         ready(Ok(()))
     }
@@ -200,19 +200,19 @@ impl Control for MemoryControl {
     }
 
     /// Validates like the store; an unnamed experiment is the one whose status is `running`, if any.
-    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry> {
+    fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry> {
         self.record(Call::Annotate(request.clone()));
         let checked = annotation_text(&request.text).and_then(|text| {
             annotation_author(request.author.as_deref()).map(|author| (text, author))
         });
         let (text, author) = match checked {
             Ok(checked) => checked,
-            Err(error) => return ready(Err(ControlError::Invalid(error.to_string()))),
+            Err(error) => return ready(Err(OperationError::Invalid(error.to_string()))),
         };
         let mut memory = self.memory.lock();
         let experiment_id = match request.experiment_id {
             Some(id) if !memory.experiments.iter().any(|(e, _)| e.id == id) => {
-                return ready(Err(ControlError::NotFound(id)));
+                return ready(Err(OperationError::NotFound(id)));
             }
             Some(id) => Some(id),
             None => memory
@@ -233,12 +233,12 @@ impl Control for MemoryControl {
         ready(Ok(entry))
     }
 
-    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+    fn annotations(&self, experiment: i64) -> OperationFuture<'_, Vec<AnnotationEntry>> {
         let exists = self.with_experiment(experiment, |_, _| ());
         ready(exists.map(|()| self.annotations_of(experiment)))
     }
 
-    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+    fn latest_annotations(&self, limit: usize) -> OperationFuture<'_, Vec<AnnotationEntry>> {
         let mut list = self.memory.lock().annotations.clone();
         list.sort_by_key(|entry| (entry.at_ms, entry.id));
         let skip = list.len().saturating_sub(limit);

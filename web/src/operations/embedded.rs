@@ -1,14 +1,14 @@
-//! [`Control`] over the controller's real parts: experiments in the [`Store`], runs by the controller's
+//! [`Operations`] over the controller's real parts: experiments in the [`Store`], runs by the controller's
 //! [`Runner`] (one at a time, resumable: finished plan positions are skipped), results from
-//! `controller::stats` and `controller::report`, faults and breaker modes through the testbed's control APIs.
+//! `controller::stats` and `controller::report`, faults and breaker modes through the testbed's admin and fault APIs.
 //!
 //! The schedule queue is a table of its own (`web_schedule`) in the same database, so scheduled starts
-//! survive a restart. Live events: [`EmbeddedControl::spawn_live_feeds`] subscribes to every service's
+//! survive a restart. Live events: [`EmbeddedOperations::spawn_live_feeds`] subscribes to every service's
 //! `/_breakers/stream` and the agent's `/_agent/stream`, and samples pools, cart sizes and the frontend's
 //! answers once per second into the hub.
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
-//! written; a new control puts the latest stored ones back into the hub, so a restarted dashboard shows them.
+//! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use controller::load;
 use controller::report::{self, Format};
-use controller::runner::{ControlClient, Progress, Runner, Testbed, now_ms};
+use controller::runner::{AdminClient, Progress, Runner, Testbed, now_ms};
 use controller::spec::ExperimentSpec;
 use controller::stats;
 use controller::store::{
@@ -32,8 +32,8 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{
-    AnnotationEntry, AnnotationRequest, Cell, ChartSvg, ConditionResult, Control, ControlError,
-    ControlFuture, ExperimentSummary, FaultRequest, Results, VerdictResult,
+    AnnotationEntry, AnnotationRequest, Cell, ChartSvg, ConditionResult, ExperimentSummary,
+    FaultRequest, OperationError, OperationFuture, Operations, Results, VerdictResult,
 };
 use crate::hub::{
     EndpointSample, ExperimentChange, FaultChange, Hub, LiveEvent, LiveSample, OutcomeCounts,
@@ -49,7 +49,7 @@ struct Inner {
     store: Store,
     testbed: Testbed,
     hub: Hub,
-    client: ControlClient,
+    client: AdminClient,
     runner: Runner,
     /// The experiment being run and its task.
     active: Mutex<Option<(i64, AbortHandle)>>,
@@ -118,18 +118,18 @@ fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
 
 /// Cheap to clone.
 #[derive(Clone)]
-pub struct EmbeddedControl {
+pub struct EmbeddedOperations {
     inner: Arc<Inner>,
 }
 
-fn failed(error: impl std::fmt::Display) -> ControlError {
-    ControlError::Failed(error.to_string())
+fn failed(error: impl std::fmt::Display) -> OperationError {
+    OperationError::Failed(error.to_string())
 }
 
-/// A refused field stays a bad request (it names the field); anything else is a failure behind the control.
-fn store_failed(error: StoreError) -> ControlError {
+/// A refused field stays a bad request (it names the field); anything else is a failure behind the operations.
+fn store_failed(error: StoreError) -> OperationError {
     match error {
-        StoreError::Invalid { .. } => ControlError::Invalid(error.to_string()),
+        StoreError::Invalid { .. } => OperationError::Invalid(error.to_string()),
         other => failed(other),
     }
 }
@@ -149,10 +149,10 @@ fn now() -> i64 {
     now_ms()
 }
 
-impl EmbeddedControl {
+impl EmbeddedOperations {
     /// Opens the schedule table, re-arms every stored scheduled start, and marks experiments left `running`
     /// by a previous process as `interrupted` (their unfinished run is discarded; a start resumes them).
-    pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, ControlError> {
+    pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, OperationError> {
         sqlx::query(SCHEDULE_TABLE)
             .execute(store.pool())
             .await
@@ -187,9 +187,9 @@ impl EmbeddedControl {
                 }
             });
         }
-        let control = EmbeddedControl {
+        let operations = EmbeddedOperations {
             inner: Arc::new(Inner {
-                client: ControlClient::new(testbed.token.clone()),
+                client: AdminClient::new(testbed.token.clone()),
                 runner: Runner::new(store.clone(), testbed.clone()).with_live_seconds(live_seconds),
                 load_seconds,
                 store,
@@ -200,20 +200,20 @@ impl EmbeddedControl {
             }),
         };
         let rows = sqlx::query("SELECT experiment_id, at_ms FROM web_schedule")
-            .fetch_all(control.inner.store.pool())
+            .fetch_all(operations.inner.store.pool())
             .await
             .map_err(failed)?;
         for row in rows {
             let id: i64 = row.try_get(0).map_err(failed)?;
             let at: i64 = row.try_get(1).map_err(failed)?;
-            control.arm(id, at);
+            operations.arm(id, at);
         }
-        control.restore_annotations().await?;
-        Ok(control)
+        operations.restore_annotations().await?;
+        Ok(operations)
     }
 
     /// Puts the latest stored annotations (as many as the hub keeps) back into the hub's live state.
-    async fn restore_annotations(&self) -> Result<(), ControlError> {
+    async fn restore_annotations(&self) -> Result<(), OperationError> {
         let hub = &self.inner.hub;
         let kept = hub.config().history.annotations;
         let stored = self
@@ -254,15 +254,15 @@ impl EmbeddedControl {
     }
 
     fn arm(&self, id: i64, at_ms: i64) {
-        let control = self.clone();
+        let operations = self.clone();
         let delay = Duration::from_millis(u64::try_from(at_ms - now()).unwrap_or(0));
         let timer = tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            control.inner.schedule.lock().remove(&id);
-            let _ = control.unschedule_row(id).await;
-            if let Err(error) = control.start_now(id).await {
+            operations.inner.schedule.lock().remove(&id);
+            let _ = operations.unschedule_row(id).await;
+            if let Err(error) = operations.start_now(id).await {
                 tracing::warn!(experiment = id, %error, "scheduled start failed");
-                control.publish_status(id, "start_failed");
+                operations.publish_status(id, "start_failed");
             }
         });
         if let Some((_, previous)) = self
@@ -275,7 +275,7 @@ impl EmbeddedControl {
         }
     }
 
-    async fn unschedule_row(&self, id: i64) -> Result<(), ControlError> {
+    async fn unschedule_row(&self, id: i64) -> Result<(), OperationError> {
         sqlx::query("DELETE FROM web_schedule WHERE experiment_id = $1")
             .bind(id)
             .execute(self.inner.store.pool())
@@ -294,34 +294,34 @@ impl EmbeddedControl {
             }));
     }
 
-    async fn experiment_row(&self, id: i64) -> Result<ExperimentRow, ControlError> {
+    async fn experiment_row(&self, id: i64) -> Result<ExperimentRow, OperationError> {
         self.inner
             .store
             .experiment(ExperimentId(id))
             .await
             .map_err(failed)?
-            .ok_or(ControlError::NotFound(id))
+            .ok_or(OperationError::NotFound(id))
     }
 
-    async fn start_now(&self, id: i64) -> Result<(), ControlError> {
+    async fn start_now(&self, id: i64) -> Result<(), OperationError> {
         let row = self.experiment_row(id).await?;
         if row.status == Status::Finished {
-            return Err(ControlError::Conflict(format!(
+            return Err(OperationError::Conflict(format!(
                 "experiment {id} has finished already"
             )));
         }
         let spec = ExperimentSpec::parse(&row.spec_toml)
-            .map_err(|error| ControlError::Invalid(format!("stored spec: {error}")))?;
+            .map_err(|error| OperationError::Invalid(format!("stored spec: {error}")))?;
         let mut active = self.inner.active.lock();
         if let Some((running, handle)) = active.as_ref()
             && !handle.is_finished()
         {
-            return Err(ControlError::Conflict(format!(
+            return Err(OperationError::Conflict(format!(
                 "experiment {running} is running; abort it or wait for it to finish"
             )));
         }
-        let control = self.clone();
-        let task = tokio::spawn(async move { control.execute(id, row.name, spec).await });
+        let operations = self.clone();
+        let task = tokio::spawn(async move { operations.execute(id, row.name, spec).await });
         *active = Some((id, task.abort_handle()));
         Ok(())
     }
@@ -401,7 +401,7 @@ impl EmbeddedControl {
         self.publish_status(id, "finished");
     }
 
-    async fn agent_halt(&self) -> Result<(), ControlError> {
+    async fn agent_halt(&self) -> Result<(), OperationError> {
         self.inner
             .client
             .call(
@@ -458,8 +458,10 @@ impl EmbeddedControl {
                 hub.publish(LiveEvent::Fault(change));
             }
         })));
-        let control = self.clone();
-        tasks.push(tokio::spawn(async move { control.sample_forever().await }));
+        let operations = self.clone();
+        tasks.push(tokio::spawn(
+            async move { operations.sample_forever().await },
+        ));
         tasks
     }
 
@@ -696,8 +698,8 @@ fn summary_of(
     }
 }
 
-impl Control for EmbeddedControl {
-    fn experiments(&self) -> ControlFuture<'_, Vec<ExperimentSummary>> {
+impl Operations for EmbeddedOperations {
+    fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>> {
         Box::pin(async move {
             let scheduled = self.scheduled();
             let rows = self.inner.store.experiments().await.map_err(failed)?;
@@ -720,10 +722,10 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn create(&self, spec_toml: String) -> ControlFuture<'_, i64> {
+    fn create(&self, spec_toml: String) -> OperationFuture<'_, i64> {
         Box::pin(async move {
             let spec = ExperimentSpec::parse(&spec_toml)
-                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+                .map_err(|error| OperationError::Invalid(error.to_string()))?;
             let id = self
                 .inner
                 .store
@@ -735,17 +737,17 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn spec(&self, id: i64) -> ControlFuture<'_, String> {
+    fn spec(&self, id: i64) -> OperationFuture<'_, String> {
         Box::pin(async move { Ok(self.experiment_row(id).await?.spec_toml) })
     }
 
-    fn start(&self, id: i64, at_ms: Option<i64>) -> ControlFuture<'_, ()> {
+    fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             match at_ms {
                 Some(at) if at > now() => {
                     let row = self.experiment_row(id).await?;
                     if matches!(row.status, Status::Running | Status::Finished) {
-                        return Err(ControlError::Conflict(format!(
+                        return Err(OperationError::Conflict(format!(
                             "experiment {id} is {}",
                             row.status.as_str()
                         )));
@@ -773,7 +775,7 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn abort(&self, id: i64) -> ControlFuture<'_, ()> {
+    fn abort(&self, id: i64) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             let scheduled = self.inner.schedule.lock().remove(&id);
             if let Some((_, timer)) = scheduled {
@@ -791,7 +793,7 @@ impl Control for EmbeddedControl {
                         handle
                     }
                     _ => {
-                        return Err(ControlError::Conflict(format!(
+                        return Err(OperationError::Conflict(format!(
                             "experiment {id} is neither running nor scheduled"
                         )));
                     }
@@ -820,7 +822,7 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn results(&self, id: i64) -> ControlFuture<'_, Results> {
+    fn results(&self, id: i64) -> OperationFuture<'_, Results> {
         Box::pin(async move {
             let row = self.experiment_row(id).await?;
             let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
@@ -909,20 +911,20 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn halt(&self) -> ControlFuture<'_, ()> {
+    fn halt(&self) -> OperationFuture<'_, ()> {
         Box::pin(async move { self.agent_halt().await })
     }
 
-    fn set_fault(&self, request: FaultRequest) -> ControlFuture<'_, ()> {
+    fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             if request.target != AGENT_SERVICE {
-                return Err(ControlError::Invalid(format!(
+                return Err(OperationError::Invalid(format!(
                     "target: the embedded stack runs its agent in {AGENT_SERVICE} only, not in `{}`",
                     request.target
                 )));
             }
             let spec = agent::api::FaultSpec::from_json_value(request.fault)
-                .map_err(|error| ControlError::Invalid(error.to_string()))?;
+                .map_err(|error| OperationError::Invalid(error.to_string()))?;
             self.inner
                 .client
                 .put_fault(&self.inner.testbed.agent, &request.id, &spec)
@@ -931,10 +933,10 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn clear_fault(&self, target: String, id: String) -> ControlFuture<'_, ()> {
+    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             if target != AGENT_SERVICE {
-                return Err(ControlError::Invalid(format!(
+                return Err(OperationError::Invalid(format!(
                     "target: no agent in `{target}`"
                 )));
             }
@@ -946,17 +948,17 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> ControlFuture<'_, ()> {
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             let mode: breaker::Mode =
                 serde_json::from_value(serde_json::Value::String(mode.clone())).map_err(|_| {
-                    ControlError::Invalid(format!(
+                    OperationError::Invalid(format!(
                         "mode: `{mode}` is not one of enforce, shadow, forced-open, disabled"
                     ))
                 })?;
             let targets: Vec<String> = match &service {
                 Some(name) => vec![self.service_url(name).ok_or_else(|| {
-                    ControlError::Invalid(format!("service: no service `{name}`"))
+                    OperationError::Invalid(format!("service: no service `{name}`"))
                 })?],
                 None => self
                     .inner
@@ -986,7 +988,7 @@ impl Control for EmbeddedControl {
             .collect()
     }
 
-    fn annotate(&self, request: AnnotationRequest) -> ControlFuture<'_, AnnotationEntry> {
+    fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry> {
         Box::pin(async move {
             // Refused fields first: a bad note is a bad request whatever it is about.
             controller::store::annotation_text(&request.text).map_err(store_failed)?;
@@ -1022,7 +1024,7 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn annotations(&self, experiment: i64) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+    fn annotations(&self, experiment: i64) -> OperationFuture<'_, Vec<AnnotationEntry>> {
         Box::pin(async move {
             let id = self.experiment_row(experiment).await?.id;
             let rows = self.inner.store.annotations(id).await.map_err(failed)?;
@@ -1030,7 +1032,7 @@ impl Control for EmbeddedControl {
         })
     }
 
-    fn latest_annotations(&self, limit: usize) -> ControlFuture<'_, Vec<AnnotationEntry>> {
+    fn latest_annotations(&self, limit: usize) -> OperationFuture<'_, Vec<AnnotationEntry>> {
         Box::pin(async move {
             let rows = self
                 .inner

@@ -1,4 +1,4 @@
-//! The control API through `control_router().oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
+//! The control API through `fault_api_router().oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
 
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ fn mutation(
 }
 
 async fn call(agent: &Agent, request: Request<Body>) -> (StatusCode, Value) {
-    let response = agent.control_router().oneshot(request).await.unwrap();
+    let response = agent.fault_api_router().oneshot(request).await.unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let value = if bytes.is_empty() {
@@ -459,7 +459,7 @@ async fn metrics_are_prometheus_text() {
     let agent = agent();
     put(&agent, "a", json!({"kind":"error","status":500})).await;
     let response = agent
-        .control_router()
+        .fault_api_router()
         .oneshot(Request::get("/_agent/metrics").body(Body::empty()).unwrap())
         .await
         .unwrap();

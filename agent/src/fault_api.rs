@@ -1,4 +1,4 @@
-//! The control API: an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
+//! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
 //! checked before the body is even parsed, so a refused request changes nothing. Errors are JSON
@@ -27,7 +27,7 @@ use crate::api::{
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The control router, state bound.
+/// The fault API router, state bound.
 pub(crate) fn router(agent: Agent) -> Router {
     Router::new()
         .route("/_agent/faults", get(list_faults))
