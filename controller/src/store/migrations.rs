@@ -42,19 +42,30 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0002_annotations.sql"),
         include_str!("../../../migrations/postgres/0002_annotations.sql"),
     ),
+    (
+        3,
+        "scheduled starts",
+        include_str!("../../../migrations/sqlite/0003_scheduled_starts.sql"),
+        include_str!("../../../migrations/postgres/0003_scheduled_starts.sql"),
+    ),
 ];
 
+/// The embedded migrations of one backend, up to and including `through` (a version).
 #[derive(Debug)]
-struct Embedded(Backend);
+struct Embedded {
+    backend: Backend,
+    through: i64,
+}
 
 impl<'s> MigrationSource<'s> for Embedded {
     fn resolve(
         self,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 's>> {
-        let backend = self.0;
+        let Embedded { backend, through } = self;
         Box::pin(async move {
             Ok(MIGRATIONS
                 .iter()
+                .filter(|(version, ..)| *version <= through)
                 .map(|(version, description, sqlite, postgres)| {
                     let sql = match backend {
                         Backend::Sqlite => sqlite,
@@ -75,5 +86,18 @@ impl<'s> MigrationSource<'s> for Embedded {
 
 /// The migrator for one backend.
 pub async fn migrator(backend: Backend) -> Result<Migrator, sqlx::migrate::MigrateError> {
-    Migrator::new(Embedded(backend)).await
+    Migrator::new(Embedded {
+        backend,
+        through: i64::MAX,
+    })
+    .await
+}
+
+/// The migrator for one backend that stops after version `through` (tests of later migrations).
+#[cfg(test)]
+pub(super) async fn migrator_through(
+    backend: Backend,
+    through: i64,
+) -> Result<Migrator, sqlx::migrate::MigrateError> {
+    Migrator::new(Embedded { backend, through }).await
 }

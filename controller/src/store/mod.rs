@@ -9,6 +9,7 @@
 
 mod migrations;
 mod records;
+mod schedule;
 #[cfg(test)]
 mod tests;
 

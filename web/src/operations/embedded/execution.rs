@@ -1,0 +1,164 @@
+//! Running an experiment (one at a time, resuming where it stopped) and aborting it.
+
+use controller::runner::Progress;
+use controller::spec::ExperimentSpec;
+use controller::store::{ExperimentId, Status};
+
+use super::{EmbeddedOperations, failed, now};
+use crate::hub::{LiveEvent, RunProgress};
+use crate::operations::OperationError;
+
+impl EmbeddedOperations {
+    /// Validates and stores a spec; returns the new experiment's id.
+    pub(super) async fn create_experiment(&self, spec_toml: String) -> Result<i64, OperationError> {
+        let spec = ExperimentSpec::parse(&spec_toml)
+            .map_err(|error| OperationError::Invalid(error.to_string()))?;
+        let id = self
+            .inner
+            .store
+            .create_experiment(&spec, now())
+            .await
+            .map_err(failed)?;
+        self.publish_status(id.0, "pending");
+        Ok(id.0)
+    }
+
+    /// Starts experiment `id` on a task of its own, unless another one is running.
+    pub(super) async fn start_now(&self, id: i64) -> Result<(), OperationError> {
+        let row = self.experiment_row(id).await?;
+        if row.status == Status::Finished {
+            return Err(OperationError::Conflict(format!(
+                "experiment {id} has finished already"
+            )));
+        }
+        let spec = ExperimentSpec::parse(&row.spec_toml)
+            .map_err(|error| OperationError::Invalid(format!("stored spec: {error}")))?;
+        let mut active = self.inner.active.lock();
+        if let Some((running, handle)) = active.as_ref()
+            && !handle.is_finished()
+        {
+            return Err(OperationError::Conflict(format!(
+                "experiment {running} is running; abort it or wait for it to finish"
+            )));
+        }
+        let operations = self.clone();
+        let task = tokio::spawn(async move { operations.execute(id, row.name, spec).await });
+        *active = Some((id, task.abort_handle()));
+        Ok(())
+    }
+
+    /// Stops the running experiment `id`: its task is cancelled, the agent halted, the unfinished run marked
+    /// interrupted and the experiment aborted.
+    pub(super) async fn abort_running(&self, id: i64) -> Result<(), OperationError> {
+        let handle = {
+            let mut active = self.inner.active.lock();
+            match active.as_ref() {
+                Some((running, handle)) if *running == id && !handle.is_finished() => {
+                    let handle = handle.clone();
+                    *active = None;
+                    handle
+                }
+                _ => {
+                    return Err(OperationError::Conflict(format!(
+                        "experiment {id} is neither running nor scheduled"
+                    )));
+                }
+            }
+        };
+        handle.abort();
+        let halted = self.agent_halt().await;
+        let experiment = ExperimentId(id);
+        self.inner
+            .store
+            .mark_interrupted(experiment, now())
+            .await
+            .map_err(failed)?;
+        self.inner
+            .store
+            .set_experiment_status(
+                experiment,
+                Status::Aborted,
+                now(),
+                Some("aborted from the dashboard"),
+            )
+            .await
+            .map_err(failed)?;
+        self.publish_status(id, "aborted");
+        halted
+    }
+
+    /// Runs every plan position that has no terminal run yet (finished, or stopped by its stop condition: a
+    /// verdict, not a crash), in plan order: prepared exactly as `tolerant run` resumes
+    /// ([`controller::runner::Runner::prepare_resume`]: leftover faults cleared, a dead attempt marked interrupted).
+    async fn execute(&self, id: i64, name: String, spec: ExperimentSpec) {
+        let experiment = ExperimentId(id);
+        let store = &self.inner.store;
+        let done = match self.inner.runner.prepare_resume(&spec, experiment).await {
+            Ok(point) => point.done,
+            Err(error) => {
+                tracing::warn!(experiment = id, %error, "experiment could not start");
+                return;
+            }
+        };
+        self.publish_status(id, "running");
+        let plan = spec.plan();
+        let total = plan.len();
+        let run_length = spec.run_warmup() + spec.run_duration();
+        for planned in &plan {
+            if done.contains(&planned.sequence) {
+                continue;
+            }
+            let hub = self.inner.hub.clone();
+            let name = name.clone();
+            // The run's start, kept for its later progress events (the live timeline starts there).
+            let mut run_started_ms = now() as u64;
+            let mut progress = move |progress: Progress| {
+                if matches!(progress, Progress::RunStarted { .. }) {
+                    run_started_ms = now() as u64;
+                }
+                let (planned, phase, ends) = match &progress {
+                    Progress::RunStarted { planned, .. } => (
+                        planned,
+                        "running".to_owned(),
+                        Some(now() as u64 + run_length.as_millis() as u64),
+                    ),
+                    Progress::RunFinished {
+                        planned, status, ..
+                    } => (planned, status.as_str().to_owned(), None),
+                };
+                hub.publish(LiveEvent::Progress(RunProgress {
+                    experiment_id: id,
+                    experiment: name.clone(),
+                    run: planned.sequence as u64 + 1,
+                    runs: total as u64,
+                    condition: planned.condition.label(),
+                    round: u64::from(planned.round) + 1,
+                    phase,
+                    started_at_ms: run_started_ms,
+                    ends_at_ms: ends,
+                }));
+            };
+            if let Err(error) = self
+                .inner
+                .runner
+                .run_one(&spec, experiment, planned, total, &mut progress)
+                .await
+            {
+                let _ = store
+                    .set_experiment_status(
+                        experiment,
+                        Status::Aborted,
+                        now(),
+                        Some(&error.to_string()),
+                    )
+                    .await;
+                self.publish_status(id, "aborted");
+                return;
+            }
+        }
+        let _ = store
+            .set_experiment_status(experiment, Status::Finished, now(), None)
+            .await;
+        self.publish_status(id, "finished");
+    }
+}

@@ -1,0 +1,292 @@
+//! [`Operations`] over the controller's real parts: experiments in the [`Store`], runs by the controller's
+//! [`Runner`] (one at a time, resumable: finished plan positions are skipped), results from
+//! `controller::stats` and `controller::report`, faults and breaker modes through the testbed's admin and
+//! fault APIs.
+//!
+//! One job per module: [`schedule`] (queued starts and their timers, kept in the store's `scheduled_starts`),
+//! [`execution`] (running an experiment, aborting it), [`streams`] (following the services' and the agent's
+//! websockets), [`sampling`] (the once-a-second live sample) with [`prometheus`] (reading the frontend's
+//! counters), [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and
+//! [`annotations`].
+//!
+//! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
+//! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
+
+mod annotations;
+mod execution;
+mod prometheus;
+mod results;
+mod sampling;
+mod schedule;
+mod streams;
+mod testbed;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use controller::runner::{AdminClient, Runner, Testbed, now_ms};
+use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
+use parking_lot::Mutex;
+use tokio::task::AbortHandle;
+
+use super::{
+    AnnotationEntry, AnnotationRequest, ExperimentSummary, FaultRequest, OperationError,
+    OperationFuture, Operations, Results,
+};
+use crate::hub::{ExperimentChange, Hub, LiveEvent};
+use sampling::LoadSeconds;
+
+/// The service whose agent the embedded stack runs.
+pub const AGENT_SERVICE: &str = "payment";
+
+struct Inner {
+    store: Store,
+    testbed: Testbed,
+    hub: Hub,
+    client: AdminClient,
+    runner: Runner,
+    /// The experiment being run and its task.
+    active: Mutex<Option<(i64, AbortHandle)>>,
+    /// Queued starts: experiment → (due time, timer task).
+    schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
+    /// The load driver's seconds closed since the last live sample (filled while a run drives load).
+    load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
+}
+
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedOperations {
+    inner: Arc<Inner>,
+}
+
+fn failed(error: impl std::fmt::Display) -> OperationError {
+    OperationError::Failed(error.to_string())
+}
+
+/// A refused field stays a bad request (it names the field); anything else is a failure behind the operations.
+fn store_failed(error: StoreError) -> OperationError {
+    match error {
+        StoreError::Invalid { .. } => OperationError::Invalid(error.to_string()),
+        other => failed(other),
+    }
+}
+
+fn entry_of(row: &AnnotationRow) -> AnnotationEntry {
+    AnnotationEntry {
+        id: row.id.0,
+        at_ms: row.at_ms,
+        text: row.text.clone(),
+        author: row.author.clone(),
+        experiment_id: row.experiment_id.map(|id| id.0),
+        run_id: row.run_id.map(|id| id.0),
+    }
+}
+
+fn now() -> i64 {
+    now_ms()
+}
+
+fn summary_of(
+    row: &ExperimentRow,
+    finished: Option<i64>,
+    scheduled: Option<i64>,
+) -> ExperimentSummary {
+    let status = if scheduled.is_some() && row.status == Status::Pending {
+        "scheduled".to_owned()
+    } else {
+        row.status.as_str().to_owned()
+    };
+    ExperimentSummary {
+        id: row.id.0,
+        name: row.name.clone(),
+        status,
+        planned_runs: row.planned_runs,
+        finished_runs: finished,
+        created_at_ms: row.created_at_ms,
+        started_at_ms: row.started_at_ms,
+        finished_at_ms: row.finished_at_ms,
+        scheduled_at_ms: scheduled,
+        abort_reason: row.abort_reason.clone(),
+    }
+}
+
+impl EmbeddedOperations {
+    /// Re-arms every stored scheduled start, and marks experiments left `running` by a previous process as
+    /// `interrupted` (their unfinished run is discarded; a start resumes them).
+    pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, OperationError> {
+        for experiment in store.experiments().await.map_err(failed)? {
+            if experiment.status == Status::Running {
+                store
+                    .mark_interrupted(experiment.id, now())
+                    .await
+                    .map_err(failed)?;
+                store
+                    .set_experiment_status(
+                        experiment.id,
+                        Status::Interrupted,
+                        now(),
+                        Some("the controller stopped while it ran"),
+                    )
+                    .await
+                    .map_err(failed)?;
+            }
+        }
+        let (load_seconds, live_seconds) = sampling::collect_load_seconds();
+        let operations = EmbeddedOperations {
+            inner: Arc::new(Inner {
+                client: AdminClient::new(testbed.token.clone()),
+                runner: Runner::new(store.clone(), testbed.clone()).with_live_seconds(live_seconds),
+                load_seconds,
+                store,
+                testbed,
+                hub,
+                active: Mutex::new(None),
+                schedule: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        operations.rearm_scheduled().await?;
+        operations.restore_annotations().await?;
+        Ok(operations)
+    }
+
+    /// Stops the running experiment's task without marking it (a process shutting down: the unfinished
+    /// run is redone on the next start) and disarms the timers (their rows stay for the next process).
+    pub fn stop_active(&self) {
+        if let Some((_, task)) = self.inner.active.lock().take() {
+            task.abort();
+        }
+        self.disarm_all();
+    }
+
+    fn publish_status(&self, id: i64, status: &str) {
+        self.inner
+            .hub
+            .publish(LiveEvent::Experiment(ExperimentChange {
+                experiment_id: id,
+                status: status.to_owned(),
+                at_ms: now() as u64,
+            }));
+    }
+
+    async fn experiment_row(&self, id: i64) -> Result<ExperimentRow, OperationError> {
+        self.inner
+            .store
+            .experiment(ExperimentId(id))
+            .await
+            .map_err(failed)?
+            .ok_or(OperationError::NotFound(id))
+    }
+
+    fn service_url(&self, service: &str) -> Option<String> {
+        self.inner
+            .testbed
+            .services
+            .iter()
+            .find(|(name, _)| name == service)
+            .map(|(_, url)| url.clone())
+    }
+}
+
+impl Operations for EmbeddedOperations {
+    fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>> {
+        Box::pin(async move {
+            let scheduled = self.scheduled();
+            let rows = self.inner.store.experiments().await.map_err(failed)?;
+            let mut list = Vec::with_capacity(rows.len());
+            for row in rows {
+                let finished = self
+                    .inner
+                    .store
+                    .finished_plan_indices(row.id)
+                    .await
+                    .map_err(failed)?
+                    .len() as i64;
+                list.push(summary_of(
+                    &row,
+                    Some(finished),
+                    scheduled.get(&row.id.0).copied(),
+                ));
+            }
+            Ok(list)
+        })
+    }
+
+    fn create(&self, spec_toml: String) -> OperationFuture<'_, i64> {
+        Box::pin(self.create_experiment(spec_toml))
+    }
+
+    fn spec(&self, id: i64) -> OperationFuture<'_, String> {
+        Box::pin(async move { Ok(self.experiment_row(id).await?.spec_toml) })
+    }
+
+    fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()> {
+        Box::pin(async move {
+            match at_ms {
+                Some(at) if at > now() => self.schedule_start(id, at).await,
+                _ => {
+                    self.unschedule(id).await?;
+                    self.start_now(id).await
+                }
+            }
+        })
+    }
+
+    fn abort(&self, id: i64) -> OperationFuture<'_, ()> {
+        Box::pin(async move {
+            if self.unschedule(id).await? {
+                self.publish_status(id, "pending");
+                return Ok(());
+            }
+            self.abort_running(id).await
+        })
+    }
+
+    fn results(&self, id: i64) -> OperationFuture<'_, Results> {
+        Box::pin(self.results_of(id))
+    }
+
+    fn halt(&self) -> OperationFuture<'_, ()> {
+        Box::pin(self.agent_halt())
+    }
+
+    fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()> {
+        Box::pin(self.put_fault(request))
+    }
+
+    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()> {
+        Box::pin(self.delete_fault(target, id))
+    }
+
+    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
+        Box::pin(self.switch_breaker_mode(service, mode))
+    }
+
+    fn services(&self) -> Vec<String> {
+        self.inner
+            .testbed
+            .services
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry> {
+        Box::pin(self.store_annotation(request))
+    }
+
+    fn annotations(&self, experiment: i64) -> OperationFuture<'_, Vec<AnnotationEntry>> {
+        Box::pin(self.annotations_of(experiment))
+    }
+
+    fn latest_annotations(&self, limit: usize) -> OperationFuture<'_, Vec<AnnotationEntry>> {
+        Box::pin(async move {
+            let rows = self
+                .inner
+                .store
+                .latest_annotations(limit)
+                .await
+                .map_err(failed)?;
+            Ok(rows.iter().map(entry_of).collect())
+        })
+    }
+}

@@ -1,0 +1,311 @@
+//! The once-a-second live sample: worker pools, mean cart size, and outcomes — the load driver's own account
+//! while a run drives load, else the frontend's answers by status class.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use controller::load;
+use http::Method;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::prometheus::status_classes;
+use super::{EmbeddedOperations, now};
+use crate::hub::{EndpointSample, LiveEvent, LiveSample, OutcomeCounts, PoolSample, bucketize};
+
+/// What the load driver saw in the seconds closed since the last live sample: its outcomes (timeouts
+/// and connection errors included, unlike the frontend's counters) and the latest per-endpoint latency.
+#[derive(Debug, Default)]
+pub(super) struct LoadSeconds {
+    warmup: bool,
+    outcomes: OutcomeCounts,
+    endpoints: Vec<EndpointSample>,
+    cart_p95_us: Option<u64>,
+}
+
+impl LoadSeconds {
+    /// Adds one closed second: outcomes add up, latency is the newest second's.
+    fn add(&mut self, second: &load::SecondStats) {
+        self.warmup = second.warmup;
+        let mut endpoints = Vec::with_capacity(second.endpoints.len());
+        self.cart_p95_us = None;
+        for endpoint in &second.endpoints {
+            let outcomes = &endpoint.outcomes;
+            self.outcomes.ok += outcomes.ok;
+            self.outcomes.failed += outcomes.failed;
+            self.outcomes.rejected += outcomes.rejected;
+            self.outcomes.timeout += outcomes.timeout;
+            self.outcomes.connection_error += outcomes.connection_error;
+            self.outcomes.client_error += outcomes.client_error;
+            let name = load::endpoint::NAMES.get(endpoint.endpoint).map_or_else(
+                || format!("endpoint {}", endpoint.endpoint),
+                |n| (*n).to_owned(),
+            );
+            if endpoint.endpoint == load::endpoint::VIEW_CART {
+                self.cart_p95_us = Some(endpoint.latency.p95_us);
+            }
+            endpoints.push(EndpointSample {
+                name,
+                requests: endpoint.latency.count,
+                p50_us: endpoint.latency.p50_us,
+                p95_us: endpoint.latency.p95_us,
+                p99_us: endpoint.latency.p99_us,
+                buckets: latency_buckets(&endpoint.histogram_v2),
+            });
+        }
+        self.endpoints = endpoints;
+    }
+}
+
+/// Where the runner's closed seconds are gathered until the next live sample takes them, and the sink the
+/// runner sends them to.
+pub(super) fn collect_load_seconds() -> (Arc<Mutex<Option<LoadSeconds>>>, load::SecondSink) {
+    let load_seconds = Arc::new(Mutex::new(None::<LoadSeconds>));
+    let (live_seconds, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel();
+    {
+        let load_seconds = Arc::clone(&load_seconds);
+        tokio::spawn(async move {
+            while let Some(second) = closed_seconds.recv().await {
+                load_seconds
+                    .lock()
+                    .get_or_insert_with(LoadSeconds::default)
+                    .add(&second);
+            }
+        });
+    }
+    (load_seconds, live_seconds)
+}
+
+/// Counts per latency bucket (see [`bucketize`]) of an HDR V2 histogram; empty when the bytes do not
+/// decode.
+fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
+    match load::deserialize_histogram(histogram_v2) {
+        Ok(histogram) => bucketize(
+            histogram
+                .iter_recorded()
+                .map(|step| (step.value_iterated_to(), step.count_at_value())),
+        ),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Calls the frontend's checkout breakers rejected so far (from its `/_breakers` snapshots): each is a
+/// checkout the user saw refused.
+fn checkout_rejections(snapshots: &Value) -> u64 {
+    snapshots
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter(|snapshot| {
+                    snapshot
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|name| name.starts_with("frontend->checkout"))
+                })
+                .filter_map(|snapshot| snapshot.get("counters")?.get("rejected")?.as_u64())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+impl EmbeddedOperations {
+    async fn get_json(&self, url: String) -> Option<Value> {
+        let body = self
+            .inner
+            .client
+            .call(Method::GET, &url, None, Bytes::new())
+            .await
+            .ok()?;
+        serde_json::from_slice(&body).ok()
+    }
+
+    async fn get_text(&self, url: String) -> Option<String> {
+        let body = self
+            .inner
+            .client
+            .call(Method::GET, &url, None, Bytes::new())
+            .await
+            .ok()?;
+        Some(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// Once per second: worker pools, mean cart size, and the frontend's answers by status class.
+    pub(super) async fn sample_forever(&self) {
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut previous: Option<[u64; 5]> = None;
+        let mut previous_rejected: Option<u64> = None;
+        let mut second = 0;
+        loop {
+            ticker.tick().await;
+            let mut pools = Vec::new();
+            for (service, url) in &self.inner.testbed.services {
+                if let Some(pool) = self.get_json(format!("{url}/_pool")).await {
+                    let field = |name: &str| pool.get(name).and_then(Value::as_u64).unwrap_or(0);
+                    pools.push(PoolSample {
+                        service: service.clone(),
+                        in_flight: field("in_flight"),
+                        queued: field("queued"),
+                        capacity: field("capacity"),
+                    });
+                }
+            }
+            let cart_mean_items = match self.service_url("cart") {
+                Some(url) => self
+                    .get_json(format!("{url}/_admin/cart-stats"))
+                    .await
+                    .and_then(|stats| stats.get("mean_items").and_then(Value::as_f64)),
+                None => None,
+            };
+            let classes = match self.service_url("frontend") {
+                Some(url) => self
+                    .get_text(format!("{url}/metrics"))
+                    .await
+                    .map(|text| status_classes(&text)),
+                None => None,
+            };
+            let rejected_total = match self.service_url("frontend") {
+                Some(url) => self
+                    .get_json(format!("{url}/_breakers"))
+                    .await
+                    .map(|snapshots| checkout_rejections(&snapshots)),
+                None => None,
+            };
+            let outcomes = match (classes, previous, rejected_total, previous_rejected) {
+                (Some(now_counts), Some(before), rejected_now, rejected_before) => {
+                    let delta = |i: usize| now_counts[i].saturating_sub(before[i]);
+                    let rejected = match (rejected_now, rejected_before) {
+                        (Some(now_total), Some(before_total)) => {
+                            now_total.saturating_sub(before_total)
+                        }
+                        _ => 0,
+                    };
+                    OutcomeCounts {
+                        ok: delta(0) + delta(1) + delta(2),
+                        client_error: delta(3),
+                        // A checkout the frontend's breaker rejected is answered with a 5xx too.
+                        failed: delta(4).saturating_sub(rejected),
+                        rejected,
+                        ..OutcomeCounts::default()
+                    }
+                }
+                _ => OutcomeCounts::default(),
+            };
+            if classes.is_some() {
+                previous = classes;
+            }
+            if rejected_total.is_some() {
+                previous_rejected = rejected_total;
+            }
+            second += 1;
+            // While a run drives load, its own per-second account is the better one.
+            let load = self.inner.load_seconds.lock().take().unwrap_or_default();
+            let from_load = !load.endpoints.is_empty();
+            self.inner.hub.publish(LiveEvent::Sample(LiveSample {
+                at_ms: now() as u64,
+                second,
+                warmup: load.warmup,
+                outcomes: if from_load { load.outcomes } else { outcomes },
+                endpoints: load.endpoints,
+                cart_mean_items,
+                cart_p95_us: load.cart_p95_us,
+                pools,
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint_second(
+        endpoint: usize,
+        latencies_us: &[u64],
+        ok: u64,
+        timeout: u64,
+    ) -> load::EndpointSecond {
+        let mut histogram = load::new_histogram();
+        for latency in latencies_us {
+            histogram.record(*latency).unwrap();
+        }
+        load::EndpointSecond {
+            endpoint,
+            outcomes: load::OutcomeCounts {
+                ok,
+                timeout,
+                ..load::OutcomeCounts::default()
+            },
+            latency: load::LatencySummary::of(&histogram),
+            histogram_v2: load::serialize_histogram(&histogram),
+        }
+    }
+
+    #[test]
+    fn load_seconds_add_outcomes_and_keep_the_newest_latency() {
+        let mut seconds = LoadSeconds::default();
+        seconds.add(&load::SecondStats {
+            second: 3,
+            warmup: true,
+            endpoints: vec![endpoint_second(
+                load::endpoint::VIEW_CART,
+                &[900, 1_500],
+                2,
+                0,
+            )],
+        });
+        seconds.add(&load::SecondStats {
+            second: 4,
+            warmup: false,
+            endpoints: vec![endpoint_second(load::endpoint::CHECKOUT, &[30_000], 0, 1)],
+        });
+        assert!(!seconds.warmup);
+        assert_eq!(seconds.outcomes.ok, 2);
+        assert_eq!(seconds.outcomes.timeout, 1);
+        // Latency is the newest second's: no GET /cart in it.
+        assert_eq!(seconds.cart_p95_us, None);
+        assert_eq!(seconds.endpoints.len(), 1);
+        let checkout = &seconds.endpoints[0];
+        assert_eq!(checkout.name, "POST /cart/checkout");
+        assert_eq!(checkout.requests, 1);
+        // 30 ms falls in the (20 ms, 50 ms] bucket, index 5.
+        let mut expected = vec![0; 13];
+        expected[5] = 1;
+        assert_eq!(checkout.buckets, expected);
+    }
+
+    #[test]
+    fn a_cart_second_carries_its_p95() {
+        let mut seconds = LoadSeconds::default();
+        seconds.add(&load::SecondStats {
+            second: 0,
+            warmup: false,
+            endpoints: vec![endpoint_second(
+                load::endpoint::VIEW_CART,
+                &[900, 1_500],
+                2,
+                0,
+            )],
+        });
+        let p95 = seconds
+            .cart_p95_us
+            .expect("GET /cart completed in this second");
+        assert!((1_400..=1_600).contains(&p95), "{p95}");
+        assert_eq!(
+            seconds.endpoints[0].buckets[0] + seconds.endpoints[0].buckets[1],
+            2
+        );
+    }
+
+    #[test]
+    fn checkout_rejections_sum_the_frontend_checkout_breakers() {
+        let snapshots = serde_json::json!([
+            {"name": "frontend->checkout", "counters": {"rejected": 4}},
+            {"name": "frontend->checkout#placeOrder", "counters": {"rejected": 1}},
+            {"name": "frontend->cart", "counters": {"rejected": 100}}
+        ]);
+        assert_eq!(checkout_rejections(&snapshots), 5);
+        assert_eq!(checkout_rejections(&Value::Null), 0);
+    }
+}

@@ -1,0 +1,101 @@
+//! Game-day actions on the testbed: a fault on the agent, a breaker mode on the services, a halt.
+
+use bytes::Bytes;
+use http::Method;
+
+use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
+use crate::hub::{FaultChange, LiveEvent};
+use crate::operations::{FaultRequest, OperationError};
+
+impl EmbeddedOperations {
+    /// Clears every fault on the agent and says so live.
+    pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
+        self.inner
+            .client
+            .call(
+                Method::POST,
+                &format!("{}/_agent/halt", self.inner.testbed.agent),
+                None,
+                Bytes::new(),
+            )
+            .await
+            .map_err(failed)?;
+        self.inner.hub.publish(LiveEvent::Fault(FaultChange {
+            at_ms: now() as u64,
+            event: "halted".into(),
+            fault_id: String::new(),
+            target: AGENT_SERVICE.into(),
+            kind: String::new(),
+            rate: 0.0,
+        }));
+        Ok(())
+    }
+
+    pub(super) async fn put_fault(&self, request: FaultRequest) -> Result<(), OperationError> {
+        if request.target != AGENT_SERVICE {
+            return Err(OperationError::Invalid(format!(
+                "target: the embedded stack runs its agent in {AGENT_SERVICE} only, not in `{}`",
+                request.target
+            )));
+        }
+        let spec = agent::api::FaultSpec::from_json_value(request.fault)
+            .map_err(|error| OperationError::Invalid(error.to_string()))?;
+        self.inner
+            .client
+            .put_fault(&self.inner.testbed.agent, &request.id, &spec)
+            .await
+            .map_err(failed)
+    }
+
+    pub(super) async fn delete_fault(
+        &self,
+        target: String,
+        id: String,
+    ) -> Result<(), OperationError> {
+        if target != AGENT_SERVICE {
+            return Err(OperationError::Invalid(format!(
+                "target: no agent in `{target}`"
+            )));
+        }
+        self.inner
+            .client
+            .delete_fault(&self.inner.testbed.agent, &id)
+            .await
+            .map_err(failed)
+    }
+
+    /// Every breaker of `service` (or of every service) switches to `mode`, keeping the rest of its config.
+    pub(super) async fn switch_breaker_mode(
+        &self,
+        service: Option<String>,
+        mode: String,
+    ) -> Result<(), OperationError> {
+        let mode: breaker::Mode = serde_json::from_value(serde_json::Value::String(mode.clone()))
+            .map_err(|_| {
+            OperationError::Invalid(format!(
+                "mode: `{mode}` is not one of enforce, shadow, forced-open, disabled"
+            ))
+        })?;
+        let targets: Vec<String> =
+            match &service {
+                Some(name) => vec![self.service_url(name).ok_or_else(|| {
+                    OperationError::Invalid(format!("service: no service `{name}`"))
+                })?],
+                None => self
+                    .inner
+                    .testbed
+                    .services
+                    .iter()
+                    .map(|(_, url)| url.clone())
+                    .collect(),
+            };
+        for url in targets {
+            self.inner
+                .client
+                .set_breaker_mode(&url, mode)
+                .await
+                .map_err(failed)?;
+        }
+        Ok(())
+    }
+}
