@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::writing::ROWS_PER_INSERT;
 use super::*;
 use crate::load::{EndpointReport, Outcome, Recorder, deserialize_histogram, endpoint};
 use crate::spec::ExperimentSpec;
@@ -842,4 +843,65 @@ async fn the_old_schedule_table_moves_into_scheduled_starts() {
         store.scheduled_starts().await.unwrap(),
         vec![(ExperimentId(id), 900)]
     );
+}
+
+/// A stored value that does not decode is an error naming its column, never a silent blank.
+#[tokio::test]
+async fn a_corrupt_stored_column_is_an_error_naming_it() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        store
+            .finish_run(run, &record(Status::Finished, Duration::ZERO))
+            .await
+            .unwrap();
+        // Whole before the damage.
+        assert_eq!(store.transitions(run).await.unwrap().len(), 1);
+        assert_eq!(store.fault_events(run).await.unwrap().len(), 2);
+
+        let damage = [
+            "UPDATE transitions SET detail_json = '{\"failures\": ' WHERE run_id = $1",
+            "UPDATE fault_events SET detail_json = 'not json' WHERE run_id = $1",
+            "UPDATE samples SET extra_json = '[1,' WHERE run_id = $1",
+            // The schema checks the source's name; a source without its joules is the damage left.
+            "UPDATE runs SET energy_joules = NULL WHERE id = $1",
+        ];
+        for sql in damage {
+            sqlx::query(sql)
+                .bind(run.0)
+                .execute(store.pool())
+                .await
+                .unwrap();
+        }
+        let column = |error: StoreError| match error {
+            StoreError::Corrupt { column, .. } => column,
+            other => panic!("expected Corrupt, got {other}"),
+        };
+        assert_eq!(
+            column(store.transitions(run).await.unwrap_err()),
+            "transitions.detail_json"
+        );
+        assert_eq!(
+            column(store.fault_events(run).await.unwrap_err()),
+            "fault_events.detail_json"
+        );
+        assert_eq!(
+            column(store.samples(run).await.unwrap_err()),
+            "samples.extra_json"
+        );
+        assert_eq!(
+            column(store.runs(experiment).await.unwrap_err()),
+            "runs.energy_joules/energy_source"
+        );
+    }
 }
