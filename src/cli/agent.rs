@@ -102,7 +102,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .unwrap_or(NonZeroUsize::MIN);
     tokio::select! {
         served = sidecar.serve_threaded(threads) => served.context("sidecar stopped")?,
-        _ = tokio::signal::ctrl_c() => println!("tolerant agent: interrupted, stopping (faults are not kept)"),
+        _ = super::stop_signal() => println!("tolerant agent: interrupted, stopping (faults are not kept)"),
     }
     Ok(())
 }

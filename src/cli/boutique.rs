@@ -139,9 +139,7 @@ pub async fn run(args: BoutiqueArgs) -> anyhow::Result<()> {
         for (service, addr) in stack.addrs() {
             println!("{service:<15} http://{addr}");
         }
-        tokio::signal::ctrl_c()
-            .await
-            .context("waiting for Ctrl-C")?;
+        super::stop_signal().await;
         stack.shutdown().await;
         return Ok(());
     }
@@ -153,10 +151,6 @@ pub async fn run(args: BoutiqueArgs) -> anyhow::Result<()> {
     }
     let running = RunningService::start(service, config, peers).await?;
     println!("{service:<15} http://{}", running.addr());
-    running
-        .serve_until(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    running.serve_until(super::stop_signal()).await?;
     Ok(())
 }

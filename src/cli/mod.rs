@@ -3,6 +3,7 @@
 mod agent;
 mod boutique;
 mod controller;
+mod healthcheck;
 mod results;
 mod serve;
 
@@ -36,6 +37,8 @@ pub enum Command {
     Validate(results::ValidateArgs),
     /// Clear every fault on every known agent.
     Halt(results::HaltArgs),
+    /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
+    Healthcheck(healthcheck::HealthcheckArgs),
 }
 
 pub fn init_tracing() {
@@ -55,6 +58,24 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Report(args)) => results::report(args).await,
         Some(Command::Validate(args)) => results::validate(args).await,
         Some(Command::Halt(args)) => results::halt(args).await,
+        Some(Command::Healthcheck(args)) => healthcheck::run(args),
         None => serve::run().await,
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends), so a container stops at once and cleanly.
+pub async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops this process");
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

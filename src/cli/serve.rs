@@ -3,12 +3,58 @@
 //!
 //! Settings come from the environment: `TOLERANT_BIND` (default `127.0.0.1:8080`), `TOLERANT_DB` (default
 //! `tolerant.db` in the working directory, or a `postgres://` URL) and `TOLERANT_TOKEN` (default: a fresh
-//! random token, printed).
+//! random token, printed). With `TOLERANT_TARGETS` (comma-separated `NAME=URL`, every service plus `agent`,
+//! as in a spec's `[targets]`) no service starts here: the dashboard drives those (the compose stack's
+//! controller container runs this way).
 
 use std::net::SocketAddr;
 
-use anyhow::Context;
-use web::{DashboardConfig, RunningDashboard};
+use anyhow::{Context, bail};
+use web::{DashboardConfig, ExternalTestbed, RunningDashboard};
+
+/// The name under which `TOLERANT_TARGETS` gives the agent's control API.
+const AGENT_TARGET: &str = "agent";
+
+/// Parses `TOLERANT_TARGETS`: `frontend` is resolved (names included) to the address the virtual users
+/// load; `agent` is the agent's control API; every other entry is a service by name.
+async fn external_testbed(text: &str) -> anyhow::Result<ExternalTestbed> {
+    let mut services = Vec::new();
+    let mut agent = None;
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, url) = entry
+            .split_once('=')
+            .with_context(|| format!("TOLERANT_TARGETS: `{entry}` is not NAME=URL"))?;
+        let (name, url) = (name.trim(), url.trim().trim_end_matches('/'));
+        if !url.starts_with("http://") {
+            bail!("TOLERANT_TARGETS: {name}: `{url}` is not an http:// URL");
+        }
+        if name == AGENT_TARGET {
+            agent = Some(url.to_owned());
+        } else {
+            name.parse::<boutique::ServiceName>()
+                .with_context(|| format!("TOLERANT_TARGETS: `{name}`"))?;
+            services.push((name.to_owned(), url.to_owned()));
+        }
+    }
+    let agent = agent.context("TOLERANT_TARGETS: no `agent=URL` entry")?;
+    let frontend_url = services
+        .iter()
+        .find(|(name, _)| name == "frontend")
+        .map(|(_, url)| url.clone())
+        .context("TOLERANT_TARGETS: no `frontend=URL` entry")?;
+    let authority = frontend_url.trim_start_matches("http://");
+    let authority = authority.split('/').next().unwrap_or(authority);
+    let frontend = tokio::net::lookup_host(authority)
+        .await
+        .with_context(|| format!("TOLERANT_TARGETS: frontend: cannot resolve `{authority}`"))?
+        .next()
+        .with_context(|| format!("TOLERANT_TARGETS: frontend: `{authority}` has no address"))?;
+    Ok(ExternalTestbed {
+        frontend,
+        services,
+        agent,
+    })
+}
 
 pub async fn run() -> anyhow::Result<()> {
     let mut config = DashboardConfig::default();
@@ -24,6 +70,9 @@ pub async fn run() -> anyhow::Result<()> {
         .ok()
         .filter(|token| !token.is_empty());
     let token_from_env = config.token.is_some();
+    if let Ok(targets) = std::env::var("TOLERANT_TARGETS") {
+        config.external = Some(external_testbed(&targets).await?);
+    }
 
     let dashboard = RunningDashboard::start(config)
         .await
@@ -36,9 +85,7 @@ pub async fn run() -> anyhow::Result<()> {
     }
     println!("Ctrl-C stops everything and clears every fault.");
 
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    super::stop_signal().await;
     println!("Stopping: clearing faults, closing the dashboard and the services…");
     dashboard.shutdown().await;
     println!("Stopped.");

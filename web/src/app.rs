@@ -74,5 +74,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/breakers", post(pages::set_breaker_mode))
         .route("/ui/annotate", post(pages::annotate))
         .route("/static/{file}", get(assets::serve))
+        // Liveness for container health checks: answers while the dashboard serves.
+        .route("/_healthz", get(|| async { "ok" }))
         .with_state(state)
 }

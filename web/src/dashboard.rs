@@ -1,6 +1,7 @@
 //! The whole embedded tool in one call: the ten boutique services (agent in Payment), the experiment
 //! store, the controller's runner behind [`EmbeddedOperations`], the hub with its live feeds, and the dashboard
-//! on loopback. `tolerant` with no arguments and the browser test both start it this way.
+//! on loopback. `tolerant` with no arguments and the browser test both start it this way. Given an external
+//! testbed (the services running elsewhere, e.g. as containers) it starts no services and drives those.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +34,20 @@ pub struct DashboardConfig {
     /// The token for every mutation (random when `None`).
     pub token: Option<String>,
     pub hub: HubConfig,
+    /// Services running elsewhere (their token is [`DashboardConfig::token`]); `None` = start the embedded
+    /// stack in this process.
+    pub external: Option<ExternalTestbed>,
+}
+
+/// Where the services of a testbed started elsewhere answer (the token comes from the dashboard's config).
+#[derive(Debug, Clone)]
+pub struct ExternalTestbed {
+    /// The frontend the virtual users load.
+    pub frontend: SocketAddr,
+    /// Every service's base URL by name.
+    pub services: Vec<(String, String)>,
+    /// Base URL of the fault agent's control API.
+    pub agent: String,
 }
 
 impl Default for DashboardConfig {
@@ -42,6 +57,7 @@ impl Default for DashboardConfig {
             database: controller::store::DEFAULT_DATABASE.to_owned(),
             token: None,
             hub: HubConfig::default(),
+            external: None,
         }
     }
 }
@@ -65,7 +81,8 @@ pub enum DashboardError {
 pub struct RunningDashboard {
     addr: SocketAddr,
     token: String,
-    stack: boutique::RunningStack,
+    /// The embedded services (`None` when the testbed runs elsewhere).
+    stack: Option<boutique::RunningStack>,
     store: Store,
     operations: EmbeddedOperations,
     feeds: Vec<JoinHandle<()>>,
@@ -85,17 +102,31 @@ impl std::fmt::Debug for RunningDashboard {
 impl RunningDashboard {
     pub async fn start(config: DashboardConfig) -> Result<RunningDashboard, DashboardError> {
         let token = config.token.unwrap_or_else(Auth::random_token);
-        let stack = boutique::RunningStack::start(boutique::StackConfig {
-            token: Some(token.clone()),
-            agent: agent::AgentConfig {
-                token: Some(token.clone()),
-                ..agent::AgentConfig::default()
-            },
-            ..boutique::StackConfig::default()
-        })
-        .await
-        .map_err(|error| DashboardError::Testbed(error.to_string()))?;
-        let testbed = Testbed::of_stack(&stack, token.clone());
+        let (stack, testbed) = match config.external {
+            Some(external) => (
+                None,
+                Testbed {
+                    frontend: external.frontend,
+                    services: external.services,
+                    agent: external.agent,
+                    token: token.clone(),
+                },
+            ),
+            None => {
+                let stack = boutique::RunningStack::start(boutique::StackConfig {
+                    token: Some(token.clone()),
+                    agent: agent::AgentConfig {
+                        token: Some(token.clone()),
+                        ..agent::AgentConfig::default()
+                    },
+                    ..boutique::StackConfig::default()
+                })
+                .await
+                .map_err(|error| DashboardError::Testbed(error.to_string()))?;
+                let testbed = Testbed::of_stack(&stack, token.clone());
+                (Some(stack), testbed)
+            }
+        };
         let store = Store::open(&config.database).await?;
         let hub = Hub::new(config.hub);
         let flusher = hub.spawn_flusher();
@@ -154,9 +185,9 @@ impl RunningDashboard {
         &self.token
     }
 
-    /// The embedded boutique (service URLs, the Payment agent).
-    pub fn stack(&self) -> &boutique::RunningStack {
-        &self.stack
+    /// The embedded boutique (service URLs, the Payment agent); `None` with an external testbed.
+    pub fn stack(&self) -> Option<&boutique::RunningStack> {
+        self.stack.as_ref()
     }
 
     /// Stops the running experiment (its run stays unfinished and is redone on the next start), clears
@@ -176,7 +207,9 @@ impl RunningDashboard {
             feed.abort();
         }
         self.flusher.abort();
-        self.stack.shutdown().await;
+        if let Some(stack) = self.stack {
+            stack.shutdown().await;
+        }
         self.store.close().await;
     }
 }

@@ -14,4 +14,4 @@ pub mod pages;
 mod routes_tests;
 
 pub use app::{AppState, router};
-pub use dashboard::{DashboardConfig, RunningDashboard};
+pub use dashboard::{DashboardConfig, ExternalTestbed, RunningDashboard};

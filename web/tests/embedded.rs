@@ -67,7 +67,10 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     .expect("dashboard starts");
     assert!(dashboard.addr().ip().is_loopback());
     let base = format!("http://{}", dashboard.addr());
-    let agent = dashboard.stack().url(boutique::ServiceName::Payment);
+    let agent = dashboard
+        .stack()
+        .expect("embedded stack")
+        .url(boutique::ServiceName::Payment);
     let client = AdminClient::new(TOKEN);
     let anonymous = AdminClient::new("");
 
@@ -161,7 +164,10 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     assert!(again.is_err_and(|error| error.to_string().contains("409")));
 
     // The game-day mode switch changes the mode and keeps each breaker's configured detectors.
-    let checkout = dashboard.stack().url(boutique::ServiceName::Checkout);
+    let checkout = dashboard
+        .stack()
+        .expect("embedded stack")
+        .url(boutique::ServiceName::Checkout);
     let configured = breaker::BreakerConfig::from_toml_str("[trip]\nconsecutive_failures = 3\n")
         .expect("config");
     client
