@@ -124,10 +124,11 @@ pub struct CheckoutForm {
     pub credit_card: CreditCardInfo,
 }
 
-/// A card number as the `credit_card` validator accepts it: digit groups separated by single spaces,
-/// each group at least 3 digits, 12–19 digits in all, passing Luhn.
+/// A card number as the `credit_card` validator accepts it: digit groups separated by single spaces or
+/// single dashes (the cart page's default `4432-8015-6152-0454`, as Payment accepts it), each group at least
+/// 3 digits, 12–19 digits in all, passing Luhn.
 fn card_number_valid(number: &str) -> bool {
-    let groups: Vec<&str> = number.split(' ').collect();
+    let groups: Vec<&str> = number.split([' ', '-']).collect();
     if groups.iter().any(|group| group.len() < 3) {
         return false;
     }
@@ -255,9 +256,46 @@ mod tests {
     #[test]
     fn card_numbers_like_the_credit_card_validator() {
         assert!(card_number_valid("4432 8015 6152 0454"));
-        assert!(!card_number_valid("4432-8015-6152-0454"));
+        assert!(card_number_valid("4432-8015-6152-0454"));
+        assert!(!card_number_valid("4432--8015-6152-0454"));
         assert!(!card_number_valid("44 328015 6152 0454"));
+        assert!(!card_number_valid("4432-8015-6152-0455"));
         assert!(card_number_valid("4222222222222"));
+    }
+
+    /// Every `name="…" value="…"` default of the cart page's checkout form (the expiry year is a template
+    /// variable: a year in the future stands in for it).
+    fn cart_page_defaults() -> HashMap<String, String> {
+        let page = include_str!("../../../templates/cart.html");
+        let form = page
+            .split("action=\"/cart/checkout\"")
+            .nth(1)
+            .expect("the cart page has a checkout form");
+        let mut defaults = HashMap::new();
+        for input in form.split("<input").skip(1) {
+            let attribute = |name: &str| {
+                let start = input.find(&format!("{name}=\""))? + name.len() + 2;
+                let end = input[start..].find('"')? + start;
+                Some(input[start..end].to_owned())
+            };
+            if let (Some(name), Some(value)) = (attribute("name"), attribute("value")) {
+                let value = if value.contains("{{") {
+                    "2039".into()
+                } else {
+                    value
+                };
+                defaults.insert(name, value);
+            }
+        }
+        defaults
+    }
+
+    #[test]
+    fn the_cart_page_defaults_check_out() {
+        let defaults = cart_page_defaults();
+        assert!(defaults.contains_key("credit_card_number"), "{defaults:?}");
+        let form = CheckoutForm::parse(&defaults).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(form.credit_card.credit_card_cvv, 672);
     }
 
     #[test]

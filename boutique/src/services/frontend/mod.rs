@@ -115,7 +115,7 @@ fn found(location: &str) -> Response {
 }
 
 fn plain_header(session: &Session) -> Header {
-    Header::new(&[], &session.currency, 0)
+    Header::new(&[], &session.currency, None)
 }
 
 /// The error page, with `x-tolerant-rejected` when a breaker rejected the request.
@@ -281,7 +281,7 @@ async fn home(
         .map(|(product, price)| ProductView::new(product, price.display()))
         .collect();
     let page = HomePage {
-        header: Header::new(&currencies, &session.currency, cart_size(&items)),
+        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
         products,
         ad,
     };
@@ -314,7 +314,7 @@ async fn product(
         state.ad(&product.categories),
     );
     let page = ProductPage {
-        header: Header::new(&currencies, &session.currency, cart_size(&items)),
+        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
         product: ProductView::new(&product, price.display()),
         recommendations,
         ad,
@@ -365,7 +365,7 @@ async fn view_cart(
             total.checked_add(line).unwrap_or(total)
         });
     let page = CartPage {
-        header: Header::new(&currencies, &session.currency, cart_size(&items)),
+        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
         lines: lines
             .iter()
             .map(|(product, quantity, line_total)| CartLine {
@@ -519,7 +519,7 @@ async fn checkout(
     let (recommendations, currencies) =
         tokio::join!(state.recommendations(&session.id, &[]), state.currencies());
     let page = OrderPage {
-        header: Header::new(&currencies, &session.currency, 0),
+        header: Header::new(&currencies, &session.currency, Some(0)),
         order_id: order.order_id,
         tracking_id: order.shipping_tracking_id,
         total: order.total.display(),

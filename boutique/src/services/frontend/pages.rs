@@ -15,12 +15,14 @@ pub struct CurrencyOption {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
     pub currencies: Vec<CurrencyOption>,
-    pub cart_size: u32,
+    /// Items in the cart; `None` where the page does not know (the error page does not ask the cart
+    /// service, as in Online Boutique: the header then shows no count rather than a wrong one).
+    pub cart_size: Option<u32>,
 }
 
 impl Header {
     /// A header offering `codes`, with `current` selected (kept even if `codes` lacks it).
-    pub fn new(codes: &[String], current: &str, cart_size: u32) -> Self {
+    pub fn new(codes: &[String], current: &str, cart_size: Option<u32>) -> Self {
         let mut currencies: Vec<CurrencyOption> = codes
             .iter()
             .map(|code| CurrencyOption {

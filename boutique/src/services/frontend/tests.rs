@@ -96,6 +96,9 @@ async fn invalid_checkout_form_is_422_naming_the_fields() {
     ] {
         assert!(body.contains(field), "{field} named in {body}");
     }
+    // The error page does not ask the cart service: its header shows no count rather than a wrong one.
+    assert!(body.contains(">Cart</a>"), "{body}");
+    assert!(!body.contains("Cart (0)"), "{body}");
 }
 
 #[tokio::test]
