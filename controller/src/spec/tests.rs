@@ -453,3 +453,39 @@ fn a_bad_criterion_names_its_field_and_line() {
     assert_eq!(field, "validate[0]", "{message}");
     assert!(message.contains("fault_rate"), "{message}");
 }
+
+/// The spec documentation's examples are specs that parse, and its example gate has criteria.
+#[test]
+fn every_toml_example_of_the_experiments_readme_is_a_valid_spec() {
+    let readme = std::fs::read_to_string(experiments_dir().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    assert!(!blocks.is_empty(), "the README shows an example spec");
+    for block in &blocks {
+        let spec = ExperimentSpec::parse(block).unwrap_or_else(|error| panic!("{error}\n{block}"));
+        assert!(!spec.validate.is_empty(), "the example is a release gate");
+    }
+    // Every table of a spec is documented.
+    for table in [
+        "[load]",
+        "[fault]",
+        "[fault.match]",
+        "[breaker]",
+        "[breaker.trip]",
+        "[breaker.trip.failure_rate]",
+        "[breaker.trip.slow_call]",
+        "[breaker.open]",
+        "[breaker.half_open]",
+        "[stop]",
+        "[targets]",
+        "[[validate]]",
+    ] {
+        assert!(
+            readme.contains(&format!("`{table}`")),
+            "{table} is documented"
+        );
+    }
+}
