@@ -78,6 +78,7 @@ pub async fn run() -> anyhow::Result<()> {
         .await
         .context("starting the embedded stack and dashboard")?;
     println!("Tolerant dashboard: {}", dashboard.url());
+    println!("Online Boutique shop: {}", dashboard.shop_url());
     if token_from_env {
         println!("Token: from TOLERANT_TOKEN");
     } else {

@@ -17,6 +17,8 @@ pub struct AppState {
     pub hub: Hub,
     pub operations: Arc<dyn Operations>,
     pub auth: Arc<Auth>,
+    /// The shop's (the boutique frontend's) URL the header links to, when the dashboard runs one.
+    pub shop_url: Option<String>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -73,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/fault/clear", post(pages::clear_fault))
         .route("/ui/breakers", post(pages::set_breaker_mode))
         .route("/ui/annotate", post(pages::annotate))
+        .fallback(pages::not_found)
         .route("/static/{file}", get(assets::serve))
         // Liveness for container health checks: answers while the dashboard serves.
         .route("/_healthz", get(|| async { "ok" }))

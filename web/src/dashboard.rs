@@ -81,6 +81,8 @@ pub enum DashboardError {
 pub struct RunningDashboard {
     addr: SocketAddr,
     token: String,
+    /// The boutique frontend the dashboard drives (embedded or external).
+    shop_url: String,
     /// The embedded services (`None` when the testbed runs elsewhere).
     stack: Option<boutique::RunningStack>,
     store: Store,
@@ -130,12 +132,14 @@ impl RunningDashboard {
         let store = Store::open(&config.database).await?;
         let hub = Hub::new(config.hub);
         let flusher = hub.spawn_flusher();
+        let shop_url = format!("http://{}/", testbed.frontend);
         let operations = EmbeddedOperations::new(store.clone(), testbed, hub.clone()).await?;
         let feeds = operations.spawn_live_feeds();
         let state = AppState {
             hub,
             operations: Arc::new(operations.clone()),
             auth: Arc::new(Auth::new(token.clone())),
+            shop_url: Some(shop_url.clone()),
         };
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await
@@ -162,6 +166,7 @@ impl RunningDashboard {
         Ok(RunningDashboard {
             addr,
             token,
+            shop_url,
             stack,
             store,
             operations,
@@ -183,6 +188,11 @@ impl RunningDashboard {
 
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The shop: the boutique frontend's URL (`http://127.0.0.1:PORT/`).
+    pub fn shop_url(&self) -> &str {
+        &self.shop_url
     }
 
     /// The embedded boutique (service URLs, the Payment agent); `None` with an external testbed.

@@ -16,6 +16,9 @@ pub enum AppError {
     /// The request itself is malformed; the message names the field.
     #[error("{0}")]
     BadRequest(String),
+    /// No such page or route.
+    #[error("{0}")]
+    NotFound(String),
     #[error("page rendering failed")]
     Template(#[from] askama::Error),
 }
@@ -28,7 +31,9 @@ impl AppError {
             AppError::Operations(OperationError::Invalid(_)) | AppError::BadRequest(_) => {
                 StatusCode::BAD_REQUEST
             }
-            AppError::Operations(OperationError::NotFound(_)) => StatusCode::NOT_FOUND,
+            AppError::Operations(OperationError::NotFound(_)) | AppError::NotFound(_) => {
+                StatusCode::NOT_FOUND
+            }
             AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
             AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
             AppError::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -47,5 +52,44 @@ impl IntoResponse for AppError {
             Json(serde_json::json!({ "error": self.to_string() })),
         )
             .into_response()
+    }
+}
+
+/// The same errors answered as an HTML page, for the pages and their form posts: a person submitting a form
+/// reads the message in the dashboard's layout, never a bare JSON document.
+#[derive(Debug)]
+pub struct PageError(pub AppError);
+
+impl<E: Into<AppError>> From<E> for PageError {
+    fn from(error: E) -> Self {
+        PageError(error.into())
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    viewer: crate::pages::Viewer,
+    page: &'static str,
+    status: u16,
+    message: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        if status.is_server_error() {
+            tracing::warn!(error = %self.0, "dashboard page failed");
+        }
+        let page = ErrorPage {
+            viewer: crate::pages::Viewer::anonymous(),
+            page: "error",
+            status: status.as_u16(),
+            message: self.0.to_string(),
+        };
+        match askama::Template::render(&page) {
+            Ok(html) => (status, axum::response::Html(html)).into_response(),
+            Err(_) => (status, self.0.to_string()).into_response(),
+        }
     }
 }

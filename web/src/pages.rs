@@ -13,8 +13,11 @@ use serde_json::{Map, Value};
 use crate::api::{check_mode, parse_at, store_annotation};
 use crate::app::AppState;
 use crate::auth::Auth;
-use crate::error::AppError;
-use crate::operations::{AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, Results};
+use crate::error::{AppError, PageError};
+use crate::hub::FaultChange;
+use crate::operations::{
+    AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, OperationError, Results,
+};
 
 /// What every page's layout needs.
 #[derive(Debug, Clone)]
@@ -22,25 +25,121 @@ pub struct Viewer {
     pub logged_in: bool,
     /// The session's CSRF token (empty when not logged in).
     pub csrf: String,
+    /// The shop the header links to (empty: no link).
+    pub shop_url: String,
+    /// What the last action did, or why not (shown once, under the header).
+    pub notice: Option<String>,
 }
 
 impl Viewer {
     fn of(state: &AppState, headers: &HeaderMap) -> Viewer {
+        let shop_url = state.shop_url.clone().unwrap_or_default();
         match state.auth.session(headers) {
             Some(session) => Viewer {
                 logged_in: true,
                 csrf: session.csrf,
+                shop_url,
+                notice: take_notice(headers),
             },
             None => Viewer {
-                logged_in: false,
-                csrf: String::new(),
+                shop_url,
+                notice: take_notice(headers),
+                ..Viewer::anonymous()
             },
+        }
+    }
+
+    /// Nobody logged in, no shop link (the error page, which knows no state).
+    pub fn anonymous() -> Viewer {
+        Viewer {
+            logged_in: false,
+            csrf: String::new(),
+            shop_url: String::new(),
+            notice: None,
         }
     }
 }
 
-fn render(template: &impl Template) -> Result<Response, AppError> {
-    Ok(Html(template.render()?).into_response())
+/// A page that has a viewer (every page extends `base.html`).
+trait Page: Template {
+    fn viewer(&self) -> &Viewer;
+}
+
+macro_rules! page {
+    ($($page:ty),*) => {$(impl Page for $page { fn viewer(&self) -> &Viewer { &self.viewer } })*};
+}
+
+page!(
+    ExperimentsPage,
+    LivePage,
+    ResultsPage,
+    GameDayPage,
+    LoginPage
+);
+
+/// Renders a page; a notice it shows is cleared so it shows once.
+fn render(page: &impl Page) -> Result<Response, PageError> {
+    let html = Html(page.render().map_err(AppError::from)?).into_response();
+    Ok(with_notice_cleared(html, page.viewer().notice.is_some()))
+}
+
+/// The cookie carrying a one-time notice to the next page (`Path=/`, gone after 60 s or once shown).
+const NOTICE_COOKIE: &str = "tolerant_notice";
+
+/// A redirect to `to` that leaves `notice` for that page to show once (what the action did, or why not).
+fn redirect_with_notice(to: &str, notice: &str) -> Response {
+    let hex: String = notice
+        .bytes()
+        .take(600)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    (
+        [(
+            SET_COOKIE,
+            format!("{NOTICE_COOKIE}={hex}; Path=/; Max-Age=60; HttpOnly; SameSite=Strict"),
+        )],
+        Redirect::to(to),
+    )
+        .into_response()
+}
+
+/// The notice a redirect left, if any (and valid UTF-8).
+fn take_notice(headers: &HeaderMap) -> Option<String> {
+    let hex = headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix(&format!("{NOTICE_COOKIE}=")))?
+        .to_owned();
+    if hex.is_empty() || hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// A page response that also clears the notice it showed.
+fn with_notice_cleared(response: Response, had_notice: bool) -> Response {
+    if !had_notice {
+        return response;
+    }
+    (
+        [(
+            SET_COOKIE,
+            format!("{NOTICE_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"),
+        )],
+        response,
+    )
+        .into_response()
+}
+
+/// Any path the dashboard does not serve: the error page, not an empty answer.
+pub async fn not_found() -> PageError {
+    PageError(AppError::NotFound("no such page".into()))
 }
 
 /// `1732896000123` → `2024-11-29 16:00:00 UTC`.
@@ -92,6 +191,10 @@ struct ExperimentsPage {
     page: &'static str,
     experiments: Vec<ExperimentLine>,
     example_spec: &'static str,
+    /// Why the last spec was refused (names the field and line).
+    error: Option<String>,
+    /// The spec box's text (kept when it was refused).
+    spec: String,
 }
 
 /// A short experiment for the create form's placeholder.
@@ -116,10 +219,10 @@ rates = [1.0]
 modes = ["enforce"]
 "#;
 
-pub async fn experiments(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
+async fn experiments_page(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<ExperimentsPage, PageError> {
     let experiments = state
         .operations
         .experiments()
@@ -128,12 +231,21 @@ pub async fn experiments(
         .rev()
         .map(ExperimentLine::of)
         .collect();
-    render(&ExperimentsPage {
-        viewer: Viewer::of(&state, &headers),
+    Ok(ExperimentsPage {
+        viewer: Viewer::of(state, headers),
         page: "experiments",
         experiments,
         example_spec: EXAMPLE_SPEC,
+        error: None,
+        spec: String::new(),
     })
+}
+
+pub async fn experiments(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
+    render(&experiments_page(&state, &headers).await?)
 }
 
 #[derive(Template)]
@@ -143,7 +255,10 @@ struct LivePage {
     page: &'static str,
 }
 
-pub async fn live(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
+pub async fn live(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
     render(&LivePage {
         viewer: Viewer::of(&state, &headers),
         page: "live",
@@ -210,7 +325,7 @@ pub async fn results(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<i64>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     let results = state.operations.results(id).await?;
     let rows = results
         .conditions
@@ -286,7 +401,7 @@ const GAME_DAY_ANNOTATIONS: usize = 20;
 pub async fn gameday(
     State(state): State<AppState>,
     headers: HeaderMap,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     let annotations = state
         .operations
         .latest_annotations(GAME_DAY_ANNOTATIONS)
@@ -329,7 +444,7 @@ pub async fn login_form(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(query): Query<NextQuery>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     render(&LoginPage {
         viewer: Viewer::of(&state, &headers),
         page: "login",
@@ -348,7 +463,7 @@ pub async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     let next = local_path(form.next);
     match state.auth.login(form.token.trim()) {
         Ok(session) => Ok((
@@ -363,7 +478,8 @@ pub async fn login(
                 next,
                 failed: true,
             };
-            Ok((http::StatusCode::UNAUTHORIZED, Html(page.render()?)).into_response())
+            let html = page.render().map_err(AppError::from)?;
+            Ok((http::StatusCode::UNAUTHORIZED, Html(html)).into_response())
         }
     }
 }
@@ -378,7 +494,7 @@ pub async fn logout(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     state.auth.logout(&headers);
     Ok(([(SET_COOKIE, Auth::expired_cookie())], Redirect::to("/")).into_response())
@@ -395,10 +511,41 @@ pub async fn create_experiment(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<CreateForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    state.operations.create(form.spec).await?;
-    Ok(Redirect::to("/experiments").into_response())
+    if form.spec.trim().is_empty() {
+        return experiments_with_error(
+            &state,
+            &headers,
+            "spec: empty — paste a TOML spec, load a file, or press “Insert example”".into(),
+            form.spec,
+        )
+        .await;
+    }
+    match state.operations.create(form.spec.clone()).await {
+        Ok(id) => Ok(redirect_with_notice(
+            "/experiments",
+            &format!("Created experiment {id}. Start it now or schedule it below."),
+        )),
+        Err(OperationError::Invalid(message)) => {
+            experiments_with_error(&state, &headers, message, form.spec).await
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The experiments page again, with why the spec was refused and the spec as it was typed.
+async fn experiments_with_error(
+    state: &AppState,
+    headers: &HeaderMap,
+    error: String,
+    spec: String,
+) -> Result<Response, PageError> {
+    let mut page = experiments_page(state, headers).await?;
+    page.error = Some(error);
+    page.spec = spec;
+    let html = page.render().map_err(AppError::from)?;
+    Ok((http::StatusCode::BAD_REQUEST, Html(html)).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -415,16 +562,17 @@ pub async fn start_experiment(
     headers: HeaderMap,
     Path(id): Path<i64>,
     Form(form): Form<StartForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     let at = parse_at(&Value::String(form.at))?;
     state.operations.start(id, at).await?;
-    let next = if at.is_some() {
-        "/experiments"
-    } else {
-        "/live"
-    };
-    Ok(Redirect::to(next).into_response())
+    Ok(match at {
+        Some(at) if at > crate::api::now_ms() as i64 => redirect_with_notice(
+            "/experiments",
+            &format!("Experiment {id} is scheduled for {}.", format_ms(at)),
+        ),
+        _ => redirect_with_notice("/live", &format!("Started experiment {id}.")),
+    })
 }
 
 pub async fn abort_experiment(
@@ -432,20 +580,83 @@ pub async fn abort_experiment(
     headers: HeaderMap,
     Path(id): Path<i64>,
     Form(form): Form<CsrfForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     state.operations.abort(id).await?;
-    Ok(Redirect::to("/experiments").into_response())
+    Ok(redirect_with_notice(
+        "/experiments",
+        &format!(
+            "Aborted experiment {id}: its unfinished run is discarded and every fault cleared."
+        ),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct HaltForm {
+    #[serde(default)]
+    csrf: String,
+    /// `on` when the operator also wants every breaker back to `enforce` (config kept).
+    #[serde(default)]
+    enforce: Option<String>,
+}
+
+/// `50`, `12.5`: a percentage as people write it.
+fn percent(value: f64) -> String {
+    let rounded = (value * 10.0).round() / 10.0;
+    if rounded.fract() == 0.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded:.1}")
+    }
+}
+
+/// `gameday (error at 100 % on payment)`.
+fn describe_fault(fault: &FaultChange) -> String {
+    let kind = if fault.kind.is_empty() {
+        "fault"
+    } else {
+        fault.kind.as_str()
+    };
+    format!(
+        "{} ({kind} at {} % on {})",
+        fault.fault_id,
+        percent(fault.rate * 100.0),
+        fault.target
+    )
 }
 
 pub async fn halt(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
-) -> Result<Response, AppError> {
+    Form(form): Form<HaltForm>,
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
+    let active: Vec<String> = state
+        .hub
+        .state()
+        .active_faults
+        .values()
+        .map(describe_fault)
+        .collect();
     state.operations.halt().await?;
-    Ok(Redirect::to("/gameday").into_response())
+    let mut notice = if active.is_empty() {
+        "Halted: no fault was active; the agents hold none now.".to_owned()
+    } else {
+        format!(
+            "Halted: cleared {} fault{}: {}.",
+            active.len(),
+            if active.len() == 1 { "" } else { "s" },
+            active.join(", ")
+        )
+    };
+    if form.enforce.is_some() {
+        state
+            .operations
+            .set_breaker_mode(None, "enforce".into())
+            .await?;
+        notice.push_str(" Every breaker is back to enforce, its config kept.");
+    }
+    Ok(redirect_with_notice("/gameday", &notice))
 }
 
 #[derive(Debug, Deserialize)]
@@ -501,9 +712,14 @@ pub async fn set_fault(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<FaultForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     let fault = fault_document(&form)?;
+    let what = match form.kind.as_str() {
+        "error" => format!("error {}", form.status.trim()),
+        "delay" => format!("delay {}", form.delay.trim()),
+        other => other.to_owned(),
+    };
     state
         .operations
         .set_fault(FaultRequest {
@@ -512,7 +728,15 @@ pub async fn set_fault(
             fault,
         })
         .await?;
-    Ok(Redirect::to("/gameday").into_response())
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!(
+            "Applied fault {GAME_DAY_FAULT_ID} on {}: {what} at {} %, lease {} (it expires then unless applied again).",
+            form.target,
+            percent(form.rate),
+            form.lease.trim()
+        ),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -526,13 +750,16 @@ pub async fn clear_fault(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<ClearFaultForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     state
         .operations
-        .clear_fault(form.target, GAME_DAY_FAULT_ID.into())
+        .clear_fault(form.target.clone(), GAME_DAY_FAULT_ID.into())
         .await?;
-    Ok(Redirect::to("/gameday").into_response())
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!("Removed fault {GAME_DAY_FAULT_ID} from {}.", form.target),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -548,15 +775,22 @@ pub async fn set_breaker_mode(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<BreakerForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     check_mode(&form.mode)?;
     let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
+    let which = match &service {
+        Some(service) => format!("Every breaker of {service}"),
+        None => "Every breaker of every service".to_owned(),
+    };
     state
         .operations
-        .set_breaker_mode(service, form.mode)
+        .set_breaker_mode(service, form.mode.clone())
         .await?;
-    Ok(Redirect::to("/gameday").into_response())
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!("{which} is now {}, its config kept.", form.mode),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -573,8 +807,11 @@ pub async fn annotate(
     State(state): State<AppState>,
     headers: HeaderMap,
     Form(form): Form<AnnotateForm>,
-) -> Result<Response, AppError> {
+) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
     store_annotation(&state, form.text, form.author, None).await?;
-    Ok(Redirect::to(&local_path(form.next)).into_response())
+    Ok(redirect_with_notice(
+        &local_path(form.next),
+        "Annotation added to the timeline.",
+    ))
 }

@@ -28,6 +28,7 @@ fn app() -> (AppState, MemoryOperations) {
         hub: Hub::new(HubConfig::default()),
         operations: Arc::new(operations.clone()),
         auth: Arc::new(Auth::new(TOKEN)),
+        shop_url: Some("http://127.0.0.1:9999".into()),
     };
     (state, operations)
 }
@@ -428,6 +429,7 @@ async fn stored_app(location: &str) -> (AppState, Store) {
         hub,
         operations: Arc::new(operations),
         auth: Arc::new(Auth::new(TOKEN)),
+        shop_url: Some("http://127.0.0.1:9999".into()),
     };
     (state, store)
 }
@@ -644,5 +646,173 @@ async fn annotation_listings_refuse_bad_queries_naming_the_field() {
     assert_eq!(
         json(send(&state, get("/api/annotations")).await).await,
         serde_json::json!([])
+    );
+}
+
+/// The cookie a redirect leaves its notice in, as the next request sends it back.
+fn notice_cookie(response: &Response<Body>) -> String {
+    response
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with("tolerant_notice="))
+        .and_then(|value| value.split(';').next())
+        .expect("a notice cookie")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_refused_or_empty_spec_is_shown_in_the_page_with_the_spec_kept() {
+    let (state, control) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    let empty = send(
+        &state,
+        form(
+            "/ui/experiments",
+            &format!("csrf={csrf}&spec=++"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(empty.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        empty.headers()[CONTENT_TYPE]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/html")
+    );
+    let page = text(empty).await;
+    assert!(page.contains("id=\"create-error\""), "{page}");
+    assert!(page.contains("spec: empty"), "{page}");
+    assert!(control.calls().is_empty(), "an empty spec reaches nothing");
+
+    let refused = send(
+        &state,
+        form(
+            "/ui/experiments",
+            &format!("csrf={csrf}&spec=rounds+%3D+1"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let page = text(refused).await;
+    assert!(page.contains("Not created: name: missing"), "{page}");
+    assert!(
+        page.contains(">rounds = 1</textarea>"),
+        "the spec is kept: {page}"
+    );
+}
+
+#[tokio::test]
+async fn the_spec_box_starts_empty_and_the_example_is_not_its_placeholder() {
+    let (state, _) = app();
+    let page = text(send(&state, get("/experiments")).await).await;
+    assert!(
+        page.contains("spellcheck=\"false\" placeholder=\"Empty."),
+        "{page}"
+    );
+    let placeholder = page
+        .split("placeholder=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a placeholder");
+    assert!(!placeholder.contains("[load]"), "{placeholder}");
+    assert!(page.contains("<template id=\"example-spec\">"));
+    assert!(
+        page.contains("id=\"shop-link\""),
+        "the header links the shop"
+    );
+}
+
+#[tokio::test]
+async fn errors_of_form_posts_and_unknown_pages_are_html_pages() {
+    let (state, control) = app();
+    let refused = send(&state, form("/ui/halt", "", None)).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let page = text(refused).await;
+    assert!(page.contains("id=\"error-message\""), "{page}");
+    assert!(page.contains("needs the token"), "{page}");
+    assert!(page.contains("href=\"/login\""), "{page}");
+
+    let (cookie, csrf) = log_in(&state).await;
+    let bad_mode = send(
+        &state,
+        form(
+            "/ui/breakers",
+            &format!("csrf={csrf}&mode=sideways"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(bad_mode.status(), StatusCode::BAD_REQUEST);
+    assert!(text(bad_mode).await.contains("mode: `sideways`"));
+    assert!(control.calls().is_empty());
+
+    let missing = send(&state, get("/no/such/page")).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(text(missing).await.contains("no such page"));
+}
+
+#[tokio::test]
+async fn game_day_actions_say_what_they_did_once() {
+    let (state, control) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    state
+        .hub
+        .publish(crate::hub::LiveEvent::Fault(crate::hub::FaultChange {
+            at_ms: 1,
+            event: "applied".into(),
+            fault_id: "gameday".into(),
+            target: "payment".into(),
+            kind: "error".into(),
+            rate: 0.5,
+        }));
+    state.hub.flush();
+    let halted = send(
+        &state,
+        form(
+            "/ui/halt",
+            &format!("csrf={csrf}&enforce=on"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(halted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        control.calls(),
+        vec![Call::Halt, Call::BreakerMode(None, "enforce".into())]
+    );
+    let notice = notice_cookie(&halted);
+    let page_request = Request::get("/gameday")
+        .header(COOKIE, format!("{cookie}; {notice}"))
+        .body(Body::empty())
+        .expect("request");
+    let page = send(&state, page_request).await;
+    let clears = page.headers().get_all(SET_COOKIE).iter().any(|value| {
+        value
+            .to_str()
+            .is_ok_and(|v| v.starts_with("tolerant_notice=;"))
+    });
+    assert!(clears, "a notice is shown once");
+    let page = text(page).await;
+    assert!(
+        page.contains("Halted: cleared 1 fault: gameday (error at 50 % on payment)."),
+        "{page}"
+    );
+    assert!(page.contains("Every breaker is back to enforce"), "{page}");
+
+    let fault = format!("csrf={csrf}&target=payment&kind=delay&rate=25&lease=30s&delay=800ms");
+    let applied = send(&state, form("/ui/fault", &fault, Some(&cookie))).await;
+    let notice = notice_cookie(&applied);
+    let page_request = Request::get("/gameday")
+        .header(COOKIE, notice)
+        .body(Body::empty())
+        .expect("request");
+    let page = text(send(&state, page_request).await).await;
+    assert!(
+        page.contains("Applied fault gameday on payment: delay 800ms at 25 %, lease 30s"),
+        "{page}"
     );
 }

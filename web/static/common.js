@@ -48,10 +48,39 @@
       ].join("\n");
     });
   }
+  // "Insert example" puts the example spec into the (empty) spec box.
+  var example = document.getElementById("insert-example");
+  if (example) {
+    example.addEventListener("click", function () {
+      var spec = document.getElementById("spec");
+      if (spec.value.trim() && !confirm("Replace the spec in the box with the example?")) { return; }
+      spec.value = document.getElementById("example-spec").content.textContent;
+    });
+  }
+  // Forms marked data-remember keep their values across the redirect after they are applied.
+  document.querySelectorAll("form[data-remember]").forEach(function (form) {
+    var key = "tolerant:" + form.dataset.remember;
+    try {
+      var saved = JSON.parse(localStorage.getItem(key) || "{}");
+      Object.keys(saved).forEach(function (name) {
+        var field = form.elements[name];
+        if (field && field.type !== "hidden" && field.type !== "submit") { field.value = saved[name]; }
+      });
+    } catch (ignored) { /* no storage: the defaults stay */ }
+    form.addEventListener("submit", function () {
+      var values = {};
+      Array.prototype.forEach.call(form.elements, function (field) {
+        if (field.name && field.type !== "hidden" && field.type !== "submit" && field.type !== "button") { values[field.name] = field.value; }
+      });
+      try { localStorage.setItem(key, JSON.stringify(values)); } catch (ignored) { /* private mode */ }
+    });
+  });
   // Rate slider readout.
   var rate = document.getElementById("rate");
   if (rate) {
     var out = document.getElementById("rate-value");
-    rate.addEventListener("input", function () { out.textContent = rate.value + " %"; });
+    var show = function () { out.textContent = rate.value + " %"; };
+    rate.addEventListener("input", show);
+    show();
   }
 })();
