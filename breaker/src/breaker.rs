@@ -294,6 +294,12 @@ impl OwnedPermit {
         }
     }
 
+    /// Whether this permit holds a half-open probe slot.
+    pub fn is_probe(&self) -> bool {
+        self.ticket
+            .is_some_and(|ticket| ticket.kind() == TicketKind::Probe)
+    }
+
     /// The breaker this permit belongs to.
     pub fn breaker(&self) -> &Arc<CircuitBreaker> {
         &self.breaker

@@ -32,6 +32,7 @@ pub mod http;
 #[cfg(feature = "tower")]
 pub mod layer;
 mod registry;
+pub mod sim;
 mod state;
 mod stripes;
 mod window;

@@ -1,0 +1,612 @@
+//! One pass over the window: arrivals and call completions in time order on a [`ManualClock`], each instance's
+//! production [`CircuitBreaker`] asked for a permit at every arrival and told every outcome when the call ends.
+//!
+//! Order of events: at one instant, calls that end are recorded before requests that arrive (so a probe that
+//! fails at `t` reopens the breaker before the arrival at `t` asks), and ends are taken in the order the calls
+//! started. A request's fate (refused, rejected, what the upstream answers and what that costs) is decided when it
+//! arrives and counted in that second; the breaker learns the outcome when the call ends.
+//!
+//! Costs: a hanging call holds its caller (and a worker) for the timeout, a successful one for the latency, an
+//! instant error, a rejection and a request that does not call the dependency for nothing. Because every call of
+//! one kind costs the same, calls end in the order they started within a kind: two FIFO queues, no heap.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use crate::breaker::{CircuitBreaker, OwnedPermit};
+use crate::clock::{ManualClock, duration_nanos};
+use crate::config::Mode;
+use crate::core::policy::splitmix64;
+use crate::event::MemorySink;
+use crate::sim::scenario::{FaultKind, Pattern, Scenario, Workload};
+use crate::state::{Outcome, State};
+
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// Independent streams of seeded draws.
+const STREAM_SHARE: u64 = 0x5348_4152_4500_0000;
+const STREAM_FAILURE: u64 = 0x4641_494c_0000_0000;
+const STREAM_THINK: u64 = 0x5448_494e_4b00_0000;
+const STREAM_START: u64 = 0x5354_4152_5400_0000;
+
+/// A uniform draw in [0, 1): a pure function of (seed, stream, index), so both passes see the same draws.
+pub(crate) fn unit(seed: u64, stream: u64, index: u64) -> f64 {
+    let bits = splitmix64(seed ^ splitmix64(stream ^ splitmix64(index)));
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// What became of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Every worker of its instance was busy.
+    Refused,
+    /// It does not call the dependency.
+    NoDependency,
+    /// The breaker rejected its call.
+    Rejected,
+    /// The breaker let its call through (closed).
+    Admitted,
+    /// The breaker let its call through as a half-open probe.
+    Probe,
+}
+
+/// One request, for step-by-step comparisons ([`Scenario::log_calls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CallRecord {
+    /// When it arrived, nanoseconds since the window's start.
+    pub at_ns: u64,
+    /// The instance that served it.
+    pub instance: u32,
+    /// What the breaker (or the pool) did with it.
+    pub decision: Decision,
+    /// Whether the dependency failed it (only for calls that reached it).
+    pub failed: bool,
+    /// How long it held its caller.
+    pub cost_ns: u64,
+}
+
+/// Counts over one second, or over the whole window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Tally {
+    pub(crate) requests: u64,
+    pub(crate) dependency_calls: u64,
+    pub(crate) reached: u64,
+    pub(crate) never_made: u64,
+    pub(crate) successful: u64,
+    pub(crate) slow_failures: u64,
+    pub(crate) fast_failures: u64,
+    pub(crate) refused: u64,
+    pub(crate) probes: u64,
+    pub(crate) dependency_failures: u64,
+    pub(crate) rejected_after_recovery: u64,
+    pub(crate) caller_ns: u64,
+    pub(crate) busy_peak: u32,
+}
+
+impl Tally {
+    pub(crate) fn failed(&self) -> u64 {
+        self.slow_failures + self.fast_failures
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.requests += other.requests;
+        self.dependency_calls += other.dependency_calls;
+        self.reached += other.reached;
+        self.never_made += other.never_made;
+        self.successful += other.successful;
+        self.slow_failures += other.slow_failures;
+        self.fast_failures += other.fast_failures;
+        self.refused += other.refused;
+        self.probes += other.probes;
+        self.dependency_failures += other.dependency_failures;
+        self.rejected_after_recovery += other.rejected_after_recovery;
+        self.caller_ns += other.caller_ns;
+        self.busy_peak = self.busy_peak.max(other.busy_peak);
+    }
+}
+
+/// The result of one pass.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pass {
+    pub(crate) seconds: Vec<Tally>,
+    pub(crate) totals: Tally,
+    /// Per second: time instance 0 spent closed, open, half-open (ns).
+    pub(crate) state_ns: Vec<[u64; 3]>,
+    /// Per second: instance-seconds spent not closed, over all instances.
+    pub(crate) not_closed_s: Vec<f64>,
+    pub(crate) opens: u64,
+    pub(crate) open_ns: u64,
+    pub(crate) half_open_ns: u64,
+    pub(crate) pool_exhausted_at_ns: Option<u64>,
+    pub(crate) calls: Vec<CallRecord>,
+}
+
+/// A call in flight.
+struct InFlight {
+    end_ns: u64,
+    seq: u64,
+    instance: u32,
+    permit: Option<OwnedPermit>,
+    outcome: Outcome,
+}
+
+/// Where the requests come from, in time order.
+///
+/// Every random draw about a request is indexed by the request itself — its arrival number in the open model,
+/// (user, task number) in the closed one — so results do not depend on the order the loop happens to visit
+/// requests in. That lets the closed model skip ahead: without a worker pool, a task that does not call the
+/// dependency changes nothing but the counts, so when a user is scheduled its tasks up to the next one that calls
+/// the dependency are counted at once (`skip_free_tasks`), and only dependency calls go through the queue.
+enum Arrivals {
+    Open {
+        interval_ns: f64,
+        next: u64,
+    },
+    Closed {
+        due: BinaryHeap<Reverse<(u64, u32)>>,
+        /// Tasks each user has done.
+        tasks: Vec<u64>,
+        think_min_ns: u64,
+        think_span_ns: u64,
+        skip_free_tasks: bool,
+    },
+}
+
+impl Arrivals {
+    fn new(scenario: &Scenario, window_ns: u64, tally: &mut [Tally]) -> Arrivals {
+        match scenario.workload {
+            Workload::Open { rate, .. } => Arrivals::Open {
+                interval_ns: NANOS_PER_SECOND as f64 / rate,
+                next: 0,
+            },
+            Workload::Closed {
+                users,
+                think_min,
+                think_max,
+                ..
+            } => {
+                let think_min_ns = duration_nanos(think_min);
+                let think_span_ns = duration_nanos(think_max).saturating_sub(think_min_ns);
+                let mut arrivals = Arrivals::Closed {
+                    due: BinaryHeap::with_capacity(users as usize),
+                    tasks: vec![0; users as usize],
+                    think_min_ns,
+                    think_span_ns,
+                    skip_free_tasks: scenario.workers.is_none() && !scenario.log_calls,
+                };
+                // Users start spread over one think time, not all at the first instant.
+                for user in 0..users {
+                    let offset = unit(scenario.seed, STREAM_START, u64::from(user))
+                        * (think_min_ns + think_span_ns) as f64;
+                    arrivals.schedule(scenario, window_ns, tally, user, offset as u64);
+                }
+                arrivals
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u64> {
+        match self {
+            Arrivals::Open { interval_ns, next } => Some((*next as f64 * interval_ns) as u64),
+            Arrivals::Closed { due, .. } => due.peek().map(|Reverse((at, _))| *at),
+        }
+    }
+
+    /// The next arrival: its time, its user (the arrival number in the open model) and the index of its draws.
+    fn pop(&mut self) -> Option<(u64, u32, u64)> {
+        match self {
+            Arrivals::Open { interval_ns, next } => {
+                let at = (*next as f64 * *interval_ns) as u64;
+                let index = *next;
+                *next += 1;
+                Some((at, 0, index))
+            }
+            Arrivals::Closed { due, tasks, .. } => due
+                .pop()
+                .map(|Reverse((at, user))| (at, user, task_index(user, tasks[user as usize]))),
+        }
+    }
+
+    /// A closed-model user whose request `index` ended at `end_ns` thinks, then comes back.
+    fn user_done(
+        &mut self,
+        scenario: &Scenario,
+        window_ns: u64,
+        tally: &mut [Tally],
+        user: u32,
+        end_ns: u64,
+        index: u64,
+    ) {
+        if let Arrivals::Closed {
+            tasks,
+            think_min_ns,
+            think_span_ns,
+            ..
+        } = self
+        {
+            tasks[user as usize] += 1;
+            let think = *think_min_ns
+                + (unit(scenario.seed, STREAM_THINK, index) * *think_span_ns as f64) as u64;
+            self.schedule(
+                scenario,
+                window_ns,
+                tally,
+                user,
+                end_ns.saturating_add(think),
+            );
+        }
+    }
+
+    /// Queue `user`'s next task at `at` — or, skipping free tasks, its next task that calls the dependency.
+    fn schedule(
+        &mut self,
+        scenario: &Scenario,
+        window_ns: u64,
+        tally: &mut [Tally],
+        user: u32,
+        mut at: u64,
+    ) {
+        let Arrivals::Closed {
+            due,
+            tasks,
+            think_min_ns,
+            think_span_ns,
+            skip_free_tasks,
+        } = self
+        else {
+            return;
+        };
+        let share = scenario.workload.share();
+        let done = &mut tasks[user as usize];
+        while *skip_free_tasks && at < window_ns {
+            let index = task_index(user, *done);
+            if calls_dependency(scenario.seed, share, index) {
+                break;
+            }
+            let second = &mut tally[(at / NANOS_PER_SECOND) as usize];
+            second.requests += 1;
+            second.successful += 1;
+            *done += 1;
+            at = at.saturating_add(
+                *think_min_ns
+                    + (unit(scenario.seed, STREAM_THINK, index) * *think_span_ns as f64) as u64,
+            );
+        }
+        if at < window_ns {
+            due.push(Reverse((at, user)));
+        }
+    }
+}
+
+/// The draw index of a closed-model user's `task`-th task.
+fn task_index(user: u32, task: u64) -> u64 {
+    (u64::from(user) << 40) | (task & ((1 << 40) - 1))
+}
+
+/// Whether request `index` calls the dependency.
+fn calls_dependency(seed: u64, share: f64, index: u64) -> bool {
+    share >= 1.0 || unit(seed, STREAM_SHARE, index) < share
+}
+
+/// Whether the fault is active at a (non-decreasing) time, and when the last outage ended.
+struct FaultCursor {
+    outages: Vec<(u64, u64)>,
+    next: usize,
+}
+
+enum FaultPhase {
+    Active,
+    Healthy { last_end: Option<u64> },
+}
+
+impl FaultCursor {
+    fn at(&mut self, t: u64) -> FaultPhase {
+        while self.next < self.outages.len() && self.outages[self.next].1 <= t {
+            self.next += 1;
+        }
+        match self.outages.get(self.next) {
+            Some(&(start, _)) if start <= t => FaultPhase::Active,
+            _ => FaultPhase::Healthy {
+                last_end: self.next.checked_sub(1).map(|i| self.outages[i].1),
+            },
+        }
+    }
+}
+
+/// Decides what the upstream answers to each call that reaches it.
+struct UpstreamState {
+    fault: FaultCursor,
+    /// Calls that reached the upstream while the fault was active (for the even pattern).
+    faulty_calls: u64,
+    rate_millionths: u64,
+    /// Cold-start accounting: the second being counted and the calls served in it.
+    warm_second: u64,
+    warm_calls: u64,
+}
+
+impl UpstreamState {
+    /// Whether the call (arrival number `seq`, at `t`) fails.
+    fn fails(&mut self, scenario: &Scenario, t: u64, index: u64) -> bool {
+        let up = &scenario.upstream;
+        match self.fault.at(t) {
+            FaultPhase::Active => {
+                let j = self.faulty_calls;
+                self.faulty_calls += 1;
+                match up.pattern {
+                    Pattern::Random => unit(scenario.seed, STREAM_FAILURE, index) < up.failure_rate,
+                    Pattern::Even => {
+                        (j + 1) * self.rate_millionths / 1_000_000
+                            > j * self.rate_millionths / 1_000_000
+                    }
+                }
+            }
+            FaultPhase::Healthy { last_end } => {
+                let Some(warm) = up.warmup else { return false };
+                let cold =
+                    last_end.is_some_and(|end| t < end.saturating_add(duration_nanos(warm.length)));
+                if !cold {
+                    return false;
+                }
+                let second = t / NANOS_PER_SECOND;
+                if second != self.warm_second {
+                    self.warm_second = second;
+                    self.warm_calls = 0;
+                }
+                self.warm_calls += 1;
+                self.warm_calls as f64 > warm.capacity
+            }
+        }
+    }
+
+    /// Healthy again after at least one outage.
+    fn recovered(&mut self, t: u64) -> bool {
+        matches!(self.fault.at(t), FaultPhase::Healthy { last_end: Some(_) })
+    }
+}
+
+/// One pass over the window, with each instance's breaker (`guarded`) or with none.
+pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
+    let window_ns = duration_nanos(scenario.window);
+    let seconds = usize::try_from(window_ns.div_ceil(NANOS_PER_SECOND)).unwrap_or(0);
+    let instances = scenario.instances as usize;
+    let clock = Arc::new(ManualClock::with_unix_origin_ms(0));
+    let mut config = scenario.breaker.clone();
+    config.mode = Mode::Enforce;
+    let breakers: Vec<(Arc<CircuitBreaker>, Arc<MemorySink>)> = if guarded {
+        (0..instances)
+            .map(|i| {
+                let sink = MemorySink::new();
+                let breaker = CircuitBreaker::new(
+                    format!("instance-{i}->dependency"),
+                    config.clone(),
+                    clock.clone(),
+                )
+                .with_seed(scenario.seed)
+                .with_sink(sink.clone());
+                (Arc::new(breaker), sink)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let up = &scenario.upstream;
+    let timeout_ns = duration_nanos(up.timeout);
+    let latency_ns = duration_nanos(up.latency);
+    let share = scenario.workload.share();
+    let mut upstream = UpstreamState {
+        fault: FaultCursor {
+            outages: up.schedule.outages(window_ns),
+            next: 0,
+        },
+        faulty_calls: 0,
+        rate_millionths: (up.failure_rate * 1_000_000.0).round() as u64,
+        warm_second: u64::MAX,
+        warm_calls: 0,
+    };
+    let mut pass = Pass {
+        seconds: vec![Tally::default(); seconds],
+        ..Pass::default()
+    };
+    let mut busy = vec![0u32; instances];
+    let mut arrivals = Arrivals::new(scenario, window_ns, &mut pass.seconds);
+    // Calls in flight by cost: successes (latency) and hangs (timeout); each ends in start order.
+    let mut slow_queue: VecDeque<InFlight> = VecDeque::new();
+    let mut fast_queue: VecDeque<InFlight> = VecDeque::new();
+    let mut seq: u64 = 0;
+
+    loop {
+        let next_arrival = arrivals.peek().filter(|&t| t < window_ns);
+        let next_end = [slow_queue.front(), fast_queue.front()]
+            .into_iter()
+            .flatten()
+            .map(|call| (call.end_ns, call.seq))
+            .min()
+            .filter(|&(end, _)| end < window_ns);
+        match (next_arrival, next_end) {
+            (None, None) => break,
+            (arrival, Some((end, end_seq))) if arrival.is_none_or(|t| end <= t) => {
+                let queue = if slow_queue.front().is_some_and(|c| c.seq == end_seq) {
+                    &mut slow_queue
+                } else {
+                    &mut fast_queue
+                };
+                if let Some(call) = queue.pop_front() {
+                    clock.set(crate::clock::Instant::from_nanos(call.end_ns));
+                    if let Some(permit) = call.permit {
+                        permit.record(call.outcome);
+                    }
+                    if scenario.workers.is_some() {
+                        busy[call.instance as usize] -= 1;
+                    }
+                }
+            }
+            _ => {
+                let Some((t, user, index)) = arrivals.pop() else {
+                    break;
+                };
+                clock.set(crate::clock::Instant::from_nanos(t));
+                let this = seq;
+                seq += 1;
+                let instance = match scenario.workload {
+                    Workload::Open { .. } => (this % instances as u64) as usize,
+                    Workload::Closed { .. } => user as usize % instances,
+                };
+                let second = (t / NANOS_PER_SECOND) as usize;
+                let tally = &mut pass.seconds[second];
+                tally.requests += 1;
+                let mut record = CallRecord {
+                    at_ns: t,
+                    instance: instance as u32,
+                    decision: Decision::NoDependency,
+                    failed: false,
+                    cost_ns: 0,
+                };
+                let calls_dependency = calls_dependency(scenario.seed, share, index);
+                if calls_dependency {
+                    tally.dependency_calls += 1;
+                }
+                let pool_full = scenario
+                    .workers
+                    .is_some_and(|workers| busy[instance] >= workers);
+                if pool_full {
+                    tally.refused += 1;
+                    tally.fast_failures += 1;
+                    if calls_dependency {
+                        tally.dependency_failures += 1;
+                    }
+                    pass.pool_exhausted_at_ns.get_or_insert(t);
+                    record.decision = Decision::Refused;
+                } else if !calls_dependency {
+                    tally.successful += 1;
+                } else {
+                    let permit = match breakers.get(instance) {
+                        Some((breaker, _)) => match breaker.try_acquire_owned() {
+                            Ok(permit) => Some(permit),
+                            Err(_) => {
+                                tally.never_made += 1;
+                                tally.fast_failures += 1;
+                                tally.dependency_failures += 1;
+                                if upstream.recovered(t) {
+                                    tally.rejected_after_recovery += 1;
+                                }
+                                record.decision = Decision::Rejected;
+                                None
+                            }
+                        },
+                        None => None,
+                    };
+                    if record.decision != Decision::Rejected {
+                        let probe = permit.as_ref().is_some_and(OwnedPermit::is_probe);
+                        record.decision = if probe {
+                            Decision::Probe
+                        } else {
+                            Decision::Admitted
+                        };
+                        tally.probes += u64::from(probe);
+                        tally.reached += 1;
+                        let failed = upstream.fails(scenario, t, index);
+                        record.failed = failed;
+                        let (outcome, cost) = if failed {
+                            tally.dependency_failures += 1;
+                            match up.kind {
+                                FaultKind::Hang => {
+                                    tally.slow_failures += 1;
+                                    (Outcome::Failure, timeout_ns)
+                                }
+                                FaultKind::Error => {
+                                    tally.fast_failures += 1;
+                                    (Outcome::Failure, 0)
+                                }
+                            }
+                        } else {
+                            tally.successful += 1;
+                            (Outcome::Success, latency_ns)
+                        };
+                        record.cost_ns = cost;
+                        tally.caller_ns += cost;
+                        if cost == 0 {
+                            if let Some(permit) = permit {
+                                permit.record(outcome);
+                            }
+                        } else {
+                            let call = InFlight {
+                                end_ns: t + cost,
+                                seq: this,
+                                instance: instance as u32,
+                                permit,
+                                outcome,
+                            };
+                            if cost == timeout_ns {
+                                slow_queue.push_back(call);
+                            } else {
+                                fast_queue.push_back(call);
+                            }
+                            if let Some(workers) = scenario.workers {
+                                busy[instance] += 1;
+                                if busy[instance] >= workers {
+                                    pass.pool_exhausted_at_ns.get_or_insert(t);
+                                }
+                            }
+                        }
+                    }
+                }
+                if scenario.workers.is_some() {
+                    tally.busy_peak = tally.busy_peak.max(busy[instance]);
+                }
+                if scenario.log_calls {
+                    pass.calls.push(record);
+                }
+                let end = t + record.cost_ns;
+                arrivals.user_done(scenario, window_ns, &mut pass.seconds, user, end, index);
+            }
+        }
+    }
+
+    clock.set(crate::clock::Instant::from_nanos(window_ns));
+    pass.state_ns = vec![[0; 3]; seconds];
+    pass.not_closed_s = vec![0.0; seconds];
+    for (index, (breaker, sink)) in breakers.iter().enumerate() {
+        let counters = breaker.snapshot().counters;
+        pass.opens += counters.opens;
+        pass.open_ns += counters.open_ms * 1_000_000;
+        pass.half_open_ns += counters.half_open_ms * 1_000_000;
+        let mut since = 0u64;
+        let mut state = State::Closed;
+        let events = sink.take();
+        let ends = events
+            .iter()
+            .map(|e| (e.at_ms.saturating_mul(1_000_000).min(window_ns), e.to))
+            .chain(std::iter::once((window_ns, State::Closed)));
+        for (at, next) in ends {
+            spread(since, at, |second, ns| {
+                if index == 0 {
+                    pass.state_ns[second][state.index()] += ns;
+                }
+                if state != State::Closed {
+                    pass.not_closed_s[second] += ns as f64 / NANOS_PER_SECOND as f64;
+                }
+            });
+            since = at.max(since);
+            state = next;
+        }
+    }
+    let mut totals = Tally::default();
+    for second in &pass.seconds {
+        totals.add(second);
+    }
+    pass.totals = totals;
+    pass
+}
+
+/// Call `f(second, nanoseconds)` for every whole second that `[from, to)` overlaps.
+fn spread(from: u64, to: u64, mut f: impl FnMut(usize, u64)) {
+    let mut at = from;
+    while at < to {
+        let second = at / NANOS_PER_SECOND;
+        let second_end = ((second + 1) * NANOS_PER_SECOND).min(to);
+        f(second as usize, second_end - at);
+        at = second_end;
+    }
+}

@@ -1,0 +1,49 @@
+//! The breaker on a virtual clock: the production [`CircuitBreaker`](crate::CircuitBreaker) driven by a simulated
+//! workload against a dependency that fails on a schedule, twice — with a breaker per instance and without one —
+//! so that every total has its counterfactual.
+//!
+//! The idealised model breaker simulators use is the default ([`Settings::default`]): a window of time, requests at
+//! a constant rate, a dependency that fails every call from a start for a length, each failing call costing its
+//! caller the full timeout, a rejection costing nothing, and either "each arriving request may probe" or the
+//! breaker's real half-open limit. Beyond it: partial failure at a seeded rate (or evenly spread), hangs or instant
+//! errors, every detector and half-open policy and backoff with jitter (any [`BreakerConfig`](crate::BreakerConfig)),
+//! worker pools, several instances recovering together against a dependency that comes back cold, and a closed
+//! workload like an experiment's (users, think time, the share of tasks that call the dependency).
+//!
+//! Nothing here reads a real clock or does I/O; the same scenario and seed give the same result.
+//!
+//! ```
+//! use breaker::sim::{self, Settings};
+//!
+//! let run = sim::simulate(&Settings::default().scenario().expect("valid")).expect("valid");
+//! // In a hard outage every call fails either way; the breaker saves the callers' waiting, and costs the calls it
+//! // rejects after the dependency is back.
+//! assert!(run.totals.caller_seconds_with < run.totals.caller_seconds_without);
+//! assert!(run.totals.failed_with_breaker >= run.totals.failed_without_breaker);
+//! assert!(run.totals.opens <= run.closed_form.opens_bound);
+//! ```
+
+mod engine;
+mod output;
+mod scenario;
+mod settings;
+
+pub use engine::{CallRecord, Decision};
+pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
+pub use scenario::{
+    FaultKind, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
+    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, Scenario, ScenarioError, Schedule, Upstream,
+    Warmup, Workload,
+};
+pub use settings::{HalfOpen, MAX_THRESHOLD, Settings, parse_duration};
+
+/// Simulate `scenario` with a breaker per instance and without one. The scenario is validated first.
+pub fn simulate(scenario: &Scenario) -> Result<Simulation, ScenarioError> {
+    scenario.validate()?;
+    let with = engine::run(scenario, true);
+    let without = engine::run(scenario, false);
+    Ok(output::combine(scenario, with, without))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,388 @@
+//! What to simulate: the callers' workload, when and how the upstream fails, the breaker's config, and the
+//! callers' resources (instances, worker pools). [`Scenario::validate`] bounds every number before anything is
+//! allocated and names the field it rejects.
+
+use std::time::Duration;
+
+use crate::clock::duration_nanos;
+use crate::config::BreakerConfig;
+
+/// Longest simulated window.
+pub const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// Shortest simulated window.
+pub const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// Highest request rate, requests per second over all instances.
+pub const MAX_RATE: f64 = 100_000.0;
+/// Most simulated users of a closed workload.
+pub const MAX_USERS: u32 = 100_000;
+/// Most instances of the calling service.
+pub const MAX_INSTANCES: u32 = 1_000;
+/// Most workers per instance.
+pub const MAX_WORKERS: u32 = 1_000_000;
+/// Longest call timeout (what a hanging call costs its caller).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Most requests one simulation may make (rate × window, or users × window / shortest think time).
+pub const MAX_REQUESTS: f64 = 50_000_000.0;
+/// Most fault periods a periodic schedule may have inside the window.
+pub const MAX_PERIODS: u64 = 100_000;
+/// Shortest think time of a closed workload.
+pub const MIN_THINK: Duration = Duration::from_millis(10);
+/// Highest warm capacity of a recovering dependency, requests per second.
+pub const MAX_WARM_CAPACITY: f64 = 1_000_000.0;
+
+/// A whole simulation: one window of time, on a virtual clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Simulated time.
+    pub window: Duration,
+    /// Who calls and how often.
+    pub workload: Workload,
+    /// When and how the dependency fails.
+    pub upstream: Upstream,
+    /// The breaker every instance puts in front of the dependency (one breaker per instance).
+    pub breaker: BreakerConfig,
+    /// Instances of the calling service; arrivals are spread over them in turn, each has its own breaker.
+    pub instances: u32,
+    /// Workers per instance; a request that finds every worker busy is refused. `None` = unbounded.
+    pub workers: Option<u32>,
+    /// Seed of every random draw (which requests call the dependency, which calls fail, think times, jitter).
+    pub seed: u64,
+    /// Keep a record of every request (for step-by-step comparisons; costs memory).
+    pub log_calls: bool,
+}
+
+/// How requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Workload {
+    /// Arrivals at a constant rate whatever happens to earlier requests (an open model: a full pool keeps filling).
+    Open {
+        /// Requests per second over all instances.
+        rate: f64,
+        /// Share of requests that call the dependency, in (0, 1].
+        share: f64,
+    },
+    /// Users that each wait for their request, think, and send the next (a closed model, like an experiment's load).
+    Closed {
+        /// Simulated users.
+        users: u32,
+        /// Shortest think time.
+        think_min: Duration,
+        /// Longest think time (drawn uniformly between the two).
+        think_max: Duration,
+        /// Share of tasks that call the dependency, in (0, 1] (the task mix's weight of those tasks over the total).
+        share: f64,
+    },
+}
+
+impl Workload {
+    /// Share of requests that call the dependency.
+    pub fn share(&self) -> f64 {
+        match *self {
+            Workload::Open { share, .. } | Workload::Closed { share, .. } => share,
+        }
+    }
+
+    /// Mean request rate over all instances (for a closed model: users / mean think time, as if requests took
+    /// no time).
+    pub fn mean_rate(&self) -> f64 {
+        match *self {
+            Workload::Open { rate, .. } => rate,
+            Workload::Closed {
+                users,
+                think_min,
+                think_max,
+                ..
+            } => f64::from(users) / ((think_min + think_max).as_secs_f64() / 2.0),
+        }
+    }
+}
+
+/// The dependency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Upstream {
+    /// When the fault is active.
+    pub schedule: Schedule,
+    /// Share of calls that fail while the fault is active, in [0, 1] (1 = every call: a binary outage).
+    pub failure_rate: f64,
+    /// Which calls fail at a partial rate.
+    pub pattern: Pattern,
+    /// How a failing call fails.
+    pub kind: FaultKind,
+    /// What a hanging call costs its caller: the caller's timeout.
+    pub timeout: Duration,
+    /// What a successful call costs its caller (less than the timeout).
+    pub latency: Duration,
+    /// A dependency that comes back cold: for a while after each outage it serves only so many calls a second.
+    pub warmup: Option<Warmup>,
+}
+
+/// How failing calls fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// An instant error (an HTTP 500): costs the caller nothing.
+    Error,
+    /// No answer until the caller's timeout.
+    Hang,
+}
+
+/// Which calls fail when the failure rate is partial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Each call fails with the failure rate's probability (seeded draws).
+    Random,
+    /// Failures spread as evenly as possible over the calls that reach the dependency (at 0.5: every other call).
+    Even,
+}
+
+/// A dependency that restarts cold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Warmup {
+    /// Calls per second it serves while warming up; the calls beyond fail like the fault's calls.
+    pub capacity: f64,
+    /// How long after each outage it stays cold.
+    pub length: Duration,
+}
+
+/// When the fault is active, relative to the window's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    /// Once: from `start` for `length`.
+    Once {
+        /// When it starts.
+        start: Duration,
+        /// How long it lasts (zero = no fault).
+        length: Duration,
+    },
+    /// From `start`, `on` then `off`, repeated to the window's end.
+    Periodic {
+        /// When the first period starts.
+        start: Duration,
+        /// How long each outage lasts.
+        on: Duration,
+        /// How long the dependency is healthy between outages.
+        off: Duration,
+    },
+}
+
+impl Schedule {
+    /// The outages inside `[0, window_ns)`, as `[start, end)` nanoseconds, in order.
+    pub fn outages(&self, window_ns: u64) -> Vec<(u64, u64)> {
+        let mut outages = Vec::new();
+        match *self {
+            Schedule::Once { start, length } => {
+                let start = duration_nanos(start);
+                let end = start.saturating_add(duration_nanos(length)).min(window_ns);
+                if start < end {
+                    outages.push((start, end));
+                }
+            }
+            Schedule::Periodic { start, on, off } => {
+                let (on, off) = (duration_nanos(on), duration_nanos(off));
+                let mut at = duration_nanos(start);
+                while at < window_ns && on > 0 {
+                    outages.push((at, at.saturating_add(on).min(window_ns)));
+                    at = at.saturating_add(on).saturating_add(off);
+                }
+            }
+        }
+        outages
+    }
+}
+
+/// A scenario that cannot be simulated; `Display` names the field, e.g. `rate: must be at most 100000`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ScenarioError {
+    /// The offending field (`breaker.<field>` for the breaker's config).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+fn check_share(field: &str, value: f64, zero_allowed: bool) -> Result<(), ScenarioError> {
+    let low_ok = if zero_allowed {
+        value >= 0.0
+    } else {
+        value > 0.0
+    };
+    if value.is_finite() && low_ok && value <= 1.0 {
+        Ok(())
+    } else {
+        let range = if zero_allowed { "[0, 1]" } else { "(0, 1]" };
+        Err(ScenarioError::new(
+            field,
+            format!("must be in {range}, got {value}"),
+        ))
+    }
+}
+
+impl Scenario {
+    /// Check every number against its bounds; the error names the first offending field.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        if self.window < MIN_WINDOW || self.window > MAX_WINDOW {
+            return Err(ScenarioError::new(
+                "window",
+                format!(
+                    "must be between {} and {}",
+                    humantime::format_duration(MIN_WINDOW),
+                    humantime::format_duration(MAX_WINDOW)
+                ),
+            ));
+        }
+        let window_s = self.window.as_secs_f64();
+        match self.workload {
+            Workload::Open { rate, share } => {
+                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
+                    return Err(ScenarioError::new(
+                        "rate",
+                        format!("must be above 0 and at most {MAX_RATE}, got {rate}"),
+                    ));
+                }
+                if rate * window_s > MAX_REQUESTS {
+                    return Err(ScenarioError::new(
+                        "rate",
+                        format!("rate × window must be at most {MAX_REQUESTS} requests"),
+                    ));
+                }
+                check_share("share", share, false)?;
+            }
+            Workload::Closed {
+                users,
+                think_min,
+                think_max,
+                share,
+            } => {
+                if users == 0 || users > MAX_USERS {
+                    return Err(ScenarioError::new(
+                        "users",
+                        format!("must be between 1 and {MAX_USERS}"),
+                    ));
+                }
+                if think_min < MIN_THINK || think_min > MAX_WINDOW {
+                    return Err(ScenarioError::new(
+                        "think_min",
+                        format!(
+                            "must be between {} and {}",
+                            humantime::format_duration(MIN_THINK),
+                            humantime::format_duration(MAX_WINDOW)
+                        ),
+                    ));
+                }
+                if think_max < think_min || think_max > MAX_WINDOW {
+                    return Err(ScenarioError::new(
+                        "think_max",
+                        "must be at least think_min and at most the longest window",
+                    ));
+                }
+                if f64::from(users) * window_s / think_min.as_secs_f64() > MAX_REQUESTS {
+                    return Err(ScenarioError::new(
+                        "users",
+                        format!(
+                            "users × window / think_min must be at most {MAX_REQUESTS} requests"
+                        ),
+                    ));
+                }
+                check_share("share", share, false)?;
+            }
+        }
+        let up = &self.upstream;
+        check_share("failure_rate", up.failure_rate, true)?;
+        if up.timeout < Duration::from_millis(1) || up.timeout > MAX_TIMEOUT {
+            return Err(ScenarioError::new(
+                "timeout",
+                format!(
+                    "must be between 1ms and {}",
+                    humantime::format_duration(MAX_TIMEOUT)
+                ),
+            ));
+        }
+        if up.latency >= up.timeout {
+            return Err(ScenarioError::new(
+                "latency",
+                "must be shorter than the timeout",
+            ));
+        }
+        match up.schedule {
+            Schedule::Once { start, length } => {
+                if start > self.window {
+                    return Err(ScenarioError::new(
+                        "outage_start",
+                        "must be inside the window",
+                    ));
+                }
+                if length > self.window {
+                    return Err(ScenarioError::new("outage", "must be at most the window"));
+                }
+            }
+            Schedule::Periodic { start, on, off } => {
+                if start > self.window {
+                    return Err(ScenarioError::new(
+                        "outage_start",
+                        "must be inside the window",
+                    ));
+                }
+                if on < Duration::from_millis(1) || on > self.window {
+                    return Err(ScenarioError::new(
+                        "outage",
+                        "must be at least 1ms and at most the window",
+                    ));
+                }
+                if off < Duration::from_millis(1) || off > self.window {
+                    return Err(ScenarioError::new(
+                        "healthy",
+                        "must be at least 1ms and at most the window",
+                    ));
+                }
+                let periods = duration_nanos(self.window) / duration_nanos(on + off);
+                if periods > MAX_PERIODS {
+                    return Err(ScenarioError::new(
+                        "outage",
+                        format!("at most {MAX_PERIODS} outages fit in one window"),
+                    ));
+                }
+            }
+        }
+        if let Some(warm) = up.warmup {
+            if !(warm.capacity.is_finite()
+                && warm.capacity >= 1.0
+                && warm.capacity <= MAX_WARM_CAPACITY)
+            {
+                return Err(ScenarioError::new(
+                    "warm_capacity",
+                    format!("must be between 1 and {MAX_WARM_CAPACITY} calls per second"),
+                ));
+            }
+            if warm.length > self.window {
+                return Err(ScenarioError::new("warmup", "must be at most the window"));
+            }
+        }
+        if self.instances == 0 || self.instances > MAX_INSTANCES {
+            return Err(ScenarioError::new(
+                "instances",
+                format!("must be between 1 and {MAX_INSTANCES}"),
+            ));
+        }
+        if let Some(workers) = self.workers {
+            if workers == 0 || workers > MAX_WORKERS {
+                return Err(ScenarioError::new(
+                    "workers",
+                    format!("must be between 1 and {MAX_WORKERS}"),
+                ));
+            }
+        }
+        self.breaker
+            .validate()
+            .map_err(|e| ScenarioError::new(format!("breaker.{}", e.field), e.message))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,323 @@
+//! Hand-computed scenarios: every expected total below is worked out in the comment above it, from the rules in
+//! `engine.rs` (arrivals at `k / rate`, ends recorded before arrivals at the same instant), not from a run.
+
+use std::time::Duration;
+
+use super::*;
+use crate::config::{BreakerConfig, Probes};
+use crate::state::State;
+
+const S: Duration = Duration::from_secs(1);
+
+/// One request a second for 60 s against a dependency that fails every call in `[start, start + length)`.
+fn idealised(
+    threshold: u32,
+    open: Duration,
+    probes: Probes,
+    kind: FaultKind,
+    timeout: Duration,
+    start: u32,
+    length: u32,
+) -> Scenario {
+    let mut breaker = BreakerConfig::default();
+    breaker.trip.consecutive_failures = Some(threshold);
+    breaker.open.base = open;
+    breaker.open.max = open;
+    breaker.half_open.probes = probes;
+    breaker.half_open.successes_to_close = 2;
+    Scenario {
+        window: 60 * S,
+        workload: Workload::Open {
+            rate: 1.0,
+            share: 1.0,
+        },
+        upstream: Upstream {
+            schedule: Schedule::Once {
+                start: start * S,
+                length: length * S,
+            },
+            failure_rate: 1.0,
+            pattern: Pattern::Random,
+            kind,
+            timeout,
+            latency: Duration::ZERO,
+            warmup: None,
+        },
+        breaker,
+        instances: 1,
+        workers: None,
+        seed: 7,
+        log_calls: false,
+    }
+}
+
+fn limited(n: u32) -> Probes {
+    Probes::limited(n).expect("n ≥ 1")
+}
+
+// Arrivals at 0..59 s; calls in [10, 40) hang for 2 s; trip after 3 failures; open 10 s; every arrival probes.
+// 10, 11, 12, 13 reach and hang; their failures land at 12, 13, 14: the third trips at 14 (open until 24), so
+// 14..23 are rejected (10). At 24 and 25 two probes hang; 24's failure at 26 reopens (until 36): 26..35 rejected
+// (10). 36, 37 probe; 36's failure at 38 reopens (until 48): 38..47 rejected (10), of which 40..47 (8) after
+// the dependency recovered at 40. 48 and 49 probe and succeed: closed at 49.
+// Reached 10 + 4 + 2 + 2 + 12 = 30, never made 30, slow failures 4 + 2 + 2 = 8, fast failures 30 (rejections),
+// failed 38, successful 22; without the breaker the 30 calls in [10, 40) fail, each holding its caller 2 s.
+// Open [14, 24) + [26, 36) + [38, 48) = 30 s, half-open [24, 26) + [36, 38) + [48, 49) = 5 s.
+#[test]
+fn a_long_hard_outage_with_every_arrival_probing() {
+    let scenario = idealised(3, 10 * S, Probes::All, FaultKind::Hang, 2 * S, 10, 30);
+    let run = simulate(&scenario).expect("valid");
+    let t = &run.totals;
+    assert_eq!(
+        (t.reached, t.never_made, t.slow_failures, t.fast_failures),
+        (30, 30, 8, 30)
+    );
+    assert_eq!(
+        (
+            t.failed_with_breaker,
+            t.failed_without_breaker,
+            t.successful
+        ),
+        (38, 30, 22)
+    );
+    assert_eq!(t.rejected_after_recovery_s, 8.0);
+    assert_eq!(
+        (t.caller_seconds_with, t.caller_seconds_without),
+        (16.0, 60.0)
+    );
+    assert_eq!(t.opens, 3);
+    assert_eq!((t.open_s, t.half_open_s), (30.0, 5.0));
+    assert_eq!(t.probes, 6);
+    let states: Vec<State> = run.seconds.iter().map(|s| s.state).collect();
+    assert_eq!(states[13], State::Closed);
+    assert_eq!(states[14], State::Open);
+    assert_eq!(states[24], State::HalfOpen);
+    assert_eq!(states[47], State::Open);
+    assert_eq!(states[48], State::HalfOpen);
+    assert_eq!(states[49], State::Closed);
+    assert_eq!(run.seconds[20].never_made, 1);
+    assert_eq!(run.seconds[20].failed_without_breaker, 1);
+    assert_eq!(run.seconds[45].failed_without_breaker, 0);
+    let per_second: u64 = run.seconds.iter().map(|s| s.slow_failures).sum();
+    assert_eq!(per_second, t.slow_failures);
+}
+
+// The same with the breaker's real half-open policy, one probe at a time: 25 and 37 are rejected instead of
+// probing. Reached 28, never made 32, slow failures 6, failed 38, successful 22, callers held 12 s.
+#[test]
+fn a_long_hard_outage_with_one_probe() {
+    let scenario = idealised(3, 10 * S, limited(1), FaultKind::Hang, 2 * S, 10, 30);
+    let t = simulate(&scenario).expect("valid").totals;
+    assert_eq!(
+        (t.reached, t.never_made, t.slow_failures, t.fast_failures),
+        (28, 32, 6, 32)
+    );
+    assert_eq!((t.failed_with_breaker, t.successful), (38, 22));
+    assert_eq!(t.caller_seconds_with, 12.0);
+    assert_eq!((t.opens, t.probes), (3, 4));
+}
+
+// A 3 s blip of instant errors in [10, 13) against a 30 s open window: 10, 11, 12 fail and the third trips at 12
+// (open until 42); 13..41 are rejected (29), all after the dependency recovered at 13; 42 and 43 close it.
+// Reached 13 + 18 = 31, never made 29, fast failures 3 + 29 = 32, successful 28; without: 3 failures.
+#[test]
+fn a_blip_shorter_than_the_open_window() {
+    let scenario = idealised(3, 30 * S, limited(1), FaultKind::Error, S, 10, 3);
+    let t = simulate(&scenario).expect("valid").totals;
+    assert_eq!(
+        (t.reached, t.never_made, t.slow_failures, t.fast_failures),
+        (31, 29, 0, 32)
+    );
+    assert_eq!(
+        (
+            t.failed_with_breaker,
+            t.failed_without_breaker,
+            t.successful
+        ),
+        (32, 3, 28)
+    );
+    assert_eq!(t.rejected_after_recovery_s, 29.0);
+    assert_eq!(
+        (t.caller_seconds_with, t.caller_seconds_without),
+        (0.0, 0.0)
+    );
+    assert_eq!((t.opens, t.open_s), (1, 30.0));
+}
+
+// Half the calls fail for the whole window, spread evenly: calls 1, 3, 5 … fail, never two in a row, so a
+// breaker that needs 2 consecutive failures never trips and changes nothing: 30 failures with or without it.
+#[test]
+fn an_even_partial_failure_never_trips_a_consecutive_detector() {
+    let mut scenario = idealised(2, 10 * S, limited(1), FaultKind::Error, S, 0, 60);
+    scenario.upstream.failure_rate = 0.5;
+    scenario.upstream.pattern = Pattern::Even;
+    let t = simulate(&scenario).expect("valid").totals;
+    assert_eq!((t.opens, t.reached, t.never_made), (0, 60, 0));
+    assert_eq!(
+        (
+            t.failed_with_breaker,
+            t.failed_without_breaker,
+            t.successful
+        ),
+        (30, 30, 30)
+    );
+    assert_eq!(t.dependency_failure_with, 0.5);
+}
+
+// 100 requests a second, each holding one of 64 workers for the 3 s timeout while the dependency hangs in
+// [10, 40). Without a breaker the 64th arrival (10.63 s) fills the pool; it is refilled in batches of 64 at 13.00,
+// 16.00 … 37.00 (10 batches, 640 calls), so 3000 − 640 = 2360 of the outage's arrivals are refused. With a breaker
+// of 5 consecutive failures the pool fills at the same instant (no failure is known before 13.00); the failures
+// of 10.00 … 10.04 land at 13.00 … 13.04 and the fifth trips: only 10.64 … 12.99 are refused (236).
+#[test]
+fn a_hang_exhausts_a_worker_pool_without_a_breaker() {
+    let mut scenario = idealised(5, 30 * S, limited(1), FaultKind::Hang, 3 * S, 10, 30);
+    scenario.workload = Workload::Open {
+        rate: 100.0,
+        share: 1.0,
+    };
+    scenario.workers = Some(64);
+    let run = simulate(&scenario).expect("valid");
+    let t = &run.totals;
+    assert_eq!(t.pool_exhausted_at_s_without, Some(10.63));
+    assert_eq!(t.pool_exhausted_at_s_with, Some(10.63));
+    assert_eq!((t.refused_without, t.failed_without_breaker), (2360, 3000));
+    assert_eq!(t.refused_with, 236);
+    assert_eq!(t.slow_failures, 64 + 4);
+    assert_eq!(run.closed_form.time_to_exhaustion_s, Some(0.64));
+    assert_eq!(run.seconds[11].busy_workers, 64);
+}
+
+// 50 instances share 500 requests a second (10 each, in turn) and trip within 0.1 s of each other on the fifth
+// instant error after 5 s: instance i's fifth failure is arrival 2700 + i at 5.4 + i/500 s. With a fixed 10 s
+// window all 50 probe in second 15 (still failing: all reopen). In second 25 the dependency is back but cold,
+// serving 20 calls a second until 30: 50 probes, 20 succeed and probe again over capacity, failing: all 50 reopen
+// (70 probes). In second 35 it is warm: 50 × 2 probes close every breaker. The spread that would have kept the
+// probes under capacity is 50 × 1 / 20 = 2.5 s.
+#[test]
+fn instances_recovering_together_probe_in_the_same_second() {
+    let mut scenario = idealised(5, 10 * S, limited(1), FaultKind::Error, S, 5, 15);
+    scenario.workload = Workload::Open {
+        rate: 500.0,
+        share: 1.0,
+    };
+    scenario.instances = 50;
+    scenario.upstream.warmup = Some(Warmup {
+        capacity: 20.0,
+        length: 10 * S,
+    });
+    let run = simulate(&scenario).expect("valid");
+    let probes: Vec<u64> = run.seconds.iter().map(|s| s.probes).collect();
+    assert_eq!((probes[15], probes[25], probes[35]), (50, 70, 100));
+    assert_eq!(probes.iter().sum::<u64>(), 220);
+    assert_eq!(run.totals.peak_probes_per_s, 100);
+    assert_eq!(run.totals.opens, 50 + 50 + 50);
+    assert_eq!(run.closed_form.jitter_needed_s, Some(2.5));
+    assert!(run.totals.opens <= run.closed_form.opens_bound);
+
+    scenario.breaker.open.jitter = 0.9;
+    scenario.breaker.open.max = 20 * S;
+    let spread = simulate(&scenario).expect("valid");
+    // ±9 s of jitter, far more than the 2.5 s needed: no second sees more probes than the capacity.
+    assert!(
+        spread.totals.peak_probes_per_s <= 20,
+        "jitter should spread the probes: peak {}",
+        spread.totals.peak_probes_per_s
+    );
+}
+
+// The study's error experiment at 100 %: 100 users thinking 1–10 s, 1 task in 19 a checkout, every checkout
+// failing at once for 30 minutes, breaker 5 consecutive / 30 s / 1 probe / 2 to close. The estimate is
+// 1800 / (30 + 19 × 5.5 / 100) ≈ 58; the study measured 57 on two machines.
+#[test]
+fn the_study_at_total_failure_opens_as_its_formula_says() {
+    let mut scenario = idealised(5, 30 * S, limited(1), FaultKind::Error, S, 0, 1800);
+    scenario.window = 1800 * S;
+    scenario.workload = Workload::Closed {
+        users: 100,
+        think_min: S,
+        think_max: 10 * S,
+        share: 1.0 / 19.0,
+    };
+    let run = simulate(&scenario).expect("valid");
+    let estimate = run.closed_form.opens_estimate.expect("binary fault");
+    assert!((estimate - 57.98).abs() < 0.01, "{estimate}");
+    let opens = run.totals.opens as f64;
+    assert!(
+        (opens - estimate).abs() <= 3.0,
+        "{opens} opens vs {estimate}"
+    );
+    assert!(run.totals.opens <= run.closed_form.opens_bound);
+    assert_eq!(run.totals.dependency_failure_with, 1.0);
+}
+
+/// A change to the default settings, and the setting its error must name.
+type BadSetting = (fn(&mut Settings), &'static str);
+
+#[test]
+fn errors_name_the_setting() {
+    let cases: [BadSetting; 8] = [
+        (|s| s.window = Duration::ZERO, "window"),
+        (|s| s.rate = 0.0, "rate"),
+        (|s| s.rate = 1e9, "rate"),
+        (|s| s.threshold = 0, "threshold"),
+        (|s| s.failure_rate = 1.5, "failure_rate"),
+        (|s| s.jitter = 1.0, "jitter"),
+        (|s| s.instances = 5000, "instances"),
+        (|s| s.outage_start = Duration::from_secs(61), "outage_start"),
+    ];
+    for (change, field) in cases {
+        let mut settings = Settings::default();
+        change(&mut settings);
+        let error = settings.scenario().expect_err(field);
+        assert_eq!(error.field, field, "{error}");
+    }
+    assert!(Settings::default().scenario().is_ok());
+    assert_eq!("probes:3".parse(), Ok(HalfOpen::Probes(3)));
+    assert!("probes:0".parse::<HalfOpen>().is_err());
+    assert!("some".parse::<HalfOpen>().is_err());
+    assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+    assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+    assert!(parse_duration("-1").is_err());
+    assert!(parse_duration("2d").is_err());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let mut settings = Settings {
+        failure_rate: 0.4,
+        users: 20,
+        share: 0.3,
+        ..Settings::default()
+    };
+    let a = simulate(&settings.scenario().expect("valid")).expect("valid");
+    let b = simulate(&settings.scenario().expect("valid")).expect("valid");
+    assert_eq!(a, b);
+    settings.seed = 2;
+    let c = simulate(&settings.scenario().expect("valid")).expect("valid");
+    assert_ne!(a.totals, c.totals);
+}
+
+// Skipping a closed-model user's free tasks (no pool, no call log) is only a shortcut: every total is the same as
+// when each task goes through the queue.
+#[test]
+fn skipping_free_tasks_changes_no_total() {
+    let settings = Settings {
+        users: 50,
+        share: 0.2,
+        failure_rate: 0.7,
+        window: Duration::from_secs(300),
+        outage: Duration::from_secs(200),
+        think_min: Duration::from_millis(200),
+        think_max: Duration::from_secs(3),
+        ..Settings::default()
+    };
+    let mut scenario = settings.scenario().expect("valid");
+    let skipping = simulate(&scenario).expect("valid");
+    scenario.log_calls = true;
+    let logged = simulate(&scenario).expect("valid");
+    assert_eq!(skipping.totals, logged.totals);
+    assert_eq!(skipping.seconds, logged.seconds);
+    assert!(skipping.totals.requests > 4 * skipping.totals.dependency_calls);
+    assert_eq!(logged.calls.len() as u64, logged.totals.requests);
+}
