@@ -8,10 +8,7 @@ mod model;
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker::{
-    BreakerConfig, CircuitBreaker, FailureRateConfig, ManualClock, MemorySink, Mode, Outcome,
-    Permit, Probes, SlowCallConfig,
-};
+use breaker::{BreakerConfig, CircuitBreaker, ManualClock, MemorySink, Mode, Outcome, Permit};
 use model::{Kind, Model, ModelPermit};
 use proptest::prelude::*;
 
@@ -65,65 +62,10 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config() -> impl Strategy<Value = BreakerConfig> {
     (
-        (
-            prop::option::of(1u32..6),
-            prop::option::of((1u32..10, 0.2f64..1.0, 1u64..5, 1u32..8)),
-        ),
-        prop::option::of((50u64..300, 0.2f64..1.0, 1u64..5, 1u32..8)),
-        (
-            1u64..5_000,
-            prop_oneof![Just(1.0), Just(2.0), Just(1.5)],
-            1u64..4,
-        ),
-        (
-            prop_oneof![
-                (1u32..4).prop_map(|n| Probes::limited(n).expect("≥1")),
-                Just(Probes::All)
-            ],
-            1u32..4,
-        ),
+        model::breaker_config(),
         prop_oneof![3 => Just(Mode::Enforce), 1 => Just(Mode::Shadow)],
     )
-        .prop_map(
-            |(
-                (consecutive, rate),
-                slow,
-                (base_ms, backoff, max_factor),
-                (probes, successes),
-                mode,
-            )| {
-                let mut config = BreakerConfig {
-                    mode,
-                    ..BreakerConfig::default()
-                };
-                config.trip.consecutive_failures = consecutive;
-                config.trip.failure_rate =
-                    rate.map(|(_, threshold, window_s, min_calls)| FailureRateConfig {
-                        threshold,
-                        window: Duration::from_secs(window_s),
-                        min_calls,
-                    });
-                config.trip.slow_call =
-                    slow.map(|(duration_ms, rate, window_s, min_calls)| SlowCallConfig {
-                        duration: Duration::from_millis(duration_ms),
-                        rate,
-                        window: Duration::from_secs(window_s),
-                        min_calls,
-                    });
-                if consecutive.is_none()
-                    && config.trip.failure_rate.is_none()
-                    && config.trip.slow_call.is_none()
-                {
-                    config.trip.consecutive_failures = Some(3);
-                }
-                config.open.base = Duration::from_millis(base_ms);
-                config.open.backoff = backoff;
-                config.open.max = Duration::from_millis(base_ms * max_factor);
-                config.half_open.probes = probes;
-                config.half_open.successes_to_close = successes;
-                config
-            },
-        )
+        .prop_map(|(config, mode)| BreakerConfig { mode, ..config })
 }
 
 fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {

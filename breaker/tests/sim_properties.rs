@@ -17,76 +17,24 @@ use std::time::Duration;
 use breaker::sim::{
     self, Decision, FaultKind, Pattern, Scenario, Schedule, Upstream, Warmup, Workload,
 };
-use breaker::{
-    BreakerConfig, CircuitBreaker, FailureRateConfig, ManualClock, Outcome, OwnedPermit, Probes,
-    SlowCallConfig,
-};
+use breaker::{BreakerConfig, CircuitBreaker, ManualClock, Outcome, OwnedPermit};
 use model::{Kind, Model, ModelPermit};
 use proptest::prelude::*;
 
-/// A random breaker config. Slow calls are slower than `latency_ms`, so only failing calls can be slow.
+/// A random breaker config whose slow calls are slower than `latency_ms` (so only failing calls can be slow).
 fn breaker_config(latency_ms: u64, jitter: bool) -> impl Strategy<Value = BreakerConfig> {
-    (
-        prop::option::of(1u32..8),
-        prop::option::of((0.2f64..1.0, 1u64..20, 1u32..10)),
-        prop::option::of((1u64..2_000, 0.2f64..1.0, 1u64..20, 1u32..10)),
-        (
-            100u64..20_000,
-            prop_oneof![Just(1.0), Just(1.5), Just(2.0)],
-            1u64..5,
-        ),
-        if jitter {
-            (0.0f64..0.9).boxed()
-        } else {
-            Just(0.0).boxed()
-        },
-        (
-            prop_oneof![
-                (1u32..4).prop_map(|n| Probes::limited(n).expect("≥1")),
-                Just(Probes::All)
-            ],
-            1u32..4,
-        ),
-    )
-        .prop_map(
-            move |(
-                consecutive,
-                rate,
-                slow,
-                (base_ms, backoff, max_factor),
-                jitter,
-                (probes, successes),
-            )| {
-                let mut config = BreakerConfig::default();
-                config.trip.consecutive_failures = consecutive;
-                config.trip.failure_rate =
-                    rate.map(|(threshold, window_s, min_calls)| FailureRateConfig {
-                        threshold,
-                        window: Duration::from_secs(window_s),
-                        min_calls,
-                    });
-                config.trip.slow_call =
-                    slow.map(|(extra_ms, rate, window_s, min_calls)| SlowCallConfig {
-                        duration: Duration::from_millis(latency_ms + extra_ms),
-                        rate,
-                        window: Duration::from_secs(window_s),
-                        min_calls,
-                    });
-                if config.trip.consecutive_failures.is_none()
-                    && config.trip.failure_rate.is_none()
-                    && config.trip.slow_call.is_none()
-                {
-                    config.trip.consecutive_failures = Some(3);
-                }
-                config.open.base = Duration::from_millis(base_ms);
-                config.open.backoff = backoff;
-                config.open.max = Duration::from_millis(base_ms * max_factor);
-                config.open.jitter = jitter;
-                config.half_open.probes = probes;
-                config.half_open.successes_to_close = successes;
-                config
-            },
-        )
+    let jitter = if jitter {
+        (0.0f64..0.9).boxed()
+    } else {
+        Just(0.0).boxed()
+    };
+    (model::breaker_config(), jitter).prop_map(move |(mut config, jitter)| {
+        if let Some(slow) = config.trip.slow_call.as_mut() {
+            slow.duration += Duration::from_millis(latency_ms);
+        }
+        config.open.jitter = jitter;
+        config
+    })
 }
 
 fn schedule(window_s: u64) -> impl Strategy<Value = Schedule> {

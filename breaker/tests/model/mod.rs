@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use breaker::{
-    BreakerConfig, Counters, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes, Reason, State,
-    TransitionDetail, TransitionEvent,
+    BreakerConfig, Counters, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes,
+    Reason, SlowCallConfig, State, TransitionDetail, TransitionEvent,
 };
+use proptest::prelude::*;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -481,4 +484,58 @@ impl Model {
             ..self.counters
         }
     }
+}
+
+/// Random enforce-mode configs the model covers: any mix of detectors (at least one), backoff, probe limits.
+pub fn breaker_config() -> impl Strategy<Value = BreakerConfig> {
+    (
+        (
+            prop::option::of(1u32..6),
+            prop::option::of((0.2f64..1.0, 1u64..5, 1u32..8)),
+        ),
+        prop::option::of((50u64..300, 0.2f64..1.0, 1u64..5, 1u32..8)),
+        (
+            1u64..5_000,
+            prop_oneof![Just(1.0), Just(2.0), Just(1.5)],
+            1u64..4,
+        ),
+        (
+            prop_oneof![
+                (1u32..4).prop_map(|n| Probes::limited(n).expect("≥1")),
+                Just(Probes::All)
+            ],
+            1u32..4,
+        ),
+    )
+        .prop_map(
+            |((consecutive, rate), slow, (base_ms, backoff, max_factor), (probes, successes))| {
+                let mut config = BreakerConfig::default();
+                config.trip.consecutive_failures = consecutive;
+                config.trip.failure_rate =
+                    rate.map(|(threshold, window_s, min_calls)| FailureRateConfig {
+                        threshold,
+                        window: Duration::from_secs(window_s),
+                        min_calls,
+                    });
+                config.trip.slow_call =
+                    slow.map(|(duration_ms, rate, window_s, min_calls)| SlowCallConfig {
+                        duration: Duration::from_millis(duration_ms),
+                        rate,
+                        window: Duration::from_secs(window_s),
+                        min_calls,
+                    });
+                if consecutive.is_none()
+                    && config.trip.failure_rate.is_none()
+                    && config.trip.slow_call.is_none()
+                {
+                    config.trip.consecutive_failures = Some(3);
+                }
+                config.open.base = Duration::from_millis(base_ms);
+                config.open.backoff = backoff;
+                config.open.max = Duration::from_millis(base_ms * max_factor);
+                config.half_open.probes = probes;
+                config.half_open.successes_to_close = successes;
+                config
+            },
+        )
 }
