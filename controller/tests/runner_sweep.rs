@@ -4,7 +4,7 @@
 //! mode nothing was rejected.
 
 use controller::load::endpoint;
-use controller::runner::{Progress, Runner, start_embedded_stack};
+use controller::runner::{Progress, Runner, RunnerError, start_embedded_stack};
 use controller::spec::{BreakerMode, ExperimentSpec};
 use controller::store::{Status, Store};
 
@@ -262,4 +262,76 @@ async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() 
     assert!(store.experiments().await.unwrap().is_empty());
     store.close().await;
     let _ = std::fs::remove_file(&db);
+}
+
+/// Cancelling a run (an abort, Ctrl-C) ends its scope as a finish does: when `run_experiment` returns, the
+/// fault is already off the agent (its lease is far from over, and nobody halted it), nothing of the run is
+/// stored, and the attempt and the experiment are marked interrupted, so a resume redoes the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_run_removes_its_fault_before_it_returns() {
+    let spec = ExperimentSpec::parse(
+        r#"
+name = "cancelled"
+rounds = 1
+duration = "60s"
+warmup = "1s"
+
+[load]
+users = 2
+think_time = ["100ms", "300ms"]
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [1.0]
+lease = "60s"
+
+[breaker]
+modes = ["disabled"]
+"#,
+    )
+    .unwrap();
+    let db = std::env::temp_dir().join(format!("tolerant-cancel-{}.db", std::process::id()));
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
+    let admin = controller::runner::AdminClient::new(testbed.token.clone());
+    let faults_url = format!("{}/_agent/faults", testbed.agent);
+    let fault_count = || async {
+        let body = admin
+            .call(http::Method::GET, &faults_url, None, bytes::Bytes::new())
+            .await
+            .expect("fault list");
+        serde_json::from_slice::<Vec<serde_json::Value>>(&body)
+            .expect("JSON list")
+            .len()
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let runner = Runner::new(store.clone(), testbed.clone()).with_cancel(cancel.clone());
+    let cancel_once_faulted = async {
+        for _ in 0..200 {
+            if fault_count().await > 0 {
+                cancel.cancel();
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        false
+    };
+    let (result, cancelled) =
+        tokio::join!(runner.run_experiment(&spec, |_| {}), cancel_once_faulted);
+    assert!(cancelled, "the run's fault never showed on the agent");
+    assert!(matches!(result, Err(RunnerError::Cancelled)), "{result:?}");
+    assert_eq!(fault_count().await, 0, "the run removed its fault");
+    let experiment = store.experiments().await.unwrap().remove(0);
+    assert_eq!(experiment.status, Status::Interrupted);
+    let runs = store.runs(experiment.id).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, Status::Interrupted);
+    assert!(store.samples(runs[0].id).await.unwrap().is_empty());
+    stack.shutdown().await;
+    store.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
 }

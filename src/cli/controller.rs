@@ -15,6 +15,7 @@ use controller::runner::{
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// Exit status of a spec that does not validate.
 pub const EXIT_BAD_SPEC: i32 = 2;
@@ -153,11 +154,28 @@ async fn execute(
     } else {
         (None, external_testbed(spec, token)?)
     };
-    let runner = Runner::new(store.clone(), testbed);
+    let cancel = CancellationToken::new();
+    let runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
     // Every target must answer and take the token before anything is stored or changed.
     let checked = runner.check_testbed().await;
     let result = match checked {
-        Ok(()) => drive(&runner, spec, choice, quiet).await,
+        Ok(()) => {
+            // Ctrl-C ends the run in progress as a finish would (fault removed first, every task
+            // stopped); the run is marked interrupted and `tolerant resume` redoes it.
+            let interrupt = async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!(
+                        "interrupted: ending the run in progress (its fault is removed first)"
+                    );
+                    cancel.cancel();
+                }
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                driven = drive(&runner, spec, choice, quiet) => driven,
+                () = interrupt => unreachable!("the interrupt waiter never ends"),
+            }
+        }
         Err(error) => Err(error.into()),
     };
     if let Some(stack) = stack {

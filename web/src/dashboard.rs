@@ -203,7 +203,7 @@ impl RunningDashboard {
     /// Stops the running experiment (its run stays unfinished and is redone on the next start), clears
     /// every fault, stops the dashboard (websockets get a short grace), the feeds and the ten services.
     pub async fn shutdown(self) {
-        self.operations.stop_active();
+        self.operations.stop_active().await;
         if let Err(error) = self.operations.halt().await {
             tracing::warn!(%error, "clearing faults at shutdown failed");
         }

@@ -1,5 +1,6 @@
 //! The dashboard over the real embedded stack, without a browser: the API creates and starts an experiment,
-//! the websocket streams its progress after a snapshot, abort stops it with the fault cleared at once, halt
+//! the websocket streams its progress after a snapshot, abort ends the run (its fault deleted by the run) before
+//! it answers, halt
 //! answers only with the token, and the breaker-mode switch keeps the breakers' configured detectors.
 
 use std::time::{Duration, Instant};
@@ -137,6 +138,13 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     )
     .await;
 
+    // The agent's own account of the removal, subscribed before the abort.
+    let (mut agent_events, _) = tokio_tungstenite::connect_async(format!(
+        "ws://{}/_agent/stream",
+        agent.trim_start_matches("http://")
+    ))
+    .await
+    .expect("agent stream");
     let aborted = Instant::now();
     json(
         &client,
@@ -147,6 +155,20 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     .await;
     let faults = json(&client, Method::GET, &format!("{agent}/_agent/faults"), "").await;
     assert_eq!(faults, Value::Array(Vec::new()), "abort cleared the fault");
+    // The abort answered only after the run had ended: the run deleted its own fault (the halt that
+    // follows finds nothing left), so the first removal the agent reports is the run's DELETE.
+    let removal = loop {
+        let Ok(Some(Ok(Message::Text(text)))) =
+            tokio::time::timeout(Duration::from_secs(5), agent_events.next()).await
+        else {
+            panic!("no removal on the agent's stream");
+        };
+        let event: Value = serde_json::from_str(text.as_str()).expect("agent event JSON");
+        if event["event"] == "removed" {
+            break event;
+        }
+    };
+    assert_eq!(removal["reason"], "deleted", "{removal}");
     assert!(aborted.elapsed() < Duration::from_secs(5));
     let list = json(&client, Method::GET, &format!("{base}/api/experiments"), "").await;
     assert_eq!(list[0]["status"], "aborted");

@@ -71,7 +71,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].status, "scheduled");
     assert_eq!(listed[0].scheduled_at_ms, Some(due));
-    first.stop_active();
+    first.stop_active().await;
     drop(first);
     store.close().await;
 
@@ -91,12 +91,12 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     assert_eq!(listed[0].status, "pending");
     let not_running = second.abort(id).await;
     assert!(not_running.is_err(), "nothing left to abort");
-    second.stop_active();
+    second.stop_active().await;
     drop(second);
     store.close().await;
 
     let (third, store) = operations(&database).await;
     assert!(third.scheduled().is_empty(), "the abort was stored too");
-    third.stop_active();
+    third.stop_active().await;
     store.close().await;
 }

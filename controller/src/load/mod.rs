@@ -187,10 +187,10 @@ pub async fn run_until(
             let _ = tokio::time::timeout_at(end, virtual_user(&shared, user)).await;
         });
     }
-    // Closes seconds on time even when no request completes (e.g. everything hangs).
-    let ticker = {
-        let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
+    // Closes seconds on time even when no request completes (e.g. everything hangs). Polled beside the
+    // users in this future, so it ends with the run whatever ends it.
+    let stopped_at = {
+        let ticker = async {
             let mut second = 1u64;
             loop {
                 let at = start + Duration::from_secs(second);
@@ -201,26 +201,27 @@ pub async fn run_until(
                 shared.recorder.lock().advance_to(second);
                 second += 1;
             }
-        })
-    };
-    let mut stopped_at = None;
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            joined = users.join_next() => {
-                if joined.is_none() {
-                    break;
+        };
+        tokio::pin!(ticker);
+        let mut ticking = true;
+        let mut stopped_at = None;
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                joined = users.join_next() => {
+                    if joined.is_none() {
+                        break;
+                    }
                 }
-            }
-            () = &mut stop, if stopped_at.is_none() => {
-                stopped_at = Some(Instant::now());
-                users.abort_all();
+                () = &mut stop, if stopped_at.is_none() => {
+                    stopped_at = Some(Instant::now());
+                    users.abort_all();
+                }
+                () = &mut ticker, if ticking => ticking = false,
             }
         }
-    }
-    ticker.abort();
-    // Wait for the aborted ticker to drop its handle on the shared state.
-    let _ = ticker.await;
+        stopped_at
+    };
 
     let shared = Arc::try_unwrap(shared)
         .unwrap_or_else(|_| unreachable!("every user task and the ticker have ended"));

@@ -14,6 +14,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::task::AbortHandle;
 
 pub use boutique::cookies::CookieJar;
 
@@ -44,8 +45,19 @@ impl Target {
 pub struct Session {
     target: Target,
     sender: Option<SendRequest<Full<Bytes>>>,
+    /// The task driving the current (or last) connection; aborted when the next one is made or the
+    /// session ends, so a connection left waiting on a hung answer does not outlive its user.
+    connection: Option<AbortHandle>,
     pub cookies: CookieJar,
     timeout: Duration,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.abort();
+        }
+    }
 }
 
 impl Session {
@@ -53,6 +65,7 @@ impl Session {
         Session {
             target,
             sender: None,
+            connection: None,
             cookies: CookieJar::default(),
             timeout,
         }
@@ -160,10 +173,13 @@ impl Session {
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(SessionError::Http)?;
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             // Ends when the sender is dropped or the server closes; errors surface on the sender.
             let _ = connection.await;
         });
+        if let Some(previous) = self.connection.replace(task.abort_handle()) {
+            previous.abort();
+        }
         Ok(sender)
     }
 }

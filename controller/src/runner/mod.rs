@@ -5,20 +5,20 @@
 
 mod admin;
 mod agent_stream;
+mod drive;
 mod preflight;
 mod resume;
 mod sampler;
+mod scope;
 mod stop;
 mod task;
 mod transitions;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
-use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
 pub use agent_stream::{AgentStream, parse_agent_event};
@@ -28,9 +28,12 @@ pub use stop::StopMonitor;
 pub use task::RunTask;
 pub use transitions::{TransitionCollector, parse_transition};
 
+use drive::drive_load;
+use scope::RunScope;
+
 use crate::load::{self, LoadConfig, Workload};
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
-use crate::store::{ExperimentId, FaultEventRecord, RunId, RunRecord, Status, Store, StoreError};
+use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 
 /// Where the testbed lives and how to talk to it.
 #[derive(Debug, Clone)]
@@ -113,6 +116,9 @@ pub enum RunnerError {
     Admin(#[from] AdminError),
     #[error("load: {0}")]
     Load(#[from] load::LoadError),
+    /// The run was cancelled (an abort, Ctrl-C): its fault is off, its tasks ended, nothing stored.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// What the runner reports as it goes.
@@ -143,20 +149,30 @@ pub fn now_ms() -> i64 {
 pub struct Runner {
     store: Store,
     testbed: Testbed,
-    control: AdminClient,
+    admin: AdminClient,
+    /// Ends the run in progress (its scope ends as usual, nothing is stored) and every later one.
+    cancel: CancellationToken,
     /// Where a copy of every closed second of load goes while a run drives it (the live dashboard).
     live_seconds: Option<load::SecondSink>,
 }
 
 impl Runner {
     pub fn new(store: Store, testbed: Testbed) -> Self {
-        let control = AdminClient::new(testbed.token.clone());
+        let admin = AdminClient::new(testbed.token.clone());
         Runner {
             store,
             testbed,
-            control,
+            admin,
+            cancel: CancellationToken::new(),
             live_seconds: None,
         }
+    }
+
+    /// Runs end early when `cancel` is cancelled: the run in progress ends its scope (fault removed first,
+    /// every task stopped), stores nothing, and returns [`RunnerError::Cancelled`]; no later run starts.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     /// Also sends a copy of every closed second of load to `sink` as runs go (per-endpoint latency
@@ -200,14 +216,27 @@ impl Runner {
                 .run_one(spec, experiment, planned, plan.len(), &mut progress)
                 .await
             {
-                self.store
-                    .set_experiment_status(
-                        experiment,
-                        Status::Aborted,
-                        now_ms(),
-                        Some(&error.to_string()),
-                    )
-                    .await?;
+                if matches!(error, RunnerError::Cancelled) {
+                    // Not a verdict: the unfinished run is redone by a resume.
+                    self.store.mark_interrupted(experiment, now_ms()).await?;
+                    self.store
+                        .set_experiment_status(
+                            experiment,
+                            Status::Interrupted,
+                            now_ms(),
+                            Some("cancelled"),
+                        )
+                        .await?;
+                } else {
+                    self.store
+                        .set_experiment_status(
+                            experiment,
+                            Status::Aborted,
+                            now_ms(),
+                            Some(&error.to_string()),
+                        )
+                        .await?;
+                }
                 return Err(error);
             }
         }
@@ -225,13 +254,15 @@ impl Runner {
     ) -> Result<(), RunnerError> {
         let config = spec.breaker_config(planned.condition.breaker_mode);
         for (_, url) in &self.testbed.services {
-            self.control.reset(url).await?;
-            self.control.set_breakers(url, &config).await?;
+            self.admin.reset(url).await?;
+            self.admin.set_breakers(url, &config).await?;
         }
         Ok(())
     }
 
-    /// One run: prepare, fault on, load, fault off, store.
+    /// One run: prepare, open the run's scope (subscriptions), fault on, load, end the scope (fault off
+    /// first, every task stopped), store. A cancelled run ends its scope the same way and stores nothing
+    /// (it stays `running` until marked interrupted).
     pub async fn run_one(
         &self,
         spec: &ExperimentSpec,
@@ -240,20 +271,12 @@ impl Runner {
         total: usize,
         progress: &mut impl FnMut(Progress),
     ) -> Result<RunId, RunnerError> {
+        if self.cancel.is_cancelled() {
+            return Err(RunnerError::Cancelled);
+        }
         self.prepare(spec, planned).await?;
-        let service_urls: Vec<String> = self
-            .testbed
-            .services
-            .iter()
-            .map(|(_, url)| url.clone())
-            .collect();
         // Subscribed before the run exists, so a failure leaves no run behind.
-        let transitions = TransitionCollector::connect(&service_urls)
-            .await
-            .map_err(RunnerError::Testbed)?;
-        // The agent's own account of the fault (optional: an agent without a stream is no error).
-        let agent_stream = AgentStream::connect(&self.testbed.agent).await;
-
+        let mut scope = RunScope::open(&self.admin, &self.testbed).await?;
         let run = self
             .store
             .start_run(
@@ -270,165 +293,58 @@ impl Runner {
             total,
         });
 
-        let fault_events = Arc::new(Mutex::new(Vec::new()));
-        let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-        let fault = (planned.condition.fault_rate > 0.0).then(|| fault_spec(spec, planned));
-        let mut renewal = None;
         let mut abort_reason = None;
-        let mut fault_applied = false;
-        if let Some(fault) = &fault {
-            match self
-                .control
-                .put_fault(&self.testbed.agent, &fault_id, fault)
-                .await
-            {
-                Ok(()) => {
-                    fault_applied = true;
-                    fault_events.lock().push(fault_event(
-                        "applied",
-                        &fault_id,
-                        fault.to_json_value(),
-                    ));
-                    renewal = Some(self.spawn_renewal(&fault_id, spec.fault.lease, &fault_events));
-                }
-                Err(error) => abort_reason = Some(format!("fault not applied: {error}")),
+        if planned.condition.fault_rate > 0.0 {
+            let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
+            let fault = fault_spec(spec, planned);
+            if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await {
+                abort_reason = Some(reason);
             }
         }
+        scope.start_sampler(&self.testbed);
+        let driven = match abort_reason {
+            None => Some(
+                drive_load(
+                    self.load_config(spec, planned),
+                    spec.stop.as_ref().and_then(StopMonitor::new),
+                    self.live_seconds.clone(),
+                    &self.cancel,
+                )
+                .await,
+            ),
+            Some(_) => None,
+        };
+        // Removed as soon as the load ends, a stop condition or a cancel included.
+        let ended = scope.end().await;
 
-        let cart_url = self
-            .testbed
-            .services
-            .iter()
-            .find(|(name, _)| name == "cart")
-            .map(|(_, url)| url.clone());
-        let sampler = Sampler::start(
-            self.control.clone(),
-            cart_url,
-            self.testbed.services.clone(),
-            tokio::time::Instant::now(),
-        );
-        // Closed seconds feed the stop condition (if any); it ends the load early when it holds.
-        let (second_sink, mut closed_seconds) =
-            tokio::sync::mpsc::unbounded_channel::<load::SecondStats>();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
-        let mut monitor = spec.stop.as_ref().and_then(StopMonitor::new);
-        let live_seconds = self.live_seconds.clone();
-        let watcher = tokio::spawn(async move {
-            let mut seconds = Vec::new();
-            let mut stop_tx = Some(stop_tx);
-            while let Some(second) = closed_seconds.recv().await {
-                if let Some(live) = &live_seconds {
-                    let _ = live.send(second.clone());
+        let (report, seconds) = match driven {
+            Some(driven) => {
+                if driven.cancelled {
+                    return Err(RunnerError::Cancelled);
                 }
-                if let Some(reason) = monitor.as_mut().and_then(|m| m.observe(&second)) {
-                    if let Some(stop_tx) = stop_tx.take() {
-                        let _ = stop_tx.send(reason);
-                    }
+                if let Some(reason) = driven.stop_reason {
+                    abort_reason = Some(reason);
                 }
-                seconds.push(second);
+                // A load error stores nothing; the run stays `running` until a resume marks it
+                // interrupted.
+                (Some(driven.report?), driven.seconds)
             }
-            seconds
-        });
-        let stop_reason = Arc::new(Mutex::new(None));
-        let stop_signal = {
-            let stop_reason = Arc::clone(&stop_reason);
-            async move {
-                match stop_rx.await {
-                    Ok(reason) => *stop_reason.lock() = Some(reason),
-                    // The watcher ended without a reason: never stop early.
-                    Err(_) => std::future::pending::<()>().await,
-                }
-            }
+            None => (None, Vec::new()),
         };
-        let outcome = if abort_reason.is_none() {
-            let config = LoadConfig {
-                target: self.testbed.frontend,
-                workload: match spec.load.mix {
-                    Mix::OnlineBoutique => Workload::OnlineBoutique,
-                },
-                users: spec.load.users,
-                think_time: spec.think_time(),
-                rate: spec.load.rate,
-                timeout: spec.load.timeout,
-                warmup: spec.run_warmup(),
-                duration: spec.run_duration(),
-                seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            };
-            Some(load::run_until(config, Some(second_sink), stop_signal).await)
-        } else {
-            drop(second_sink);
-            drop(stop_signal);
-            None
-        };
-        let (report, load_error) = match outcome {
-            Some(Ok(report)) => (Some(report), None),
-            Some(Err(error)) => (None, Some(error)),
-            None => (None, None),
-        };
-
-        if let Some(renewal) = renewal {
-            renewal.stop().await;
-        }
-        // Removed as soon as the load ends, a stop condition included.
-        if fault_applied {
-            match self
-                .control
-                .delete_fault(&self.testbed.agent, &fault_id)
-                .await
-            {
-                Ok(()) => fault_events
-                    .lock()
-                    .push(fault_event("removed", &fault_id, json!({}))),
-                Err(error) => fault_events.lock().push(fault_event(
-                    "remove_failed",
-                    &fault_id,
-                    json!({ "error": error.to_string() }),
-                )),
-            }
-        }
-        let closed = watcher.await.unwrap_or_default();
-        if let Some(reason) = stop_reason.lock().take() {
-            abort_reason = Some(reason);
-        }
-        let energy_source = sampler.energy_source();
-        let collector = sampler.finish().await;
         // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
         let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
-        let measured_energy: Vec<f64> = collector
+        let measured_energy: Vec<f64> = ended
+            .samples
             .iter()
             .filter(|sample| sample.second >= warmup_seconds)
             .filter_map(|sample| sample.energy_joules)
             .collect();
         let energy = (!measured_energy.is_empty())
-            .then(|| (measured_energy.iter().sum::<f64>(), energy_source));
-        let transitions = transitions.finish().await;
-        match agent_stream {
-            Ok(stream) => {
-                let events = if fault_applied {
-                    stream
-                        .finish_after_removal(&fault_id, Duration::from_secs(1))
-                        .await
-                } else {
-                    stream.finish().await
-                };
-                fault_events.lock().extend(events);
-            }
-            Err(error) => fault_events.lock().push(fault_event(
-                "agent:stream_unavailable",
-                "",
-                json!({ "error": error }),
-            )),
-        }
-        if let Some(error) = load_error {
-            // The fault is off and nothing is stored; the run stays `running` until a resume marks
-            // it interrupted.
-            return Err(error.into());
-        }
-
+            .then(|| (measured_energy.iter().sum::<f64>(), ended.energy_source));
         let (endpoint_names, seconds, endpoints) = match report {
             Some(report) => (
                 report.endpoints.iter().map(|e| e.name.clone()).collect(),
-                closed,
+                seconds,
                 report.endpoints,
             ),
             None => (Vec::new(), Vec::new(), Vec::new()),
@@ -445,14 +361,9 @@ impl Runner {
             endpoint_names,
             seconds,
             endpoints,
-            collector,
-            transitions,
-            fault_events: {
-                let mut events = std::mem::take(&mut *fault_events.lock());
-                // One timeline: the runner's control calls and the agent's events, by time.
-                events.sort_by_key(|event| event.at_ms);
-                events
-            },
+            collector: ended.samples,
+            transitions: ended.transitions,
+            fault_events: ended.fault_events,
             energy,
         };
         let availability = record.outcomes().availability();
@@ -467,41 +378,21 @@ impl Runner {
         Ok(run)
     }
 
-    /// Renews the fault's lease every third of its length until aborted.
-    fn spawn_renewal(
-        &self,
-        fault_id: &str,
-        lease: Duration,
-        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
-    ) -> RunTask<()> {
-        let control = self.control.clone();
-        let agent_url = self.testbed.agent.clone();
-        let fault_id = fault_id.to_owned();
-        let events = Arc::clone(events);
-        RunTask::spawn(async move {
-            let period = lease / 3;
-            loop {
-                tokio::time::sleep(period).await;
-                let event = match control.renew_fault(&agent_url, &fault_id).await {
-                    Ok(()) => fault_event("renewed", &fault_id, json!({})),
-                    Err(error) => fault_event(
-                        "renew_failed",
-                        &fault_id,
-                        json!({ "error": error.to_string() }),
-                    ),
-                };
-                events.lock().push(event);
-            }
-        })
-    }
-}
-
-fn fault_event(event: &str, fault_id: &str, detail: serde_json::Value) -> FaultEventRecord {
-    FaultEventRecord {
-        at_ms: now_ms(),
-        event: event.to_owned(),
-        fault_id: fault_id.to_owned(),
-        detail,
+    /// The load of one planned run (its own seed, derived from the spec's and the plan position).
+    fn load_config(&self, spec: &ExperimentSpec, planned: &PlannedRun) -> LoadConfig {
+        LoadConfig {
+            target: self.testbed.frontend,
+            workload: match spec.load.mix {
+                Mix::OnlineBoutique => Workload::OnlineBoutique,
+            },
+            users: spec.load.users,
+            think_time: spec.think_time(),
+            rate: spec.load.rate,
+            timeout: spec.load.timeout,
+            warmup: spec.run_warmup(),
+            duration: spec.run_duration(),
+            seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        }
     }
 }
 

@@ -20,12 +20,12 @@ impl Runner {
     pub async fn check_testbed(&self) -> Result<(), RunnerError> {
         for (name, url) in &self.testbed.services {
             let field = format!("targets.{name}");
-            self.control
+            self.admin
                 .call(Method::GET, &format!("{url}/_healthz"), None, Bytes::new())
                 .await
                 .map_err(|error| unreachable(&field, &error))?;
             let mode_switch = self
-                .control
+                .admin
                 .call(
                     Method::PUT,
                     &format!("{url}/_admin/breakers/mode"),
@@ -36,7 +36,7 @@ impl Runner {
             expect_refusal_of_the_request(&field, mode_switch, StatusCode::BAD_REQUEST)?;
         }
         let agent = &self.testbed.agent;
-        self.control
+        self.admin
             .call(
                 Method::GET,
                 &format!("{agent}/_agent/faults"),
@@ -46,7 +46,7 @@ impl Runner {
             .await
             .map_err(|error| unreachable("targets.agent", &error))?;
         let renew = self
-            .control
+            .admin
             .call(
                 Method::POST,
                 &format!("{agent}/_agent/faults/{PREFLIGHT_FAULT_ID}/renew"),

@@ -112,7 +112,7 @@ impl Runner {
         experiment: ExperimentId,
     ) -> Result<ResumePoint, RunnerError> {
         // Before anything else: a fault the dead controller left must not outlive it.
-        let faults_cleared = self.control.halt(&self.testbed.agent).await?;
+        let faults_cleared = self.admin.halt(&self.testbed.agent).await?;
         let interrupted = self.store.mark_interrupted(experiment, now_ms()).await?;
         self.store
             .set_experiment_status(experiment, Status::Running, now_ms(), None)
@@ -235,7 +235,7 @@ modes = ["disabled"]
         // What a controller killed mid-run leaves: a fault on the agent, a `running` attempt.
         let fault = crate::runner::fault_spec(&spec, &plan[0]);
         runner
-            .control
+            .admin
             .put_fault(&testbed.agent, "left-by-the-dead", &fault)
             .await
             .expect("put fault");
@@ -249,7 +249,7 @@ modes = ["disabled"]
         assert!(point.done.is_empty());
         assert_eq!(point.remaining(), plan.len());
         let listed = runner
-            .control
+            .admin
             .call(
                 http::Method::GET,
                 &format!("{}/_agent/faults", testbed.agent),

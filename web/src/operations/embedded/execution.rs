@@ -1,10 +1,11 @@
 //! Running an experiment (one at a time, resuming where it stopped) and aborting it.
 
-use controller::runner::Progress;
+use controller::runner::{Progress, Runner, RunnerError};
 use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, Status};
+use tokio_util::sync::CancellationToken;
 
-use super::{EmbeddedOperations, failed, now};
+use super::{ActiveExperiment, EmbeddedOperations, failed, now};
 use crate::hub::{LiveEvent, RunProgress};
 use crate::operations::OperationError;
 
@@ -34,38 +35,40 @@ impl EmbeddedOperations {
         let spec = ExperimentSpec::parse(&row.spec_toml)
             .map_err(|error| OperationError::Invalid(format!("stored spec: {error}")))?;
         let mut active = self.inner.active.lock();
-        if let Some((running, handle)) = active.as_ref()
-            && !handle.is_finished()
+        if let Some(running) = active.as_ref()
+            && !running.task.is_finished()
         {
             return Err(OperationError::Conflict(format!(
-                "experiment {running} is running; abort it or wait for it to finish"
+                "experiment {} is running; abort it or wait for it to finish",
+                running.id
             )));
         }
+        let cancel = CancellationToken::new();
+        let runner = self.runner(cancel.clone());
         let operations = self.clone();
-        let task = tokio::spawn(async move { operations.execute(id, row.name, spec).await });
-        *active = Some((id, task.abort_handle()));
+        let task =
+            tokio::spawn(async move { operations.execute(&runner, id, row.name, spec).await });
+        *active = Some(ActiveExperiment { id, task, cancel });
         Ok(())
     }
 
-    /// Stops the running experiment `id`: its task is cancelled, the agent halted, the unfinished run marked
-    /// interrupted and the experiment aborted.
+    /// Stops the running experiment `id`: it is cancelled and, once its run has ended (fault removed,
+    /// every task stopped), the agent is halted, the unfinished run marked interrupted and the experiment
+    /// aborted. Returns only then.
     pub(super) async fn abort_running(&self, id: i64) -> Result<(), OperationError> {
-        let handle = {
+        let active = {
             let mut active = self.inner.active.lock();
-            match active.as_ref() {
-                Some((running, handle)) if *running == id && !handle.is_finished() => {
-                    let handle = handle.clone();
-                    *active = None;
-                    handle
-                }
-                _ => {
+            match active.take() {
+                Some(running) if running.id == id && !running.task.is_finished() => running,
+                other => {
+                    *active = other;
                     return Err(OperationError::Conflict(format!(
                         "experiment {id} is neither running nor scheduled"
                     )));
                 }
             }
         };
-        handle.abort();
+        active.end().await;
         let halted = self.agent_halt().await;
         let experiment = ExperimentId(id);
         self.inner
@@ -90,10 +93,10 @@ impl EmbeddedOperations {
     /// Runs every plan position that has no terminal run yet (finished, or stopped by its stop condition: a
     /// verdict, not a crash), in plan order: prepared exactly as `tolerant run` resumes
     /// ([`controller::runner::Runner::prepare_resume`]: leftover faults cleared, a dead attempt marked interrupted).
-    async fn execute(&self, id: i64, name: String, spec: ExperimentSpec) {
+    async fn execute(&self, runner: &Runner, id: i64, name: String, spec: ExperimentSpec) {
         let experiment = ExperimentId(id);
         let store = &self.inner.store;
-        let done = match self.inner.runner.prepare_resume(&spec, experiment).await {
+        let done = match runner.prepare_resume(&spec, experiment).await {
             Ok(point) => point.done,
             Err(error) => {
                 tracing::warn!(experiment = id, %error, "experiment could not start");
@@ -138,12 +141,14 @@ impl EmbeddedOperations {
                     ends_at_ms: ends,
                 }));
             };
-            if let Err(error) = self
-                .inner
-                .runner
+            if let Err(error) = runner
                 .run_one(&spec, experiment, planned, total, &mut progress)
                 .await
             {
+                if matches!(error, RunnerError::Cancelled) {
+                    // Ended from outside (an abort, a shutdown): whoever ended it marks it.
+                    return;
+                }
                 let _ = store
                     .set_experiment_status(
                         experiment,

@@ -24,10 +24,12 @@ mod testbed;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use controller::load::SecondSink;
 use controller::runner::{AdminClient, Runner, Testbed, now_ms};
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
 use parking_lot::Mutex;
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::sync::CancellationToken;
 
 use super::{
     AnnotationEntry, AnnotationRequest, ExperimentSummary, FaultRequest, OperationError,
@@ -44,13 +46,30 @@ struct Inner {
     testbed: Testbed,
     hub: Hub,
     client: AdminClient,
-    runner: Runner,
-    /// The experiment being run and its task.
-    active: Mutex<Option<(i64, AbortHandle)>>,
+    /// Where the runs' closed seconds go for the live view.
+    live_seconds: SecondSink,
+    /// The experiment being run.
+    active: Mutex<Option<ActiveExperiment>>,
     /// Queued starts: experiment → (due time, timer task).
     schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
     /// The load driver's seconds closed since the last live sample (filled while a run drives load).
     load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
+}
+
+/// The experiment being run: its task, and the token that ends it (the run in progress ends its scope).
+struct ActiveExperiment {
+    id: i64,
+    task: JoinHandle<()>,
+    cancel: CancellationToken,
+}
+
+impl ActiveExperiment {
+    /// Cancels the experiment and waits until its task has ended: the run in progress has removed its
+    /// fault and stopped everything it started.
+    async fn end(self) {
+        self.cancel.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// Cheap to clone.
@@ -135,7 +154,7 @@ impl EmbeddedOperations {
         let operations = EmbeddedOperations {
             inner: Arc::new(Inner {
                 client: AdminClient::new(testbed.token.clone()),
-                runner: Runner::new(store.clone(), testbed.clone()).with_live_seconds(live_seconds),
+                live_seconds,
                 load_seconds,
                 store,
                 testbed,
@@ -149,13 +168,22 @@ impl EmbeddedOperations {
         Ok(operations)
     }
 
-    /// Stops the running experiment's task without marking it (a process shutting down: the unfinished
-    /// run is redone on the next start) and disarms the timers (their rows stay for the next process).
-    pub fn stop_active(&self) {
-        if let Some((_, task)) = self.inner.active.lock().take() {
-            task.abort();
-        }
+    /// Ends the running experiment without marking it (a process shutting down: the unfinished run is
+    /// redone on the next start) once its run has removed its fault and stopped its tasks, and disarms
+    /// the timers (their rows stay for the next process).
+    pub async fn stop_active(&self) {
         self.disarm_all();
+        let active = self.inner.active.lock().take();
+        if let Some(active) = active {
+            active.end().await;
+        }
+    }
+
+    /// A runner over the testbed that ends when `cancel` is cancelled.
+    fn runner(&self, cancel: CancellationToken) -> Runner {
+        Runner::new(self.inner.store.clone(), self.inner.testbed.clone())
+            .with_live_seconds(self.inner.live_seconds.clone())
+            .with_cancel(cancel)
     }
 
     fn publish_status(&self, id: i64, status: &str) {

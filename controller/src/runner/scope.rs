@@ -1,0 +1,236 @@
+//! A run as a scope: everything one run starts — the subscriptions to the transition and agent streams, the
+//! fault and its lease renewal, the sampler — is owned by one [`RunScope`], and ending the scope is the one
+//! place a run's end is decided.
+//!
+//! [`RunScope::end`] removes the fault first (renewal stopped, then `DELETE`), then stops the sampler and the
+//! subscriptions and hands back what they collected. A scope that is dropped instead of ended (a panic
+//! unwinding through the run, or its future dropped) still stops every task it owns at once — each is a
+//! [`RunTask`] or a `JoinSet`, aborted on drop — and sends the fault's `DELETE` as its last act (bounded by
+//! [`ADMIN_CALL_TIMEOUT`](super::ADMIN_CALL_TIMEOUT); the fault's lease ends it anyway). The load itself runs
+//! inside the run's own future ([`super::drive::drive_load`]), so nothing it spawned can outlive it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::admin::AdminClient;
+use super::agent_stream::AgentStream;
+use super::sampler::Sampler;
+use super::task::RunTask;
+use super::transitions::TransitionCollector;
+use super::{RunnerError, Testbed, now_ms};
+use crate::energy::EnergySource;
+use crate::store::{CollectorSample, FaultEventRecord, TransitionRecord};
+
+/// What a run collected besides its load, once its scope has ended.
+#[derive(Debug)]
+pub struct ScopeEnd {
+    /// The runner's control calls and the agent's own events, by time.
+    pub fault_events: Vec<FaultEventRecord>,
+    pub transitions: Vec<TransitionRecord>,
+    pub samples: Vec<CollectorSample>,
+    pub energy_source: EnergySource,
+}
+
+/// A fault on the agent, renewed while the scope lives.
+struct AppliedFault {
+    id: String,
+    renewal: RunTask<()>,
+}
+
+/// What one run started; see the module documentation.
+pub struct RunScope {
+    admin: AdminClient,
+    agent_url: String,
+    fault_events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    fault: Option<AppliedFault>,
+    transitions: Option<TransitionCollector>,
+    agent_stream: Option<Result<AgentStream, String>>,
+    sampler: Option<Sampler>,
+}
+
+impl RunScope {
+    /// Subscribes to every service's transition stream (required) and the agent's event stream (optional:
+    /// an agent without one is no error). Nothing is applied yet.
+    pub async fn open(admin: &AdminClient, testbed: &Testbed) -> Result<Self, RunnerError> {
+        let service_urls: Vec<String> = testbed
+            .services
+            .iter()
+            .map(|(_, url)| url.clone())
+            .collect();
+        let transitions = TransitionCollector::connect(&service_urls)
+            .await
+            .map_err(RunnerError::Testbed)?;
+        let agent_stream = AgentStream::connect(&testbed.agent).await;
+        Ok(RunScope {
+            admin: admin.clone(),
+            agent_url: testbed.agent.clone(),
+            fault_events: Arc::new(Mutex::new(Vec::new())),
+            fault: None,
+            transitions: Some(transitions),
+            agent_stream: Some(agent_stream),
+            sampler: None,
+        })
+    }
+
+    /// Puts `fault` on the agent as `fault_id` and renews its lease every third of `lease` until the scope
+    /// ends. The error says why the fault is not on.
+    pub async fn apply_fault(
+        &mut self,
+        fault_id: &str,
+        fault: &agent::api::FaultSpec,
+        lease: Duration,
+    ) -> Result<(), String> {
+        self.admin
+            .put_fault(&self.agent_url, fault_id, fault)
+            .await
+            .map_err(|error| format!("fault not applied: {error}"))?;
+        self.record("applied", fault_id, fault.to_json_value());
+        let renewal = spawn_renewal(
+            self.admin.clone(),
+            self.agent_url.clone(),
+            fault_id.to_owned(),
+            lease,
+            Arc::clone(&self.fault_events),
+        );
+        self.fault = Some(AppliedFault {
+            id: fault_id.to_owned(),
+            renewal,
+        });
+        Ok(())
+    }
+
+    /// Samples the testbed once a second from now until the scope ends.
+    pub fn start_sampler(&mut self, testbed: &Testbed) {
+        let cart_url = testbed
+            .services
+            .iter()
+            .find(|(name, _)| name == "cart")
+            .map(|(_, url)| url.clone());
+        self.sampler = Some(Sampler::start(
+            self.admin.clone(),
+            cart_url,
+            testbed.services.clone(),
+            Instant::now(),
+        ));
+    }
+
+    /// Ends the run's scope: the fault is removed first, then every task stops and what they collected is
+    /// returned.
+    pub async fn end(mut self) -> ScopeEnd {
+        let removed = self.remove_fault().await;
+        let (energy_source, samples) = match self.sampler.take() {
+            Some(sampler) => {
+                let source = sampler.energy_source();
+                (source, sampler.finish().await)
+            }
+            None => (EnergySource::Modelled, Vec::new()),
+        };
+        let transitions = match self.transitions.take() {
+            Some(collector) => collector.finish().await,
+            None => Vec::new(),
+        };
+        match self.agent_stream.take() {
+            Some(Ok(stream)) => {
+                let events = match &removed {
+                    // The removal is sent on the socket after the DELETE answered.
+                    Some(fault_id) => {
+                        stream
+                            .finish_after_removal(fault_id, Duration::from_secs(1))
+                            .await
+                    }
+                    None => stream.finish().await,
+                };
+                self.fault_events.lock().extend(events);
+            }
+            Some(Err(error)) => {
+                self.record("agent:stream_unavailable", "", json!({ "error": error }))
+            }
+            None => {}
+        }
+        let mut fault_events = std::mem::take(&mut *self.fault_events.lock());
+        // One timeline: the runner's control calls and the agent's events, by time.
+        fault_events.sort_by_key(|event| event.at_ms);
+        ScopeEnd {
+            fault_events,
+            transitions,
+            samples,
+            energy_source,
+        }
+    }
+
+    /// Stops renewing and deletes the fault, if one is on; returns its id.
+    async fn remove_fault(&mut self) -> Option<String> {
+        let AppliedFault { id, renewal } = self.fault.take()?;
+        renewal.stop().await;
+        match self.admin.delete_fault(&self.agent_url, &id).await {
+            Ok(()) => self.record("removed", &id, json!({})),
+            Err(error) => self.record("remove_failed", &id, json!({ "error": error.to_string() })),
+        }
+        Some(id)
+    }
+
+    fn record(&self, event: &str, fault_id: &str, detail: serde_json::Value) {
+        self.fault_events
+            .lock()
+            .push(fault_event(event, fault_id, detail));
+    }
+}
+
+impl Drop for RunScope {
+    /// Dropped without [`RunScope::end`]: the renewal stops now (so does every other task, each aborted on
+    /// its own drop) and the fault's removal is sent as the scope's last act.
+    fn drop(&mut self) {
+        let Some(AppliedFault { id, renewal }) = self.fault.take() else {
+            return;
+        };
+        drop(renewal);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let admin = self.admin.clone();
+        let agent_url = std::mem::take(&mut self.agent_url);
+        runtime.spawn(async move {
+            if let Err(error) = admin.delete_fault(&agent_url, &id).await {
+                tracing::warn!(fault = id, %error, "removing the fault of an abandoned run failed");
+            }
+        });
+    }
+}
+
+/// Renews the fault's lease every third of its length until stopped.
+fn spawn_renewal(
+    admin: AdminClient,
+    agent_url: String,
+    fault_id: String,
+    lease: Duration,
+    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+) -> RunTask<()> {
+    RunTask::spawn(async move {
+        let period = lease / 3;
+        loop {
+            tokio::time::sleep(period).await;
+            let event = match admin.renew_fault(&agent_url, &fault_id).await {
+                Ok(()) => fault_event("renewed", &fault_id, json!({})),
+                Err(error) => fault_event(
+                    "renew_failed",
+                    &fault_id,
+                    json!({ "error": error.to_string() }),
+                ),
+            };
+            events.lock().push(event);
+        }
+    })
+}
+
+fn fault_event(event: &str, fault_id: &str, detail: serde_json::Value) -> FaultEventRecord {
+    FaultEventRecord {
+        at_ms: now_ms(),
+        event: event.to_owned(),
+        fault_id: fault_id.to_owned(),
+        detail,
+    }
+}
