@@ -6,6 +6,7 @@ mod controller;
 mod healthcheck;
 mod results;
 mod serve;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,8 @@ pub enum Command {
     Validate(results::ValidateArgs),
     /// Clear every fault on every known agent.
     Halt(results::HaltArgs),
+    /// Simulate a breaker on a virtual clock: totals with and without it, per second (no services needed).
+    Simulate(simulate::SimulateArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -58,6 +61,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Report(args)) => results::report(args).await,
         Some(Command::Validate(args)) => results::validate(args).await,
         Some(Command::Halt(args)) => results::halt(args).await,
+        Some(Command::Simulate(args)) => simulate::run(args),
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
         None => serve::run().await,
     }
