@@ -319,6 +319,9 @@ struct ResultsPage {
     rows: Vec<(String, usize, Vec<CellText>)>,
     verdicts: Vec<(String, String, String, String, bool)>,
     annotations: Vec<AnnotationLine>,
+    /// Finished runs but no condition with the two a confidence interval needs.
+    one_round: bool,
+    intervals_note: &'static str,
 }
 
 pub async fn results(
@@ -377,6 +380,12 @@ pub async fn results(
     render(&ResultsPage {
         viewer: Viewer::of(&state, &headers),
         page: "results",
+        one_round: !results.conditions.is_empty()
+            && results
+                .conditions
+                .iter()
+                .all(|condition| condition.runs < controller::stats::MIN_ROUNDS_FOR_INTERVALS),
+        intervals_note: controller::stats::INTERVALS_NEED_TWO_ROUNDS,
         results,
         rows,
         verdicts,

@@ -347,6 +347,24 @@ async fn bad_input_is_an_error_naming_the_field() {
     );
 }
 
+/// With one round there is no interval and no verdict, and the page says why instead of promising intervals.
+#[tokio::test]
+async fn one_round_results_say_intervals_need_two_rounds() {
+    let (state, operations) = app();
+    operations.set_rounds(1);
+    let create = post("/api/experiments")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(SPEC))
+        .expect("request");
+    assert_eq!(send(&state, create).await.status(), StatusCode::CREATED);
+    let page = text(send(&state, get("/experiments/1/results")).await).await;
+    assert!(page.contains("id=\"results-table\""));
+    assert!(!page.contains("with its 95 % confidence interval (Student t)"));
+    assert!(page.contains("id=\"one-round\""));
+    assert!(page.contains("Intervals need at least two rounds"));
+    assert!(page.contains("id=\"no-verdict\""));
+}
+
 #[tokio::test]
 async fn results_page_and_downloads() {
     let (state, _) = app();
@@ -360,6 +378,8 @@ async fn results_page_and_downloads() {
     assert!(page.contains("error@1.00/enforce"));
     assert!(page.contains("0.500"));
     assert!(page.contains("± 0.100 (n = 2)"));
+    assert!(page.contains("95 % confidence interval"));
+    assert!(!page.contains("id=\"one-round\""));
     let csv = send(&state, get("/api/experiments/1/results.csv")).await;
     assert!(
         csv.headers()["content-disposition"]

@@ -8,7 +8,8 @@ use super::figures::{Figure, figures};
 use super::format::{cell, interval, mean_and_half_width, number, percent};
 use super::{PlotFile, ReportError};
 use crate::stats::{
-    BASELINE_MODES, ConditionStats, ExperimentStats, MetricKey, MetricName, checkout_endpoint,
+    BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MetricKey,
+    MetricName, checkout_endpoint,
 };
 use crate::store::AnnotationRow;
 
@@ -54,19 +55,27 @@ pub fn markdown(
     let info = &stats.experiment;
     // Writing into a String cannot fail.
     let _ = writeln!(out, "# Experiment {}: {}\n", info.id, cell(&info.name));
-    let _ = writeln!(
+    let _ = write!(
         out,
         "Status **{}**; {} finished runs of {} planned ({} aborted or interrupted attempts left \
-         out). Every figure is the mean over rounds ± the half-width of its 95 % confidence \
-         interval (Student t, n − 1 degrees of freedom); ratios are computed per run, then \
-         averaged. Off/on differences use Welch's t; *separate* means the two conditions' \
-         intervals do not overlap, *difference only* that they overlap but the difference's \
-         interval excludes zero.\n",
+         out). ",
         info.status.as_str(),
         info.finished_runs,
         info.planned_runs,
         info.other_runs
     );
+    if stats.has_intervals() || stats.conditions.is_empty() {
+        let _ = writeln!(
+            out,
+            "Every figure is the mean over rounds ± the half-width of its 95 % confidence \
+             interval (Student t, n − 1 degrees of freedom); ratios are computed per run, then \
+             averaged. Off/on differences use Welch's t; *separate* means the two conditions' \
+             intervals do not overlap, *difference only* that they overlap but the difference's \
+             interval excludes zero.\n"
+        );
+    } else {
+        let _ = writeln!(out, "**{INTERVALS_NEED_TWO_ROUNDS}**\n");
+    }
     if !stats.stopped.is_empty() {
         let _ = writeln!(
             out,
@@ -212,6 +221,10 @@ fn stopped_table(out: &mut String, stats: &ExperimentStats) {
 
 fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
     let _ = writeln!(out, "## Breaker off vs on\n");
+    if !stats.has_intervals() && !stats.conditions.is_empty() {
+        let _ = writeln!(out, "No verdict. {INTERVALS_NEED_TWO_ROUNDS}\n");
+        return;
+    }
     if stats.comparisons.is_empty() {
         let _ = writeln!(
             out,
@@ -319,12 +332,17 @@ fn cart_table(out: &mut String, stats: &ExperimentStats) {
 }
 
 fn endpoint_table(out: &mut String, stats: &ExperimentStats) {
-    let mut endpoints: Vec<&str> = stats
+    // Keys sort by metric first, so each endpoint comes once per latency metric: keep its first.
+    let mut endpoints: Vec<&str> = Vec::new();
+    for endpoint in stats
         .metric_keys()
         .into_iter()
         .filter_map(|key| key.endpoint.as_deref())
-        .collect();
-    endpoints.dedup();
+    {
+        if !endpoints.contains(&endpoint) {
+            endpoints.push(endpoint);
+        }
+    }
     if endpoints.is_empty() {
         return;
     }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use super::format::{mean_and_half_width, number, percent};
 use super::*;
 use crate::stats::{
-    ConditionKey, ExperimentInfo, MetricKey, MetricName, RunMetrics, Summary, TimelineBin,
+    ConditionKey, ExperimentInfo, INTERVALS_NEED_TWO_ROUNDS, MetricKey, MetricName, RunMetrics,
+    Summary, TimelineBin,
 };
 use crate::store::{ExperimentId, RunId, Status};
 
@@ -338,4 +339,92 @@ async fn the_stored_report_reads_the_experiments_annotations() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
+}
+
+/// One error/hang × off/on experiment with `rounds` rounds and per-endpoint latency for two endpoints.
+fn with_endpoints(rounds: i64) -> ExperimentStats {
+    let keys = vec![
+        key(0, "error", 0.5, "disabled"),
+        key(1, "error", 0.5, "enforce"),
+    ];
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        for k in &keys {
+            let mut run = run(
+                k.index,
+                round,
+                &[(MetricName::Availability, 0.9 + 0.01 * round as f64)],
+            );
+            for endpoint in ["GET /", "POST /cart/checkout"] {
+                for (metric, ms) in [
+                    (MetricName::P50Ms, 1.0),
+                    (MetricName::P95Ms, 2.0),
+                    (MetricName::P99Ms, 3.0),
+                ] {
+                    run.values
+                        .insert(MetricKey::endpoint(metric, endpoint), ms + round as f64);
+                }
+            }
+            runs.push(run);
+        }
+    }
+    let info = ExperimentInfo {
+        id: ExperimentId(9),
+        name: "endpoints".into(),
+        status: Status::Finished,
+        planned_runs: 2 * rounds,
+        finished_runs: 2 * rounds as usize,
+        other_runs: 0,
+    };
+    ExperimentStats::from_runs(info, keys, runs)
+}
+
+#[test]
+fn the_endpoint_table_has_one_row_per_condition_and_endpoint() {
+    let text = render(&with_endpoints(2), Format::Md).unwrap().text;
+    let section = text
+        .split("## Latency per endpoint")
+        .nth(1)
+        .expect("the endpoint section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| error"))
+        .collect();
+    // 2 conditions × 2 endpoints, each once.
+    assert_eq!(rows.len(), 4, "{section}");
+    assert_eq!(
+        rows.iter()
+            .filter(|row| row.contains("| POST /cart/checkout |"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn one_round_says_intervals_need_two_rounds() {
+    let one = with_endpoints(1);
+    assert!(!one.has_intervals());
+    let text = render(&one, Format::Md).unwrap().text;
+    assert!(
+        !text.contains("Every figure is the mean over rounds ± the half-width"),
+        "{text}"
+    );
+    assert!(text.contains(INTERVALS_NEED_TWO_ROUNDS));
+    let verdicts = text
+        .split("## Breaker off vs on")
+        .nth(1)
+        .expect("the off-vs-on section stays");
+    assert!(
+        verdicts
+            .trim_start()
+            .starts_with("No verdict. Intervals need at least two rounds"),
+        "{verdicts}"
+    );
+    // Two rounds: intervals and verdicts as before.
+    let two = render(&with_endpoints(2), Format::Md).unwrap().text;
+    assert!(two.contains("Every figure is the mean over rounds ± the half-width"));
+    assert!(!two.contains(INTERVALS_NEED_TWO_ROUNDS));
 }

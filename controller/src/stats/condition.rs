@@ -229,6 +229,14 @@ impl StoppedRun {
     }
 }
 
+/// Finished runs a condition needs for a confidence interval (Student t needs n − 1 ≥ 1).
+pub const MIN_ROUNDS_FOR_INTERVALS: usize = 2;
+
+/// What an experiment's report says when no condition has [`MIN_ROUNDS_FOR_INTERVALS`] finished runs.
+pub const INTERVALS_NEED_TWO_ROUNDS: &str = "Intervals need at least two rounds: with one finished \
+     run per condition every figure is that single run, with no 95 % confidence interval and no \
+     off-vs-on verdict. Run the experiment with `rounds = 2` or more for those.";
+
 /// An experiment's figures: per run, per condition, and the off/on comparisons.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExperimentStats {
@@ -298,6 +306,14 @@ impl ExperimentStats {
     }
 
     /// Every metric key some condition has, sorted.
+    /// Whether some condition has the two finished runs a 95 % confidence interval (and so an off-vs-on
+    /// verdict) needs; `false` with no finished run at all.
+    pub fn has_intervals(&self) -> bool {
+        self.conditions
+            .iter()
+            .any(|condition| condition.runs >= MIN_ROUNDS_FOR_INTERVALS)
+    }
+
     pub fn metric_keys(&self) -> Vec<&MetricKey> {
         let mut keys: Vec<&MetricKey> = self
             .conditions

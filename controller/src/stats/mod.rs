@@ -15,7 +15,8 @@ mod tests;
 
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
-    ExperimentStats, MetricDifference, MetricSummary, StoppedRun, TimelinePoint,
+    ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
+    MetricSummary, StoppedRun, TimelinePoint,
 };
 pub use criteria::{
     Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,

@@ -31,6 +31,8 @@ struct Memory {
     /// Stored annotations, in insertion order.
     annotations: Vec<AnnotationEntry>,
     calls: Vec<Call>,
+    /// Finished runs per condition the results report; two unless set.
+    rounds: Option<usize>,
 }
 
 /// Shared handle; clones see the same memory.
@@ -42,6 +44,11 @@ pub struct MemoryOperations {
 impl MemoryOperations {
     pub fn new() -> Self {
         MemoryOperations::default()
+    }
+
+    /// Results report `rounds` finished runs per condition (one round: no interval, no verdict).
+    pub fn set_rounds(&self, rounds: usize) {
+        self.memory.lock().rounds = Some(rounds);
     }
 
     /// Every mutating call so far, in order.
@@ -152,6 +159,7 @@ impl Operations for MemoryOperations {
 
     fn results(&self, id: i64) -> OperationFuture<'_, Results> {
         let annotations = self.annotations_of(id);
+        let rounds = self.memory.lock().rounds.unwrap_or(2);
         ready(self.with_experiment(id, |summary, _| Results {
             experiment: summary.clone(),
             annotations,
@@ -161,11 +169,11 @@ impl Operations for MemoryOperations {
                 fault_kind: "error".into(),
                 fault_rate: 1.0,
                 breaker_mode: "enforce".into(),
-                runs: 2,
+                runs: rounds,
                 cells: vec![Some(Cell {
                     mean: 0.5,
-                    half_width: Some(0.1),
-                    n: 2,
+                    half_width: (rounds >= 2).then_some(0.1),
+                    n: rounds,
                 })],
             }],
             verdicts: Vec::new(),
