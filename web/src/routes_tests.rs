@@ -788,6 +788,7 @@ async fn game_day_actions_say_what_they_did_once() {
             target: "payment".into(),
             kind: "error".into(),
             rate: 0.5,
+            ..crate::hub::FaultChange::default()
         }));
     state.hub.flush();
     let halted = send(

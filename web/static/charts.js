@@ -95,10 +95,29 @@ var Charts = (function () {
       s.points.forEach(function (p, i) { if (i === 0) { c.ctx.moveTo(x(p[0]), yy(p[1])); } else { c.ctx.lineTo(x(p[0]), yy(p[1])); } });
       c.ctx.stroke();
     });
+    hoverable(canvas, function (mx) {
+      if (mx < pad.l || mx > c.w - pad.r) { return null; }
+      var t = t0 + (mx - pad.l) / Math.max(1, c.w - pad.l - pad.r) * (t1 - t0);
+      var parts = [];
+      series.forEach(function (s) {
+        var best = null;
+        s.points.forEach(function (p) { if (!best || Math.abs(p[0] - t) < Math.abs(best[0] - t)) { best = p; } });
+        if (best && Math.abs(best[0] - t) <= 1500) {
+          parts.push(s.label + ": " + formatValue(best[1]) + " " + (s.right ? (options && options.right) || "" : yUnit || ""));
+        }
+      });
+      return clock(t) + (parts.length ? "\n" + parts.join("\n") : "  (no sample)");
+    });
+  }
+
+  function formatValue(v) {
+    if (v >= 100) { return v.toFixed(0); }
+    if (v >= 1) { return v.toFixed(1); }
+    return v.toFixed(2);
   }
 
   // bars: [{t, parts: [value, ...]}], colors: one per part
-  function stacked(canvas, bars, colors, t0, t1) {
+  function stacked(canvas, bars, colors, t0, t1, labels) {
     var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 18 };
     if (!bars.length) { frame(c, pad, 1, t0, t1, "/s"); empty(c, "no data yet"); return; }
     var yMax = 0;
@@ -115,6 +134,13 @@ var Charts = (function () {
         var height = (c.h - pad.t - pad.b) * v / yMax;
         c.ctx.fillStyle = colors[i]; c.ctx.fillRect(x, base - height, width, height); base -= height;
       });
+    });
+    hoverable(canvas, function (mx) {
+      if (mx < pad.l || mx > c.w - pad.r) { return null; }
+      var t = t0 + (mx - pad.l) / scale, best = null;
+      bars.forEach(function (b) { if (b.t >= t && (!best || b.t < best.t)) { best = b; } });
+      if (!best || best.t - t > 1500) { return clock(t) + "  (no sample)"; }
+      return clock(best.t) + "\n" + best.parts.map(function (v, i) { return ((labels && labels[i]) || "part " + i) + ": " + v + "/s"; }).join("\n");
     });
   }
 
@@ -159,27 +185,92 @@ var Charts = (function () {
     });
   }
 
-  // rows: [{name, segments: [{from, to, state}]}], faults: [{from, to}], notes: [{at, text}]
-  function timeline(canvas, rows, faults, notes, t0, t1) {
-    var count = Math.max(1, rows.length);
-    var wanted = 26 + count * 22 + 30;
+  // Hover: a chart sets canvas.__hover = function (x, y) -> text or null; one tooltip serves every chart.
+  var tip = null;
+  function hoverable(canvas, describe) {
+    canvas.__hover = describe;
+    if (canvas.__hoverBound) { return; }
+    canvas.__hoverBound = true;
+    canvas.addEventListener("mousemove", function (event) {
+      var box = canvas.getBoundingClientRect();
+      var text = canvas.__hover ? canvas.__hover(event.clientX - box.left, event.clientY - box.top) : null;
+      if (!tip) { tip = document.createElement("div"); tip.className = "chart-tip"; tip.id = "chart-tip"; document.body.appendChild(tip); }
+      if (!text) { tip.style.display = "none"; return; }
+      tip.textContent = text;
+      tip.style.display = "block";
+      var left = Math.min(event.pageX + 12, window.scrollX + document.documentElement.clientWidth - tip.offsetWidth - 8);
+      tip.style.left = left + "px"; tip.style.top = (event.pageY + 14) + "px";
+    });
+    canvas.addEventListener("mouseleave", function () { if (tip) { tip.style.display = "none"; } });
+  }
+
+  function hatch(ctx, x, y, w, h) {
+    ctx.save(); ctx.beginPath(); ctx.rect(x, y, w, h); ctx.clip();
+    ctx.strokeStyle = "rgba(255,255,255,0.75)"; ctx.lineWidth = 2;
+    for (var k = -h; k < w; k += 7) { ctx.beginPath(); ctx.moveTo(x + k, y + h); ctx.lineTo(x + k + h, y); ctx.stroke(); }
+    ctx.restore();
+  }
+
+  // rows: [{name, group, label, segments: [{from, to, state, kind, reason}]}] (kind: tripped | forced | shadow),
+  // faults: [{from, to, text}], notes: [{at, text}], marks: [{at, name, text}] (mode switches on a lane).
+  function timeline(canvas, rows, faults, notes, t0, t1, marks) {
+    marks = marks || [];
+    var rowH = 20, groupH = 16, top = 4;
+    var groups = [];
+    rows.forEach(function (row) { if (groups.indexOf(row.group) < 0) { groups.push(row.group); } });
+    var wanted = top + rows.length * rowH + groups.length * groupH + 20 + 30 + 16;
     canvas.dataset.cssHeight = String(Math.max(120, wanted));
-    var c = fit(canvas), left = 150, right = 10, top = 4, rowH = 22;
+    var c = fit(canvas), right = 10;
+    c.ctx.font = "12px system-ui, sans-serif";
+    var left = 90;
+    rows.forEach(function (row) { left = Math.max(left, c.ctx.measureText(row.label).width + 22); });
+    groups.forEach(function (g) { left = Math.max(left, c.ctx.measureText(g).width + 14); });
+    left = Math.min(left, c.w * 0.45);
     var x = function (t) { return left + (c.w - left - right) * (Math.min(Math.max(t, t0), t1) - t0) / Math.max(1, t1 - t0); };
-    rows.forEach(function (row, i) {
-      var y = top + i * rowH;
-      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.name, left - 6, y + 14);
+    var tAt = function (px) { return t0 + (px - left) / Math.max(1, c.w - left - right) * (t1 - t0); };
+    var y = top, laneY = {}, hits = [], lastGroup = null;
+    rows.forEach(function (row) {
+      if (row.group !== lastGroup) {
+        lastGroup = row.group;
+        c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.font = "600 12px system-ui, sans-serif";
+        c.ctx.fillText(row.group, 4, y + 12);
+        c.ctx.strokeStyle = "#dde1e6"; c.ctx.beginPath(); c.ctx.moveTo(4, y + groupH - 1); c.ctx.lineTo(c.w - right, y + groupH - 1); c.ctx.stroke();
+        y += groupH;
+      }
+      c.ctx.font = "12px system-ui, sans-serif";
+      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.label, left - 6, y + 14);
+      laneY[row.name] = y;
       row.segments.forEach(function (s) {
         if (s.to < t0) { return; }
-        c.ctx.fillStyle = STATE_COLOR[s.state] || "#999";
-        c.ctx.fillRect(x(s.from), y + 3, Math.max(1, x(s.to) - x(s.from)), rowH - 6);
+        var sx = x(s.from), sw = Math.max(1, x(s.to) - x(s.from));
+        c.ctx.globalAlpha = s.kind === "shadow" ? 0.45 : 1;
+        c.ctx.fillStyle = s.kind === "forced" ? "#7a1f1d" : (STATE_COLOR[s.state] || "#999");
+        c.ctx.fillRect(sx, y + 3, sw, rowH - 6);
+        c.ctx.globalAlpha = 1;
+        if (s.kind === "forced") { hatch(c.ctx, sx, y + 3, sw, rowH - 6); }
+        hits.push({ x0: sx, x1: sx + sw, y0: y, y1: y + rowH, text: row.name + ": " + s.state.replace("_", "-") +
+          (s.kind === "forced" ? " (forced open by its mode)" : s.kind === "shadow" ? " (shadow: would have)" : "") +
+          " from " + clock(s.from) + (s.reason ? " — " + s.reason : "") });
       });
+      y += rowH;
     });
-    var faultY = top + count * rowH + 4;
+    marks.forEach(function (m) {
+      var ly = laneY[m.name];
+      if (ly === undefined || m.at < t0) { return; }
+      var mx = x(m.at);
+      c.ctx.fillStyle = "#1d232b";
+      c.ctx.beginPath(); c.ctx.moveTo(mx - 5, ly); c.ctx.lineTo(mx + 5, ly); c.ctx.lineTo(mx, ly + 7); c.ctx.closePath(); c.ctx.fill();
+      hits.unshift({ x0: mx - 6, x1: mx + 6, y0: ly, y1: ly + rowH, text: clock(m.at) + " " + m.name + ": " + m.text });
+    });
+    var faultY = y + 4;
     c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText("fault active", left - 6, faultY + 11);
     c.ctx.fillStyle = "#efe7f3"; c.ctx.fillRect(left, faultY + 2, c.w - left - right, 12);
     c.ctx.fillStyle = "#7d3c98";
-    faults.forEach(function (f) { if (f.to >= t0) { c.ctx.fillRect(x(f.from), faultY + 2, Math.max(1, x(f.to) - x(f.from)), 12); } });
+    faults.forEach(function (f) {
+      if (f.to < t0) { return; }
+      c.ctx.fillRect(x(f.from), faultY + 2, Math.max(1, x(f.to) - x(f.from)), 12);
+      hits.push({ x0: x(f.from), x1: x(f.to), y0: faultY, y1: faultY + 16, text: "fault " + (f.text || "") + " from " + clock(f.from) });
+    });
     c.ctx.strokeStyle = "#2f6fd6"; c.ctx.fillStyle = "#2f6fd6"; c.ctx.textAlign = "left";
     notes.forEach(function (n) {
       if (n.at < t0) { return; }
@@ -187,11 +278,17 @@ var Charts = (function () {
       var nearEnd = x(n.at) > c.w - 220;
       c.ctx.textAlign = nearEnd ? "right" : "left";
       c.ctx.fillText(n.text.slice(0, 40), x(n.at) + (nearEnd ? -3 : 3), faultY + 28);
+      hits.unshift({ x0: x(n.at) - 4, x1: x(n.at) + 4, y0: top, y1: faultY + 30, text: clock(n.at) + " note: " + n.text });
     });
-    c.ctx.fillStyle = "#6b7480";
+    c.ctx.fillStyle = "#6b7480"; c.ctx.font = "11px system-ui, sans-serif";
     timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
-    if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("no breaker has changed state yet", left + (c.w - left) / 2, 16); }
+    if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("waiting for the services' breakers…", left + (c.w - left) / 2, 16); }
+    hoverable(canvas, function (mx, my) {
+      var hit = hits.find(function (h) { return mx >= h.x0 && mx <= h.x1 && my >= h.y0 && my <= h.y1; });
+      if (hit) { return hit.text; }
+      return mx >= left ? clock(tAt(mx)) : null;
+    });
   }
 
-  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, clock: clock, palette: PALETTE };
+  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

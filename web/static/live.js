@@ -1,14 +1,41 @@
 // Tolerant dashboard: the live view. One websocket per page (`/ws`): a snapshot first, then frames of events.
 "use strict";
 (function () {
-  var BUCKETS_MS = ["≤1", "≤2", "≤5", "≤10", "≤20", "≤50", "≤100", "≤200", "≤500", "≤1k", "≤2k", "≤5k", ">5k"];
+  var BUCKETS = ["≤1 ms", "≤2 ms", "≤5 ms", "≤10 ms", "≤20 ms", "≤50 ms", "≤100 ms", "≤200 ms", "≤500 ms", "≤1 s", "≤2 s", "≤5 s", ">5 s"];
   var WINDOW_MS = 10 * 60 * 1000;
   // Per-endpoint latency comes from the load driver's per-second figures (samples with `endpoints`).
   var LATENCY_PENDING = "per-endpoint latency appears while a run drives load";
-  var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, frame: 0 };
-  var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {} };
+  var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, frame: 0,
+    board: null, modeChanges: [] };
+  var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {}, lanes: [], laneKinds: {}, phase: null, modes: {} };
+
+  var TERMINAL = ["finished", "aborted", "interrupted", "start_failed"];
+
+  function describeFault(f) {
+    return f.fault_id + ": " + (f.kind || "fault") + (f.detail ? " " + f.detail : "") + " at " + Math.round(f.rate * 100) + " % on " + f.target +
+      (f.matches ? ", " + f.matches : "");
+  }
+
+  function transitionLine(t) {
+    return Charts.clock(t.at_ms) + " " + t.breaker + " " + t.from.replace("_", "-") + " → " + t.to.replace("_", "-") + " (" + t.reason + (t.shadow ? ", shadow" : "") + ")";
+  }
+
+  function eventLines(state) {
+    var lines = [];
+    (state.transitions || []).forEach(function (t) { lines.push([t.at_ms, transitionLine(t)]); });
+    (state.faults || []).forEach(function (f) { lines.push([f.at_ms, Charts.clock(f.at_ms) + " fault " + f.event + (f.fault_id ? " " + describeFault(f) : "")]); });
+    (state.annotations || []).forEach(function (n) { lines.push([n.at_ms, Charts.clock(n.at_ms) + " note: " + n.text]); });
+    (state.experiment_changes || []).forEach(function (e) { lines.push([e.at_ms, Charts.clock(e.at_ms) + " experiment " + e.experiment_id + " " + e.status]); });
+    (state.mode_changes || []).forEach(function (m) { lines.push([m.at_ms, Charts.clock(m.at_ms) + " " + m.breaker + " mode " + m.from + " → " + m.to]); });
+    lines.sort(function (a, b) { return a[0] - b[0]; });
+    return lines.map(function (l) { return l[1]; });
+  }
 
   function resetFromSnapshot(state) {
+    var list = document.getElementById("events");
+    if (list) { list.innerHTML = ""; eventLines(state).slice(-100).forEach(addEventLine); }
+    model.board = state.board || null;
+    model.modeChanges = state.mode_changes || [];
     model.transitions = state.transitions || [];
     model.samples = state.samples || [];
     model.faults = state.faults || [];
@@ -39,11 +66,25 @@
         else { delete model.activeFaults[event.fault_id]; }
         break;
       case "annotation": model.notes.push(event); addEventLine(Charts.clock(event.at_ms) + " note: " + event.text); break;
-      case "experiment": addEventLine(Charts.clock(event.at_ms) + " experiment " + event.experiment_id + " " + event.status); break;
+      case "experiment":
+        if (model.progress && model.progress.experiment_id === event.experiment_id && TERMINAL.indexOf(event.status) >= 0) {
+          model.progress.phase = event.status; model.progress.ends_at_ms = null;
+        }
+        addEventLine(Charts.clock(event.at_ms) + " experiment " + event.experiment_id + " " + event.status); break;
+      case "breakers":
+        model.board = event;
+        event.breakers.forEach(function (tile) {
+          var known = model.breakers[tile.name];
+          if (!known || known.state !== tile.state) { model.breakers[tile.name] = { service: tile.service, state: tile.state, since_ms: event.at_ms, shadow: false }; }
+        });
+        break;
+      case "mode":
+        model.modeChanges.push(event);
+        addEventLine(Charts.clock(event.at_ms) + " " + event.breaker + " mode " + event.from + " → " + event.to);
+        break;
     }
-    if (event.type === "transition") {
-      addEventLine(Charts.clock(event.at_ms) + " " + event.breaker + " " + event.from + " → " + event.to + " (" + event.reason + ")");
-    }
+    if (event.type === "transition") { addEventLine(transitionLine(event)); }
+    if (event.type === "fault") { addEventLine(Charts.clock(event.at_ms) + " fault " + event.event + (event.fault_id ? " " + describeFault(event) : "")); }
   }
 
   function addEventLine(text) {
@@ -54,27 +95,56 @@
     while (list.children.length > 100) { list.removeChild(list.lastChild); }
   }
 
+  // The time range every chart shows: the run (or, between runs, what the page knows, up to ten minutes),
+  // or the last 30 s / 5 min (the page's range picker).
   function windowBounds() {
-    var now = Date.now();
-    var start = model.progress ? model.progress.started_at_ms : now - WINDOW_MS;
-    var first = model.transitions.length ? model.transitions[0].at_ms : now;
-    if (!model.progress) { start = Math.max(now - WINDOW_MS, Math.min(first, now - 60000)); }
-    return [Math.max(start, now - WINDOW_MS), Math.max(now, start + 1000)];
+    var now = Date.now(), picker = document.getElementById("range");
+    var choice = picker ? picker.value : "run";
+    var running = model.progress && TERMINAL.indexOf(model.progress.phase) < 0;
+    var start;
+    if (choice !== "run") {
+      start = now - parseInt(choice, 10);
+    } else if (running) {
+      start = model.progress.started_at_ms;
+    } else {
+      start = now - 60000;
+      [model.transitions[0], model.faults[0], model.samples[0], model.modeChanges[0]].forEach(function (e) { if (e && e.at_ms < start) { start = e.at_ms; } });
+    }
+    start = Math.max(start, now - WINDOW_MS);
+    return [start, Math.max(now, start + 1000)];
   }
 
+  function tileOf(name) {
+    return model.board ? model.board.breakers.find(function (t) { return t.name === name; }) : null;
+  }
+
+  // One lane per breaker of the board (every breaker, from page load) and per breaker seen in a transition,
+  // grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
   function timelineRows(t0, t1) {
     var names = Object.keys(model.breakers);
+    if (model.board) { model.board.breakers.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } }); }
     model.transitions.forEach(function (t) { if (names.indexOf(t.breaker) < 0) { names.push(t.breaker); } });
     names.sort();
     return names.map(function (name) {
       var own = model.transitions.filter(function (t) { return t.breaker === name; });
-      var segments = [], from = t0;
+      var tile = tileOf(name);
+      var segments = [], from = t0, reason = "", shadow = false;
       var state = own.length ? own[0].from : (model.breakers[name] ? model.breakers[name].state : "closed");
-      own.forEach(function (t) { segments.push({ from: from, to: t.at_ms, state: state }); from = t.at_ms; state = t.to; });
-      segments.push({ from: from, to: t1, state: state });
-      return { name: name, segments: segments };
+      var kindOf = function (st, why, isShadow) { return isShadow ? "shadow" : (st === "open" && why === "forced") ? "forced" : "tripped"; };
+      own.forEach(function (t) {
+        segments.push({ from: from, to: t.at_ms, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+        from = t.at_ms; state = t.to; reason = t.reason; shadow = t.shadow;
+      });
+      if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
+      if (tile && !own.length) { state = tile.state; }
+      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+      var arrow = name.indexOf("->");
+      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : name, label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
+        segments: segments, mode: tile ? tile.mode : null };
     });
   }
+
+  function faultText(f) { return describeFault(f); }
 
   function faultIntervals(t0, t1) {
     var intervals = [], open = {};
@@ -82,13 +152,14 @@
       var known = model.faults.some(function (f) { return f.fault_id === id; });
       if (!known) { open[id] = t0; }
     });
+    var texts = {};
     model.faults.forEach(function (f) {
       var active = (f.event === "applied" || f.event === "renewed") && f.rate > 0;
-      if (active) { if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
-      else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms }); }); open = {}; }
-      else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms }); delete open[f.fault_id]; }
+      if (active) { texts[f.fault_id] = faultText(f); if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
+      else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms, text: texts[id] }); }); open = {}; }
+      else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms, text: texts[f.fault_id] }); delete open[f.fault_id]; }
     });
-    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1 }); });
+    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1, text: texts[id] || (model.activeFaults[id] ? faultText(model.activeFaults[id]) : id) }); });
     return intervals;
   }
 
@@ -98,8 +169,14 @@
     var timeline = document.getElementById("timeline");
     if (timeline) {
       Charts.timeline(timeline, rows, faultIntervals(t0, t1),
-        model.notes.map(function (n) { return { at: n.at_ms, text: n.text }; }), t0, t1);
+        model.notes.map(function (n) { return { at: n.at_ms, text: n.text }; }), t0, t1,
+        model.modeChanges.map(function (m) { return { at: m.at_ms, name: m.breaker, text: "mode " + m.from + " → " + m.to }; }));
     }
+    status.lanes = rows.map(function (r) { return r.name; });
+    status.laneKinds = {};
+    rows.forEach(function (r) { var last = r.segments[r.segments.length - 1]; status.laneKinds[r.name] = last.state === "open" ? last.kind : last.state; });
+    drawTiles(rows);
+    drawActiveFaults();
     status.activeFaults = Object.keys(model.activeFaults).length;
     status.notes = model.notes.length;
     status.breakers = {};
@@ -117,11 +194,21 @@
     var opens = document.getElementById("opens");
     if (opens) { opens.textContent = String(model.opens); }
     var progress = document.getElementById("progress");
-    if (progress) {
-      var p = model.progress;
-      progress.textContent = p ? (p.experiment + " · run " + p.run + " of " + p.runs + " · " + p.condition +
-        " · round " + p.round + " · " + p.phase) : "No experiment running.";
+    var p = model.progress;
+    var running = p && TERMINAL.indexOf(p.phase) < 0;
+    status.phase = p ? p.phase : null;
+    var faults = Object.keys(model.activeFaults).length;
+    var headline;
+    if (running) {
+      headline = "Experiment run: " + p.experiment + " · run " + p.run + " of " + p.runs + " · " + p.condition + " · round " + p.round + " · " + p.phase;
+    } else if (faults) {
+      headline = "Game day (no experiment): " + faults + " fault" + (faults === 1 ? "" : "s") + " active" +
+        (p ? " · last experiment " + p.experiment + " " + p.phase : "");
+    } else {
+      headline = p ? "No experiment running · " + p.experiment + " " + p.phase + " (run " + p.run + " of " + p.runs + ")" : "No experiment running, no fault active.";
     }
+    status.headline = headline;
+    if (progress) { progress.textContent = headline; }
     drawSamples(t0, t1);
   }
 
@@ -132,12 +219,12 @@
     Charts.stacked(outcomes, samples.map(function (s) {
       var o = s.outcomes;
       return { t: s.at_ms, parts: [o.ok, o.failed + o.connection_error, o.rejected, o.timeout] };
-    }), ["#2e9d57", "#d64541", "#f0a202", "#555"], t0, t1);
+    }), ["#2e9d57", "#d64541", "#f0a202", "#555"], t0, t1, ["ok", "failed", "rejected", "timeout"]);
 
     var endpoints = {};
     samples.forEach(function (s) {
       s.endpoints.forEach(function (e) {
-        var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], buckets: BUCKETS_MS.map(function () { return 0; }) });
+        var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], buckets: BUCKETS.map(function () { return 0; }) });
         if (e.requests > 0) { entry.points.push([s.at_ms, e.p95_us / 1000]); }
         e.buckets.forEach(function (count, i) { entry.buckets[i] += count; });
       });
@@ -152,18 +239,67 @@
         return '<span class="sw" style="background:' + Charts.palette[i % Charts.palette.length] + '"></span>' + name;
       }).join(" ");
     }
-    Charts.grouped(document.getElementById("histogram"), BUCKETS_MS.map(function (b) { return b + "ms"; }),
+    if (document.getElementById("histogram")) Charts.grouped(document.getElementById("histogram"), BUCKETS,
       names.map(function (name) { return { label: name, values: endpoints[name].buckets }; }), LATENCY_PENDING);
 
-    Charts.lines(document.getElementById("cart"), [
+    if (document.getElementById("cart")) Charts.lines(document.getElementById("cart"), [
       { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },
       { label: "/cart p95", color: "#d6742f", right: true, points: samples.filter(function (s) { return s.cart_p95_us !== null && s.cart_p95_us !== undefined; }).map(function (s) { return [s.at_ms, s.cart_p95_us / 1000]; }) }
     ], t0, t1, "items", { right: "ms" });
 
     var last = samples.length ? samples[samples.length - 1] : null;
-    Charts.occupancy(document.getElementById("pools"), last ? last.pools.map(function (p) {
+    if (document.getElementById("pools")) Charts.occupancy(document.getElementById("pools"), last ? last.pools.map(function (p) {
       return { label: p.service, value: p.in_flight, max: p.capacity, queued: p.queued };
     }) : []);
+  }
+
+  function pct(x) { return x === null || x === undefined ? "–" : (x * 100).toFixed(x >= 0.1 || x === 0 ? 0 : 1) + " %"; }
+
+  // Hystrix-style tiles, grouped by caller: mode, config, counters, failure rate over the window.
+  function drawTiles(rows) {
+    var box = document.getElementById("tiles");
+    if (!box || !model.board) { return; }
+    var html = [], group = null;
+    rows.forEach(function (row) {
+      var tile = tileOf(row.name);
+      if (!tile) { return; }
+      if (row.group !== group) { if (group !== null) { html.push("</div>"); } group = row.group; html.push('<h3 class="tile-group">' + escapeHtml(group) + '</h3><div class="tile-row">'); }
+      var last = row.segments[row.segments.length - 1];
+      var look = last.state === "open" ? (last.kind === "forced" ? "forced" : "open") : last.state;
+      var cfg = tile.config;
+      html.push('<div class="tile ' + look + ' mode-' + tile.mode + '" data-breaker="' + escapeHtml(tile.name) + '" data-state="' + look + '">' +
+        '<div class="tile-head"><b>' + escapeHtml(row.label) + '</b><span class="badge">' + (look === "forced" ? "forced open" : look.replace("_", "-")) + "</span></div>" +
+        '<div class="tile-mode">mode <b>' + tile.mode + "</b></div>" +
+        (tile.window.failure_rate === null ? '<div class="tile-rate muted">no calls <span class="muted">in the last 10 s</span></div>'
+          : '<div class="tile-rate">' + pct(tile.window.failure_rate) + ' <span class="muted">failing, last 10 s</span></div>') +
+        '<div class="tile-counts">' + tile.window.calls + " calls · " + tile.window.failures + " failed · " + tile.window.rejected + " rejected <span class=\"muted\">(10 s)</span></div>" +
+        '<div class="tile-counts muted">since start: ' + tile.calls + " calls, " + tile.failures + " failed, " + tile.rejected + " rejected, " + tile.opens + " opens</div>" +
+        (cfg ? '<div class="tile-config">trips on ' + escapeHtml(cfg.detector) + "<br>open " + escapeHtml(cfg.open_window) + " · " + escapeHtml(cfg.probes) + "</div>" : "") +
+        (tile.open_until_ms && look === "open" ? '<div class="tile-config">half-open in ' + Math.max(0, Math.round((tile.open_until_ms - Date.now()) / 1000)) + " s</div>" : "") +
+        "</div>");
+    });
+    if (group !== null) { html.push("</div>"); }
+    box.innerHTML = html.join("");
+    status.modes = {};
+    model.board.breakers.forEach(function (t) { status.modes[t.name] = t.mode; });
+  }
+
+  // The faults in force: kind, rate, match and the lease counting down.
+  function drawActiveFaults() {
+    var box = document.getElementById("active-faults");
+    if (!box) { return; }
+    var ids = Object.keys(model.activeFaults).sort();
+    if (!ids.length) { box.innerHTML = '<li class="muted">No fault is active.</li>'; return; }
+    box.innerHTML = ids.map(function (id) {
+      var f = model.activeFaults[id];
+      var left = f.expires_at_ms ? Math.max(0, Math.round((f.expires_at_ms - Date.now()) / 1000)) : null;
+      return '<li data-fault="' + escapeHtml(id) + '"><b>' + escapeHtml(describeFault(f)) + "</b>" +
+        (left !== null ? ' <span class="lease">lease ' + left + " s left</span>" : "") + "</li>";
+    }).join("");
+  }
+
+  function escapeHtml(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
 
   var scheduled = false;
@@ -192,6 +328,8 @@
     };
   }
 
+  var picker = document.getElementById("range");
+  if (picker) { picker.addEventListener("change", draw); }
   connect();
   draw();
   setInterval(draw, 1000);

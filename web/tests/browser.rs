@@ -196,6 +196,30 @@ impl Page {
         }
     }
 
+    /// Wide (1600 px) and narrow (800 px) screenshots of the current page, `NAME-1600.png` and `NAME-800.png`.
+    async fn screenshots(&mut self, dir: &Path, name: &str) {
+        for width in [1600, 800] {
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": false}),
+            )
+            .await;
+            tokio::time::sleep(Duration::from_millis(1300)).await;
+            // Nothing is wider than the window at either width.
+            let overflow = self
+                .eval("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                .await;
+            assert_eq!(overflow, json!(0), "{name} at {width} px scrolls sideways");
+            self.screenshot(&dir.join(format!("{name}-{width}.png")))
+                .await;
+        }
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1400, "height": 1300, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    }
+
     async fn screenshot(&mut self, path: &Path) {
         let shot = self
             .call(
@@ -335,7 +359,35 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     )
     .await;
 
+    // Every breaker of the stack has a lane and a tile before any transition, grouped by caller.
+    page.goto(&format!("{base}live")).await;
+    let lanes = page
+        .wait_for(
+            "window.__tolerant && window.__tolerant.lanes.length >= 14 && window.__tolerant.lanes",
+            Duration::from_secs(15),
+        )
+        .await;
+    for name in [
+        "checkout->payment",
+        "frontend->checkout",
+        "frontend->ad",
+        "recommendation->productcatalog",
+    ] {
+        assert!(
+            lanes.as_array().is_some_and(|l| l.contains(&json!(name))),
+            "{name} in {lanes}"
+        );
+    }
+    assert_eq!(
+        page.eval("document.querySelectorAll('#tiles .tile').length >= 14 && document.querySelectorAll('#events li').length === 0")
+            .await,
+        json!(true),
+        "tiles for every breaker, and no transition happened yet"
+    );
+    page.screenshots(&artifacts, "live-idle").await;
+
     // Create the experiment from pasted TOML, then start it now.
+    page.goto(&format!("{base}experiments")).await;
     let set_spec = format!(
         "document.getElementById('spec').value = {}; document.getElementById('create-form').submit(); true",
         serde_json::to_string(SPEC).expect("json string")
@@ -368,8 +420,24 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .await,
         json!(true)
     );
+    assert_eq!(
+        page.eval(&format!(
+            "window.__tolerant.laneKinds['{}']",
+            opened.as_str().unwrap_or_default()
+        ))
+        .await,
+        json!("tripped"),
+        "a breaker the failures opened is drawn as tripped"
+    );
+    assert!(
+        page.eval("window.__tolerant.headline")
+            .await
+            .as_str()
+            .is_some_and(|h| h.starts_with("Experiment run: browser-outage")),
+        "the header says an experiment runs"
+    );
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    page.screenshot(&artifacts.join("live.png")).await;
+    page.screenshots(&artifacts, "live").await;
 
     // The experiment finishes; the results page shows the table.
     page.wait_for(
@@ -396,7 +464,52 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         table.as_str().is_some_and(|text| text.contains("enforce")),
         "{table}"
     );
-    page.screenshot(&artifacts.join("results.png")).await;
+    page.screenshots(&artifacts, "results").await;
+
+    // A later page load after the experiment finished does not say it runs.
+    page.goto(&format!("{base}live")).await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.snapshots > 0 && window.__tolerant.phase === 'finished'",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    // Abort: a second, long experiment is started and aborted; a fresh page load shows it aborted.
+    let create = format!(
+        "fetch('/api/experiments', {{method: 'POST', headers: {{'x-csrf-token': document.querySelector('meta[name=csrf-token]').content}}, body: {}}}).then(r => r.json()).then(j => j.id)",
+        serde_json::to_string(
+            &SPEC
+                .replace("browser-outage", "browser-abort")
+                .replace("duration = \"8s\"", "duration = \"120s\"")
+        )
+        .expect("json")
+    );
+    let second = page.eval(&create).await;
+    assert_eq!(second, json!(2), "the second experiment is created");
+    page.eval("fetch('/api/experiments/2/start', {method: 'POST', headers: {'x-csrf-token': document.querySelector('meta[name=csrf-token]').content}}).then(r => r.status)")
+        .await;
+    page.wait_for(
+        "window.__tolerant.phase === 'running' && window.__tolerant.headline.includes('browser-abort')",
+        Duration::from_secs(20),
+    )
+    .await;
+    let aborted = page
+        .eval("fetch('/api/experiments/2/abort', {method: 'POST', headers: {'x-csrf-token': document.querySelector('meta[name=csrf-token]').content}}).then(r => r.status)")
+        .await;
+    assert_eq!(aborted, json!(200));
+    page.wait_for(
+        "window.__tolerant.phase === 'aborted'",
+        Duration::from_secs(10),
+    )
+    .await;
+    page.goto(&format!("{base}live")).await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.snapshots > 0 && window.__tolerant.phase === 'aborted' \
+         && !window.__tolerant.headline.startsWith('Experiment run') \
+         && document.querySelectorAll('#events li').length > 0",
+        Duration::from_secs(10),
+    )
+    .await;
 
     // Game day: a manual fault shows on the fault bar, halt clears it, an annotation lands on the timeline.
     page.goto(&format!("{base}gameday")).await;
@@ -424,14 +537,64 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(15),
     )
     .await;
-    page.screenshot(&artifacts.join("gameday.png")).await;
-    page.eval("document.getElementById('halt').click(); true")
-        .await;
+    assert!(
+        page.eval("document.getElementById('active-faults').innerText")
+            .await
+            .as_str()
+            .is_some_and(
+                |text| text.contains("gameday: error status 500 at 100 % on payment")
+                    && text.contains("lease")
+            ),
+        "the active fault shows its kind, rate and lease"
+    );
+
+    // Forced open by its mode looks different from tripped.
+    page.eval(
+        "var f = document.getElementById('breaker-form'); f.elements['service'].value = 'checkout'; \
+         f.querySelector('button[value=forced-open]').click(); true",
+    )
+    .await;
     page.wait_for(
-        "window.__tolerant && window.__tolerant.connected && window.__tolerant.activeFaults === 0",
+        "location.pathname === '/gameday' && document.getElementById('notice') \
+         && window.__tolerant.laneKinds['checkout->payment'] === 'forced' \
+         && document.querySelector('.tile[data-breaker=\"checkout->payment\"]').dataset.state === 'forced'",
         Duration::from_secs(15),
     )
     .await;
+    assert!(
+        page.eval("document.getElementById('notice').innerText")
+            .await
+            .as_str()
+            .is_some_and(|text| text.contains("Every breaker of checkout is now forced-open")),
+        "the mode switch confirms what it did"
+    );
+    assert_eq!(
+        page.eval("document.getElementById('breaker-form').elements['service'].value")
+            .await,
+        json!("checkout"),
+        "the form keeps its values after the action"
+    );
+    page.screenshots(&artifacts, "gameday").await;
+
+    // Halt clears the fault, says so, and puts the breakers back to enforce on request.
+    page.eval("document.getElementById('halt-enforce').checked = true; document.getElementById('halt').click(); true")
+        .await;
+    page.wait_for(
+        "window.__tolerant && window.__tolerant.connected && window.__tolerant.activeFaults === 0 \
+         && document.getElementById('notice') && window.__tolerant.modes['checkout->payment'] === 'enforce'",
+        Duration::from_secs(15),
+    )
+    .await;
+    let notice = page
+        .eval("document.getElementById('notice').innerText")
+        .await;
+    assert!(
+        notice
+            .as_str()
+            .is_some_and(|text| text.contains("cleared 1 fault: gameday")
+                && text.contains("back to enforce")),
+        "{notice}"
+    );
 
     drop(page);
     let _ = chromium_process.kill().await;

@@ -29,6 +29,74 @@ pub enum LiveEvent {
     Annotation(Annotation),
     /// An experiment changed status (created, scheduled, running, finished, aborted).
     Experiment(ExperimentChange),
+    /// Every breaker of the testbed as it is now (once a second): the tiles and the lanes.
+    Breakers(BreakerBoard),
+    /// An operator or a run switched a breaker's mode.
+    Mode(ModeChange),
+}
+
+/// Every breaker of the testbed at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerBoard {
+    pub at_ms: u64,
+    /// By name (`caller->dependency`), sorted.
+    pub breakers: Vec<BreakerTile>,
+}
+
+/// One breaker's tile: its mode, config and counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerTile {
+    /// `caller->dependency`.
+    pub name: String,
+    /// The service it lives in (the caller).
+    pub service: String,
+    pub state: breaker::State,
+    pub mode: breaker::Mode,
+    /// The running config in words (`None` until the service answered).
+    pub config: Option<TileConfig>,
+    /// Counters since the service started.
+    pub calls: u64,
+    pub failures: u64,
+    pub rejected: u64,
+    pub opens: u64,
+    /// Over the last [`TILE_WINDOW_S`] seconds.
+    pub window: TileWindow,
+    /// When the open window ends, Unix ms (open, not forced).
+    pub open_until_ms: Option<u64>,
+}
+
+/// Seconds a tile's window looks back.
+pub const TILE_WINDOW_S: u64 = 10;
+
+/// A breaker's config as a tile shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TileConfig {
+    /// `5 in a row`, `50 % of ≥ 20 calls in 10s`, `slow ≥ 1s: 50 % of ≥ 20 calls in 10s`, joined by ` or `.
+    pub detector: String,
+    /// `30s`, or `30s ×2 up to 5m`.
+    pub open_window: String,
+    /// `1 probe, 2 successes close`.
+    pub probes: String,
+}
+
+/// Counter deltas over the tile's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TileWindow {
+    pub calls: u64,
+    pub failures: u64,
+    pub rejected: u64,
+    /// failures / calls, `None` without calls.
+    pub failure_rate: Option<f64>,
+}
+
+/// A breaker's mode changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeChange {
+    pub at_ms: u64,
+    pub breaker: String,
+    pub service: String,
+    pub from: breaker::Mode,
+    pub to: breaker::Mode,
 }
 
 /// Requests by outcome class within one second.
@@ -100,7 +168,7 @@ pub struct RunProgress {
 }
 
 /// A fault's life cycle event, from the agent stream or the controller's own calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultChange {
     pub at_ms: u64,
     /// `applied`, `renewed`, `expired`, `removed`, `halted`.
@@ -111,6 +179,15 @@ pub struct FaultChange {
     /// `error`, `hang`, `delay`, `reset` (empty for removals that do not know).
     pub kind: String,
     pub rate: f64,
+    /// `status 500`, `delay 800ms` (empty when the kind says it all or it is unknown).
+    #[serde(default)]
+    pub detail: String,
+    /// The requests it applies to: `POST /charge…`, or `every request`.
+    #[serde(default)]
+    pub matches: String,
+    /// When the lease runs out unless renewed, Unix ms.
+    #[serde(default)]
+    pub expires_at_ms: Option<u64>,
 }
 
 impl FaultChange {

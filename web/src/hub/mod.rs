@@ -33,8 +33,9 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, broadcast};
 
 pub use event::{
-    Annotation, EndpointSample, ExperimentChange, FaultChange, LATENCY_BUCKET_BOUNDS_US, LiveEvent,
-    LiveSample, OutcomeCounts, PoolSample, RunProgress, bucketize,
+    Annotation, BreakerBoard, BreakerTile, EndpointSample, ExperimentChange, FaultChange,
+    LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample, ModeChange, OutcomeCounts, PoolSample,
+    RunProgress, TILE_WINDOW_S, TileConfig, TileWindow, bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
 

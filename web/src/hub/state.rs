@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, VecDeque};
 use breaker::{State, TransitionEvent};
 use serde::Serialize;
 
-use super::event::{Annotation, FaultChange, LiveEvent, LiveSample, RunProgress};
+use super::event::{
+    Annotation, BreakerBoard, FaultChange, LiveEvent, LiveSample, ModeChange, RunProgress,
+};
 
 /// How much history a snapshot carries.
 #[derive(Debug, Clone, Copy)]
@@ -15,6 +17,7 @@ pub struct HistoryLimits {
     pub samples: usize,
     pub faults: usize,
     pub annotations: usize,
+    pub mode_changes: usize,
 }
 
 impl Default for HistoryLimits {
@@ -24,6 +27,7 @@ impl Default for HistoryLimits {
             samples: 900,
             faults: 500,
             annotations: 200,
+            mode_changes: 200,
         }
     }
 }
@@ -51,6 +55,12 @@ pub struct LiveState {
     pub active_faults: BTreeMap<String, FaultChange>,
     pub annotations: VecDeque<Annotation>,
     pub progress: Option<RunProgress>,
+    /// Every breaker of the testbed as last sampled (lanes and tiles exist before any transition).
+    pub board: Option<BreakerBoard>,
+    /// Mode switches, oldest first (marked on the timeline).
+    pub mode_changes: VecDeque<ModeChange>,
+    /// Experiment status changes since the dashboard started, for the events list.
+    pub experiment_changes: VecDeque<super::event::ExperimentChange>,
     #[serde(skip)]
     limits: HistoryLimits,
 }
@@ -129,7 +139,51 @@ impl LiveState {
                     self.limits.annotations,
                 );
             }
-            LiveEvent::Experiment(_) => {}
+            LiveEvent::Experiment(change) => {
+                // A finished, aborted or failed experiment is not running any more: its last run's phase
+                // says so, for the live page and for a page loaded later.
+                if let Some(progress) = self.progress.as_mut()
+                    && progress.experiment_id == change.experiment_id
+                    && matches!(
+                        change.status.as_str(),
+                        "finished" | "aborted" | "interrupted" | "start_failed"
+                    )
+                {
+                    progress.phase = change.status.clone();
+                    progress.ends_at_ms = None;
+                }
+                push_bounded(
+                    &mut self.experiment_changes,
+                    change.clone(),
+                    self.limits.annotations,
+                );
+            }
+            LiveEvent::Breakers(board) => {
+                for tile in &board.breakers {
+                    let latest =
+                        self.breakers
+                            .entry(tile.name.clone())
+                            .or_insert_with(|| BreakerLatest {
+                                service: tile.service.clone(),
+                                state: tile.state,
+                                since_ms: board.at_ms,
+                                shadow: false,
+                            });
+                    // The sampled state is the truth; a transition that arrives later keeps its own time.
+                    if latest.state != tile.state {
+                        latest.state = tile.state;
+                        latest.since_ms = board.at_ms;
+                    }
+                }
+                self.board = Some(board.clone());
+            }
+            LiveEvent::Mode(change) => {
+                push_bounded(
+                    &mut self.mode_changes,
+                    change.clone(),
+                    self.limits.mode_changes,
+                );
+            }
         }
     }
 }

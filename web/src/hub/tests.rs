@@ -96,6 +96,7 @@ async fn late_joiner_gets_the_current_state_then_exactly_the_next_frame() {
         target: "payment".into(),
         kind: "error".into(),
         rate: 1.0,
+        ..FaultChange::default()
     }));
     assert_eq!(hub.flush(), Some(1));
 
@@ -200,6 +201,7 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
             samples: 3,
             faults: 2,
             annotations: 2,
+            mode_changes: 2,
         },
         ..HubConfig::default()
     });
@@ -347,4 +349,85 @@ async fn the_flusher_cuts_frames_on_its_interval() {
         .await
         .expect("flusher stops with the hub")
         .expect("flusher task");
+}
+
+fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
+    LiveEvent::Progress(super::RunProgress {
+        experiment_id,
+        experiment: "outage".into(),
+        run,
+        runs: 4,
+        condition: "error@1.00/enforce".into(),
+        round: 1,
+        phase: phase.into(),
+        started_at_ms: 1_000,
+        ends_at_ms: Some(9_000),
+    })
+}
+
+fn status(experiment_id: i64, status: &str) -> LiveEvent {
+    LiveEvent::Experiment(super::ExperimentChange {
+        experiment_id,
+        status: status.into(),
+        at_ms: 5_000,
+    })
+}
+
+#[test]
+fn an_aborted_or_finished_experiment_is_not_running_any_more_for_a_late_joiner() {
+    for end in ["aborted", "finished"] {
+        let hub = small_hub(8);
+        hub.publish(progress(3, 2, "running"));
+        hub.publish(status(3, end));
+        hub.flush();
+        let snapshot = parse(&hub.subscribe().snapshot);
+        assert_eq!(snapshot["state"]["progress"]["phase"], end);
+        assert_eq!(snapshot["state"]["progress"]["ends_at_ms"], Value::Null);
+        assert_eq!(snapshot["state"]["experiment_changes"][0]["status"], end);
+    }
+    // Another experiment's status leaves the running one alone.
+    let hub = small_hub(8);
+    hub.publish(progress(3, 2, "running"));
+    hub.publish(status(4, "aborted"));
+    hub.flush();
+    assert_eq!(hub.state().progress.expect("progress").phase, "running");
+}
+
+#[test]
+fn every_breaker_of_the_board_has_a_lane_before_any_transition() {
+    let hub = small_hub(8);
+    let tile = |name: &str, state: State| super::BreakerTile {
+        name: name.into(),
+        service: name.split("->").next().unwrap_or_default().into(),
+        state,
+        mode: breaker::Mode::Enforce,
+        config: None,
+        calls: 0,
+        failures: 0,
+        rejected: 0,
+        opens: 0,
+        window: super::TileWindow::default(),
+        open_until_ms: None,
+    };
+    hub.publish(LiveEvent::Breakers(super::BreakerBoard {
+        at_ms: 7_000,
+        breakers: vec![
+            tile("checkout->payment", State::Closed),
+            tile("frontend->cart", State::Open),
+        ],
+    }));
+    hub.flush();
+    let state = hub.state();
+    assert!(state.transitions.is_empty());
+    assert_eq!(
+        state.breakers.keys().cloned().collect::<Vec<_>>(),
+        vec!["checkout->payment", "frontend->cart"]
+    );
+    assert_eq!(state.breakers["frontend->cart"].state, State::Open);
+    assert_eq!(state.breakers["frontend->cart"].since_ms, 7_000);
+    let snapshot = parse(&hub.subscribe().snapshot);
+    assert_eq!(
+        snapshot["state"]["board"]["breakers"][1]["name"],
+        "frontend->cart"
+    );
 }

@@ -13,6 +13,7 @@
 //! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
 
 mod annotations;
+mod board;
 mod execution;
 mod prometheus;
 mod results;

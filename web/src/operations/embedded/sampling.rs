@@ -10,6 +10,11 @@ use http::Method;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use std::collections::BTreeMap;
+
+use breaker::BreakerSnapshot;
+
+use super::board::BoardTracker;
 use super::prometheus::status_classes;
 use super::{EmbeddedOperations, now};
 use crate::hub::{EndpointSample, LiveEvent, LiveSample, OutcomeCounts, PoolSample, bucketize};
@@ -77,6 +82,9 @@ pub(super) fn collect_load_seconds() -> (Arc<Mutex<Option<LoadSeconds>>>, load::
     (load_seconds, live_seconds)
 }
 
+/// Seconds between two reads of every service's breaker config (sooner after a mode switch).
+const CONFIG_EVERY_S: u64 = 5;
+
 /// Counts per latency bucket (see [`bucketize`]) of an HDR V2 histogram; empty when the bytes do not
 /// decode.
 fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
@@ -130,15 +138,54 @@ impl EmbeddedOperations {
         Some(String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// Once per second: worker pools, mean cart size, and the frontend's answers by status class.
+    /// Once per second: the breaker board, worker pools, mean cart size, and the frontend's answers by status class.
     pub(super) async fn sample_forever(&self) {
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut previous: Option<[u64; 5]> = None;
         let mut previous_rejected: Option<u64> = None;
         let mut second = 0;
+        let mut board = BoardTracker::default();
+        let mut configs = BTreeMap::<String, breaker::BreakerConfig>::new();
+        let mut configs_due = true;
         loop {
             ticker.tick().await;
+            let mut snapshots = Vec::new();
+            let mut frontend_snapshots = None;
+            for (service, url) in &self.inner.testbed.services {
+                let Some(value) = self.get_json(format!("{url}/_breakers")).await else {
+                    continue;
+                };
+                if let Ok(list) = serde_json::from_value::<Vec<BreakerSnapshot>>(value.clone()) {
+                    snapshots.extend(list);
+                }
+                if service == "frontend" {
+                    frontend_snapshots = Some(value);
+                }
+            }
+            if configs_due || second % CONFIG_EVERY_S == 0 {
+                for (service, url) in &self.inner.testbed.services {
+                    let config = self
+                        .get_json(format!("{url}/_admin/breakers"))
+                        .await
+                        .and_then(|value| serde_json::from_value(value).ok());
+                    match config {
+                        Some(config) => {
+                            configs.insert(service.clone(), config);
+                        }
+                        None => {
+                            configs.remove(service);
+                        }
+                    }
+                }
+            }
+            let (tiles, mode_changes) = board.observe(now() as u64, &snapshots, &configs);
+            // A switched mode usually comes with a new config: read it on the next tick.
+            configs_due = !mode_changes.is_empty();
+            for change in mode_changes {
+                self.inner.hub.publish(LiveEvent::Mode(change));
+            }
+            self.inner.hub.publish(LiveEvent::Breakers(tiles));
             let mut pools = Vec::new();
             for (service, url) in &self.inner.testbed.services {
                 if let Some(pool) = self.get_json(format!("{url}/_pool")).await {
@@ -165,13 +212,7 @@ impl EmbeddedOperations {
                     .map(|text| status_classes(&text)),
                 None => None,
             };
-            let rejected_total = match self.service_url("frontend") {
-                Some(url) => self
-                    .get_json(format!("{url}/_breakers"))
-                    .await
-                    .map(|snapshots| checkout_rejections(&snapshots)),
-                None => None,
-            };
+            let rejected_total = frontend_snapshots.as_ref().map(checkout_rejections);
             let outcomes = match (classes, previous, rejected_total, previous_rejected) {
                 (Some(now_counts), Some(before), rejected_now, rejected_before) => {
                     let delta = |i: usize| now_counts[i].saturating_sub(before[i]);

@@ -68,8 +68,36 @@ fn fault_change(text: &str) -> Option<FaultChange> {
         "removed" => "removed",
         _ => return None,
     };
+    let field = |name: &str| fault.and_then(|fault| fault.get(name));
+    let detail = match (field("status"), field("delay")) {
+        (Some(status), _) => format!("status {status}"),
+        (None, Some(Value::String(delay))) => format!("delay {delay}"),
+        _ => String::new(),
+    };
+    let matches = match field("match") {
+        Some(rule) => {
+            let method = rule.get("method").and_then(Value::as_str).unwrap_or("");
+            let path = rule
+                .get("path_prefix")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match (method, path) {
+                ("", "") => "every request".to_owned(),
+                (method, "") => format!("{method} requests"),
+                (method, path) => format!("{method} {path}…").trim_start().to_owned(),
+            }
+        }
+        None => "every request".to_owned(),
+    };
+    let expires_at_ms = value
+        .get("lease_ms")
+        .and_then(Value::as_u64)
+        .map(|lease| at_ms + lease);
     Some(FaultChange {
         at_ms,
+        detail,
+        matches,
+        expires_at_ms,
         event: name.into(),
         fault_id,
         target: AGENT_SERVICE.into(),
@@ -116,6 +144,20 @@ mod tests {
             ("applied", 0.5, "error")
         );
         assert!(change.is_active());
+        assert_eq!(
+            (
+                change.detail.as_str(),
+                change.matches.as_str(),
+                change.expires_at_ms
+            ),
+            ("status 500", "every request", Some(30_009))
+        );
+        let matched = r#"{"event":"applied","id":"d","fault":{"kind":"delay","delay":"800ms","rate":1.0,"match":{"method":"POST","path_prefix":"/charge"}},"lease_ms":5000,"at_ms":1,"seq":3}"#;
+        let change = fault_change(matched).expect("applied");
+        assert_eq!(
+            (change.detail.as_str(), change.matches.as_str()),
+            ("delay 800ms", "POST /charge…")
+        );
         let removed = r#"{"event":"removed","id":"f","reason":"deleted","at_ms":10,"seq":2}"#;
         let change = fault_change(removed).expect("removed");
         assert!(!change.is_active());

@@ -27,6 +27,7 @@ impl EmbeddedOperations {
             target: AGENT_SERVICE.into(),
             kind: String::new(),
             rate: 0.0,
+            ..FaultChange::default()
         }));
         Ok(())
     }
