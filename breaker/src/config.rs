@@ -364,10 +364,10 @@ impl BreakerConfig {
             check_min_calls("trip.failure_rate.min_calls", rate.min_calls)?;
         }
         if let Some(slow) = &trip.slow_call {
-            if slow.duration.is_zero() {
+            if slow.duration.is_zero() || slow.duration > MAX_WINDOW {
                 return Err(ConfigError::new(
                     "trip.slow_call.duration",
-                    "must be greater than zero",
+                    "must be greater than zero and at most a day",
                 ));
             }
             check_fraction("trip.slow_call.rate", slow.rate)?;
@@ -440,12 +440,17 @@ fn check_fraction(field: &str, value: f64) -> Result<(), ConfigError> {
     }
 }
 
+/// Longest detector window (and slow-call threshold): a day.
+pub const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
 fn check_window(field: &str, window: Duration) -> Result<(), ConfigError> {
     if window < Duration::from_millis(u64::from(WINDOW_BUCKETS)) {
         Err(ConfigError::new(
             field,
             format!("must be at least {WINDOW_BUCKETS}ms"),
         ))
+    } else if window > MAX_WINDOW {
+        Err(ConfigError::new(field, "must be at most a day"))
     } else {
         Ok(())
     }

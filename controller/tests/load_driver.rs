@@ -371,3 +371,42 @@ async fn a_stop_signal_ends_the_load_early() {
     assert!(report.seconds.len() < 30, "{}", report.seconds.len());
     assert!(report.outcomes().ok > 0);
 }
+
+/// Absurd numbers given straight to the driver (not through a spec, which bounds them) saturate
+/// instead of panicking on float-to-duration conversion or instant overflow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absurd_rates_and_durations_do_not_panic() {
+    let seen = Arc::new(Seen::default());
+    let addr = serve(seen).await;
+    for (rate, think_time, duration) in [
+        (
+            Some(1e-300),
+            (Duration::ZERO, Duration::ZERO),
+            Duration::from_millis(200),
+        ),
+        (
+            Some(f64::MIN_POSITIVE),
+            (Duration::ZERO, Duration::ZERO),
+            Duration::MAX,
+        ),
+        (None, (Duration::MAX, Duration::MAX), Duration::MAX),
+    ] {
+        let report = controller::load::run_until(
+            LoadConfig {
+                rate,
+                think_time,
+                duration,
+                ..config(addr, Workload::Fixed { path: "/ok".into() })
+            },
+            None,
+            tokio::time::sleep(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap();
+        assert!(
+            report.measured <= Duration::from_secs(60),
+            "{:?}",
+            report.measured
+        );
+    }
+}

@@ -165,7 +165,7 @@ pub async fn run_until(
     let endpoint_names = config.workload.endpoint_names();
     let task_names = config.workload.task_names();
     let start = Instant::now();
-    let end = start + config.warmup + config.duration;
+    let end = instant_after(start, config.warmup.saturating_add(config.duration));
     let shared = Arc::new(Shared {
         recorder: Mutex::new(Recorder::new(
             endpoint_names.len(),
@@ -270,6 +270,14 @@ impl Shared {
     }
 }
 
+/// `at + duration`, saturating at a point far beyond any run instead of panicking on overflow.
+fn instant_after(at: Instant, duration: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    at.checked_add(duration.min(FAR))
+        .or_else(|| at.checked_add(Duration::from_secs(24 * 3600)))
+        .unwrap_or(at)
+}
+
 /// Seed of user `user`'s random choices.
 fn user_seed(seed: u64, user: u32) -> u64 {
     seed ^ (u64::from(user) + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
@@ -281,13 +289,23 @@ async fn virtual_user(shared: &Shared, user: u32) {
     let mut session = Session::new(shared.target.clone(), config.timeout);
 
     // Open model: a fixed pace per user, users staggered evenly over one pace.
-    let pace = config
-        .rate
-        .map(|rate| Duration::from_secs_f64(f64::from(config.users) / rate));
+    // (Saturating: a rate of almost nothing paces a user past the end of the run, not into a panic.)
+    let pace = config.rate.map(|rate| {
+        Duration::try_from_secs_f64(f64::from(config.users) / rate).unwrap_or(Duration::MAX)
+    });
     let mut next_start = match pace {
-        Some(pace) => shared.start + pace.mul_f64(f64::from(user) / f64::from(config.users)),
+        Some(pace) => {
+            let offset = Duration::try_from_secs_f64(
+                pace.as_secs_f64() * f64::from(user) / f64::from(config.users),
+            )
+            .unwrap_or(Duration::MAX);
+            instant_after(shared.start, offset)
+        }
         // Closed model: spread the users' first visits over the think-time range.
-        None => shared.start + random_between(&mut rng, Duration::ZERO, config.think_time.1),
+        None => instant_after(
+            shared.start,
+            random_between(&mut rng, Duration::ZERO, config.think_time.1),
+        ),
     };
     tokio::time::sleep_until(next_start).await;
 
@@ -298,7 +316,7 @@ async fn virtual_user(shared: &Shared, user: u32) {
     while Instant::now() < shared.end {
         if let Some(pace) = pace {
             tokio::time::sleep_until(next_start).await;
-            next_start += pace;
+            next_start = instant_after(next_start, pace);
         }
         let task = shared.workload.next_task(&mut rng, &mut steps);
         shared.task_counts.lock()[task] += 1;
@@ -321,5 +339,5 @@ fn random_between(rng: &mut SmallRng, min: Duration, max: Duration) -> Duration 
         return min;
     }
     let span = (max - min).as_nanos() as u64;
-    min + Duration::from_nanos(rng.random_range(0..=span))
+    min.saturating_add(Duration::from_nanos(rng.random_range(0..=span)))
 }

@@ -229,15 +229,22 @@ pub fn scale_breaker_config(
     time_scale: f64,
 ) -> breaker::BreakerConfig {
     let mut scaled = config.clone();
-    scaled.open.base = scaled.open.base.div_f64(time_scale);
-    scaled.open.max = scaled.open.max.div_f64(time_scale);
+    scaled.open.base = scale_duration(scaled.open.base, time_scale);
+    scaled.open.max = scale_duration(scaled.open.max, time_scale);
     if let Some(rate) = &mut scaled.trip.failure_rate {
-        rate.window = rate.window.div_f64(time_scale);
+        rate.window = scale_duration(rate.window, time_scale);
     }
     if let Some(slow) = &mut scaled.trip.slow_call {
-        slow.window = slow.window.div_f64(time_scale);
+        slow.window = scale_duration(slow.window, time_scale);
     }
     scaled
+}
+
+/// `duration / time_scale`, saturating: never panics, whatever the numbers (a result too large
+/// for a `Duration` is `Duration::MAX`, a non-positive or NaN scale gives `Duration::MAX` too).
+/// Validation keeps both within bounds, so a parsed spec never saturates.
+pub fn scale_duration(duration: Duration, time_scale: f64) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() / time_scale).unwrap_or(Duration::MAX)
 }
 
 /// Abort a run when a steady-state condition is violated (enforced by the runner).
@@ -267,7 +274,7 @@ impl ExperimentSpec {
 
     /// A duration as a run really uses it: divided by `time_scale`.
     pub fn scaled(&self, duration: Duration) -> Duration {
-        duration.div_f64(self.time_scale)
+        scale_duration(duration, self.time_scale)
     }
 
     /// Scaled warmup of every run.

@@ -23,6 +23,34 @@ pub const DEFAULT_STOP_WINDOW: Duration = Duration::from_secs(10);
 pub const MIN_RUN_DURATION: Duration = Duration::from_secs(1);
 /// Upper bound on virtual users (each is a task with its own connection).
 pub const MAX_USERS: u32 = 100_000;
+/// Upper bound on `rounds`.
+pub const MAX_ROUNDS: u32 = 1_000;
+/// Upper bound on the runs of one experiment (conditions × rounds), each stored as a row.
+pub const MAX_RUNS: usize = 10_000;
+/// Upper bound on `fault.rates` levels.
+pub const MAX_RATE_LEVELS: usize = 101;
+/// Upper bound on any duration as written (a year: a longer one is a typo, not a study).
+pub const MAX_WRITTEN_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+/// Upper bound on one run's warmup + measured time after scaling.
+pub const MAX_RUN_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// `time_scale` bounds: a study can be slowed down a thousandfold or sped up a millionfold.
+pub const TIME_SCALE_RANGE: (f64, f64) = (1e-3, 1e6);
+/// Open-model arrival rate bounds in tasks per second.
+pub const RATE_RANGE: (f64, f64) = (1e-2, 1e6);
+/// Upper bound on the per-request client timeout.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Upper bound on a think time (as written).
+pub const MAX_THINK_TIME: Duration = Duration::from_secs(3600);
+/// Upper bound on a delay fault's delay and jitter (the agent caps a hold at `--max-hold` too).
+pub const MAX_FAULT_DELAY: Duration = Duration::from_secs(3600);
+/// Upper bound on the fault lease asked of the agent (its own maximum may be lower).
+pub const MAX_LEASE: Duration = Duration::from_secs(3600);
+/// Upper bound on the time a stop condition must hold.
+pub const MAX_STOP_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// Upper bound on the name's length in bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+/// Upper bound on a match path prefix in bytes.
+pub const MAX_PATH_PREFIX_BYTES: usize = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,8 +122,14 @@ impl Checker<'_> {
         SpecError::field_at(self.source, field, span, message)
     }
 
-    fn duration(&self, field: &str, value: &Spanned<String>) -> Result<Duration, SpecError> {
-        humantime::parse_duration(value.get_ref().trim()).map_err(|error| {
+    /// A duration as written, at most `max`.
+    fn duration_at_most(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+        max: Duration,
+    ) -> Result<Duration, SpecError> {
+        let duration = humantime::parse_duration(value.get_ref().trim()).map_err(|error| {
             self.error(
                 field,
                 value.span(),
@@ -104,7 +138,43 @@ impl Checker<'_> {
                     value.get_ref()
                 ),
             )
-        })
+        })?;
+        if duration > max {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!(
+                    "{} is longer than the maximum {}",
+                    value.get_ref().trim(),
+                    humantime::format_duration(max)
+                ),
+            ));
+        }
+        Ok(duration)
+    }
+
+    /// A duration as written, at most [`MAX_WRITTEN_DURATION`].
+    fn duration(&self, field: &str, value: &Spanned<String>) -> Result<Duration, SpecError> {
+        self.duration_at_most(field, value, MAX_WRITTEN_DURATION)
+    }
+
+    /// A finite number within `range` (inclusive).
+    fn number_in(
+        &self,
+        field: &str,
+        value: &Spanned<f64>,
+        (min, max): (f64, f64),
+        unit: &str,
+    ) -> Result<f64, SpecError> {
+        let v = *value.get_ref();
+        if !(v.is_finite() && (min..=max).contains(&v)) {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!("{v} is not a number of {unit} between {min} and {max}"),
+            ));
+        }
+        Ok(v)
     }
 
     fn fraction(&self, field: &str, value: &Spanned<f64>) -> Result<f64, SpecError> {
@@ -129,31 +199,33 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         return Err(check.error("name", raw.name.span(), "must not be empty"));
     }
 
+    if name.len() > MAX_NAME_BYTES {
+        return Err(check.error(
+            "name",
+            raw.name.span(),
+            format!("is longer than {MAX_NAME_BYTES} bytes"),
+        ));
+    }
+
     let rounds = match &raw.rounds {
-        Some(rounds) if *rounds.get_ref() == 0 => {
-            return Err(check.error("rounds", rounds.span(), "must be at least 1"));
+        Some(rounds) if !(1..=MAX_ROUNDS).contains(rounds.get_ref()) => {
+            return Err(check.error(
+                "rounds",
+                rounds.span(),
+                format!("{} is not between 1 and {MAX_ROUNDS}", rounds.get_ref()),
+            ));
         }
         Some(rounds) => *rounds.get_ref(),
         None => 1,
     };
 
     let time_scale = match &raw.time_scale {
-        Some(scale) => {
-            let v = *scale.get_ref();
-            if !(v.is_finite() && v > 0.0) {
-                return Err(check.error(
-                    "time_scale",
-                    scale.span(),
-                    format!("{v} is not a positive number"),
-                ));
-            }
-            v
-        }
+        Some(scale) => check.number_in("time_scale", scale, TIME_SCALE_RANGE, "times")?,
         None => 1.0,
     };
 
     let duration = check.duration("duration", &raw.duration)?;
-    if duration.div_f64(time_scale) < MIN_RUN_DURATION {
+    if super::scale_duration(duration, time_scale) < MIN_RUN_DURATION {
         return Err(check.error(
             "duration",
             raw.duration.span(),
@@ -182,6 +254,18 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         }
         None => Duration::ZERO,
     };
+    let run_length = super::scale_duration(duration.saturating_add(warmup), time_scale);
+    if run_length > MAX_RUN_DURATION {
+        return Err(check.error(
+            "duration",
+            raw.duration.span(),
+            format!(
+                "warmup + duration divided by time_scale {time_scale} is {}, longer than the maximum {}",
+                humantime::format_duration(run_length),
+                humantime::format_duration(MAX_RUN_DURATION)
+            ),
+        ));
+    }
 
     let load = load(&check, raw.load.get_ref())?;
     let fault = match &raw.fault {
@@ -250,6 +334,23 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         validate: Vec::new(),
         source: source.to_owned(),
     };
+    let runs = spec
+        .fault
+        .kinds
+        .len()
+        .saturating_mul(spec.fault.rates.len())
+        .saturating_mul(spec.breaker.modes.len())
+        .saturating_mul(rounds as usize);
+    if runs > MAX_RUNS {
+        let span = raw.rounds.as_ref().map_or(0..0, Spanned::span);
+        return Err(check.error(
+            "rounds",
+            span,
+            format!(
+                "conditions × rounds is {runs} runs, more than the maximum {MAX_RUNS} (lower rounds or the fault rates, kinds or breaker modes)"
+            ),
+        ));
+    }
     let validate = match &raw.validate {
         Some(value) => criteria(&check, value, &spec)?,
         None => Vec::new(),
@@ -298,8 +399,8 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
                     "must be [min, max], e.g. [\"1s\", \"10s\"]",
                 ));
             };
-            let min_value = check.duration("load.think_time[0]", min)?;
-            let max_value = check.duration("load.think_time[1]", max)?;
+            let min_value = check.duration_at_most("load.think_time[0]", min, MAX_THINK_TIME)?;
+            let max_value = check.duration_at_most("load.think_time[1]", max, MAX_THINK_TIME)?;
             if min_value > max_value {
                 return Err(check.error(
                     "load.think_time",
@@ -316,22 +417,12 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
         None => (Duration::from_secs(1), Duration::from_secs(10)),
     };
     let rate = match &raw.rate {
-        Some(rate) => {
-            let v = *rate.get_ref();
-            if !(v.is_finite() && v > 0.0) {
-                return Err(check.error(
-                    "load.rate",
-                    rate.span(),
-                    format!("{v} is not a positive number of tasks per second"),
-                ));
-            }
-            Some(v)
-        }
+        Some(rate) => Some(check.number_in("load.rate", rate, RATE_RANGE, "tasks per second")?),
         None => None,
     };
     let timeout = match &raw.timeout {
         Some(timeout) => {
-            let v = check.duration("load.timeout", timeout)?;
+            let v = check.duration_at_most("load.timeout", timeout, MAX_TIMEOUT)?;
             if v.is_zero() {
                 return Err(check.error("load.timeout", timeout.span(), "must be above zero"));
             }
@@ -419,7 +510,7 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
                     "only used by kind \"delay\"",
                 ));
             }
-            let v = check.duration("fault.delay", delay)?;
+            let v = check.duration_at_most("fault.delay", delay, MAX_FAULT_DELAY)?;
             if v.is_zero() {
                 return Err(check.error("fault.delay", delay.span(), "must be above zero"));
             }
@@ -436,7 +527,7 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
                     "only used by kind \"delay\"",
                 ));
             }
-            check.duration("fault.jitter", jitter)?
+            check.duration_at_most("fault.jitter", jitter, MAX_FAULT_DELAY)?
         }
         None => Duration::ZERO,
     };
@@ -463,6 +554,16 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
     if raw.rates.get_ref().is_empty() {
         return Err(check.error("fault.rates", raw.rates.span(), "must not be empty"));
     }
+    if raw.rates.get_ref().len() > MAX_RATE_LEVELS {
+        return Err(check.error(
+            "fault.rates",
+            raw.rates.span(),
+            format!(
+                "{} levels is more than the maximum {MAX_RATE_LEVELS}",
+                raw.rates.get_ref().len()
+            ),
+        ));
+    }
     let mut rates = Vec::with_capacity(raw.rates.get_ref().len());
     for (i, rate) in raw.rates.get_ref().iter().enumerate() {
         let field = format!("fault.rates[{i}]");
@@ -479,8 +580,15 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
         .map(|rule| rule.get_ref().clone())
         .unwrap_or_default();
     if let Some(prefix) = &match_rule.path_prefix {
+        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
+        if prefix.len() > MAX_PATH_PREFIX_BYTES {
+            return Err(check.error(
+                "fault.match.path_prefix",
+                span,
+                format!("is longer than {MAX_PATH_PREFIX_BYTES} bytes"),
+            ));
+        }
         if !prefix.starts_with('/') {
-            let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
             return Err(check.error(
                 "fault.match.path_prefix",
                 span,
@@ -491,7 +599,7 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
 
     let lease = match &raw.lease {
         Some(lease) => {
-            let v = check.duration("fault.lease", lease)?;
+            let v = check.duration_at_most("fault.lease", lease, MAX_LEASE)?;
             if v < Duration::from_secs(1) {
                 return Err(check.error(
                     "fault.lease",
@@ -586,7 +694,7 @@ fn stop(check: &Checker<'_>, raw: &RawStop) -> Result<StopSpec, SpecError> {
     };
     let window = match &raw.window {
         Some(window) => {
-            let v = check.duration("stop.window", window)?;
+            let v = check.duration_at_most("stop.window", window, MAX_STOP_WINDOW)?;
             if v < Duration::from_secs(1) {
                 return Err(check.error("stop.window", window.span(), "must be at least 1s"));
             }
