@@ -19,6 +19,13 @@
 //! after its lease even if the reaper is late; the reaper task (spawned on the tokio runtime that creates the agent,
 //! or lazily at the first put) removes expired faults and emits `expired`. The reaper holds only a weak reference and
 //! ends when the last [`Agent`] clone is dropped. A new agent starts with no faults: nothing is persisted.
+//!
+//! # A fault's effects end with the fault
+//!
+//! Every fault carries a release signal, fired when it leaves the table — expiry, delete, replacement or halt.
+//! A request a `hang` fault holds is closed at once (as at the hold cap), and a request a `delay` fault holds is
+//! sent on to the service at once: no held request outlives its fault. A delay is capped by the hold cap like a
+//! hang (`max_hold`), and the table holds at most [`MAX_FAULTS`] faults.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +38,7 @@ use http::Method;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, broadcast};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::api::{
     AgentEvent, FaultKind, FaultSpec, FaultView, RemovalReason, SpecError, validate_fault_id,
@@ -47,6 +55,9 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60);
 /// Path prefix of the control API; requests under it are never faulted nor counted.
 pub const FAULT_API_PREFIX: &str = "/_agent/";
 
+/// Most faults an agent holds at once; a put of a new id beyond it is refused naming `id`.
+pub const MAX_FAULTS: usize = 256;
+
 /// How many events a slow websocket subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 1024;
 
@@ -59,7 +70,8 @@ pub struct AgentConfig {
     pub default_lease: Duration,
     /// Longest lease a put or renew may ask for; longer ones are refused naming `lease`.
     pub max_lease: Duration,
-    /// How long a `hang` fault holds a request before the connection is closed.
+    /// How long a `hang` fault holds a request before the connection is closed; also the longest `delay`
+    /// (delay + jitter) a fault may ask for.
     pub max_hold: Duration,
     /// Seed of the per-request random draws.
     pub seed: u64,
@@ -86,6 +98,8 @@ pub enum AgentError {
     LeaseOverCap { requested: Duration, max: Duration },
     #[error("no active fault with id `{id}`")]
     NotFound { id: String },
+    #[error("id: the agent holds {max} faults already; delete one or halt first")]
+    TooManyFaults { max: usize },
 }
 
 impl AgentError {
@@ -94,7 +108,7 @@ impl AgentError {
         match self {
             AgentError::InvalidSpec(error) => Some(&error.field),
             AgentError::LeaseOverCap { .. } => Some("lease"),
-            AgentError::NotFound { .. } => Some("id"),
+            AgentError::NotFound { .. } | AgentError::TooManyFaults { .. } => Some("id"),
         }
     }
 }
@@ -110,9 +124,20 @@ pub struct PutOutcome {
 /// What the layer must do to one request.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Injection {
-    Error { status: u16, body: Bytes },
-    Hang { hold: Duration },
-    Delay { wait: Duration },
+    Error {
+        status: u16,
+        body: Bytes,
+    },
+    /// Held for `hold` at most, and released when `released` fires (the fault ended).
+    Hang {
+        hold: Duration,
+        released: CancellationToken,
+    },
+    /// Waits `wait` at most, and goes on at once when `released` fires (the fault ended).
+    Delay {
+        wait: Duration,
+        released: CancellationToken,
+    },
     Reset,
 }
 
@@ -129,6 +154,8 @@ struct ActiveFault {
     expires_at_nanos: AtomicU64,
     /// Requests this fault fired on.
     injected: AtomicU64,
+    /// Fired when the fault leaves the table: releases every request it holds.
+    released: CancellationToken,
 }
 
 impl ActiveFault {
@@ -264,10 +291,12 @@ impl Agent {
             .collect()
     }
 
-    /// Puts (adds or replaces) fault `id`. A lease over the cap is refused and nothing changes.
+    /// Puts (adds or replaces) fault `id`. A lease over the cap, a delay over the hold cap or a new id beyond
+    /// [`MAX_FAULTS`] is refused and nothing changes.
     pub fn put(&self, id: &str, spec: FaultSpec) -> Result<PutOutcome, AgentError> {
         validate_fault_id(id)?;
         let lease = self.checked_lease(spec.lease)?;
+        self.check_delay(&spec.kind)?;
         self.ensure_reaper();
         let now = self.now_nanos();
         let error_body = match &spec.kind {
@@ -283,12 +312,20 @@ impl Agent {
             lease_nanos: AtomicU64::new(duration_nanos(lease)),
             expires_at_nanos: AtomicU64::new(now.saturating_add(duration_nanos(lease))),
             injected: AtomicU64::new(0),
+            released: CancellationToken::new(),
         });
         let view = fault.view(now);
         let replaced = {
             let mut table = self.shared.table.lock();
-            let replaced = table.insert(id.to_owned(), fault).is_some();
+            if table.len() >= MAX_FAULTS && !table.contains_key(id) {
+                return Err(AgentError::TooManyFaults { max: MAX_FAULTS });
+            }
+            let old = table.insert(id.to_owned(), fault);
             self.publish(&table);
+            let replaced = old.is_some();
+            if let Some(old) = old {
+                old.released.cancel();
+            }
             if replaced {
                 self.emit(|at_ms, seq| AgentEvent::Removed {
                     id: id.to_owned(),
@@ -351,10 +388,11 @@ impl Agent {
     /// Removes fault `id`.
     pub fn remove(&self, id: &str) -> Result<(), AgentError> {
         let mut table = self.shared.table.lock();
-        if table.remove(id).is_none() {
+        let Some(removed) = table.remove(id) else {
             return Err(AgentError::NotFound { id: id.to_owned() });
-        }
+        };
         self.publish(&table);
+        removed.released.cancel();
         self.emit(|at_ms, seq| AgentEvent::Removed {
             id: id.to_owned(),
             reason: RemovalReason::Deleted,
@@ -369,6 +407,9 @@ impl Agent {
         let mut table = self.shared.table.lock();
         let removed = std::mem::take(&mut *table);
         self.publish(&table);
+        for fault in removed.values() {
+            fault.released.cancel();
+        }
         for id in removed.keys() {
             self.emit(|at_ms, seq| AgentEvent::Removed {
                 id: id.clone(),
@@ -410,9 +451,12 @@ impl Agent {
             },
             FaultKind::Hang => Injection::Hang {
                 hold: self.shared.config.max_hold,
+                released: fault.released.clone(),
             },
             FaultKind::Delay { delay, jitter } => Injection::Delay {
-                wait: *delay + jitter.mul_f64(rng.next_unit()),
+                wait: delay_with_jitter(*delay, *jitter, rng.next_unit())
+                    .min(self.shared.config.max_hold),
+                released: fault.released.clone(),
             },
             FaultKind::Reset => Injection::Reset,
         })
@@ -428,6 +472,31 @@ impl Agent {
             }
             Some(requested) => Ok(requested),
         }
+    }
+
+    /// A delay (with its whole jitter) longer than the hold cap is refused: it is capped like a hang.
+    fn check_delay(&self, kind: &FaultKind) -> Result<(), AgentError> {
+        let FaultKind::Delay { delay, jitter } = kind else {
+            return Ok(());
+        };
+        let max = self.shared.config.max_hold;
+        let over = |field: &str, what: Duration| {
+            SpecError::new(
+                field,
+                format!(
+                    "{} is over the agent's hold cap of {}",
+                    crate::api::format_duration(what),
+                    crate::api::format_duration(max)
+                ),
+            )
+        };
+        if *delay > max {
+            return Err(over("delay", *delay).into());
+        }
+        if delay.saturating_add(*jitter) > max {
+            return Err(over("jitter", delay.saturating_add(*jitter)).into());
+        }
+        Ok(())
     }
 
     fn now_nanos(&self) -> u64 {
@@ -458,7 +527,9 @@ impl Agent {
             .collect();
         if !expired.is_empty() {
             for id in &expired {
-                table.remove(id);
+                if let Some(fault) = table.remove(id) {
+                    fault.released.cancel();
+                }
             }
             self.publish(&table);
             for id in expired {
@@ -503,7 +574,9 @@ async fn reap_leases(shared: Weak<Shared>, wake: Arc<Notify>) {
         };
         match next_deadline {
             Some(deadline_nanos) => {
-                let deadline = epoch + Duration::from_nanos(deadline_nanos);
+                let deadline = epoch
+                    .checked_add(Duration::from_nanos(deadline_nanos))
+                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(24 * 3600));
                 tokio::select! {
                     () = tokio::time::sleep_until(deadline) => {}
                     () = wake.notified() => {}
@@ -512,6 +585,12 @@ async fn reap_leases(shared: Weak<Shared>, wake: Arc<Notify>) {
             None => wake.notified().await,
         }
     }
+}
+
+/// `delay + jitter × unit` (`unit` in [0, 1)), saturating instead of panicking.
+fn delay_with_jitter(delay: Duration, jitter: Duration, unit: f64) -> Duration {
+    let extra = Duration::try_from_secs_f64(jitter.as_secs_f64() * unit).unwrap_or(jitter);
+    delay.saturating_add(extra)
 }
 
 fn duration_nanos(duration: Duration) -> u64 {

@@ -280,11 +280,12 @@ impl<'de> Deserialize<'de> for FaultSpec {
 fn parse_status(value: &Value) -> Result<u16, SpecError> {
     let status = value
         .as_u64()
-        .ok_or_else(|| SpecError::new("status", "expected an integer in 100–599"))?;
-    if !(100..=599).contains(&status) {
+        .ok_or_else(|| SpecError::new("status", "expected an integer in 400–599"))?;
+    // 1xx, 2xx and 3xx would look like success (or a protocol switch), not like a fault.
+    if !(400..=599).contains(&status) {
         return Err(SpecError::new(
             "status",
-            format!("{status} is outside 100–599"),
+            format!("{status} is not an error status (400–599)"),
         ));
     }
     Ok(status as u16)

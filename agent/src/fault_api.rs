@@ -65,6 +65,10 @@ impl From<AgentError> for ControlError {
                 message: error.to_string(),
             },
             AgentError::NotFound { .. } => ControlError::NotFound(error.to_string()),
+            AgentError::TooManyFaults { .. } => ControlError::BadInput {
+                field: "id".into(),
+                message: error.to_string(),
+            },
         }
     }
 }

@@ -26,7 +26,7 @@ pub mod sidecar;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,
-    FAULT_API_PREFIX, PutOutcome,
+    FAULT_API_PREFIX, MAX_FAULTS, PutOutcome,
 };
 pub use fault_api::PROMETHEUS_CONTENT_TYPE;
 pub use inject::{FaultBody, FaultLayer, FaultService};

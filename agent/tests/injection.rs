@@ -377,3 +377,175 @@ async fn no_fault_passes_everything_through() {
             .contains("tolerant_agent_requests_total 200\n")
     );
 }
+
+/// How a held request's fault ends.
+#[derive(Debug, Clone, Copy)]
+enum FaultEnd {
+    Expiry,
+    Delete,
+    Halt,
+    Replace,
+}
+
+impl FaultEnd {
+    const ALL: [FaultEnd; 4] = [
+        FaultEnd::Expiry,
+        FaultEnd::Delete,
+        FaultEnd::Halt,
+        FaultEnd::Replace,
+    ];
+
+    /// Ends fault `id` (put with a 2 s lease) this way, `at` 1 s into the hold.
+    async fn end(self, agent: &Agent, id: &str) {
+        match self {
+            // The lease (2 s) runs out 1 s from now: the reaper removes it.
+            FaultEnd::Expiry => tokio::time::sleep(Duration::from_secs(1)).await,
+            FaultEnd::Delete => agent.remove(id).unwrap(),
+            FaultEnd::Halt => assert_eq!(agent.halt(), 1),
+            FaultEnd::Replace => {
+                agent.put(id, FaultSpec::error(503, 0.0)).unwrap();
+            }
+        }
+    }
+}
+
+/// A fault's effects end with the fault: a request a hang holds is closed at once when the fault expires, is
+/// deleted, replaced or halted — not at the hold cap (30 s here).
+#[tokio::test(start_paused = true)]
+async fn held_hang_requests_are_released_when_their_fault_ends() {
+    for end in FaultEnd::ALL {
+        let agent = Agent::new(AgentConfig {
+            max_hold: Duration::from_secs(30),
+            ..AgentConfig::default()
+        });
+        agent
+            .put(
+                "stuck",
+                FaultSpec {
+                    kind: FaultKind::Hang,
+                    lease: Some(Duration::from_secs(2)),
+                    ..FaultSpec::error(500, 1.0)
+                },
+            )
+            .unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+        let started = tokio::time::Instant::now();
+        let pending = tokio::spawn(service.oneshot(request(Method::GET, "/")));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(agent.requests_held(), 1, "{end:?}");
+        end.end(&agent, "stuck").await;
+        let response = pending.await.unwrap().unwrap();
+        assert!(
+            started.elapsed() <= Duration::from_secs(2),
+            "{end:?}: held {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            classify(&response),
+            Seen::Aborted(AbortReason::FaultEnded),
+            "{end:?}"
+        );
+        assert_eq!(agent.requests_held(), 0, "{end:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "{end:?}");
+    }
+}
+
+/// A request a delay fault holds goes on to the service as soon as the fault ends.
+#[tokio::test(start_paused = true)]
+async fn delayed_requests_are_released_when_their_fault_ends() {
+    for end in FaultEnd::ALL {
+        let agent = Agent::new(AgentConfig {
+            max_hold: Duration::from_secs(60),
+            ..AgentConfig::default()
+        });
+        agent
+            .put(
+                "slow",
+                FaultSpec {
+                    kind: FaultKind::Delay {
+                        delay: Duration::from_secs(50),
+                        jitter: Duration::ZERO,
+                    },
+                    lease: Some(Duration::from_secs(2)),
+                    ..FaultSpec::error(500, 1.0)
+                },
+            )
+            .unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+        let started = tokio::time::Instant::now();
+        let pending = tokio::spawn(service.oneshot(request(Method::GET, "/")));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        end.end(&agent, "slow").await;
+        let response = pending.await.unwrap().unwrap();
+        assert!(
+            started.elapsed() <= Duration::from_secs(2),
+            "{end:?}: held {:?}",
+            started.elapsed()
+        );
+        assert_eq!(classify(&response), Seen::Passed, "{end:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{end:?}");
+    }
+}
+
+/// A delay is capped like a hang: longer than the hold cap is refused naming the field; an absurd one
+/// ("500000000000y") is refused, not a panic on every matching request.
+#[tokio::test]
+async fn delays_over_the_hold_cap_are_refused_naming_the_field() {
+    let agent = agent_with_seed(1); // hold cap 5 s
+    for (delay, jitter, field) in [
+        ("6s", "0s", "delay"),
+        ("4s", "2s", "jitter"),
+        ("500000000000y", "0s", "delay"),
+        ("1s", "500000000000y", "jitter"),
+    ] {
+        let spec = FaultSpec::from_json_slice(
+            format!(r#"{{"kind": "delay", "delay": "{delay}", "jitter": "{jitter}"}}"#).as_bytes(),
+        )
+        .unwrap();
+        let error = agent.put("slow", spec).unwrap_err();
+        assert_eq!(error.field(), Some(field), "{delay} + {jitter}: {error}");
+    }
+    assert!(agent.faults().is_empty());
+    let at_cap =
+        FaultSpec::from_json_slice(br#"{"kind": "delay", "delay": "3s", "jitter": "2s"}"#).unwrap();
+    agent.put("slow", at_cap).unwrap();
+}
+
+/// Error faults are error statuses: 1xx, 2xx and 3xx would look like success.
+#[test]
+fn error_faults_accept_only_statuses_400_to_599() {
+    for status in [0, 101, 200, 204, 302, 399, 600, 65_536] {
+        let error = FaultSpec::from_json_slice(
+            format!(r#"{{"kind": "error", "status": {status}}}"#).as_bytes(),
+        )
+        .unwrap_err();
+        assert_eq!(error.field, "status", "{status}");
+    }
+    for status in [400, 404, 500, 599] {
+        FaultSpec::from_json_slice(
+            format!(r#"{{"kind": "error", "status": {status}}}"#).as_bytes(),
+        )
+        .unwrap();
+    }
+}
+
+/// The number of faults an agent holds is bounded; replacing one at the bound is still allowed.
+#[tokio::test]
+async fn the_fault_table_is_bounded() {
+    let agent = agent_with_seed(1);
+    for i in 0..agent::MAX_FAULTS {
+        agent
+            .put(&format!("f{i}"), FaultSpec::error(500, 0.0))
+            .unwrap();
+    }
+    let error = agent
+        .put("one-too-many", FaultSpec::error(500, 0.0))
+        .unwrap_err();
+    assert_eq!(error.field(), Some("id"), "{error}");
+    assert_eq!(agent.faults().len(), agent::MAX_FAULTS);
+    agent.put("f0", FaultSpec::error(503, 0.0)).unwrap();
+    agent.remove("f1").unwrap();
+    agent.put("one-more", FaultSpec::error(500, 0.0)).unwrap();
+}

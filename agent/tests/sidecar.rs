@@ -477,3 +477,60 @@ async fn an_upstream_that_closes_its_connections_is_reconnected() {
     // Same client connection throughout; the upstream closed after each answer.
     assert_eq!(running.probe.connections.load(Ordering::SeqCst), 3);
 }
+
+/// A fault's effects end with the fault, on the wire too: a request a hang holds is closed when the fault is
+/// halted, and a request a delay holds is forwarded when the fault is deleted — long before the hold cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_requests_are_released_when_their_fault_ends() {
+    let running = start(Duration::from_secs(600)).await;
+
+    running.agent.put("h", fault(FaultKind::Hang)).unwrap();
+    let held = tokio::spawn(raw_get(running.proxy, "/"));
+    wait_until(|| running.agent.requests_held() == 1).await;
+    assert_eq!(running.agent.halt(), 1);
+    let received = tokio::time::timeout(PATIENCE, held)
+        .await
+        .expect("the hang outlived its fault")
+        .unwrap()
+        .unwrap();
+    assert!(
+        received.is_empty(),
+        "got {:?}",
+        String::from_utf8_lossy(&received)
+    );
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 0);
+
+    running
+        .agent
+        .put(
+            "d",
+            fault(FaultKind::Delay {
+                delay: Duration::from_secs(500),
+                jitter: Duration::ZERO,
+            }),
+        )
+        .unwrap();
+    let proxy = running.proxy;
+    let delayed = tokio::spawn(async move {
+        let mut stream = TcpStream::connect(proxy).await.unwrap();
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).await.unwrap();
+        received
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    running.agent.remove("d").unwrap();
+    let received = tokio::time::timeout(PATIENCE, delayed)
+        .await
+        .expect("the delay outlived its fault")
+        .unwrap();
+    assert!(
+        received.starts_with(b"HTTP/1.1 200"),
+        "got {:?}",
+        String::from_utf8_lossy(&received)
+    );
+    assert_eq!(running.probe.requests.load(Ordering::SeqCst), 1);
+}

@@ -34,7 +34,8 @@ pub struct AgentArgs {
     /// Longest lease a fault may ask for.
     #[arg(long, default_value = "10m", value_parser = agent::api::parse_duration)]
     pub max_lease: Duration,
-    /// How long a `hang` fault holds a request before closing the connection.
+    /// How long a `hang` fault holds a request before closing the connection; also the longest `delay` (with its
+    /// jitter) a fault may ask for.
     #[arg(long, default_value = "60s", value_parser = agent::api::parse_duration)]
     pub max_hold: Duration,
     /// Proxy threads, each with its own single-threaded runtime and upstream pool (default: one per CPU).

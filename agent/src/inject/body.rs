@@ -17,6 +17,9 @@ pub enum AbortReason {
     Reset,
     /// A `hang` fault held the request for the agent's whole hold cap: the connection must be closed.
     HoldCapReached,
+    /// The `hang` fault holding the request ended (expired, deleted, replaced or halted): the connection is
+    /// closed at once, as at the hold cap.
+    FaultEnded,
 }
 
 /// The error an aborted body yields on its first poll, which makes hyper close the connection.

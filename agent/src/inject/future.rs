@@ -10,6 +10,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tower_service::Service;
 
 use super::body::{AbortReason, FaultBody};
@@ -46,7 +47,7 @@ impl MadeUpAnswer {
                 *response.status_mut() = StatusCode::BAD_GATEWAY;
                 let kind = match reason {
                     AbortReason::Reset => "reset",
-                    AbortReason::HoldCapReached => "hang",
+                    AbortReason::HoldCapReached | AbortReason::FaultEnded => "hang",
                 };
                 response
                     .headers_mut()
@@ -76,6 +77,46 @@ impl Drop for HeldRequest {
     }
 }
 
+/// How a [`Released`] wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WaitEnd {
+    /// The whole time passed.
+    Elapsed,
+    /// The fault that holds the request ended first (expired, deleted, replaced or halted).
+    FaultEnded,
+}
+
+pin_project! {
+    /// A wait that ends after its time or as soon as its fault ends, whichever comes first.
+    pub(crate) struct Released {
+        #[pin]
+        sleep: Sleep,
+        #[pin]
+        released: WaitForCancellationFutureOwned,
+    }
+}
+
+impl Released {
+    pub(crate) fn new(sleep: Sleep, released: CancellationToken) -> Self {
+        Released {
+            sleep,
+            released: released.cancelled_owned(),
+        }
+    }
+}
+
+impl Future for Released {
+    type Output = WaitEnd;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<WaitEnd> {
+        let this = self.project();
+        if this.released.poll(context).is_ready() {
+            return Poll::Ready(WaitEnd::FaultEnded);
+        }
+        this.sleep.poll(context).map(|()| WaitEnd::Elapsed)
+    }
+}
+
 pin_project! {
     /// Future of [`super::FaultService`].
     pub struct ResponseFuture<S, ReqBody>
@@ -95,14 +136,14 @@ pin_project! {
     {
         /// Passed through: waiting for the wrapped service.
         Called { #[pin] future: S::Future },
-        /// A `delay` fault: sleeping, then the request goes to the service (already ready). Boxed, like `Holding`,
-        /// so the common pass-through future stays small.
+        /// A `delay` fault: sleeping (until the delay is over or the fault ends), then the request goes to the
+        /// service (already ready). Boxed, like `Holding`, so the common pass-through future stays small.
         Delaying {
-            sleep: Pin<Box<Sleep>>,
+            wait: Pin<Box<Released>>,
             pending: Option<Box<(S, Request<ReqBody>)>>,
         },
-        /// A `hang` fault: held until the client gives up (the future is dropped) or the hold cap.
-        Holding { sleep: Pin<Box<Sleep>>, held: HeldRequest },
+        /// A `hang` fault: held until the client gives up (the future is dropped), the hold cap, or the fault ends.
+        Holding { wait: Pin<Box<Released>>, held: HeldRequest },
         /// An answer made up by the agent, handed out on the first poll.
         Answered { answer: Option<MadeUpAnswer> },
     }
@@ -118,19 +159,19 @@ where
         }
     }
 
-    pub(crate) fn delaying(sleep: Sleep, service: S, request: Request<ReqBody>) -> Self {
+    pub(crate) fn delaying(wait: Released, service: S, request: Request<ReqBody>) -> Self {
         ResponseFuture {
             state: State::Delaying {
-                sleep: Box::pin(sleep),
+                wait: Box::pin(wait),
                 pending: Some(Box::new((service, request))),
             },
         }
     }
 
-    pub(crate) fn holding(sleep: Sleep, held: HeldRequest) -> Self {
+    pub(crate) fn holding(wait: Released, held: HeldRequest) -> Self {
         ResponseFuture {
             state: State::Holding {
-                sleep: Box::pin(sleep),
+                wait: Box::pin(wait),
                 held,
             },
         }
@@ -159,18 +200,21 @@ where
                     let response = ready!(future.poll(context))?;
                     return Poll::Ready(Ok(response.map(|inner| FaultBody::Passed { inner })));
                 }
-                StateProjection::Delaying { sleep, pending } => {
-                    ready!(sleep.as_mut().poll(context));
+                StateProjection::Delaying { wait, pending } => {
+                    ready!(wait.as_mut().poll(context));
                     let (mut service, request) = *pending
                         .take()
                         .expect("ResponseFuture polled after the delayed request was sent");
                     let future = service.call(request);
                     state.set(State::Called { future });
                 }
-                StateProjection::Holding { sleep, .. } => {
-                    ready!(sleep.as_mut().poll(context));
+                StateProjection::Holding { wait, .. } => {
+                    let reason = match ready!(wait.as_mut().poll(context)) {
+                        WaitEnd::Elapsed => AbortReason::HoldCapReached,
+                        WaitEnd::FaultEnded => AbortReason::FaultEnded,
+                    };
                     state.set(State::Answered {
-                        answer: Some(MadeUpAnswer::Abort(AbortReason::HoldCapReached)),
+                        answer: Some(MadeUpAnswer::Abort(reason)),
                     });
                 }
                 StateProjection::Answered { answer } => {

@@ -4,10 +4,12 @@
 //!
 //! - `error`: answers at once with the fault's status and body (plus `x-tolerant-injected: error`); the wrapped
 //!   service is not called.
-//! - `delay`: sleeps, then calls the wrapped service with the request. The service is taken out of the layer while
+//! - `delay`: sleeps (at most the agent's hold cap, and only while the fault lasts), then calls the wrapped
+//!   service with the request. The service is taken out of the layer while
 //!   ready (the clone-and-swap idiom), so `poll_ready` semantics hold across the sleep.
 //! - `hang`: the future stays pending. If the client gives up and the server drops the future, the request is
-//!   gone (the `held` gauge falls). After the agent's hold cap it resolves to an *aborted* response.
+//!   gone (the `held` gauge falls). After the agent's hold cap, or as soon as the fault ends (expiry, delete,
+//!   replacement, halt), it resolves to an *aborted* response.
 //! - `reset`: resolves at once to an aborted response.
 //!
 //! An aborted response carries a [`FaultBody::Aborted`] body that fails on its first poll. hyper's HTTP/1 server
@@ -36,7 +38,7 @@ pub use layer::FaultLayer;
 use crate::Agent;
 use crate::agent::Injection;
 pub(crate) use future::HeldRequest;
-use future::MadeUpAnswer;
+use future::{MadeUpAnswer, Released};
 
 /// A service with an agent's faults in front of it. Built by [`FaultLayer`] or [`Agent::layer`].
 #[derive(Debug, Clone)]
@@ -78,13 +80,17 @@ where
                     body,
                 })
             }
-            Some(Injection::Delay { wait }) => {
+            Some(Injection::Delay { wait, released }) => {
                 let fresh = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, fresh);
-                ResponseFuture::delaying(tokio::time::sleep(wait), ready, request)
+                ResponseFuture::delaying(
+                    Released::new(tokio::time::sleep(wait), released),
+                    ready,
+                    request,
+                )
             }
-            Some(Injection::Hang { hold }) => ResponseFuture::holding(
-                tokio::time::sleep(hold),
+            Some(Injection::Hang { hold, released }) => ResponseFuture::holding(
+                Released::new(tokio::time::sleep(hold), released),
                 HeldRequest::new(self.agent.held_gauge()),
             ),
             Some(Injection::Reset) => {

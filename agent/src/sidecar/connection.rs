@@ -34,6 +34,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
 
 use super::framing::{BodyCursor, ChunkedError};
 use super::head::{self, HeadError, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
@@ -188,17 +189,20 @@ impl ClientConnection<'_> {
                     return Ending::Close;
                 }
                 Some(Injection::Reset) => return Ending::Reset,
-                Some(Injection::Hang { hold }) => {
+                Some(Injection::Hang { hold, released }) => {
                     let _held = HeldRequest::new(self.shared.agent.held_gauge());
-                    return match self.wait_watching_client(hold).await {
+                    // Closed at the hold cap or as soon as the fault ends, whichever is first.
+                    return match self.wait_watching_client(hold, &released).await {
                         true => Ending::Close,
                         false => Ending::ClientGone,
                     };
                 }
-                Some(Injection::Delay { wait }) if !self.wait_watching_client(wait).await => {
-                    return Ending::ClientGone;
+                Some(Injection::Delay { wait, released }) => {
+                    // Forwarded after the delay or as soon as the fault ends, whichever is first.
+                    if !self.wait_watching_client(wait, &released).await {
+                        return Ending::ClientGone;
+                    }
                 }
-                Some(Injection::Delay { .. }) => {}
             }
             match self.exchange(&request).await {
                 Exchanged::Next => {}
@@ -285,19 +289,27 @@ impl ClientConnection<'_> {
         }
     }
 
-    /// Waits `duration` while reading (and keeping) what the client sends; `false` if the client left meanwhile.
-    /// The idle timer is re-armed afterwards.
-    async fn wait_watching_client(&mut self, duration: Duration) -> bool {
-        self.arm_timer(Instant::now() + duration);
+    /// Waits `duration`, or until `released` fires (the fault ended), while reading (and keeping) what the client
+    /// sends; `false` if the client left meanwhile. The idle timer is re-armed afterwards.
+    async fn wait_watching_client(
+        &mut self,
+        duration: Duration,
+        released: &CancellationToken,
+    ) -> bool {
+        self.arm_timer(instant_after(Instant::now(), duration));
         let stayed = loop {
             if self.input.len() > MAX_HEAD_BYTES {
                 // Enough buffered; stop reading and just wait.
-                self.timer.as_mut().await;
+                tokio::select! {
+                    () = self.timer.as_mut() => {}
+                    () = released.cancelled() => {}
+                }
                 break true;
             }
             self.input.reserve(HEAD_READ_RESERVE);
             tokio::select! {
                 biased;
+                () = released.cancelled() => break true,
                 () = self.timer.as_mut() => break true,
                 read = self.stream.read_buf(&mut self.input) => match read {
                     Ok(0) | Err(_) => break false,
@@ -634,4 +646,10 @@ fn shrink_if_idle(buffer: &mut BytesMut) {
     if buffer.is_empty() && buffer.capacity() > IDLE_BUFFER_LIMIT {
         *buffer = BytesMut::new();
     }
+}
+
+/// `at + duration`, saturating a day past `at` instead of panicking on overflow.
+fn instant_after(at: Instant, duration: Duration) -> Instant {
+    at.checked_add(duration)
+        .unwrap_or_else(|| at + Duration::from_secs(24 * 3600))
 }
