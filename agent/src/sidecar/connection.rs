@@ -197,12 +197,13 @@ impl ClientConnection<'_> {
                         false => Ending::ClientGone,
                     };
                 }
-                Some(Injection::Delay { wait, released }) => {
-                    // Forwarded after the delay or as soon as the fault ends, whichever is first.
-                    if !self.wait_watching_client(wait, &released).await {
-                        return Ending::ClientGone;
-                    }
+                // Forwarded after the delay or as soon as the fault ends, whichever is first.
+                Some(Injection::Delay { wait, released })
+                    if !self.wait_watching_client(wait, &released).await =>
+                {
+                    return Ending::ClientGone;
                 }
+                Some(Injection::Delay { .. }) => {}
             }
             match self.exchange(&request).await {
                 Exchanged::Next => {}
