@@ -75,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/fault/clear", post(pages::clear_fault))
         .route("/ui/breakers", post(pages::set_breaker_mode))
         .route("/ui/annotate", post(pages::annotate))
+        .route("/ui/load", post(pages::set_load))
         .fallback(pages::not_found)
         .route("/static/{file}", get(assets::serve))
         // Liveness for container health checks: answers while the dashboard serves.

@@ -16,7 +16,8 @@ use crate::auth::Auth;
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
 use crate::operations::{
-    AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, OperationError, Results,
+    AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, LoadRequest, OperationError,
+    Results,
 };
 
 /// What every page's layout needs.
@@ -823,4 +824,60 @@ pub async fn annotate(
         &local_path(form.next),
         "Annotation added to the timeline.",
     ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoadForm {
+    #[serde(default)]
+    csrf: String,
+    /// `start` (or replace) or `stop`.
+    action: String,
+    #[serde(default)]
+    users: String,
+    #[serde(default)]
+    think_min_ms: String,
+    #[serde(default)]
+    think_max_ms: String,
+}
+
+/// A whole number from a form field; the error names the field.
+fn form_number(field: &str, text: &str) -> Result<u64, AppError> {
+    text.trim().parse().map_err(|_| {
+        AppError::BadRequest(format!("{field}: expected a whole number, got `{text}`"))
+    })
+}
+
+/// `POST /ui/load`: the game day's background load on or off.
+pub async fn set_load(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<LoadForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    match form.action.as_str() {
+        "stop" => {
+            state.operations.set_load(None).await?;
+            Ok(redirect_with_notice("/gameday", "Load stopped."))
+        }
+        "start" => {
+            let users = form_number("users", &form.users)?;
+            let users = u32::try_from(users).unwrap_or(u32::MAX);
+            let request = LoadRequest::checked(
+                users,
+                form_number("think_min_ms", &form.think_min_ms)?,
+                form_number("think_max_ms", &form.think_max_ms)?,
+            )?;
+            state.operations.set_load(Some(request)).await?;
+            Ok(redirect_with_notice(
+                "/gameday",
+                &format!(
+                    "Load on: {} virtual users on the Online Boutique mix, thinking {}–{} ms between tasks, until stopped (at most 2 h).",
+                    request.users, request.think_min_ms, request.think_max_ms
+                ),
+            ))
+        }
+        other => {
+            Err(AppError::BadRequest(format!("action: `{other}` is not start or stop")).into())
+        }
+    }
 }

@@ -837,3 +837,72 @@ async fn game_day_actions_say_what_they_did_once() {
         "{page}"
     );
 }
+
+#[tokio::test]
+async fn the_game_day_load_form_checks_its_bounds_and_says_what_it_did() {
+    let (state, control) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    for (body, field) in [
+        ("users=0&think_min_ms=100&think_max_ms=200", "users: 0"),
+        (
+            "users=5000&think_min_ms=100&think_max_ms=200",
+            "users: 5000",
+        ),
+        (
+            "users=10&think_min_ms=900&think_max_ms=200",
+            "think_min: 900",
+        ),
+        (
+            "users=10&think_min_ms=100&think_max_ms=999999",
+            "think_max:",
+        ),
+        (
+            "users=ten&think_min_ms=100&think_max_ms=200",
+            "users: expected a whole number",
+        ),
+    ] {
+        let response = send(
+            &state,
+            form(
+                "/ui/load",
+                &format!("csrf={csrf}&action=start&{body}"),
+                Some(&cookie),
+            ),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        assert!(text(response).await.contains(field), "{body}");
+    }
+    assert!(control.calls().is_empty(), "{:?}", control.calls());
+    let started = send(
+        &state,
+        form(
+            "/ui/load",
+            &format!("csrf={csrf}&action=start&users=12&think_min_ms=100&think_max_ms=400"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(started.status(), StatusCode::SEE_OTHER);
+    let stopped = send(
+        &state,
+        form(
+            "/ui/load",
+            &format!("csrf={csrf}&action=stop"),
+            Some(&cookie),
+        ),
+    )
+    .await;
+    assert_eq!(stopped.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        control.calls(),
+        vec![
+            Call::Load(Some(crate::operations::LoadRequest {
+                users: 12,
+                think_min_ms: 100,
+                think_max_ms: 400
+            })),
+            Call::Load(None)
+        ]
+    );
+}

@@ -35,6 +35,7 @@
     var list = document.getElementById("events");
     if (list) { list.innerHTML = ""; eventLines(state).slice(-100).forEach(addEventLine); }
     model.board = state.board || null;
+    model.load = state.load || null;
     model.modeChanges = state.mode_changes || [];
     model.transitions = state.transitions || [];
     model.samples = state.samples || [];
@@ -77,6 +78,10 @@
           var known = model.breakers[tile.name];
           if (!known || known.state !== tile.state) { model.breakers[tile.name] = { service: tile.service, state: tile.state, since_ms: event.at_ms, shadow: false }; }
         });
+        break;
+      case "load":
+        model.load = event;
+        addEventLine(Charts.clock(event.at_ms) + (event.users ? " load on: " + event.users + " users" : " load stopped"));
         break;
       case "mode":
         model.modeChanges.push(event);
@@ -198,11 +203,18 @@
     var running = p && TERMINAL.indexOf(p.phase) < 0;
     status.phase = p ? p.phase : null;
     var faults = Object.keys(model.activeFaults).length;
+    var load = model.load && model.load.users ? model.load : null;
+    var loadText = load ? "load " + load.users + " users (think " + load.think_min_ms + "–" + load.think_max_ms + " ms)" : "no load";
+    status.loadUsers = load ? load.users : 0;
+    var last = model.samples.length ? model.samples[model.samples.length - 1] : null;
+    status.lastOk = last ? last.outcomes.ok : 0;
+    var loadState = document.getElementById("load-state");
+    if (loadState) { loadState.textContent = load ? "Load on: " + load.users + " users, think " + load.think_min_ms + "–" + load.think_max_ms + " ms, since " + Charts.clock(load.at_ms) + "." : "Load is off."; }
     var headline;
     if (running) {
       headline = "Experiment run: " + p.experiment + " · run " + p.run + " of " + p.runs + " · " + p.condition + " · round " + p.round + " · " + p.phase;
-    } else if (faults) {
-      headline = "Game day (no experiment): " + faults + " fault" + (faults === 1 ? "" : "s") + " active" +
+    } else if (faults || load) {
+      headline = "Game day (no experiment): " + faults + " fault" + (faults === 1 ? "" : "s") + " active · " + loadText +
         (p ? " · last experiment " + p.experiment + " " + p.phase : "");
     } else {
       headline = p ? "No experiment running · " + p.experiment + " " + p.phase + " (run " + p.run + " of " + p.runs + ")" : "No experiment running, no fault active.";

@@ -596,6 +596,35 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         "{notice}"
     );
 
+    // The game day's own load: the toggle drives traffic without an experiment, and stops.
+    page.eval(
+        "var f = document.getElementById('load-form'); f.elements['users'].value = '8'; \
+         f.elements['think_min_ms'].value = '50'; f.elements['think_max_ms'].value = '200'; \
+         document.getElementById('load-start').click(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.loadUsers === 8 \
+         && window.__tolerant.lastOk > 0 && window.__tolerant.headline.includes('load 8 users')",
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(
+        page.eval("document.getElementById('load-form').elements['users'].value")
+            .await,
+        json!("8"),
+        "the load form keeps its values"
+    );
+    page.screenshots(&artifacts, "gameday-load").await;
+    page.eval("document.getElementById('load-stop').click(); true")
+        .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.connected \
+         && window.__tolerant.snapshots > 0 && window.__tolerant.loadUsers === 0",
+        Duration::from_secs(15),
+    )
+    .await;
+
     drop(page);
     let _ = chromium_process.kill().await;
     dashboard.shutdown().await;

@@ -33,6 +33,18 @@ pub enum LiveEvent {
     Breakers(BreakerBoard),
     /// An operator or a run switched a breaker's mode.
     Mode(ModeChange),
+    /// The game day's background load started, changed or stopped.
+    Load(GameDayLoad),
+}
+
+/// The game day's background load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameDayLoad {
+    pub at_ms: u64,
+    /// 0 when stopped.
+    pub users: u32,
+    pub think_min_ms: u64,
+    pub think_max_ms: u64,
 }
 
 /// Every breaker of the testbed at one moment.

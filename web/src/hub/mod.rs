@@ -34,8 +34,8 @@ use tokio::sync::{Notify, broadcast};
 
 pub use event::{
     Annotation, BreakerBoard, BreakerTile, EndpointSample, ExperimentChange, FaultChange,
-    LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample, ModeChange, OutcomeCounts, PoolSample,
-    RunProgress, TILE_WINDOW_S, TileConfig, TileWindow, bucketize,
+    GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample, ModeChange, OutcomeCounts,
+    PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow, bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
 

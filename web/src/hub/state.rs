@@ -59,6 +59,8 @@ pub struct LiveState {
     pub board: Option<BreakerBoard>,
     /// Mode switches, oldest first (marked on the timeline).
     pub mode_changes: VecDeque<ModeChange>,
+    /// The game day's background load (`None` or 0 users: off).
+    pub load: Option<super::event::GameDayLoad>,
     /// Experiment status changes since the dashboard started, for the events list.
     pub experiment_changes: VecDeque<super::event::ExperimentChange>,
     #[serde(skip)]
@@ -176,6 +178,9 @@ impl LiveState {
                     }
                 }
                 self.board = Some(board.clone());
+            }
+            LiveEvent::Load(load) => {
+                self.load = Some(load.clone());
             }
             LiveEvent::Mode(change) => {
                 push_bounded(

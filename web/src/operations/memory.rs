@@ -22,6 +22,7 @@ pub enum Call {
     SetFault(FaultRequest),
     ClearFault(String, String),
     BreakerMode(Option<String>, String),
+    Load(Option<super::LoadRequest>),
     Annotate(AnnotationRequest),
 }
 
@@ -200,6 +201,11 @@ impl Operations for MemoryOperations {
 
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
         self.record(Call::BreakerMode(service, mode));
+        ready(Ok(()))
+    }
+
+    fn set_load(&self, load: Option<super::LoadRequest>) -> OperationFuture<'_, ()> {
+        self.record(Call::Load(load));
         ready(Ok(()))
     }
 

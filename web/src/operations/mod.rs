@@ -162,6 +162,53 @@ pub struct FaultRequest {
     pub fault: serde_json::Value,
 }
 
+/// Background load for a game day: virtual users on the Online Boutique mix, thinking between tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LoadRequest {
+    /// 1–[`MAX_GAME_DAY_USERS`].
+    pub users: u32,
+    /// Think time between a user's tasks, uniform in `[min, max]` ms, each 0–[`MAX_THINK_MS`].
+    pub think_min_ms: u64,
+    pub think_max_ms: u64,
+}
+
+/// Most virtual users a game day drives.
+pub const MAX_GAME_DAY_USERS: u32 = 500;
+/// Longest think time a game day takes, ms.
+pub const MAX_THINK_MS: u64 = 60_000;
+
+impl LoadRequest {
+    /// Checks the bounds; the error names the field.
+    pub fn checked(
+        users: u32,
+        think_min_ms: u64,
+        think_max_ms: u64,
+    ) -> Result<Self, OperationError> {
+        if !(1..=MAX_GAME_DAY_USERS).contains(&users) {
+            return Err(OperationError::Invalid(format!(
+                "users: {users} is not between 1 and {MAX_GAME_DAY_USERS}"
+            )));
+        }
+        for (field, value) in [("think_min", think_min_ms), ("think_max", think_max_ms)] {
+            if value > MAX_THINK_MS {
+                return Err(OperationError::Invalid(format!(
+                    "{field}: {value} ms is above {MAX_THINK_MS} ms"
+                )));
+            }
+        }
+        if think_min_ms > think_max_ms {
+            return Err(OperationError::Invalid(format!(
+                "think_min: {think_min_ms} ms is above think_max ({think_max_ms} ms)"
+            )));
+        }
+        Ok(LoadRequest {
+            users,
+            think_min_ms,
+            think_max_ms,
+        })
+    }
+}
+
 /// Breaker modes an operator may switch to.
 pub const BREAKER_MODES: [&str; 4] = ["enforce", "shadow", "forced-open", "disabled"];
 
@@ -184,6 +231,9 @@ pub trait Operations: Send + Sync + 'static {
     /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
     /// breaker's config stays as it was.
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()>;
+    /// Starts (or replaces) the game day's background load, or stops it with `None`. Refused while an
+    /// experiment runs (its own load is on); starting an experiment stops it.
+    fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form).
     fn services(&self) -> Vec<String>;
     /// Stores an annotation (tied to the running experiment and run unless it names an experiment) and

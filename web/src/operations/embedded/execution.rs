@@ -43,6 +43,8 @@ impl EmbeddedOperations {
                 running.id
             )));
         }
+        // An experiment measures its own load only.
+        self.stop_game_day_load();
         let cancel = CancellationToken::new();
         let runner = self.runner(cancel.clone());
         let operations = self.clone();

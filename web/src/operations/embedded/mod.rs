@@ -15,6 +15,7 @@
 mod annotations;
 mod board;
 mod execution;
+mod gameday_load;
 mod prometheus;
 mod results;
 mod sampling;
@@ -53,6 +54,8 @@ struct Inner {
     active: Mutex<Option<ActiveExperiment>>,
     /// Queued starts: experiment → (due time, timer task).
     schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
+    /// The game day's background load, when on.
+    game_day_load: Mutex<Option<gameday_load::RunningLoad>>,
     /// The load driver's seconds closed since the last live sample (filled while a run drives load).
     load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
 }
@@ -162,6 +165,7 @@ impl EmbeddedOperations {
                 hub,
                 active: Mutex::new(None),
                 schedule: Mutex::new(BTreeMap::new()),
+                game_day_load: Mutex::new(None),
             }),
         };
         operations.rearm_scheduled().await?;
@@ -173,6 +177,7 @@ impl EmbeddedOperations {
     /// redone on the next start) once its run has removed its fault and stopped its tasks, and disarms
     /// the timers (their rows stay for the next process).
     pub async fn stop_active(&self) {
+        self.stop_game_day_load();
         self.disarm_all();
         let active = self.inner.active.lock().take();
         if let Some(active) = active {
@@ -288,6 +293,10 @@ impl Operations for EmbeddedOperations {
 
     fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
         Box::pin(self.switch_breaker_mode(service, mode))
+    }
+
+    fn set_load(&self, load: Option<super::LoadRequest>) -> OperationFuture<'_, ()> {
+        Box::pin(async move { self.set_game_day_load(load).await })
     }
 
     fn services(&self) -> Vec<String> {
