@@ -634,6 +634,7 @@ impl CircuitBreaker {
                 at_ms: self.clock.unix_ms(t.at),
                 seq: log.seq,
                 shadow: t.shadow,
+                source: None,
             };
             log.outbox.push_back(event);
         }

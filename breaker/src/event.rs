@@ -31,6 +31,9 @@ pub enum Reason {
     Forced,
     /// A new config changed the mode.
     ConfigChanged,
+    /// Seen from outside: a breaker this crate did not run (another library's, through its exporter or
+    /// listener) was found in a new state; the cause is that breaker's own.
+    Observed,
 }
 
 impl Reason {
@@ -45,6 +48,7 @@ impl Reason {
             Reason::ProbesSucceeded => "probes_succeeded",
             Reason::Forced => "forced",
             Reason::ConfigChanged => "config_changed",
+            Reason::Observed => "observed",
         }
     }
 }
@@ -109,6 +113,10 @@ pub struct TransitionEvent {
     pub seq: u64,
     /// Made in shadow mode: what the breaker would have done.
     pub shadow: bool,
+    /// Where the event came from when it is not this crate's breaker (e.g. `prometheus:http://…/metrics`,
+    /// `push`); absent for this crate's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Receives every transition. Called in `seq` order, by one thread at a time per breaker, outside the breaker's
@@ -214,6 +222,7 @@ mod tests {
             at_ms: 1_732_896_000_123,
             seq: 42,
             shadow: false,
+            source: None,
         };
         let json = serde_json::to_string(&event).unwrap_or_default();
         assert_eq!(
@@ -224,5 +233,28 @@ mod tests {
         assert_eq!(back, event);
         let half: State = serde_json::from_str("\"half_open\"").expect("state");
         assert_eq!(half, State::HalfOpen);
+    }
+
+    #[test]
+    fn a_foreign_event_names_its_source() {
+        let event = TransitionEvent {
+            service: "shop".into(),
+            breaker: "payments".into(),
+            from: State::Closed,
+            to: State::Open,
+            reason: Reason::Observed,
+            detail: TransitionDetail::default(),
+            at_ms: 7,
+            seq: 1,
+            shadow: false,
+            source: Some("push".into()),
+        };
+        let json = serde_json::to_string(&event).unwrap_or_default();
+        assert!(
+            json.ends_with(r#""reason":"observed","detail":{},"at_ms":7,"seq":1,"shadow":false,"source":"push"}"#),
+            "{json}"
+        );
+        let back: TransitionEvent = serde_json::from_str(&json).expect("round trip");
+        assert_eq!(back, event);
     }
 }

@@ -4,6 +4,7 @@ pub mod energy;
 pub mod load;
 pub mod report;
 pub mod runner;
+pub mod sources;
 pub mod spec;
 pub mod stats;
 pub mod store;

@@ -174,6 +174,7 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
                     detail: serde_json::json!({}),
                     seq: 2 * k + offset / 1_000,
                     shadow: false,
+                    source: None,
                 });
             }
         }

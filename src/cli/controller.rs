@@ -12,7 +12,8 @@ use anyhow::{Context, bail};
 use controller::runner::{
     Progress, ResumePoint, Runner, StartChoice, Testbed, choose_start, start_embedded_stack,
 };
-use controller::spec::{AGENT_TARGET, ExperimentSpec};
+use controller::sources::PushInbox;
+use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -155,7 +156,29 @@ async fn execute(
         (None, external_testbed(spec, token)?)
     };
     let cancel = CancellationToken::new();
-    let runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
+    let token = testbed.token.clone();
+    let mut runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
+    let ingest = match push_listener(spec).await {
+        Ok(Some((listener, addr))) => {
+            let inbox = PushInbox::default();
+            runner = runner.with_push_inbox(inbox.clone());
+            if !quiet {
+                eprintln!(
+                    "taking pushed breaker events on http://{addr}/api/breaker-events (bearer token: --token)"
+                );
+            }
+            Some(web::api::spawn_breaker_events_server(
+                listener, inbox, token,
+            ))
+        }
+        Ok(None) => None,
+        Err(error) => {
+            if let Some(stack) = stack {
+                stack.shutdown().await;
+            }
+            return Err(error);
+        }
+    };
     // Every target must answer and take the token before anything is stored or changed.
     let checked = runner.check_testbed().await;
     let result = match checked {
@@ -178,11 +201,41 @@ async fn execute(
         }
         Err(error) => Err(error.into()),
     };
+    if let Some(ingest) = ingest {
+        ingest.abort();
+    }
     if let Some(stack) = stack {
         stack.shutdown().await;
     }
     let experiment = result?;
     print_summary(store, experiment, quiet).await
+}
+
+/// The listener of the spec's push source (`[[sources]] kind = "push"`), bound before anything runs.
+async fn push_listener(
+    spec: &ExperimentSpec,
+) -> anyhow::Result<Option<(tokio::net::TcpListener, SocketAddr)>> {
+    let Some((index, listen)) =
+        spec.sources
+            .iter()
+            .enumerate()
+            .find_map(|(i, source)| match source {
+                SourceSpec::Push { listen } => Some((i, *listen)),
+                SourceSpec::Prometheus(_) => None,
+            })
+    else {
+        return Ok(None);
+    };
+    let addr = listen.with_context(|| {
+        format!(
+            "sources[{index}].listen: `tolerant run` needs the address to take pushed events on"
+        )
+    })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("sources[{index}].listen: cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    Ok(Some((listener, bound)))
 }
 
 /// Creates or resumes the experiment and runs what is left of its plan, reporting progress.

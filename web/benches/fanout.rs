@@ -123,6 +123,7 @@ fn event(now_us: u64, index: u64) -> LiveEvent {
         at_ms: now_us / 1_000,
         seq: now_us,
         shadow: false,
+        source: None,
     })
 }
 

@@ -9,8 +9,17 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::FromRef;
+use axum::routing::post;
+use controller::sources::{PushError, PushInbox};
+
 use crate::app::AppState;
+use crate::auth::Auth;
 use crate::error::AppError;
+use crate::hub::Hub;
 use crate::hub::LiveEvent;
 use crate::operations::{
     AnnotationEntry, AnnotationRequest, BREAKER_MODES, FaultRequest, MAX_ANNOTATIONS_LISTED,
@@ -327,4 +336,75 @@ pub async fn set_breaker_mode(
         .set_breaker_mode(service, body.mode.clone())
         .await?;
     Ok(Json(json!({ "mode": body.mode })).into_response())
+}
+
+/// What `POST /api/breaker-events` needs: the token check, the inbox, and the live hub when a dashboard runs.
+#[derive(Clone)]
+pub struct BreakerEventsState {
+    pub auth: Arc<Auth>,
+    pub inbox: PushInbox,
+    pub hub: Option<Hub>,
+}
+
+impl FromRef<AppState> for BreakerEventsState {
+    fn from_ref(state: &AppState) -> Self {
+        BreakerEventsState {
+            auth: Arc::clone(&state.auth),
+            inbox: state.breaker_inbox.clone(),
+            hub: Some(state.hub.clone()),
+        }
+    }
+}
+
+/// `POST /api/breaker-events` alone, for `tolerant run` (no dashboard): pushed events go to the runs only.
+pub fn breaker_events_router(inbox: PushInbox, token: impl Into<String>) -> Router {
+    Router::new()
+        .route("/api/breaker-events", post(breaker_events))
+        .with_state(BreakerEventsState {
+            auth: Arc::new(Auth::new(token)),
+            inbox,
+            hub: None,
+        })
+}
+
+/// Serves [`breaker_events_router`] on `listener` until the returned task is aborted.
+pub fn spawn_breaker_events_server(
+    listener: tokio::net::TcpListener,
+    inbox: PushInbox,
+    token: impl Into<String>,
+) -> tokio::task::JoinHandle<()> {
+    let app = breaker_events_router(inbox, token);
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::warn!(%error, "breaker event ingest stopped");
+        }
+    })
+}
+
+/// `POST /api/breaker-events`: state changes of breakers Tolerant did not write, pushed by their listener hooks
+/// (one event object or an array; see `controller::sources::push`). Every transition goes on the live timeline
+/// (when a dashboard runs) and into the run being recorded; answers how many were taken.
+pub async fn breaker_events(
+    State(state): State<BreakerEventsState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let ingested = state
+        .inbox
+        .ingest(&body, now_ms())
+        .map_err(|error| match error {
+            PushError::RateLimited => AppError::TooMany(error.to_string()),
+            PushError::Invalid { .. } => AppError::BadRequest(error.to_string()),
+        })?;
+    if let Some(hub) = &state.hub {
+        for event in &ingested.events {
+            hub.publish(LiveEvent::Transition(event.clone()));
+        }
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "accepted": ingested.events.len(), "unchanged": ingested.unchanged })),
+    )
+        .into_response())
 }

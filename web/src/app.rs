@@ -6,6 +6,8 @@ use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::{get, post, put};
 
+use controller::sources::PushInbox;
+
 use crate::auth::Auth;
 use crate::hub::Hub;
 use crate::operations::Operations;
@@ -19,6 +21,8 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// The shop's (the boutique frontend's) URL the header links to, when the dashboard runs one.
     pub shop_url: Option<String>,
+    /// Takes pushed foreign breaker events (`POST /api/breaker-events`).
+    pub breaker_inbox: PushInbox,
 }
 
 impl std::fmt::Debug for AppState {
@@ -57,6 +61,7 @@ pub fn router(state: AppState) -> Router {
             put(api::set_fault).delete(api::clear_fault),
         )
         .route("/api/breakers", post(api::set_breaker_mode))
+        .route("/api/breaker-events", post(api::breaker_events))
         .route("/ws", get(live::websocket))
         // Pages.
         .route("/", get(pages::experiments))

@@ -140,6 +140,7 @@ impl RunningDashboard {
             operations: Arc::new(operations.clone()),
             auth: Arc::new(Auth::new(token.clone())),
             shop_url: Some(shop_url.clone()),
+            breaker_inbox: operations.push_inbox(),
         };
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await

@@ -19,6 +19,9 @@ pub enum AppError {
     /// No such page or route.
     #[error("{0}")]
     NotFound(String),
+    /// More requests than the endpoint takes; the message says the bound.
+    #[error("{0}")]
+    TooMany(String),
     #[error("page rendering failed")]
     Template(#[from] askama::Error),
 }
@@ -36,6 +39,7 @@ impl AppError {
             }
             AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
             AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
+            AppError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

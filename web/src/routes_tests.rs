@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 use controller::runner::Testbed;
+use controller::sources::{PushInbox, RateLimit};
 use controller::store::{ExperimentId, Status, Store};
 
 use crate::app::{AppState, router};
@@ -29,6 +30,8 @@ fn app() -> (AppState, MemoryOperations) {
         operations: Arc::new(operations.clone()),
         auth: Arc::new(Auth::new(TOKEN)),
         shop_url: Some("http://127.0.0.1:9999".into()),
+        // 10 events at once, then one every 100 s: a test never waits long enough to earn one.
+        breaker_inbox: PushInbox::new(RateLimit::new(0.01, 10.0)),
     };
     (state, operations)
 }
@@ -132,6 +135,7 @@ async fn every_mutation_without_the_token_is_refused() {
         ("/api/halt", ""),
         ("/api/annotations", "{\"text\":\"hi\"}"),
         ("/api/breakers", "{\"mode\":\"enforce\"}"),
+        ("/api/breaker-events", "{\"breaker\":\"b\",\"to\":\"open\"}"),
     ];
     for (uri, body) in api {
         let response = send(&state, post(uri).body(Body::from(body)).expect("request")).await;
@@ -447,6 +451,7 @@ async fn stored_app(location: &str) -> (AppState, Store) {
         .expect("operations");
     let state = AppState {
         hub,
+        breaker_inbox: operations.push_inbox(),
         operations: Arc::new(operations),
         auth: Arc::new(Auth::new(TOKEN)),
         shop_url: Some("http://127.0.0.1:9999".into()),
@@ -904,5 +909,54 @@ async fn the_game_day_load_form_checks_its_bounds_and_says_what_it_did() {
             })),
             Call::Load(None)
         ]
+    );
+}
+
+#[tokio::test]
+async fn pushed_breaker_events_reach_the_timeline_checked_and_rate_bounded() {
+    let (state, _) = app();
+    let push = |body: &str| bearer("/api/breaker-events", body);
+    let response = send(
+        &state,
+        push(r#"{"service":"shop","breaker":"upstream","from":"closed","to":"open","source":"pybreaker"}"#),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let answer = json(response).await;
+    assert_eq!(
+        (answer["accepted"].as_u64(), answer["unchanged"].as_u64()),
+        (Some(1), Some(0))
+    );
+    state.hub.flush();
+    let live = state.hub.state();
+    let latest = live
+        .breakers
+        .get("upstream")
+        .expect("the pushed breaker is on the timeline");
+    assert_eq!(
+        (latest.service.as_str(), latest.state),
+        ("shop", breaker::State::Open)
+    );
+    assert_eq!(live.opens, 1);
+    assert_eq!(
+        live.transitions.back().and_then(|t| t.source.as_deref()),
+        Some("push:pybreaker")
+    );
+
+    let response = send(&state, push(r#"[{"breaker":"upstream","service":"shop","to":"closed"},{"breaker":"x","to":"ajar"}]"#)).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(text(response).await.contains("events[1].to"));
+    state.hub.flush();
+    assert_eq!(
+        state.hub.state().breakers["upstream"].state,
+        breaker::State::Open,
+        "nothing of a refused body is taken"
+    );
+
+    // The test inbox takes 10 at once and one was taken: ten more are refused with 429.
+    let burst = format!("[{}]", [r#"{"breaker":"b","to":"open"}"#; 10].join(","));
+    assert_eq!(
+        send(&state, push(&burst)).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
     );
 }

@@ -145,6 +145,7 @@ impl Model {
             at_ms: MANUAL_CLOCK_UNIX_ORIGIN_MS + at_ns / 1_000_000,
             seq: self.events.len() as u64 + 1,
             shadow: self.shadow(),
+            source: None,
         });
     }
 

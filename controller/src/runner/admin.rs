@@ -35,14 +35,23 @@ pub enum AdminError {
 #[derive(Debug, Clone)]
 pub struct AdminClient {
     client: Client<HttpConnector, Full<Bytes>>,
-    token: String,
+    /// `None` for calls to services that are not Tolerant's (they never see the token).
+    token: Option<String>,
 }
 
 impl AdminClient {
     pub fn new(token: impl Into<String>) -> Self {
         AdminClient {
             client: Client::builder(TokioExecutor::new()).build_http(),
-            token: token.into(),
+            token: Some(token.into()),
+        }
+    }
+
+    /// A client that sends no token: for reading a foreign service's metrics.
+    pub fn without_token() -> Self {
+        AdminClient {
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            token: None,
         }
     }
 
@@ -59,10 +68,10 @@ impl AdminClient {
             url: url.to_owned(),
             message,
         };
-        let mut request = Request::builder()
-            .method(method.clone())
-            .uri(url)
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token));
+        let mut request = Request::builder().method(method.clone()).uri(url);
+        if let Some(token) = &self.token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
         if let Some(content_type) = content_type {
             request = request.header(header::CONTENT_TYPE, content_type);
         }

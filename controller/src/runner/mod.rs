@@ -10,6 +10,7 @@ mod preflight;
 mod resume;
 mod sampler;
 mod scope;
+mod sources;
 mod stop;
 mod task;
 mod transitions;
@@ -24,6 +25,7 @@ pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
 pub use agent_stream::{AgentStream, parse_agent_event};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
+pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
 pub use task::RunTask;
 pub use transitions::{TransitionCollector, parse_transition};
@@ -32,6 +34,7 @@ use drive::drive_load;
 use scope::RunScope;
 
 use crate::load::{self, LoadConfig, Workload};
+use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 
@@ -154,6 +157,10 @@ pub struct Runner {
     cancel: CancellationToken,
     /// Where a copy of every closed second of load goes while a run drives it (the live dashboard).
     live_seconds: Option<load::SecondSink>,
+    /// Pushed foreign breaker events; a run takes every one that arrives while it lasts.
+    push_inbox: Option<PushInbox>,
+    /// Where a copy of every scraped foreign transition goes as a run sees it (the live dashboard).
+    live_transitions: Option<TransitionSink>,
 }
 
 impl Runner {
@@ -165,7 +172,21 @@ impl Runner {
             admin,
             cancel: CancellationToken::new(),
             live_seconds: None,
+            push_inbox: None,
+            live_transitions: None,
         }
+    }
+
+    /// Takes the foreign breaker events pushed to `inbox` while a run lasts into that run.
+    pub fn with_push_inbox(mut self, inbox: PushInbox) -> Self {
+        self.push_inbox = Some(inbox);
+        self
+    }
+
+    /// Also sends a copy of every transition a `[[sources]]` scrape sees to `sink` as runs go.
+    pub fn with_live_transitions(mut self, sink: TransitionSink) -> Self {
+        self.live_transitions = Some(sink);
+        self
     }
 
     /// Runs end early when `cancel` is cancelled: the run in progress ends its scope (fault removed first,
@@ -277,6 +298,16 @@ impl Runner {
         self.prepare(spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind.
         let mut scope = RunScope::open(&self.admin, &self.testbed).await?;
+        // Foreign breakers: a baseline scrape of every source before the run exists.
+        scope.follow_foreign(
+            SourceCollector::start(
+                &spec.sources,
+                self.push_inbox.as_ref(),
+                self.live_transitions.clone(),
+            )
+            .await
+            .map_err(RunnerError::Testbed)?,
+        );
         let run = self
             .store
             .start_run(

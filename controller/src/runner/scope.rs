@@ -1,4 +1,5 @@
-//! A run as a scope: everything one run starts — the subscriptions to the transition and agent streams, the
+//! A run as a scope: everything one run starts — the subscriptions to the transition and agent streams (and the
+//! foreign breaker sources), the
 //! fault and its lease renewal, the sampler — is owned by one [`RunScope`], and ending the scope is the one
 //! place a run's end is decided.
 //!
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
 use super::sampler::Sampler;
+use super::sources::SourceCollector;
 use super::task::RunTask;
 use super::transitions::TransitionCollector;
 use super::{RunnerError, Testbed, now_ms};
@@ -48,6 +50,8 @@ pub struct RunScope {
     fault_events: Arc<Mutex<Vec<FaultEventRecord>>>,
     fault: Option<AppliedFault>,
     transitions: Option<TransitionCollector>,
+    /// Breakers Tolerant did not write (`[[sources]]`, pushes).
+    foreign: Option<SourceCollector>,
     agent_stream: Option<Result<AgentStream, String>>,
     sampler: Option<Sampler>,
 }
@@ -71,9 +75,15 @@ impl RunScope {
             fault_events: Arc::new(Mutex::new(Vec::new())),
             fault: None,
             transitions: Some(transitions),
+            foreign: None,
             agent_stream: Some(agent_stream),
             sampler: None,
         })
+    }
+
+    /// Collects the foreign breakers' transitions with the scope's own until it ends.
+    pub fn follow_foreign(&mut self, collector: SourceCollector) {
+        self.foreign = Some(collector);
     }
 
     /// Puts `fault` on the agent as `fault_id` and renews its lease every third of `lease` until the scope
@@ -129,10 +139,14 @@ impl RunScope {
             }
             None => (EnergySource::Modelled, Vec::new()),
         };
-        let transitions = match self.transitions.take() {
+        let mut transitions = match self.transitions.take() {
             Some(collector) => collector.finish().await,
             None => Vec::new(),
         };
+        if let Some(foreign) = self.foreign.take() {
+            transitions.extend(foreign.finish().await);
+            transitions.sort_by_key(|event| event.at_ms);
+        }
         match self.agent_stream.take() {
             Some(Ok(stream)) => {
                 let events = match &removed {

@@ -71,6 +71,10 @@ pub fn parse_transition(text: &str) -> Option<TransitionRecord> {
             .unwrap_or(serde_json::Value::Null),
         seq: i64::try_from(value.get("seq")?.as_u64()?).ok()?,
         shadow: value.get("shadow")?.as_bool()?,
+        source: value
+            .get("source")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
     })
 }
 

@@ -8,6 +8,7 @@
 mod error;
 mod matrix;
 mod raw;
+mod sources;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,10 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Location, SpecError};
 pub use matrix::{Condition, PlannedRun, shuffle_seeded};
+pub use sources::{
+    DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,
+    SourceSpec,
+};
 
 /// The services of the boutique testbed a fault or a target may name. Mirrors `boutique::ServiceName`
 /// (the controller does not depend on the boutique crate for parsing a spec).
@@ -59,6 +64,8 @@ pub struct ExperimentSpec {
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
     pub targets: BTreeMap<String, String>,
+    /// Where the states of breakers Tolerant did not write come from (`[[sources]]`).
+    pub sources: Vec<SourceSpec>,
     /// Release-gate criteria from `[[validate]]` tables, judged by `tolerant validate`.
     pub validate: Vec<Criterion>,
     /// The spec text as given (stored with the experiment).

@@ -69,6 +69,8 @@ struct RawSpec {
     targets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     /// Release-gate criteria (`[[validate]]`), checked by [`crate::stats::parse_criteria`].
     validate: Option<Spanned<toml::Value>>,
+    /// Foreign breaker sources (`[[sources]]`), checked by [`super::sources`].
+    sources: Option<Spanned<Vec<Spanned<super::sources::RawSource>>>>,
 }
 
 #[derive(Deserialize)]
@@ -113,12 +115,17 @@ struct RawStop {
 }
 
 /// Collects field errors in source order; the first one is returned.
-struct Checker<'a> {
+pub(super) struct Checker<'a> {
     source: &'a str,
 }
 
 impl Checker<'_> {
-    fn error(&self, field: &str, span: Range<usize>, message: impl Into<String>) -> SpecError {
+    pub(super) fn error(
+        &self,
+        field: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> SpecError {
         SpecError::field_at(self.source, field, span, message)
     }
 
@@ -154,7 +161,11 @@ impl Checker<'_> {
     }
 
     /// A duration as written, at most [`MAX_WRITTEN_DURATION`].
-    fn duration(&self, field: &str, value: &Spanned<String>) -> Result<Duration, SpecError> {
+    pub(super) fn duration(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+    ) -> Result<Duration, SpecError> {
         self.duration_at_most(field, value, MAX_WRITTEN_DURATION)
     }
 
@@ -318,6 +329,11 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         targets.insert(service.to_owned(), value.to_owned());
     }
 
+    let sources = match &raw.sources {
+        Some(sources) => super::sources::sources(&check, sources)?,
+        None => Vec::new(),
+    };
+
     let spec = ExperimentSpec {
         name,
         rounds,
@@ -331,6 +347,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         breaker,
         stop,
         targets,
+        sources,
         validate: Vec::new(),
         source: source.to_owned(),
     };

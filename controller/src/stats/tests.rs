@@ -279,6 +279,7 @@ fn transition(breaker: &str, at_ms: i64, from: &str, to: &str) -> TransitionReco
         detail: serde_json::Value::Null,
         seq: at_ms,
         shadow: false,
+        source: None,
     }
 }
 

@@ -48,6 +48,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0003_scheduled_starts.sql"),
         include_str!("../../../migrations/postgres/0003_scheduled_starts.sql"),
     ),
+    (
+        4,
+        "transition source",
+        include_str!("../../../migrations/sqlite/0004_transition_source.sql"),
+        include_str!("../../../migrations/postgres/0004_transition_source.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

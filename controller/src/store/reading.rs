@@ -170,8 +170,8 @@ impl Store {
 
     pub async fn transitions(&self, run: RunId) -> Result<Vec<TransitionRecord>, StoreError> {
         let rows = sqlx::query(
-            "SELECT at_ms, service, breaker, from_state, to_state, reason, detail_json, seq, shadow \
-             FROM transitions WHERE run_id = $1 ORDER BY ordinal",
+            "SELECT at_ms, service, breaker, from_state, to_state, reason, detail_json, seq, shadow, \
+             source FROM transitions WHERE run_id = $1 ORDER BY ordinal",
         )
         .bind(run.0)
         .fetch_all(&self.pool)
@@ -189,6 +189,7 @@ impl Store {
                     detail: json_of("transitions.detail_json", detail)?,
                     seq: row.try_get("seq")?,
                     shadow: row.try_get::<i64, _>("shadow")? != 0,
+                    source: row.try_get("source")?,
                 })
             })
             .collect()

@@ -108,6 +108,26 @@ pub struct TransitionRecord {
     pub detail: serde_json::Value,
     pub seq: i64,
     pub shadow: bool,
+    /// Where it came from when the breaker is not a Tolerant one (`prometheus:<url>`, `push`).
+    pub source: Option<String>,
+}
+
+impl TransitionRecord {
+    /// A transition event as stored.
+    pub fn from_event(event: &breaker::TransitionEvent) -> Self {
+        TransitionRecord {
+            at_ms: i64::try_from(event.at_ms).unwrap_or(i64::MAX),
+            service: event.service.clone(),
+            breaker: event.breaker.clone(),
+            from: event.from.as_str().to_owned(),
+            to: event.to.as_str().to_owned(),
+            reason: event.reason.as_str().to_owned(),
+            detail: serde_json::to_value(&event.detail).unwrap_or(serde_json::Value::Null),
+            seq: i64::try_from(event.seq).unwrap_or(i64::MAX),
+            shadow: event.shadow,
+            source: event.source.clone(),
+        }
+    }
 }
 
 /// A fault event: applied, renewed, expired, removed (or a failure to do one of them).

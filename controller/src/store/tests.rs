@@ -103,17 +103,32 @@ fn record(status: Status, warmup: Duration) -> RunRecord {
             energy_joules: Some(12.5),
             extra: Some(json!({"agent_injected": 7})),
         }],
-        transitions: vec![TransitionRecord {
-            at_ms: 1_500,
-            service: "checkout".into(),
-            breaker: "checkout->payment".into(),
-            from: "closed".into(),
-            to: "open".into(),
-            reason: "consecutive_failures".into(),
-            detail: json!({"failures": 5}),
-            seq: 1,
-            shadow: false,
-        }],
+        transitions: vec![
+            TransitionRecord {
+                at_ms: 1_500,
+                service: "checkout".into(),
+                breaker: "checkout->payment".into(),
+                from: "closed".into(),
+                to: "open".into(),
+                reason: "consecutive_failures".into(),
+                detail: json!({"failures": 5}),
+                seq: 1,
+                shadow: false,
+                source: None,
+            },
+            TransitionRecord {
+                at_ms: 1_700,
+                service: "shop".into(),
+                breaker: "inventory".into(),
+                from: "closed".into(),
+                to: "open".into(),
+                reason: "observed".into(),
+                detail: json!({}),
+                seq: 1,
+                shadow: false,
+                source: Some("prometheus:http://127.0.0.1:9000/metrics".into()),
+            },
+        ],
         fault_events: vec![
             FaultEventRecord {
                 at_ms: 1_000,
@@ -866,7 +881,7 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
             .await
             .unwrap();
         // Whole before the damage.
-        assert_eq!(store.transitions(run).await.unwrap().len(), 1);
+        assert_eq!(store.transitions(run).await.unwrap().len(), 2);
         assert_eq!(store.fault_events(run).await.unwrap().len(), 2);
 
         let damage = [

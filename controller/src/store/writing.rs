@@ -317,6 +317,7 @@ impl Store {
             "detail_json",
             "seq",
             "shadow",
+            "source",
         ];
         insert_chunked(
             &mut tx,
@@ -336,6 +337,7 @@ impl Store {
                     .bind(transition.detail.to_string())
                     .bind(transition.seq)
                     .bind(i64::from(transition.shadow))
+                    .bind(transition.source.as_deref())
             },
         )
         .await?;

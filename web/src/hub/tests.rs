@@ -21,6 +21,7 @@ fn transition(breaker: &str, from: State, to: State, seq: u64) -> LiveEvent {
         at_ms: 1_000 + seq,
         seq,
         shadow: false,
+        source: None,
     })
 }
 

@@ -27,7 +27,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use controller::load::SecondSink;
+use controller::runner::TransitionSink;
 use controller::runner::{AdminClient, Runner, Testbed, now_ms};
+use controller::sources::PushInbox;
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, JoinHandle};
@@ -50,6 +52,8 @@ struct Inner {
     client: AdminClient,
     /// Where the runs' closed seconds go for the live view.
     live_seconds: SecondSink,
+    /// Where the runs' scraped foreign transitions go for the live view.
+    live_transitions: TransitionSink,
     /// The experiment being run.
     active: Mutex<Option<ActiveExperiment>>,
     /// Queued starts: experiment → (due time, timer task).
@@ -58,6 +62,8 @@ struct Inner {
     game_day_load: Mutex<Option<gameday_load::RunningLoad>>,
     /// The load driver's seconds closed since the last live sample (filled while a run drives load).
     load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
+    /// Foreign breaker events pushed to `POST /api/breaker-events`; the running run takes them too.
+    push_inbox: PushInbox,
 }
 
 /// The experiment being run: its task, and the token that ends it (the run in progress ends its scope).
@@ -155,11 +161,14 @@ impl EmbeddedOperations {
             }
         }
         let (load_seconds, live_seconds) = sampling::collect_load_seconds();
+        let push_inbox = PushInbox::default();
         let operations = EmbeddedOperations {
             inner: Arc::new(Inner {
                 client: AdminClient::new(testbed.token.clone()),
                 live_seconds,
+                live_transitions: streams::publish_transitions(hub.clone()),
                 load_seconds,
+                push_inbox,
                 store,
                 testbed,
                 hub,
@@ -171,6 +180,11 @@ impl EmbeddedOperations {
         operations.rearm_scheduled().await?;
         operations.restore_annotations().await?;
         Ok(operations)
+    }
+
+    /// Where `POST /api/breaker-events` puts pushed foreign breaker events.
+    pub fn push_inbox(&self) -> PushInbox {
+        self.inner.push_inbox.clone()
     }
 
     /// Ends the running experiment without marking it (a process shutting down: the unfinished run is
@@ -189,6 +203,8 @@ impl EmbeddedOperations {
     fn runner(&self, cancel: CancellationToken) -> Runner {
         Runner::new(self.inner.store.clone(), self.inner.testbed.clone())
             .with_live_seconds(self.inner.live_seconds.clone())
+            .with_live_transitions(self.inner.live_transitions.clone())
+            .with_push_inbox(self.inner.push_inbox.clone())
             .with_cancel(cancel)
     }
 

@@ -1,5 +1,6 @@
 //! Following the testbed's websockets into the hub: every service's `/_breakers/stream` (transitions) and
-//! the agent's `/_agent/stream` (fault changes), reconnecting whenever one drops.
+//! the agent's `/_agent/stream` (fault changes), reconnecting whenever one drops; and the foreign breakers' transitions
+//! a run scrapes.
 
 use std::time::Duration;
 
@@ -9,7 +10,20 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{AGENT_SERVICE, EmbeddedOperations};
-use crate::hub::{FaultChange, LiveEvent};
+use controller::runner::TransitionSink;
+
+use crate::hub::{FaultChange, Hub, LiveEvent};
+
+/// A sink whose transitions (foreign breakers a run's `[[sources]]` scrapes see) go to the hub as they come.
+pub(super) fn publish_transitions(hub: Hub) -> TransitionSink {
+    let (sink, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(event) = seen.recv().await {
+            hub.publish(LiveEvent::Transition(event));
+        }
+    });
+    sink
+}
 
 impl EmbeddedOperations {
     /// Subscribes to every transition stream and the agent stream, and samples once per second, publishing
