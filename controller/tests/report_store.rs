@@ -119,6 +119,8 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
                         ..OutcomeCounts::default()
                     },
                     latency: LatencySummary::of(&histogram),
+                    latency_ok: LatencySummary::default(),
+                    latency_failed: LatencySummary::default(),
                     histogram_v2: serialize_histogram(&histogram),
                 }],
             }

@@ -127,6 +127,8 @@ fn stop_reason() -> String {
                 ..OutcomeCounts::default()
             },
             latency: LatencySummary::default(),
+            latency_ok: LatencySummary::default(),
+            latency_failed: LatencySummary::default(),
             histogram_v2: Vec::new(),
         }],
     };

@@ -47,6 +47,52 @@ var Charts = (function () {
     if (t1 > t0) { timeAxis(ctx, pad.l, c.w - pad.r, c.h - 4, t0, t1); }
   }
 
+  function logFrame(c, pad, bottom, top, t0, t1, yUnit) {
+    var ctx = c.ctx;
+    ctx.strokeStyle = "#dde1e6"; ctx.fillStyle = "#6b7480"; ctx.lineWidth = 1;
+    for (var k = bottom; k <= top; k++) {
+      var y = pad.t + (c.h - pad.t - pad.b) * (1 - (k - bottom) / Math.max(1, top - bottom));
+      ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(c.w - pad.r, y); ctx.stroke();
+      ctx.textAlign = "right"; ctx.fillText(formatNumber(Math.pow(10, k)), pad.l - 4, y + 3);
+    }
+    if (yUnit) { ctx.textAlign = "left"; ctx.fillText(yUnit + " (log)", pad.l + 4, pad.t + 10); }
+    if (t1 > t0) { timeAxis(ctx, pad.l, c.w - pad.r, c.h - 4, t0, t1); }
+  }
+
+  // One endpoint's latency histogram: bars per bucket, a p95 marker, labelled axes.
+  function histogram(canvas, labels, values, title) {
+    var c = fit(canvas), pad = { l: 48, r: 10, t: 18, b: 34 };
+    var total = values.reduce(function (a, v) { return a + v; }, 0);
+    if (!total) { empty(c, "no request in this range yet"); canvas.__p95 = null; return; }
+    var yMax = niceMax(Math.max.apply(null, values));
+    frame(c, pad, yMax, 0, 0, "");
+    var slot = (c.w - pad.l - pad.r) / labels.length;
+    var every = slot < 30 ? 3 : slot < 56 ? 2 : 1;
+    c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center";
+    labels.forEach(function (label, i) { if (i % every === 0) { c.ctx.fillText(label, pad.l + slot * (i + 0.5), c.h - 20); } });
+    c.ctx.fillText("latency (bucket upper bound)", pad.l + (c.w - pad.l - pad.r) / 2, c.h - 4);
+    c.ctx.save(); c.ctx.translate(11, pad.t + (c.h - pad.t - pad.b) / 2); c.ctx.rotate(-Math.PI / 2);
+    c.ctx.fillText("requests", 0, 0); c.ctx.restore();
+    c.ctx.fillStyle = "#2f6fd6";
+    values.forEach(function (v, i) {
+      var height = (c.h - pad.t - pad.b) * v / yMax;
+      c.ctx.fillRect(pad.l + slot * i + 2, c.h - pad.b - height, slot - 4, height);
+    });
+    var seen = 0, p95 = labels.length - 1;
+    for (var i = 0; i < values.length; i++) { seen += values[i]; if (seen >= 0.95 * total) { p95 = i; break; } }
+    var px = pad.l + slot * (p95 + 1);
+    c.ctx.strokeStyle = "#d64541"; c.ctx.setLineDash([5, 3]); c.ctx.beginPath(); c.ctx.moveTo(px, pad.t); c.ctx.lineTo(px, c.h - pad.b); c.ctx.stroke(); c.ctx.setLineDash([]);
+    c.ctx.fillStyle = "#d64541"; c.ctx.textAlign = px > c.w - 120 ? "right" : "left";
+    c.ctx.fillText("p95 " + labels[p95], px + (px > c.w - 120 ? -4 : 4), pad.t - 5);
+    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(title + " · " + total + " requests", pad.l, pad.t - 5);
+    canvas.__p95 = labels[p95];
+    hoverable(canvas, function (mx) {
+      var i = Math.floor((mx - pad.l) / slot);
+      if (i < 0 || i >= labels.length) { return null; }
+      return labels[i] + ": " + values[i] + " requests (" + (100 * values[i] / total).toFixed(1) + " %)";
+    });
+  }
+
   function timeAxis(ctx, x0, x1, y, t0, t1) {
     for (var j = 0; j <= 4; j++) {
       ctx.textAlign = j === 0 ? "left" : j === 4 ? "right" : "center";
@@ -73,8 +119,11 @@ var Charts = (function () {
     }
     var yMax = 0;
     series.forEach(function (s) { if (!s.right) { s.points.forEach(function (p) { yMax = Math.max(yMax, p[1]); }); } });
+    var log = options && options.log;
+    // Log scale: decades from 0.1 to the first power of ten above the data.
+    var logTop = Math.max(0, Math.ceil(Math.log10(Math.max(yMax, 1)))), logBottom = -1;
     yMax = niceMax(yMax);
-    frame(c, pad, yMax, t0, t1, yUnit);
+    if (log) { logFrame(c, pad, logBottom, logTop, t0, t1, yUnit); } else { frame(c, pad, yMax, t0, t1, yUnit); }
     var rightMax = 0;
     series.forEach(function (s) { if (s.right) { s.points.forEach(function (p) { rightMax = Math.max(rightMax, p[1]); }); } });
     rightMax = niceMax(rightMax);
@@ -89,11 +138,15 @@ var Charts = (function () {
     var x = function (t) { return pad.l + (c.w - pad.l - pad.r) * (t - t0) / Math.max(1, t1 - t0); };
     series.forEach(function (s, index) {
       var max = s.right ? rightMax : yMax;
-      var yy = function (v) { return pad.t + (c.h - pad.t - pad.b) * (1 - v / max); };
+      var yy = log && !s.right
+        ? function (v) { var l = Math.log10(Math.max(v, 0.1)); return pad.t + (c.h - pad.t - pad.b) * (1 - (l - logBottom) / (logTop - logBottom)); }
+        : function (v) { return pad.t + (c.h - pad.t - pad.b) * (1 - v / max); };
       c.ctx.strokeStyle = s.color || PALETTE[index % PALETTE.length]; c.ctx.lineWidth = 1.6;
+      c.ctx.setLineDash(s.dash ? [4, 3] : []);
       c.ctx.beginPath();
       s.points.forEach(function (p, i) { if (i === 0) { c.ctx.moveTo(x(p[0]), yy(p[1])); } else { c.ctx.lineTo(x(p[0]), yy(p[1])); } });
       c.ctx.stroke();
+      c.ctx.setLineDash([]);
     });
     hoverable(canvas, function (mx) {
       if (mx < pad.l || mx > c.w - pad.r) { return null; }
@@ -290,5 +343,5 @@ var Charts = (function () {
     });
   }
 
-  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

@@ -237,22 +237,41 @@
     samples.forEach(function (s) {
       s.endpoints.forEach(function (e) {
         var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], buckets: BUCKETS.map(function () { return 0; }) });
-        if (e.requests > 0) { entry.points.push([s.at_ms, e.p95_us / 1000]); }
+        if (!entry.failed) { entry.failed = []; }
+        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { entry.points.push([s.at_ms, e.ok_p95_us / 1000]); }
+        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { entry.failed.push([s.at_ms, e.failed_p95_us / 1000]); }
         e.buckets.forEach(function (count, i) { entry.buckets[i] += count; });
       });
     });
     var names = Object.keys(endpoints).sort();
-    Charts.lines(document.getElementById("p95"), names.map(function (name, i) {
-      return { label: name, color: Charts.palette[i % Charts.palette.length], points: endpoints[name].points };
-    }), t0, t1, "ms", { empty: LATENCY_PENDING });
+    var logBox = document.getElementById("p95-log");
+    var series = [];
+    names.forEach(function (name, i) {
+      var color = Charts.palette[i % Charts.palette.length];
+      series.push({ label: name + " ok", color: color, points: endpoints[name].points });
+      series.push({ label: name + " failed/rejected", color: color, dash: true, points: endpoints[name].failed || [] });
+    });
+    Charts.lines(document.getElementById("p95"), series, t0, t1, "ms", { empty: LATENCY_PENDING, log: !!(logBox && logBox.checked) });
     var legend = document.getElementById("p95-legend");
     if (legend) {
       legend.innerHTML = names.map(function (name, i) {
-        return '<span class="sw" style="background:' + Charts.palette[i % Charts.palette.length] + '"></span>' + name;
-      }).join(" ");
+        return '<span class="sw" style="background:' + Charts.palette[i % Charts.palette.length] + '"></span>' + escapeHtml(name);
+      }).join(" ") + (names.length ? ' <span class="muted">— solid: successful requests, dashed: failed or rejected</span>' : "");
     }
-    if (document.getElementById("histogram")) Charts.grouped(document.getElementById("histogram"), BUCKETS,
-      names.map(function (name) { return { label: name, values: endpoints[name].buckets }; }), LATENCY_PENDING);
+    var histogram = document.getElementById("histogram");
+    var picker = document.getElementById("histogram-endpoint");
+    if (histogram && picker) {
+      var known = Array.prototype.map.call(picker.options, function (o) { return o.value; });
+      if (names.join("|") !== known.join("|")) {
+        var chosen = picker.value;
+        picker.innerHTML = names.map(function (name) { return "<option>" + escapeHtml(name) + "</option>"; }).join("");
+        if (names.indexOf(chosen) >= 0) { picker.value = chosen; } else if (names.indexOf("POST /cart/checkout") >= 0) { picker.value = "POST /cart/checkout"; }
+      }
+      var name = picker.value;
+      if (name && endpoints[name]) { Charts.histogram(histogram, BUCKETS, endpoints[name].buckets, name); }
+      else { Charts.grouped(histogram, BUCKETS, [], LATENCY_PENDING); }
+      status.histogramP95 = histogram.__p95 || null;
+    }
 
     if (document.getElementById("cart")) Charts.lines(document.getElementById("cart"), [
       { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },
@@ -340,8 +359,10 @@
     };
   }
 
-  var picker = document.getElementById("range");
-  if (picker) { picker.addEventListener("change", draw); }
+  ["range", "p95-log", "histogram-endpoint"].forEach(function (id) {
+    var control = document.getElementById(id);
+    if (control) { control.addEventListener("change", draw); }
+  });
   connect();
   draw();
   setInterval(draw, 1000);

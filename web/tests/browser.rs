@@ -436,6 +436,22 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .is_some_and(|h| h.starts_with("Experiment run: browser-outage")),
         "the header says an experiment runs"
     );
+    // The histogram is per endpoint with its p95 bucket named in units people read (≤1 s, not ≤1kms).
+    let p95 = page
+        .wait_for(
+            "document.getElementById('histogram-endpoint').options.length > 0 && window.__tolerant.histogramP95",
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(
+        p95.as_str().is_some_and(|label| {
+            let unit = label.rsplit(' ').next().unwrap_or_default();
+            (label.starts_with('≤') || label.starts_with('>')) && (unit == "ms" || unit == "s")
+        }),
+        "{p95}"
+    );
+    page.eval("document.getElementById('p95-log').click(); true")
+        .await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     page.screenshots(&artifacts, "live").await;
 
@@ -556,8 +572,8 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     .await;
     page.wait_for(
         "location.pathname === '/gameday' && document.getElementById('notice') \
-         && window.__tolerant.laneKinds['checkout->payment'] === 'forced' \
-         && document.querySelector('.tile[data-breaker=\"checkout->payment\"]').dataset.state === 'forced'",
+         && window.__tolerant && window.__tolerant.laneKinds['checkout->payment'] === 'forced' \
+         && document.querySelector('.tile[data-breaker=\"checkout->payment\"][data-state=forced]') !== null",
         Duration::from_secs(15),
     )
     .await;

@@ -83,6 +83,9 @@ pub struct EndpointStats {
     pub latency: Histogram<u64>,
     /// Latency of the requests whose outcome was `ok`.
     pub latency_ok: Histogram<u64>,
+    /// Latency of the requests that were not `ok` (failed, rejected, timed out, …): a fast rejection
+    /// is kept apart from the successes' latency.
+    pub latency_failed: Histogram<u64>,
 }
 
 impl Default for EndpointStats {
@@ -91,6 +94,7 @@ impl Default for EndpointStats {
             outcomes: OutcomeCounts::default(),
             latency: new_histogram(),
             latency_ok: new_histogram(),
+            latency_failed: new_histogram(),
         }
     }
 }
@@ -105,6 +109,10 @@ impl EndpointStats {
         let _ = self.latency.record_correct(value, expected_interval_us);
         if outcome == Outcome::Ok {
             let _ = self.latency_ok.record_correct(value, expected_interval_us);
+        } else {
+            let _ = self
+                .latency_failed
+                .record_correct(value, expected_interval_us);
         }
     }
 
@@ -112,6 +120,7 @@ impl EndpointStats {
         self.outcomes = OutcomeCounts::default();
         self.latency.reset();
         self.latency_ok.reset();
+        self.latency_failed.reset();
     }
 }
 
@@ -122,6 +131,10 @@ pub struct EndpointSecond {
     pub endpoint: usize,
     pub outcomes: OutcomeCounts,
     pub latency: LatencySummary,
+    /// Latency of the second's `ok` requests only.
+    pub latency_ok: LatencySummary,
+    /// Latency of the second's other requests (failed, rejected, timed out).
+    pub latency_failed: LatencySummary,
     /// The second's latency histogram (all outcomes), HDR V2.
     #[serde(skip)]
     pub histogram_v2: Vec<u8>,
@@ -216,6 +229,8 @@ impl Recorder {
                     endpoint,
                     outcomes: stats.outcomes,
                     latency: LatencySummary::of(&stats.latency),
+                    latency_ok: LatencySummary::of(&stats.latency_ok),
+                    latency_failed: LatencySummary::of(&stats.latency_failed),
                     histogram_v2: serialize_histogram(&stats.latency),
                 };
                 stats.reset();

@@ -56,6 +56,33 @@ fn endpoint_stats_record_all_and_ok_latencies() {
     assert_eq!(summary.max_us, stats.latency.highest_equivalent(50_000));
 }
 
+/// A fast rejection must not pull the successes' p95 down: each second keeps the two apart.
+#[test]
+fn a_second_keeps_ok_and_failed_latency_apart() {
+    const MS: Duration = Duration::from_millis(1);
+    let mut recorder = Recorder::new(1, Duration::ZERO, None);
+    for index in 0..20 {
+        recorder.record(0, index * MS, Outcome::Ok, 800 * MS, Duration::ZERO);
+        recorder.record(0, index * MS, Outcome::Rejected, MS, Duration::ZERO);
+    }
+    let (seconds, _) = recorder.finish(1);
+    let endpoint = &seconds[0].endpoints[0];
+    assert_eq!(endpoint.latency_ok.count, 20);
+    assert_eq!(endpoint.latency_failed.count, 20);
+    assert!(
+        (790_000..=810_000).contains(&endpoint.latency_ok.p95_us),
+        "{:?}",
+        endpoint.latency_ok
+    );
+    assert!(
+        endpoint.latency_failed.p95_us <= 1_001,
+        "{:?}",
+        endpoint.latency_failed
+    );
+    // All outcomes together: half the requests are fast rejections.
+    assert_eq!(endpoint.latency.count, 40);
+}
+
 #[test]
 fn percentiles_of_a_known_distribution() {
     let mut stats = EndpointStats::default();

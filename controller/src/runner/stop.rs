@@ -81,6 +81,8 @@ mod tests {
                     ..OutcomeCounts::default()
                 },
                 latency: LatencySummary::default(),
+                latency_ok: LatencySummary::default(),
+                latency_failed: LatencySummary::default(),
                 histogram_v2: Vec::new(),
             }],
         }

@@ -131,6 +131,13 @@ pub struct EndpointSample {
     pub p50_us: u64,
     pub p95_us: u64,
     pub p99_us: u64,
+    /// p95 of the `ok` requests alone (`None` when none succeeded this second).
+    #[serde(default)]
+    pub ok_p95_us: Option<u64>,
+    /// p95 of the other requests (failed, rejected, timed out; `None` when there were none): a fast
+    /// rejection shows here instead of pulling the successes' p95 down.
+    #[serde(default)]
+    pub failed_p95_us: Option<u64>,
     /// Counts per [`LATENCY_BUCKET_BOUNDS_US`] bucket, the open bucket last (13 entries).
     pub buckets: Vec<u64>,
 }

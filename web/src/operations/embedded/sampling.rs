@@ -56,6 +56,9 @@ impl LoadSeconds {
                 p50_us: endpoint.latency.p50_us,
                 p95_us: endpoint.latency.p95_us,
                 p99_us: endpoint.latency.p99_us,
+                ok_p95_us: (endpoint.latency_ok.count > 0).then_some(endpoint.latency_ok.p95_us),
+                failed_p95_us: (endpoint.latency_failed.count > 0)
+                    .then_some(endpoint.latency_failed.p95_us),
                 buckets: latency_buckets(&endpoint.histogram_v2),
             });
         }
@@ -279,6 +282,8 @@ mod tests {
                 ..load::OutcomeCounts::default()
             },
             latency: load::LatencySummary::of(&histogram),
+            latency_ok: load::LatencySummary::default(),
+            latency_failed: load::LatencySummary::default(),
             histogram_v2: load::serialize_histogram(&histogram),
         }
     }
