@@ -10,6 +10,7 @@ pub mod hub;
 pub mod live;
 pub mod operations;
 pub mod pages;
+pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;
 

@@ -318,7 +318,10 @@ struct ResultsPage {
     page: &'static str,
     results: Results,
     rows: Vec<(String, usize, Vec<CellText>)>,
-    verdicts: Vec<(String, String, String, String, bool)>,
+    /// Fault, metric, difference, verdict, and its class for the user: `better`, `worse` or `unclear`.
+    verdicts: Vec<(String, String, String, String, &'static str)>,
+    /// The curated summary shown before the full table.
+    summary: crate::results_summary::Summary,
     annotations: Vec<AnnotationLine>,
     /// Finished runs but no condition with the two a confidence interval needs.
     one_round: bool,
@@ -373,7 +376,11 @@ pub async fn results(
                     number(verdict.ci_high)
                 ),
                 verdict.verdict.clone(),
-                verdict.intervals_separate,
+                crate::results_summary::verdict_class(
+                    &verdict.metric,
+                    verdict.difference,
+                    verdict.intervals_separate,
+                ),
             )
         })
         .collect();
@@ -387,6 +394,7 @@ pub async fn results(
                 .iter()
                 .all(|condition| condition.runs < controller::stats::MIN_ROUNDS_FOR_INTERVALS),
         intervals_note: controller::stats::INTERVALS_NEED_TWO_ROUNDS,
+        summary: crate::results_summary::Summary::of(&results),
         results,
         rows,
         verdicts,

@@ -480,6 +480,17 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         table.as_str().is_some_and(|text| text.contains("enforce")),
         "{table}"
     );
+    // The curated summary comes first, with units: availability in %, checkout p95 in ms.
+    let summary = page
+        .eval("Array.from(document.querySelectorAll('#summary-table tbody td')).map(td => td.innerText)")
+        .await;
+    let cells: Vec<&str> = summary
+        .as_array()
+        .map(|cells| cells.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(cells.len() >= 7, "{summary}");
+    assert!(cells[1].ends_with(" %"), "availability in %: {summary}");
+    assert!(cells[3].ends_with(" ms"), "checkout p95 in ms: {summary}");
     page.screenshots(&artifacts, "results").await;
 
     // A later page load after the experiment finished does not say it runs.

@@ -1,0 +1,262 @@
+//! The results page's curated summary: per condition the few headline metrics with their units and which
+//! way is better for the user, and the colour of an off-vs-on verdict by whether the change helps or hurts
+//! the user (a significant rise in rejections is not green).
+
+use crate::operations::{Cell, Results};
+
+/// Which way a metric is better for the people using the shop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Neither (breaker opens, time open: a cost or a protection depending on the case).
+    Neither,
+}
+
+/// How a metric reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scale {
+    /// A fraction shown as a percentage.
+    Percent,
+    /// A number in the named unit.
+    Unit(&'static str),
+}
+
+/// A headline column: the metric's key in [`Results::metrics`], its heading, scale and direction.
+struct Headline {
+    key: &'static str,
+    heading: &'static str,
+    scale: Scale,
+    better: Better,
+}
+
+const HEADLINES: [Headline; 6] = [
+    Headline {
+        key: "availability",
+        heading: "availability",
+        scale: Scale::Percent,
+        better: Better::Higher,
+    },
+    Headline {
+        key: "checkout_failure",
+        heading: "checkout failure",
+        scale: Scale::Percent,
+        better: Better::Lower,
+    },
+    Headline {
+        key: "p95_ms[POST /cart/checkout]",
+        heading: "checkout p95",
+        scale: Scale::Unit("ms"),
+        better: Better::Lower,
+    },
+    Headline {
+        key: "breaker_opens",
+        heading: "breaker opens",
+        scale: Scale::Unit("opens"),
+        better: Better::Neither,
+    },
+    Headline {
+        key: "cart_items_end",
+        heading: "cart size at end",
+        scale: Scale::Unit("items"),
+        better: Better::Lower,
+    },
+    Headline {
+        key: "energy_per_ok_j",
+        heading: "energy per ok",
+        scale: Scale::Unit("J"),
+        better: Better::Lower,
+    },
+];
+
+/// Which way `metric` (a key like `availability` or `p95_ms[GET /cart]`) is better for the user.
+pub fn better(metric: &str) -> Better {
+    let name = metric.split('[').next().unwrap_or(metric);
+    match name {
+        "availability" | "throughput_ok" => Better::Higher,
+        "breaker_opens" | "time_open_s" => Better::Neither,
+        _ => Better::Lower,
+    }
+}
+
+/// `better`, `worse` or `unclear`: how an off-vs-on difference (on − off) reads for the user.
+pub fn verdict_class(metric: &str, difference: f64, intervals_separate: bool) -> &'static str {
+    if !intervals_separate || difference == 0.0 {
+        return "unclear";
+    }
+    match (better(metric), difference > 0.0) {
+        (Better::Higher, true) | (Better::Lower, false) => "better",
+        (Better::Higher, false) | (Better::Lower, true) => "worse",
+        (Better::Neither, _) => "unclear",
+    }
+}
+
+/// One condition's row of the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub condition: String,
+    pub runs: usize,
+    /// One text per heading: `73.4 % ± 2.1`, `–` when the metric is missing.
+    pub cells: Vec<String>,
+}
+
+/// The summary: headings with unit and direction, one row per condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// `availability (%, higher is better)`.
+    pub headings: Vec<String>,
+    pub rows: Vec<SummaryRow>,
+}
+
+fn short(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn cell_text(cell: &Cell, scale: Scale) -> String {
+    let (factor, unit) = match scale {
+        Scale::Percent => (100.0, " %"),
+        Scale::Unit(unit) => (1.0, if unit == "opens" { "" } else { unit }),
+    };
+    let unit = if unit.is_empty() || unit.starts_with(' ') {
+        unit.to_owned()
+    } else {
+        format!(" {unit}")
+    };
+    let mean = format!("{}{unit}", short(cell.mean * factor));
+    match cell.half_width {
+        Some(half) => format!("{mean} ± {}", short(half * factor)),
+        None => mean,
+    }
+}
+
+impl Summary {
+    pub fn of(results: &Results) -> Summary {
+        let headings = HEADLINES
+            .iter()
+            .map(|headline| {
+                let unit = match headline.scale {
+                    Scale::Percent => "%",
+                    Scale::Unit(unit) => unit,
+                };
+                let direction = match headline.better {
+                    Better::Higher => ", higher is better",
+                    Better::Lower => ", lower is better",
+                    Better::Neither => "",
+                };
+                format!("{} ({unit}{direction})", headline.heading)
+            })
+            .collect();
+        let columns: Vec<Option<usize>> = HEADLINES
+            .iter()
+            .map(|headline| results.metrics.iter().position(|key| key == headline.key))
+            .collect();
+        let rows = results
+            .conditions
+            .iter()
+            .map(|condition| SummaryRow {
+                condition: condition.label.clone(),
+                runs: condition.runs,
+                cells: HEADLINES
+                    .iter()
+                    .zip(&columns)
+                    .map(|(headline, column)| {
+                        column
+                            .and_then(|index| condition.cells.get(index).copied().flatten())
+                            .map_or_else(|| "–".to_owned(), |cell| cell_text(&cell, headline.scale))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Summary { headings, rows }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operations::{ConditionResult, ExperimentSummary};
+
+    fn results() -> Results {
+        let cell = |mean: f64, half: Option<f64>| {
+            Some(Cell {
+                mean,
+                half_width: half,
+                n: 3,
+            })
+        };
+        Results {
+            experiment: ExperimentSummary {
+                id: 1,
+                name: "outage".into(),
+                status: "finished".into(),
+                planned_runs: 2,
+                finished_runs: Some(2),
+                created_at_ms: 0,
+                started_at_ms: None,
+                finished_at_ms: None,
+                scheduled_at_ms: None,
+                abort_reason: None,
+            },
+            annotations: Vec::new(),
+            metrics: vec![
+                "energy_per_ok_j".into(),
+                "availability".into(),
+                "p95_ms[POST /cart/checkout]".into(),
+            ],
+            conditions: vec![ConditionResult {
+                label: "error@1.00/enforce".into(),
+                fault_kind: "error".into(),
+                fault_rate: 1.0,
+                breaker_mode: "enforce".into(),
+                runs: 3,
+                cells: vec![
+                    cell(0.0123, None),
+                    cell(0.734, Some(0.021)),
+                    cell(3.5, Some(0.4)),
+                ],
+            }],
+            verdicts: Vec::new(),
+            charts: Vec::new(),
+            csv: String::new(),
+            json: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_summary_picks_the_headline_metrics_with_units() {
+        let summary = Summary::of(&results());
+        assert_eq!(summary.headings[0], "availability (%, higher is better)");
+        assert_eq!(summary.headings[2], "checkout p95 (ms, lower is better)");
+        assert_eq!(summary.headings[3], "breaker opens (opens)");
+        let row = &summary.rows[0];
+        assert_eq!(row.condition, "error@1.00/enforce");
+        assert_eq!(row.cells[0], "73.4 % ± 2.10");
+        assert_eq!(row.cells[1], "–", "no checkout failure column");
+        assert_eq!(row.cells[2], "3.50 ms ± 0.40");
+        assert_eq!(row.cells[5], "0.01 J");
+    }
+
+    #[test]
+    fn verdicts_are_coloured_by_what_they_mean_for_the_user() {
+        // More rejections, significant: worse, not green.
+        assert_eq!(verdict_class("rejected", 120.0, true), "worse");
+        assert_eq!(verdict_class("availability", 0.2, true), "better");
+        assert_eq!(verdict_class("availability", -0.2, true), "worse");
+        assert_eq!(
+            verdict_class("p95_ms[POST /cart/checkout]", -800.0, true),
+            "better"
+        );
+        assert_eq!(
+            verdict_class("p95_ms[POST /cart/checkout]", -800.0, false),
+            "unclear"
+        );
+        assert_eq!(verdict_class("breaker_opens", 4.0, true), "unclear");
+    }
+}
