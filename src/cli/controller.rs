@@ -73,14 +73,15 @@ pub struct ShowArgs {
 
 /// External targets from the spec's `[targets]` table.
 fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Result<Testbed> {
+    let loaded = &spec.load.target;
     let frontend = spec
         .targets
-        .get("frontend")
-        .context("targets.frontend: needed when [targets] is given")?;
+        .get(loaded)
+        .with_context(|| format!("targets.{loaded}: needed to load (load.target)"))?;
     let frontend: SocketAddr = frontend
         .trim_start_matches("http://")
         .parse()
-        .with_context(|| format!("targets.frontend: `{frontend}` is not http://IP:PORT"))?;
+        .with_context(|| format!("targets.{loaded}: `{frontend}` is not http://IP:PORT"))?;
     let agent = spec
         .targets
         .get(AGENT_TARGET)
@@ -179,8 +180,19 @@ async fn execute(
             return Err(error);
         }
     };
-    // Every target must answer and take the token before anything is stored or changed.
-    let checked = runner.check_testbed().await;
+    // Every target must answer and take the token before anything is stored or changed; each is probed for what
+    // it offers, and what it does not offer is said (a run cannot measure it there).
+    let checked = match runner.check_spec_targets(spec).await {
+        Ok(lines) => {
+            if !quiet {
+                for line in lines {
+                    eprintln!("{line}");
+                }
+            }
+            Ok(())
+        }
+        Err(error) => Err(error),
+    };
     let result = match checked {
         Ok(()) => {
             // Ctrl-C ends the run in progress as a finish would (fault removed first, every task

@@ -97,6 +97,14 @@ pub fn markdown(
         let _ = writeln!(out, "Energy figures are **{}**.\n", labels.join(", "));
     }
 
+    if !info.not_measured.is_empty() {
+        let _ = writeln!(out, "## Not measured\n");
+        for line in &info.not_measured {
+            let _ = writeln!(out, "- {}", cell(line));
+        }
+        let _ = writeln!(out);
+    }
+
     conditions_table(&mut out, stats);
     stopped_table(&mut out, stats);
     comparisons_table(&mut out, stats);

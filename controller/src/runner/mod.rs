@@ -274,9 +274,14 @@ impl Runner {
         planned: &PlannedRun,
     ) -> Result<(), RunnerError> {
         let config = spec.breaker_config(planned.condition.breaker_mode);
-        for (_, url) in &self.testbed.services {
-            self.admin.reset(url).await?;
-            self.admin.set_breakers(url, &config).await?;
+        for (name, url) in &self.testbed.services {
+            let offers = spec.offers_of(name);
+            if offers.reset {
+                self.admin.reset(url).await?;
+            }
+            if offers.breaker_config {
+                self.admin.set_breakers(url, &config).await?;
+            }
         }
         Ok(())
     }
@@ -297,7 +302,8 @@ impl Runner {
         }
         self.prepare(spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind.
-        let mut scope = RunScope::open(&self.admin, &self.testbed).await?;
+        let mut scope =
+            RunScope::open(&self.admin, &self.testbed, &|name| spec.offers_of(name)).await?;
         // Foreign breakers: a baseline scrape of every source before the run exists.
         scope.follow_foreign(
             SourceCollector::start(
@@ -332,7 +338,7 @@ impl Runner {
                 abort_reason = Some(reason);
             }
         }
-        scope.start_sampler(&self.testbed);
+        scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
         let driven = match abort_reason {
             None => Some(
                 drive_load(

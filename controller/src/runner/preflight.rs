@@ -2,38 +2,75 @@
 //! typo in `[targets]` or a wrong `--token` fails at once with the target named, not at run 1 after the experiment
 //! row exists.
 //!
-//! The checks change nothing: `GET /_healthz` on every service; a breaker-mode switch with an empty body on every
-//! service (a valid token gets `400 mode: missing`, a wrong one `401`); on the agent, `GET /_agent/faults` and a
-//! renew of a fault id that cannot exist (a valid token gets `404`, a wrong one `401`).
+//! The checks change nothing: `GET /_healthz` on every Tolerant service; a breaker-mode switch with an empty body
+//! where breaker config is offered (a valid token gets `400 mode: missing`, a wrong one `401`); a `GET` of the
+//! POST-only reset route (`405` where it exists); `GET /_pool`, `GET /_admin/cart-stats` and a subscription to
+//! `/_breakers/stream` where those are offered; `GET /` on a target that offers nothing (any answer will do); on
+//! the agent, `GET /_agent/faults` and a renew of a fault id that cannot exist (a valid token gets `404`, a wrong
+//! one `401`).
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
-use super::{AdminError, Runner, RunnerError};
+use super::{AdminError, Runner, RunnerError, TransitionCollector};
+use crate::spec::{ExperimentSpec, Offers};
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
 
 impl Runner {
-    /// Checks that every service and the agent answer and accept the token (see the module docs). The error names
-    /// the target as the spec's `[targets]` table does.
+    /// Checks that every service of a Tolerant testbed and the agent answer and accept the token (see the module
+    /// docs). The error names the target as the spec's `[targets]` table does.
     pub async fn check_testbed(&self) -> Result<(), RunnerError> {
+        self.check_targets(&|name| Offers::tolerant_service(name))
+            .await
+            .map(drop)
+    }
+
+    /// Like [`Runner::check_testbed`] for the targets of `spec`, each probed for what it says it offers (a
+    /// capability it declares and does not have is an error naming it); returns one line per target saying what it
+    /// offers and what it does not (so what a run cannot measure there).
+    pub async fn check_spec_targets(
+        &self,
+        spec: &ExperimentSpec,
+    ) -> Result<Vec<String>, RunnerError> {
+        self.check_targets(&|name| spec.offers_of(name)).await
+    }
+
+    async fn check_targets(
+        &self,
+        offers_of: &(dyn Fn(&str) -> Offers + Sync),
+    ) -> Result<Vec<String>, RunnerError> {
+        let mut lines = Vec::new();
         for (name, url) in &self.testbed.services {
             let field = format!("targets.{name}");
-            self.admin
-                .call(Method::GET, &format!("{url}/_healthz"), None, Bytes::new())
-                .await
-                .map_err(|error| unreachable(&field, &error))?;
-            let mode_switch = self
-                .admin
-                .call(
-                    Method::PUT,
-                    &format!("{url}/_admin/breakers/mode"),
-                    Some("application/json"),
-                    Bytes::from_static(b"{}"),
-                )
-                .await;
-            expect_refusal_of_the_request(&field, mode_switch, StatusCode::BAD_REQUEST)?;
+            let offers = offers_of(name);
+            if offers == Offers::default() {
+                // A plain HTTP service: any answer will do.
+                match self
+                    .admin
+                    .call(Method::GET, &format!("{url}/"), None, Bytes::new())
+                    .await
+                {
+                    Ok(_) | Err(AdminError::Status { .. }) => {}
+                    Err(error) => return Err(unreachable(&field, &error)),
+                }
+            } else {
+                self.admin
+                    .call(Method::GET, &format!("{url}/_healthz"), None, Bytes::new())
+                    .await
+                    .map_err(|error| unreachable(&field, &error))?;
+                self.probe_offers(&field, url, offers).await?;
+            }
+            let missing: Vec<&str> = Offers::NAMES
+                .into_iter()
+                .filter(|capability| !offers.has(capability))
+                .collect();
+            lines.push(format!(
+                "{field} ({url}): offers {}; not offered: {}",
+                list_or_none(&offers.offered()),
+                list_or_none(&missing),
+            ));
         }
         let agent = &self.testbed.agent;
         self.admin
@@ -54,7 +91,94 @@ impl Runner {
                 Bytes::from_static(b"{}"),
             )
             .await;
-        expect_refusal_of_the_request("targets.agent", renew, StatusCode::NOT_FOUND)
+        expect_refusal_of_the_request("targets.agent", renew, StatusCode::NOT_FOUND)?;
+        Ok(lines)
+    }
+
+    /// One probe per declared capability, none of which changes anything.
+    async fn probe_offers(
+        &self,
+        field: &str,
+        url: &str,
+        offers: Offers,
+    ) -> Result<(), RunnerError> {
+        let lacks = |capability: &str, error: String| {
+            RunnerError::Testbed(format!(
+                "{field}: declares `{capability}` but {error}; remove it from `offers` or fix the target"
+            ))
+        };
+        if offers.breaker_config {
+            let mode_switch = self
+                .admin
+                .call(
+                    Method::PUT,
+                    &format!("{url}/_admin/breakers/mode"),
+                    Some("application/json"),
+                    Bytes::from_static(b"{}"),
+                )
+                .await;
+            expect_refusal_of_the_request(field, mode_switch, StatusCode::BAD_REQUEST)?;
+        }
+        if offers.reset {
+            // The route takes POST only: a GET is refused with 405 where it exists, 404 where it does not.
+            match self
+                .admin
+                .call(
+                    Method::GET,
+                    &format!("{url}/_admin/reset"),
+                    None,
+                    Bytes::new(),
+                )
+                .await
+            {
+                Err(AdminError::Status { status, .. })
+                    if status == StatusCode::METHOD_NOT_ALLOWED => {}
+                Err(error) => {
+                    return Err(lacks(
+                        "reset",
+                        format!("POST /_admin/reset is not there ({error})"),
+                    ));
+                }
+                Ok(_) => {
+                    return Err(lacks(
+                        "reset",
+                        "GET /_admin/reset answered as if it were not a POST route".into(),
+                    ));
+                }
+            }
+        }
+        for (capability, path, wanted) in [
+            ("pool", "/_pool", offers.pool),
+            ("cart-metrics", "/_admin/cart-stats", offers.cart_metrics),
+        ] {
+            if wanted {
+                self.admin
+                    .call(Method::GET, &format!("{url}{path}"), None, Bytes::new())
+                    .await
+                    .map_err(|error| lacks(capability, format!("GET {path} failed ({error})")))?;
+            }
+        }
+        if offers.breaker_stream {
+            TransitionCollector::connect(std::slice::from_ref(&url.to_owned()))
+                .await
+                .map_err(|error| {
+                    lacks(
+                        "breaker-stream",
+                        format!("/_breakers/stream does not open ({error})"),
+                    )
+                })?
+                .finish()
+                .await;
+        }
+        Ok(())
+    }
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "nothing".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 

@@ -25,6 +25,7 @@ use super::task::RunTask;
 use super::transitions::TransitionCollector;
 use super::{RunnerError, Testbed, now_ms};
 use crate::energy::EnergySource;
+use crate::spec::Offers;
 use crate::store::{CollectorSample, FaultEventRecord, TransitionRecord};
 
 /// What a run collected besides its load, once its scope has ended.
@@ -57,12 +58,17 @@ pub struct RunScope {
 }
 
 impl RunScope {
-    /// Subscribes to every service's transition stream (required) and the agent's event stream (optional:
-    /// an agent without one is no error). Nothing is applied yet.
-    pub async fn open(admin: &AdminClient, testbed: &Testbed) -> Result<Self, RunnerError> {
+    /// Subscribes to the transition stream of every service that offers one (required there) and the agent's
+    /// event stream (optional: an agent without one is no error). Nothing is applied yet.
+    pub async fn open(
+        admin: &AdminClient,
+        testbed: &Testbed,
+        offers_of: &(dyn Fn(&str) -> Offers + Sync),
+    ) -> Result<Self, RunnerError> {
         let service_urls: Vec<String> = testbed
             .services
             .iter()
+            .filter(|(name, _)| offers_of(name).breaker_stream)
             .map(|(_, url)| url.clone())
             .collect();
         let transitions = TransitionCollector::connect(&service_urls)
@@ -113,17 +119,26 @@ impl RunScope {
         Ok(())
     }
 
-    /// Samples the testbed once a second from now until the scope ends.
-    pub fn start_sampler(&mut self, testbed: &Testbed) {
+    /// Samples the testbed once a second from now until the scope ends: pools and cart sizes where offered.
+    pub fn start_sampler(
+        &mut self,
+        testbed: &Testbed,
+        offers_of: &(dyn Fn(&str) -> Offers + Sync),
+    ) {
         let cart_url = testbed
             .services
             .iter()
-            .find(|(name, _)| name == "cart")
+            .find(|(name, _)| offers_of(name).cart_metrics)
             .map(|(_, url)| url.clone());
         self.sampler = Some(Sampler::start(
             self.admin.clone(),
             cart_url,
-            testbed.services.clone(),
+            testbed
+                .services
+                .iter()
+                .filter(|(name, _)| offers_of(name).pool)
+                .cloned()
+                .collect(),
             Instant::now(),
         ));
     }

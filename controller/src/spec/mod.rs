@@ -9,6 +9,7 @@ mod error;
 mod matrix;
 mod raw;
 mod sources;
+mod targets;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ pub use sources::{
     DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,
     SourceSpec,
 };
+pub use targets::{MAX_TARGET_NAME, MAX_TARGETS, Offers};
 
 /// The services of the boutique testbed a fault or a target may name. Mirrors `boutique::ServiceName`
 /// (the controller does not depend on the boutique crate for parsing a spec).
@@ -64,6 +66,8 @@ pub struct ExperimentSpec {
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
     pub targets: BTreeMap<String, String>,
+    /// What each target (the agent aside) offers; empty = the embedded stack, which offers everything.
+    pub offers: BTreeMap<String, Offers>,
     /// Where the states of breakers Tolerant did not write come from (`[[sources]]`).
     pub sources: Vec<SourceSpec>,
     /// Release-gate criteria from `[[validate]]` tables, judged by `tolerant validate`.
@@ -96,6 +100,8 @@ pub enum Mix {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadSpec {
     pub users: u32,
+    /// The `[targets]` entry the virtual users load (`frontend` unless `load.target` says otherwise).
+    pub target: String,
     /// Uniform think time between a user's tasks (unscaled), `min <= max`.
     pub think_time: (Duration, Duration),
     pub mix: Mix,
@@ -277,6 +283,16 @@ impl ExperimentSpec {
             source,
         })?;
         Self::parse(&source)
+    }
+
+    /// What target `name` offers: as `[targets]` says, or everything a Tolerant service offers on the embedded
+    /// stack (no `[targets]`).
+    pub fn offers_of(&self, name: &str) -> Offers {
+        if self.targets.is_empty() {
+            Offers::tolerant_service(name)
+        } else {
+            self.offers.get(name).copied().unwrap_or_default()
+        }
     }
 
     /// A duration as a run really uses it: divided by `time_scale`.

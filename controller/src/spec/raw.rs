@@ -9,8 +9,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
-    AGENT_TARGET, BreakerMode, BreakerSpec, ExperimentSpec, FaultKind, FaultKindName, FaultSpec,
-    LoadSpec, MatchRule, Mix, Order, SERVICE_NAMES, SpecError, StopSpec,
+    BreakerMode, BreakerSpec, ExperimentSpec, FaultKind, FaultKindName, FaultSpec, LoadSpec,
+    MatchRule, Mix, Order, SERVICE_NAMES, SpecError, StopSpec,
 };
 
 /// Default per-request client timeout.
@@ -66,7 +66,7 @@ struct RawSpec {
     fault: Option<Spanned<RawFault>>,
     breaker: Option<Spanned<RawBreaker>>,
     stop: Option<Spanned<RawStop>>,
-    targets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    targets: Option<BTreeMap<Spanned<String>, Spanned<super::targets::RawTarget>>>,
     /// Release-gate criteria (`[[validate]]`), checked by [`crate::stats::parse_criteria`].
     validate: Option<Spanned<toml::Value>>,
     /// Foreign breaker sources (`[[sources]]`), checked by [`super::sources`].
@@ -77,6 +77,7 @@ struct RawSpec {
 #[serde(deny_unknown_fields)]
 struct RawLoad {
     users: Spanned<u32>,
+    target: Option<Spanned<String>>,
     think_time: Option<Spanned<Vec<Spanned<String>>>>,
     mix: Option<Mix>,
     rate: Option<Spanned<f64>>,
@@ -302,31 +303,38 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         None => None,
     };
 
-    let mut targets = BTreeMap::new();
-    for (key, url) in raw.targets.iter().flatten() {
-        let service = key.get_ref().as_str();
-        if service != AGENT_TARGET && !SERVICE_NAMES.contains(&service) {
+    let (targets, offers) = match &raw.targets {
+        Some(raw_targets) => super::targets::targets(&check, raw_targets)?,
+        None => Default::default(),
+    };
+    // A fault names a Tolerant service, or with targets of your own any of them (the dependency behind the agent).
+    if let Some(raw_fault) = &raw.fault {
+        let target = raw_fault.get_ref().target.get_ref();
+        if !SERVICE_NAMES.contains(&target.as_str()) && !targets.contains_key(target) {
             return Err(check.error(
-                &format!("targets.{service}"),
-                key.span(),
+                "fault.target",
+                raw_fault.get_ref().target.span(),
                 format!(
-                    "unknown target `{service}`; known: {}, {AGENT_TARGET}",
-                    SERVICE_NAMES.join(", ")
+                    "unknown target `{target}`; known: {}{}",
+                    SERVICE_NAMES.join(", "),
+                    targets
+                        .keys()
+                        .map(|name| format!(", {name}"))
+                        .collect::<String>()
                 ),
             ));
         }
-        let value = url.get_ref().trim_end_matches('/');
-        let valid = value
-            .strip_prefix("http://")
-            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'));
-        if !valid {
-            return Err(check.error(
-                &format!("targets.{service}"),
-                url.span(),
-                format!("`{value}` is not a base URL like \"http://127.0.0.1:8080\""),
-            ));
-        }
-        targets.insert(service.to_owned(), value.to_owned());
+    }
+    // The virtual users load one target: `load.target`, the frontend by default.
+    if !targets.is_empty() && !targets.contains_key(&load.target) {
+        return Err(check.error(
+            "load.target",
+            raw.load.span(),
+            format!(
+                "`{}` is not in [targets]; the virtual users need a target to load",
+                load.target
+            ),
+        ));
     }
 
     let sources = match &raw.sources {
@@ -347,6 +355,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         breaker,
         stop,
         targets,
+        offers,
         sources,
         validate: Vec::new(),
         source: source.to_owned(),
@@ -447,8 +456,16 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
         }
         None => DEFAULT_TIMEOUT,
     };
+    let target = match &raw.target {
+        Some(target) if target.get_ref().trim().is_empty() => {
+            return Err(check.error("load.target", target.span(), "must not be empty"));
+        }
+        Some(target) => target.get_ref().trim().to_owned(),
+        None => "frontend".to_owned(),
+    };
     Ok(LoadSpec {
         users,
+        target,
         think_time,
         mix: raw.mix.unwrap_or_default(),
         rate,
@@ -457,17 +474,8 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
 }
 
 fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
+    // Checked against the services and `[targets]` once both are known (see `parse`).
     let target = raw.target.get_ref().as_str();
-    if !SERVICE_NAMES.contains(&target) {
-        return Err(check.error(
-            "fault.target",
-            raw.target.span(),
-            format!(
-                "unknown target `{target}`; known: {}",
-                SERVICE_NAMES.join(", ")
-            ),
-        ));
-    }
 
     let names: Vec<Spanned<FaultKindName>> = match (&raw.kind, &raw.kinds) {
         (Some(_), Some(kinds)) => {

@@ -202,6 +202,8 @@ pub struct ExperimentInfo {
     /// Interrupted attempts and runs aborted for another reason than the stop condition (left out
     /// of every figure; runs the stop condition aborted are [`ExperimentStats::stopped`]).
     pub other_runs: usize,
+    /// What the experiment's targets could not measure, and why (see [`crate::stats::not_measured`]).
+    pub not_measured: Vec<String>,
 }
 
 /// A run its stop condition aborted: a verdict on its plan position (a resume does not run it

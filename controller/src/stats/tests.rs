@@ -487,6 +487,7 @@ fn info(finished: usize) -> ExperimentInfo {
         planned_runs: finished as i64,
         finished_runs: finished,
         other_runs: 0,
+        not_measured: Vec::new(),
     }
 }
 
@@ -827,4 +828,49 @@ fn criteria_deserialize_inside_a_spec_struct_with_the_line_of_a_bad_value() {
     // The span points into the [[validate]] table (line 2 onwards, 0-based offsets).
     let span = error.span().unwrap();
     assert!(span.start >= good.find("[[validate]]").unwrap(), "{span:?}");
+}
+
+#[test]
+fn what_a_plain_target_cannot_measure_is_said() {
+    let spec = crate::spec::ExperimentSpec::parse(
+        r#"
+name = "byo"
+duration = "10s"
+[load]
+users = 1
+target = "shop"
+[targets]
+shop = { url = "http://127.0.0.1:9000", offers = ["pool"] }
+agent = "http://127.0.0.1:9002"
+"#,
+    )
+    .unwrap();
+    let lines = crate::stats::not_measured(&spec);
+    let joined = lines.join("\n");
+    for capability in ["reset", "breaker-config", "breaker-stream", "cart-metrics"] {
+        assert!(joined.contains(&format!("`{capability}`")), "{joined}");
+    }
+    assert!(!joined.contains("`pool`"), "{joined}");
+    assert!(
+        joined.contains("breaker opens and time open were not measured"),
+        "{joined}"
+    );
+    assert!(!crate::stats::observes_breakers(&spec));
+
+    let scraped = crate::spec::ExperimentSpec::parse(&format!(
+        "{}\n[[sources]]\nkind = \"prometheus\"\nurl = \"http://127.0.0.1:9000/metrics\"\npreset = \"resilience4j\"\ninterval = \"200ms\"\n",
+        spec.source
+    ))
+    .unwrap();
+    assert!(crate::stats::observes_breakers(&scraped));
+    let joined = crate::stats::not_measured(&scraped).join("\n");
+    assert!(
+        !joined.contains("breaker opens and time open were not measured"),
+        "{joined}"
+    );
+    assert!(joined.contains("scraped every 200ms"), "{joined}");
+    let embedded =
+        crate::spec::ExperimentSpec::parse("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n")
+            .unwrap();
+    assert!(crate::stats::not_measured(&embedded).is_empty());
 }
