@@ -21,6 +21,10 @@ const COLOURS: [RGBColor; 8] = [
 ];
 
 const SIZE: (u32, u32) = (860, 500);
+/// Text size in the SVG: the pages show a chart at about three quarters of [`SIZE`], so 15 px stays at 11 px
+/// or more on screen.
+const TEXT_PX: u32 = 15;
+const CAPTION_PX: u32 = 22;
 
 /// One point, with its 95 % interval when there is one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,6 +67,15 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Option<(f64, f64
         })?;
     if from_zero && low > 0.0 {
         low = 0.0;
+    }
+    if high == low {
+        // One value (one failure rate, one condition): the axis runs from zero to a little past it, not
+        // ±10 % around it (a 90–110 % axis for a single rate of 100 % says nothing).
+        return Some(match low {
+            v if v > 0.0 => (0.0, v * 1.1),
+            v if v < 0.0 => (v * 1.1, 0.0),
+            _ => (-1.0, 1.0),
+        });
     }
     let span = high - low;
     let pad = if span > 0.0 {
@@ -107,7 +120,7 @@ impl Chart<'_> {
             let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
             root.fill(&WHITE).map_err(plot_error)?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(self.title, ("sans-serif", 20))
+                .caption(self.title, ("sans-serif", CAPTION_PX))
                 .margin(14)
                 .x_label_area_size(46)
                 .y_label_area_size(74)
@@ -117,6 +130,8 @@ impl Chart<'_> {
                 .configure_mesh()
                 .x_desc(self.x_label)
                 .y_desc(self.y_label)
+                .label_style(("sans-serif", TEXT_PX))
+                .axis_desc_style(("sans-serif", TEXT_PX))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(plot_error)?;
@@ -171,6 +186,7 @@ impl Chart<'_> {
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperLeft)
+                .label_font(("sans-serif", TEXT_PX))
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
                 .draw()
@@ -178,5 +194,26 @@ impl Chart<'_> {
             root.present().map_err(plot_error)?;
         }
         Ok(Some(svg))
+    }
+}
+
+#[cfg(test)]
+mod axis_tests {
+    use super::range;
+
+    #[test]
+    fn a_single_value_gets_an_axis_from_zero() {
+        let close = |got: Option<(f64, f64)>, want: (f64, f64)| {
+            let (low, high) = got.expect("range");
+            assert!(
+                (low - want.0).abs() < 1e-9 && (high - want.1).abs() < 1e-9,
+                "{low} {high}"
+            );
+        };
+        close(range([100.0].into_iter(), false), (0.0, 110.0));
+        close(range([-4.0].into_iter(), false), (-4.4, 0.0));
+        assert_eq!(range([0.0].into_iter(), true), Some((-1.0, 1.0)));
+        let (low, high) = range([0.0, 100.0].into_iter(), false).expect("range");
+        assert!(low < 0.0 && high > 100.0 && high < 110.0, "{low} {high}");
     }
 }
