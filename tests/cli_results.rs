@@ -409,3 +409,45 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     assert!(stdout.contains("0 faults removed"), "{stdout}");
 }
+
+/// `tolerant show 1 | head` and friends: a reader that has gone (EPIPE) ends every printing subcommand
+/// quietly — exit 0, no panic — instead of crashing on the first line.
+#[tokio::test]
+async fn every_printing_subcommand_exits_quietly_on_a_closed_pipe() {
+    let dir = TempDir::new("epipe");
+    let db = dir.db();
+    let id = fill_store(&db, SPEC).await.to_string();
+    let validate = spec_with_criterion(
+        &dir,
+        "gate.toml",
+        "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.5",
+    );
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["show", &id, "--db", &db],
+        vec!["list", "--db", &db],
+        vec!["report", &id, "--db", &db],
+        vec!["report", &id, "--format", "csv", "--db", &db],
+        vec!["report", &id, "--format", "json", "--db", &db],
+        vec!["validate", validate.to_str().unwrap(), "--db", &db],
+        vec!["simulate"],
+        vec!["--help"],
+    ];
+    for args in commands {
+        // The pipe's reading end is closed before the command starts: its first write meets EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(BIN)
+            .args(&args)
+            .current_dir(&dir.0)
+            .env_remove("TOLERANT_DB")
+            .env_remove("TOLERANT_TOKEN")
+            .env("RUST_LOG", "warn")
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = text(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

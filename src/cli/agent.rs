@@ -1,5 +1,6 @@
 //! `tolerant agent`: the standalone fault-injection sidecar.
 
+use crate::cli::output::out;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -88,12 +89,12 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         args.control,
     )
     .await?;
-    println!(
+    out!(
         "tolerant agent: proxy http://{} -> {}",
         sidecar.proxy_address()?,
         args.upstream
     );
-    println!(
+    out!(
         "tolerant agent: control http://{}/_agent/faults (metrics at /metrics)",
         sidecar.control_address()?
     );
@@ -103,7 +104,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .unwrap_or(NonZeroUsize::MIN);
     tokio::select! {
         served = sidecar.serve_threaded(threads) => served.context("sidecar stopped")?,
-        _ = super::stop_signal() => println!("tolerant agent: interrupted, stopping (faults are not kept)"),
+        _ = super::stop_signal() => out!("tolerant agent: interrupted, stopping (faults are not kept)"),
     }
     Ok(())
 }

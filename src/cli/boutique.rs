@@ -1,5 +1,6 @@
 //! `tolerant boutique`: run all ten Online Boutique services or one of them.
 
+use crate::cli::output::out;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -137,7 +138,7 @@ pub async fn run(args: BoutiqueArgs) -> anyhow::Result<()> {
     if args.target == "all" {
         let stack = RunningStack::start(config).await?;
         for (service, addr) in stack.addrs() {
-            println!("{service:<15} http://{addr}");
+            out!("{service:<15} http://{addr}");
         }
         super::stop_signal().await;
         stack.shutdown().await;
@@ -150,7 +151,7 @@ pub async fn run(args: BoutiqueArgs) -> anyhow::Result<()> {
         peers.insert(peer, url.trim_end_matches('/').to_owned());
     }
     let running = RunningService::start(service, config, peers).await?;
-    println!("{service:<15} http://{}", running.addr());
+    out!("{service:<15} http://{}", running.addr());
     running.serve_until(super::stop_signal()).await?;
     Ok(())
 }

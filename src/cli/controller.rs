@@ -2,6 +2,7 @@
 //! unfinished experiment unless `--fresh`), resume a stored experiment by id, and look at stored
 //! experiments. A spec that does not validate exits with status 2 and stores nothing.
 
+use crate::cli::output::{err_out, out};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -110,7 +111,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let spec = match ExperimentSpec::from_file(&args.spec) {
         Ok(spec) => spec,
         Err(error) => {
-            eprintln!("{}: {error}", args.spec.display());
+            err_out!("{}: {error}", args.spec.display());
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
@@ -199,7 +200,7 @@ async fn execute(
             // stopped); the run is marked interrupted and `tolerant resume` redoes it.
             let interrupt = async {
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
+                    err_out!(
                         "interrupted: ending the run in progress (its fault is removed first)"
                     );
                     cancel.cancel();
@@ -264,7 +265,7 @@ async fn drive(
     let resumed = |point: &ResumePoint| {
         skipped.set(point.done.len());
         if !quiet {
-            eprintln!(
+            err_out!(
                 "resuming experiment {}: {} of {} runs finished, {} interrupted attempt(s) \
                  discarded, {} fault(s) cleared, {} run(s) stopped by the stop condition (not run \
                  again)",
@@ -287,7 +288,7 @@ async fn drive(
                 started.elapsed().div_f64(ran as f64) * u32::try_from(left).unwrap_or(0)
             };
             if !quiet {
-                eprintln!(
+                err_out!(
                     "{} [{}/{total}] round {} · {} · ETA {}",
                     progress_bar(skipped.get() + ran, total, PROGRESS_BAR_WIDTH),
                     planned.sequence + 1,
@@ -304,7 +305,7 @@ async fn drive(
         } => {
             ran += 1;
             if !quiet {
-                eprintln!(
+                err_out!(
                     "        {} · availability {}",
                     status.as_str(),
                     availability.map_or("-".to_owned(), |a| format!("{:.3}", a))
@@ -386,19 +387,25 @@ async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyho
         })
         .collect();
     if json_out {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({ "experiment": id.0, "conditions": rows }))?
         );
         return Ok(());
     }
-    println!("experiment {id}");
-    println!(
+    out!("experiment {id}");
+    out!(
         "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
-        "condition", "runs", "stopped", "availability", "ok/s", "failed", "rejected"
+        "condition",
+        "runs",
+        "stopped",
+        "availability",
+        "ok/s",
+        "failed",
+        "rejected"
     );
     for row in &rows {
-        println!(
+        out!(
             "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
             row["condition"].as_str().unwrap_or(""),
             row["runs"].as_u64().unwrap_or(0),
@@ -437,15 +444,18 @@ pub async fn list(args: ListArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--db {}", args.db))?;
     let experiments = store.experiments().await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&experiments)?);
+        out!("{}", serde_json::to_string_pretty(&experiments)?);
         return Ok(());
     }
-    println!(
+    out!(
         "{:>4}  {:<24} {:<11} {:>5}  created",
-        "id", "name", "status", "runs"
+        "id",
+        "name",
+        "status",
+        "runs"
     );
     for experiment in experiments {
-        println!(
+        out!(
             "{:>4}  {:<24} {:<11} {:>5}  {}",
             experiment.id,
             experiment.name,
@@ -467,13 +477,13 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
     };
     let runs = store.runs(id).await?;
     if args.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({ "experiment": experiment, "runs": runs }))?
         );
         return Ok(());
     }
-    println!(
+    out!(
         "experiment {} · {} · {} · created {}",
         experiment.id,
         experiment.name,
@@ -481,9 +491,9 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         rfc3339(experiment.created_at_ms)
     );
     if let Some(reason) = &experiment.abort_reason {
-        println!("aborted: {reason}");
+        out!("aborted: {reason}");
     }
-    println!(
+    out!(
         "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
         "run",
         "round",
@@ -495,7 +505,7 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         "J per ok request"
     );
     for run in &runs {
-        println!(
+        out!(
             "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
             run.id,
             run.round_index + 1,
@@ -509,7 +519,7 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
             joules_per_ok(run),
         );
     }
-    println!(
+    out!(
         "{} of {} planned runs finished, {} stopped by the stop condition",
         runs.iter().filter(|r| r.status == Status::Finished).count(),
         experiment.planned_runs,

@@ -4,6 +4,7 @@ mod agent;
 mod boutique;
 mod controller;
 mod healthcheck;
+pub(crate) mod output;
 mod results;
 mod serve;
 mod simulate;

@@ -2,6 +2,7 @@
 //! a spec's `[[validate]]` criteria on stored 95 % intervals, and the emergency stop that clears every
 //! fault on every known agent.
 
+use crate::cli::output::{err_out, out, out_text};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -112,7 +113,7 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<()> {
         (Some(out), _) => out.clone(),
         (None, Format::Md) => PathBuf::from(format!("report-{}", args.id)),
         (None, _) => {
-            print!("{}", report.text);
+            out_text!("{}", report.text);
             return Ok(());
         }
     };
@@ -124,13 +125,13 @@ pub async fn report(args: ReportArgs) -> anyhow::Result<()> {
         args.format.extension()
     ));
     report.write(&path)?;
-    println!("{}", path.display());
+    out!("{}", path.display());
     Ok(())
 }
 
 /// Exits with `EXIT_BAD_SPEC` after naming the problem.
 fn bad_spec(path: &Path, error: impl std::fmt::Display) -> ! {
-    eprintln!("{}: {error}", path.display());
+    err_out!("{}: {error}", path.display());
     std::process::exit(EXIT_BAD_SPEC)
 }
 
@@ -161,7 +162,7 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
             match latest {
                 Some(id) => ExperimentId(id),
                 None => {
-                    eprintln!(
+                    err_out!(
                         "no stored experiment is named `{}` in {}: run `tolerant run {}` first",
                         spec.name,
                         args.db,
@@ -179,7 +180,7 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, &markdown).with_context(|| format!("--out {}", out.display()))?;
     }
-    print!("{markdown}");
+    out_text!("{markdown}");
     std::process::exit(validation.exit_code())
 }
 
@@ -211,7 +212,7 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
         store.close().await;
     }
     if agents.is_empty() {
-        println!("no known agents: the stored experiments name none and no --agent was given");
+        out!("no known agents: the stored experiments name none and no --agent was given");
         return Ok(());
     }
     let token = args
@@ -226,11 +227,11 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
                 let removed = serde_json::from_slice::<agent::api::HaltResponse>(&body)
                     .map(|answer| answer.removed.to_string())
                     .unwrap_or_else(|_| "?".to_owned());
-                println!("{agent}: halted, {removed} faults removed");
+                out!("{agent}: halted, {removed} faults removed");
             }
             Err(error) => {
                 failed += 1;
-                eprintln!("{agent}: NOT halted: {error}");
+                err_out!("{agent}: NOT halted: {error}");
             }
         }
     }

@@ -7,6 +7,7 @@
 //! as in a spec's `[targets]`) no service starts here: the dashboard drives those (the compose stack's
 //! controller container runs this way).
 
+use crate::cli::output::out;
 use std::net::SocketAddr;
 
 use anyhow::{Context, bail};
@@ -77,18 +78,18 @@ pub async fn run() -> anyhow::Result<()> {
     let dashboard = RunningDashboard::start(config)
         .await
         .context("starting the embedded stack and dashboard")?;
-    println!("Tolerant dashboard: {}", dashboard.url());
-    println!("Online Boutique shop: {}", dashboard.shop_url());
+    out!("Tolerant dashboard: {}", dashboard.url());
+    out!("Online Boutique shop: {}", dashboard.shop_url());
     if token_from_env {
-        println!("Token: from TOLERANT_TOKEN");
+        out!("Token: from TOLERANT_TOKEN");
     } else {
-        println!("Token (log in with it to act): {}", dashboard.token());
+        out!("Token (log in with it to act): {}", dashboard.token());
     }
-    println!("Ctrl-C stops everything and clears every fault.");
+    out!("Ctrl-C stops everything and clears every fault.");
 
     super::stop_signal().await;
-    println!("Stopping: clearing faults, closing the dashboard and the services…");
+    out!("Stopping: clearing faults, closing the dashboard and the services…");
     dashboard.shutdown().await;
-    println!("Stopped.");
+    out!("Stopped.");
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! a flag left out keeps the idealised model's default. A value out of bounds exits with status 2 and an error
 //! naming the flag.
 
+use crate::cli::output::{err_out, out, out_text};
 use std::time::Duration;
 
 use breaker::State;
@@ -273,7 +274,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let run = match simulation {
         Ok(run) => run,
         Err(error) => {
-            eprintln!(
+            err_out!(
                 "error: --{}: {}",
                 error.field.replace('_', "-"),
                 error.message
@@ -282,9 +283,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
     };
     if args.json {
-        println!("{}", serde_json::to_string(&json_document(&run))?);
+        out!("{}", serde_json::to_string(&json_document(&run))?);
     } else {
-        print!("{}", text_report(&settings, &run));
+        out_text!("{}", text_report(&settings, &run));
     }
     Ok(())
 }
