@@ -142,12 +142,15 @@ impl Dependency {
     }
 
     /// `GET {base}{path}` and decode the JSON answer.
-    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+    pub async fn get<T: DeserializeOwned + Send + 'static>(
+        &self,
+        path: &str,
+    ) -> Result<T, CallError> {
         self.call(Method::GET, path, None).await
     }
 
     /// `POST {base}{path}` with a JSON body and decode the JSON answer.
-    pub async fn post<B: Serialize, T: DeserializeOwned>(
+    pub async fn post<B: Serialize, T: DeserializeOwned + Send + 'static>(
         &self,
         path: &str,
         body: &B,
@@ -160,7 +163,10 @@ impl Dependency {
     }
 
     /// `DELETE {base}{path}` and decode the JSON answer.
-    pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+    pub async fn delete<T: DeserializeOwned + Send + 'static>(
+        &self,
+        path: &str,
+    ) -> Result<T, CallError> {
         self.call(Method::DELETE, path, None).await
     }
 
@@ -186,14 +192,17 @@ impl Dependency {
         })
     }
 
-    async fn call<T: DeserializeOwned>(
+    /// One call under the breaker. The call runs on its own task, so a caller that gives up (its future dropped
+    /// because *its* caller disconnected) does not cancel it: the call still ends within the call timeout and its
+    /// outcome — a hang's timeout included — is recorded, instead of a dropped permit the breaker cannot read.
+    async fn call<T: DeserializeOwned + Send + 'static>(
         &self,
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<T, CallError> {
         let request = self.request(method, path, body)?;
-        let permit = match self.breaker.try_acquire() {
+        let permit = match self.breaker.try_acquire_owned() {
             Ok(permit) => permit,
             Err(rejected) => {
                 self.stats.rejected.fetch_add(1, Ordering::Relaxed);
@@ -202,6 +211,22 @@ impl Dependency {
                 });
             }
         };
+        let dependency = self.clone();
+        let call = tokio::spawn(async move { dependency.exchange(request, permit).await });
+        call.await.unwrap_or_else(|error| {
+            Err(CallError::Transport {
+                dependency: self.target,
+                message: format!("the call task failed: {error}"),
+            })
+        })
+    }
+
+    /// Sends `request`, waits for the answer within the call timeout, records the outcome on `permit`.
+    async fn exchange<T: DeserializeOwned>(
+        &self,
+        request: Request<Full<Bytes>>,
+        permit: breaker::OwnedPermit,
+    ) -> Result<T, CallError> {
         let started = Instant::now();
         let exchange = tokio::time::timeout(self.timeout, async move {
             let _connection = self
@@ -287,3 +312,66 @@ impl Dependency {
 /// An empty JSON object answer (`{}`), for calls that return nothing of interest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize)]
 pub struct Ack {}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{Ack, CallStats, Dependency};
+    use crate::service_name::ServiceName;
+
+    /// The caller's caller gives up (its timeout, 150 ms, is below the call timeout, 400 ms) while the dependency
+    /// hangs: the call still ends at its own timeout and is recorded as the failure it is, so five hangs trip
+    /// `consecutive_failures = 5` — they used to be dropped permits, counted as ignored, and never tripped it.
+    #[tokio::test]
+    async fn a_call_whose_caller_gave_up_is_still_recorded_as_a_failure() {
+        // Accepts connections and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut sockets = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                sockets.push(socket);
+            }
+        });
+        let mut config = breaker::BreakerConfig::default();
+        config.trip.consecutive_failures = Some(5);
+        let breaker = Arc::new(breaker::CircuitBreaker::new(
+            "checkout->payment",
+            config,
+            Arc::new(breaker::SystemClock),
+        ));
+        let dependency = Dependency::new(
+            ServiceName::Payment,
+            format!("http://{address}"),
+            breaker.clone(),
+            crate::context::internal_http_client().unwrap(),
+            Duration::from_millis(400),
+            Arc::new(CallStats::default()),
+        );
+        for _ in 0..5 {
+            let gave_up =
+                tokio::time::timeout(Duration::from_millis(150), dependency.get::<Ack>("/charge"))
+                    .await;
+            assert!(gave_up.is_err(), "the caller's caller should give up first");
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while breaker.snapshot().counters.failures < 5 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{:?}",
+                breaker.snapshot().counters
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let counters = breaker.snapshot().counters;
+        assert_eq!(
+            (counters.failures, counters.ignored),
+            (5, 0),
+            "{counters:?}"
+        );
+        assert_eq!(breaker.state(), breaker::State::Open);
+        held.abort();
+    }
+}

@@ -234,9 +234,22 @@ impl Ticket {
     }
 }
 
-/// Leave to make one call. Record its outcome after the call; dropping it without an outcome counts as `Ignored`
-/// and frees its half-open probe slot. No lock is held while it lives.
-#[must_use = "a permit records nothing unless its outcome is recorded; dropping it counts the call as ignored"]
+/// Leave to make one call. Record its outcome after the call. No lock is held while it lives.
+///
+/// # A dropped permit
+///
+/// Dropping a permit without an outcome — typically because the caller's own caller gave up and its future was
+/// cancelled mid-call — frees its half-open probe slot and counts as follows:
+///
+/// - when a slow-call detector is configured and the call had already waited at least `trip.slow_call.duration`,
+///   it counts as a **failure** (and a slow call): a call abandoned after waiting that long is evidence that the
+///   dependency is slow or hung, and recording nothing would leave the breaker blind to hangs whenever the
+///   caller's caller times out before the call does;
+/// - otherwise it counts as **ignored** (nothing is known about the dependency yet).
+///
+/// Callers that know their call timeout can do better than either: let the call run to its own end (the
+/// boutique's client does, so a hang is recorded as the timeout it is).
+#[must_use = "a permit records nothing unless its outcome is recorded; dropping it counts the call as ignored, or as a failure once it waited past the slow-call threshold"]
 #[derive(Debug)]
 pub struct Permit<'a> {
     breaker: &'a CircuitBreaker,
@@ -267,12 +280,13 @@ impl Permit<'_> {
 impl Drop for Permit<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.breaker.finish(self.ticket, Outcome::Ignored, None);
+        self.breaker.abandon(self.ticket);
     }
 }
 
-/// A [`Permit`] that owns a reference to its breaker (for futures and tower services).
-#[must_use = "dropping it counts the call as ignored"]
+/// A [`Permit`] that owns a reference to its breaker (for futures and tower services). Dropped without an
+/// outcome it counts as a [`Permit`] does (see "A dropped permit" there).
+#[must_use = "dropping it counts the call as ignored, or as a failure once it waited past the slow-call threshold"]
 #[derive(Debug)]
 pub struct OwnedPermit {
     breaker: Arc<CircuitBreaker>,
@@ -309,7 +323,7 @@ impl OwnedPermit {
 impl Drop for OwnedPermit {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            self.breaker.finish(ticket, Outcome::Ignored, None);
+            self.breaker.abandon(ticket);
         }
     }
 }
@@ -481,6 +495,23 @@ impl CircuitBreaker {
                 })
             }
         }
+    }
+
+    /// Record a permit dropped without an outcome: a failure once it waited past the slow-call threshold (only a
+    /// timed ticket can have), else ignored. See [`Permit`]'s "A dropped permit".
+    #[inline]
+    fn abandon(&self, ticket: Ticket) {
+        let slow_call_ns = self.slow_call_ns.load(Ordering::Relaxed);
+        let waited_past_slow = slow_call_ns != u64::MAX
+            && ticket
+                .elapsed(self.clock.now())
+                .is_some_and(|elapsed| duration_nanos(elapsed) >= slow_call_ns);
+        let outcome = if waited_past_slow {
+            Outcome::Failure
+        } else {
+            Outcome::Ignored
+        };
+        self.finish(ticket, outcome, None);
     }
 
     /// Record the outcome of the call `ticket` admitted.

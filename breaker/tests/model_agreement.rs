@@ -119,7 +119,7 @@ fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Drop { index } if !held.is_empty() => {
                 let (permit, expected) = held.remove(index % held.len());
                 drop(permit);
-                model.record(expected, Outcome::Ignored, None);
+                model.drop_permit(expected);
             }
             Op::Advance { ms } => {
                 clock.advance(Duration::from_millis(ms));

@@ -363,6 +363,55 @@ fn slow_calls_trip_by_rate_timed_by_the_breaker_clock() {
     assert_eq!(f.last().reason, Reason::SlowCallRate);
 }
 
+/// A permit dropped without an outcome (the caller's caller gave up first) after it waited past the slow-call
+/// threshold is a failure and a slow call; dropped before it, it is ignored. Five such hangs trip
+/// `consecutive_failures = 5`, which ignoring them never would.
+#[test]
+fn a_permit_dropped_after_waiting_past_the_slow_call_threshold_counts_as_a_failure() {
+    let mut config = slow_config();
+    config.trip.consecutive_failures = Some(5);
+    config.trip.slow_call.as_mut().unwrap().min_calls = 100;
+    let f = fixture(config);
+
+    let early = f.breaker.try_acquire().expect("closed");
+    f.advance(Duration::from_millis(50));
+    drop(early);
+    let counters = f.breaker.snapshot().counters;
+    assert_eq!(
+        (counters.ignored, counters.failures, counters.slow),
+        (1, 0, 0)
+    );
+
+    for _ in 0..5 {
+        assert_eq!(f.breaker.state(), State::Closed);
+        let abandoned = f.breaker.try_acquire().expect("closed");
+        f.advance(Duration::from_millis(150));
+        drop(abandoned);
+    }
+    let counters = f.breaker.snapshot().counters;
+    assert_eq!(
+        (counters.ignored, counters.failures, counters.slow),
+        (1, 5, 5)
+    );
+    assert_eq!(f.breaker.state(), State::Open);
+    assert_eq!(f.last().reason, Reason::ConsecutiveFailures);
+}
+
+/// Without a slow-call detector a dropped permit is ignored, however long it waited (nothing says how long is
+/// too long).
+#[test]
+fn without_a_slow_call_detector_a_dropped_permit_is_ignored() {
+    let mut config = BreakerConfig::default();
+    config.trip.consecutive_failures = Some(1);
+    let f = fixture(config);
+    let permit = f.breaker.try_acquire().expect("closed");
+    f.advance(secs(60));
+    drop(permit);
+    let counters = f.breaker.snapshot().counters;
+    assert_eq!((counters.ignored, counters.failures), (1, 0));
+    assert_eq!(f.breaker.state(), State::Closed);
+}
+
 #[test]
 fn detectors_combine_and_the_first_to_fire_names_the_reason() {
     let mut config = rate_config(0.9, secs(10), 100);

@@ -273,6 +273,20 @@ impl Model {
             .then_some((hits, calls))
     }
 
+    /// A permit dropped without an outcome: a failure when it waited past the slow-call threshold, else ignored.
+    pub fn drop_permit(&mut self, permit: ModelPermit) {
+        let waited_past_slow = match (&self.config.trip.slow_call, permit.started_ns) {
+            (Some(rule), Some(started)) => self.now_ns - started >= nanos(rule.duration),
+            _ => false,
+        };
+        let outcome = if waited_past_slow {
+            Outcome::Failure
+        } else {
+            Outcome::Ignored
+        };
+        self.record(permit, outcome, None);
+    }
+
     pub fn record(&mut self, permit: ModelPermit, outcome: Outcome, elapsed_ms: Option<u64>) {
         self.counters.permitted += 1;
         match outcome {
