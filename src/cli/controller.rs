@@ -165,7 +165,7 @@ async fn execute(
             let inbox = PushInbox::default();
             runner = runner.with_push_inbox(inbox.clone());
             if !quiet {
-                eprintln!(
+                err_out!(
                     "taking pushed breaker events on http://{addr}/api/breaker-events (bearer token: --token)"
                 );
             }
@@ -187,7 +187,7 @@ async fn execute(
         Ok(lines) => {
             if !quiet {
                 for line in lines {
-                    eprintln!("{line}");
+                    err_out!("{line}");
                 }
             }
             Ok(())

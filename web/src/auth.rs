@@ -9,13 +9,20 @@
 //!   or an `x-csrf-token` header — compared in constant time, and, when the browser sends an `Origin`, it
 //!   must be this server's own (`http://<Host>`). A page on another origin can neither read the CSRF token
 //!   nor forge the Origin.
+//!
+//! Wrong logins are throttled: after [`FREE_WRONG_LOGINS`] wrong tokens in a row, every login attempt —
+//! right or wrong, so guesses cannot be tested meanwhile — is refused without looking at the token for a
+//! lockout that doubles with each further wrong one (1 s, 2 s, 4 s … at most [`MAX_LOGIN_LOCKOUT`]). A right
+//! token after the lockout resets the count.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use http::HeaderMap;
 use http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use parking_lot::Mutex;
 use subtle::ConstantTimeEq;
+use tokio::time::Instant;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "tolerant_session";
@@ -23,6 +30,10 @@ pub const SESSION_COOKIE: &str = "tolerant_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Most sessions kept at once (the oldest is forgotten beyond this).
 const MAX_SESSIONS: usize = 1_000;
+/// Wrong logins in a row before the lockout starts.
+pub const FREE_WRONG_LOGINS: u32 = 5;
+/// Longest lockout after wrong logins.
+pub const MAX_LOGIN_LOCKOUT: Duration = Duration::from_secs(60);
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +46,15 @@ pub enum AuthError {
     Csrf,
     #[error("the request comes from another origin")]
     Origin,
+    #[error("too many wrong logins: try again in {} s", retry_after.as_secs().max(1))]
+    Throttled { retry_after: Duration },
+}
+
+/// Wrong logins in a row and the lockout they caused.
+#[derive(Debug, Default)]
+struct LoginThrottle {
+    wrong_in_a_row: u32,
+    locked_until: Option<Instant>,
 }
 
 /// A logged-in browser session.
@@ -50,6 +70,7 @@ pub struct Auth {
     token: String,
     sessions: Mutex<HashMap<String, (u64, String)>>,
     next_order: Mutex<u64>,
+    throttle: Mutex<LoginThrottle>,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -83,6 +104,7 @@ impl Auth {
             token: token.into(),
             sessions: Mutex::new(HashMap::new()),
             next_order: Mutex::new(0),
+            throttle: Mutex::new(LoginThrottle::default()),
         }
     }
 
@@ -96,9 +118,28 @@ impl Auth {
     }
 
     /// Checks the token and opens a session.
+    /// Throttled after wrong ones (see the module docs).
     pub fn login(&self, offered: &str) -> Result<Session, AuthError> {
-        if !self.token_matches(offered) {
-            return Err(AuthError::WrongToken);
+        {
+            let now = Instant::now();
+            let mut throttle = self.throttle.lock();
+            if let Some(until) = throttle.locked_until
+                && now < until
+            {
+                return Err(AuthError::Throttled {
+                    retry_after: until - now,
+                });
+            }
+            if !self.token_matches(offered) {
+                throttle.wrong_in_a_row = throttle.wrong_in_a_row.saturating_add(1);
+                if throttle.wrong_in_a_row >= FREE_WRONG_LOGINS {
+                    let doublings = (throttle.wrong_in_a_row - FREE_WRONG_LOGINS).min(6);
+                    let lockout = Duration::from_secs(1 << doublings).min(MAX_LOGIN_LOCKOUT);
+                    throttle.locked_until = Some(now + lockout);
+                }
+                return Err(AuthError::WrongToken);
+            }
+            *throttle = LoginThrottle::default();
         }
         let session = Session {
             id: random_hex(24),

@@ -31,6 +31,7 @@ impl AppError {
         match self {
             AppError::Auth(AuthError::Missing | AuthError::WrongToken) => StatusCode::UNAUTHORIZED,
             AppError::Auth(AuthError::Csrf | AuthError::Origin) => StatusCode::FORBIDDEN,
+            AppError::Auth(AuthError::Throttled { .. }) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Operations(OperationError::Invalid(_)) | AppError::BadRequest(_) => {
                 StatusCode::BAD_REQUEST
             }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::api::{check_mode, parse_at, store_annotation};
 use crate::app::AppState;
-use crate::auth::Auth;
+use crate::auth::{Auth, AuthError};
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
 use crate::operations::{
@@ -444,6 +444,8 @@ struct LoginPage {
     page: &'static str,
     next: String,
     failed: bool,
+    /// Refused unread: too many wrong logins in a row.
+    throttled: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -452,10 +454,21 @@ pub struct NextQuery {
     failed: Option<String>,
 }
 
-/// Only local paths are followed after a login (no open redirect).
+/// Only same-site paths are followed after a login or a form (no open redirect): `/` then a character that
+/// is not `/` or `\\`, and no backslash, whitespace or control character anywhere — browsers read `/\\evil/`
+/// as `//evil/` and drop tabs and newlines, so `/<TAB>/evil` is `//evil` too.
 fn local_path(next: Option<String>) -> String {
-    next.filter(|next| next.starts_with('/') && !next.starts_with("//"))
+    next.filter(|next| is_same_site_path(next))
         .unwrap_or_else(|| "/".into())
+}
+
+fn is_same_site_path(next: &str) -> bool {
+    let mut chars = next.chars();
+    chars.next() == Some('/')
+        && !matches!(chars.next(), Some('/'))
+        && !next
+            .chars()
+            .any(|c| c == '\\' || c.is_whitespace() || c.is_control())
 }
 
 pub async fn login_form(
@@ -468,6 +481,7 @@ pub async fn login_form(
         page: "login",
         next: local_path(query.next),
         failed: query.failed.is_some(),
+        throttled: false,
     })
 }
 
@@ -483,23 +497,26 @@ pub async fn login(
     Form(form): Form<LoginForm>,
 ) -> Result<Response, PageError> {
     let next = local_path(form.next);
-    match state.auth.login(form.token.trim()) {
-        Ok(session) => Ok((
-            [(SET_COOKIE, Auth::session_cookie(&session))],
-            Redirect::to(&next),
-        )
-            .into_response()),
-        Err(_) => {
-            let page = LoginPage {
-                viewer: Viewer::of(&state, &headers),
-                page: "login",
-                next,
-                failed: true,
-            };
-            let html = page.render().map_err(AppError::from)?;
-            Ok((http::StatusCode::UNAUTHORIZED, Html(html)).into_response())
+    let status = match state.auth.login(form.token.trim()) {
+        Ok(session) => {
+            return Ok((
+                [(SET_COOKIE, Auth::session_cookie(&session))],
+                Redirect::to(&next),
+            )
+                .into_response());
         }
-    }
+        Err(AuthError::Throttled { .. }) => http::StatusCode::TOO_MANY_REQUESTS,
+        Err(_) => http::StatusCode::UNAUTHORIZED,
+    };
+    let page = LoginPage {
+        viewer: Viewer::of(&state, &headers),
+        page: "login",
+        next,
+        failed: true,
+        throttled: status == http::StatusCode::TOO_MANY_REQUESTS,
+    };
+    let html = page.render().map_err(AppError::from)?;
+    Ok((status, Html(html)).into_response())
 }
 
 #[derive(Debug, Deserialize)]

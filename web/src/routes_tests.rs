@@ -960,3 +960,63 @@ async fn pushed_breaker_events_reach_the_timeline_checked_and_rate_bounded() {
         StatusCode::TOO_MANY_REQUESTS
     );
 }
+
+/// `next` after a login or an annotation is followed only when it is a same-site path: `/\evil.example/`
+/// (a browser reads `\` as `/`) and a leading tab or newline (browsers drop them) are not.
+#[tokio::test]
+async fn login_and_annotate_follow_only_same_site_paths() {
+    let (state, _) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    for (next, expected) in [
+        ("/live", "/live"),
+        ("/results/3?x=1", "/results/3?x=1"),
+        ("%2F%5Cevil.example%2F", "/"),
+        ("%2F%2Fevil.example%2F", "/"),
+        ("%09%2F%2Fevil.example%2F", "/"),
+        ("%2F%09%2Fevil.example%2F", "/"),
+        ("%2F%0A%2Fevil.example%2F", "/"),
+        ("https%3A%2F%2Fevil.example%2F", "/"),
+        ("%5C%5Cevil.example", "/"),
+    ] {
+        let response = send(
+            &state,
+            form("/login", &format!("token={TOKEN}&next={next}"), None),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{next}");
+        assert_eq!(response.headers()["location"], expected, "login {next}");
+        let note = format!("csrf={csrf}&text=note&next={next}");
+        let response = send(&state, form("/ui/annotate", &note, Some(&cookie))).await;
+        assert_eq!(response.headers()["location"], expected, "annotate {next}");
+    }
+}
+
+/// After five wrong tokens in a row every login is refused unread (429) for a lockout that doubles; a right
+/// token after the lockout logs in again.
+#[tokio::test(start_paused = true)]
+async fn repeated_wrong_logins_are_throttled() {
+    let (state, _) = app();
+    for _ in 0..5 {
+        let response = send(&state, form("/login", "token=guess&next=/", None)).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Locked for 1 s: even the right token is refused without being looked at.
+    let right = format!("token={TOKEN}&next=/");
+    let response = send(&state, form("/login", &right, None)).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(response.headers().get(SET_COOKIE).is_none());
+    assert!(text(response).await.contains("Too many wrong tokens"));
+    tokio::time::advance(std::time::Duration::from_millis(1_100)).await;
+    // A sixth wrong one locks for 2 s.
+    let response = send(&state, form("/login", "token=guess&next=/", None)).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    tokio::time::advance(std::time::Duration::from_millis(1_500)).await;
+    let response = send(&state, form("/login", &right, None)).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    tokio::time::advance(std::time::Duration::from_millis(600)).await;
+    let response = send(&state, form("/login", &right, None)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    // The count starts again from zero.
+    let response = send(&state, form("/login", "token=guess&next=/", None)).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
