@@ -2,6 +2,7 @@
 
 pub mod energy;
 pub mod load;
+pub mod predict;
 pub mod report;
 pub mod runner;
 pub mod sources;

@@ -116,6 +116,10 @@ pub(crate) struct Pass {
     pub(crate) state_ns: Vec<[u64; 3]>,
     /// Per second: instance-seconds spent not closed, over all instances.
     pub(crate) not_closed_s: Vec<f64>,
+    /// Per second: instance-seconds spent open, over all instances.
+    pub(crate) open_s: Vec<f64>,
+    /// Per second: transitions into open, over all instances.
+    pub(crate) opens_per_second: Vec<u64>,
     pub(crate) opens: u64,
     pub(crate) open_ns: u64,
     pub(crate) half_open_ns: u64,
@@ -567,6 +571,8 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
     clock.set(crate::clock::Instant::from_nanos(window_ns));
     pass.state_ns = vec![[0; 3]; seconds];
     pass.not_closed_s = vec![0.0; seconds];
+    pass.open_s = vec![0.0; seconds];
+    pass.opens_per_second = vec![0; seconds];
     for (index, (breaker, sink)) in breakers.iter().enumerate() {
         let counters = breaker.snapshot().counters;
         pass.opens += counters.opens;
@@ -584,10 +590,17 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                 if index == 0 {
                     pass.state_ns[second][state.index()] += ns;
                 }
+                let share = ns as f64 / NANOS_PER_SECOND as f64;
                 if state != State::Closed {
-                    pass.not_closed_s[second] += ns as f64 / NANOS_PER_SECOND as f64;
+                    pass.not_closed_s[second] += share;
+                }
+                if state == State::Open {
+                    pass.open_s[second] += share;
                 }
             });
+            if next == State::Open && at < window_ns {
+                pass.opens_per_second[(at / NANOS_PER_SECOND) as usize] += 1;
+            }
             since = at.max(since);
             state = next;
         }

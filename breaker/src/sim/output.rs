@@ -20,8 +20,16 @@ pub struct Second {
     pub state: State,
     /// Instance-seconds spent open or half-open in this second, over all instances (0 … instances).
     pub not_closed: f64,
+    /// Instance-seconds spent open in this second, over all instances.
+    pub open: f64,
+    /// Transitions into open in this second, over all instances.
+    pub opens: u64,
     /// Requests that arrived.
     pub calls: u64,
+    /// Requests that call the dependency.
+    pub dependency_calls: u64,
+    /// Of those, the ones that failed (rejections included).
+    pub dependency_failures: u64,
     /// Calls that reached the dependency.
     pub reached: u64,
     /// Calls the breaker rejected.
@@ -162,7 +170,11 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
             t: u32::try_from(t).unwrap_or(u32::MAX),
             state: dominant(with.state_ns[t]),
             not_closed: with.not_closed_s[t],
+            open: with.open_s[t],
+            opens: with.opens_per_second[t],
             calls: tally.requests,
+            dependency_calls: tally.dependency_calls,
+            dependency_failures: tally.dependency_failures,
             reached: tally.reached,
             never_made: tally.never_made,
             probes: tally.probes,

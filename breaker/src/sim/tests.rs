@@ -100,6 +100,16 @@ fn a_long_hard_outage_with_every_arrival_probing() {
     assert_eq!(run.seconds[45].failed_without_breaker, 0);
     let per_second: u64 = run.seconds.iter().map(|s| s.slow_failures).sum();
     assert_eq!(per_second, t.slow_failures);
+    let opened: Vec<u32> = run
+        .seconds
+        .iter()
+        .filter(|s| s.opens > 0)
+        .map(|s| s.t)
+        .collect();
+    assert_eq!(opened, [14, 26, 38]);
+    let open_s: f64 = run.seconds.iter().map(|s| s.open).sum();
+    assert_eq!(open_s, 30.0);
+    assert_eq!(run.seconds[30].dependency_failures, 1);
 }
 
 // The same with the breaker's real half-open policy, one probe at a time: 25 and 37 are rejected instead of

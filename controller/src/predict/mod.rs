@@ -1,0 +1,277 @@
+//! Predictions: for each condition of a spec, what `breaker::sim` says the run will measure — breaker opens,
+//! rejected requests, observed checkout failure, time open — over the measured window, before anything runs.
+//!
+//! The spec maps onto the simulator's model: the spec's users and think time (or its open-model rate), one task in
+//! nineteen a checkout calling the dependency (the Online Boutique mix's weights), the fault active for the whole
+//! run at the condition's rate (a hang costs the boutique's call timeout, an error or reset nothing), and the
+//! condition's breaker config with the spec's time scale. Each condition is simulated with [`SEEDS`] seeds; the
+//! band is the range of those runs widened by a tolerance, and a measurement whose interval misses the band is
+//! flagged with the model assumption most likely behind the difference.
+//!
+//! What the model leaves out, and so what a flag usually means: it has one breaker on the dependency (the
+//! testbed counts every breaker that opened on the path), no latency or queueing before the call, and checkouts
+//! that fail only through the dependency.
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use breaker::sim::{self, FaultKind, Pattern, Scenario, Schedule, Upstream, Workload};
+use serde::{Deserialize, Serialize};
+
+use crate::load::Task;
+use crate::spec::{BreakerMode, Condition, ExperimentSpec, FaultKind as SpecFault};
+use crate::stats::{MetricName, Summary};
+
+/// Seeds each condition is simulated with.
+pub const SEEDS: u64 = 10;
+
+/// A predicted range: the simulated runs' lowest, mean and highest value, and the band a measurement is judged
+/// against (the range widened by the metric's tolerance).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    pub low: f64,
+    pub mean: f64,
+    pub high: f64,
+    pub band_low: f64,
+    pub band_high: f64,
+}
+
+impl Band {
+    fn of(values: &[f64], tolerance: Tolerance) -> Band {
+        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+        let slack = (mean.abs() * tolerance.relative).max(tolerance.absolute);
+        Band {
+            low,
+            mean,
+            high,
+            band_low: (low - slack).max(0.0),
+            band_high: high + slack,
+        }
+    }
+
+    /// Whether a measured interval `[low, high]` misses the band entirely.
+    pub fn misses(&self, low: f64, high: f64) -> bool {
+        high < self.band_low || low > self.band_high
+    }
+}
+
+/// How far a measurement may stray from the simulated range before it is flagged.
+#[derive(Debug, Clone, Copy)]
+struct Tolerance {
+    relative: f64,
+    absolute: f64,
+}
+
+const OPENS_TOLERANCE: Tolerance = Tolerance {
+    relative: 0.1,
+    absolute: 1.0,
+};
+const REJECTED_TOLERANCE: Tolerance = Tolerance {
+    relative: 0.2,
+    absolute: 5.0,
+};
+const FAILURE_TOLERANCE: Tolerance = Tolerance {
+    relative: 0.1,
+    absolute: 0.03,
+};
+const TIME_OPEN_TOLERANCE: Tolerance = Tolerance {
+    relative: 0.1,
+    absolute: 2.0,
+};
+
+/// What the simulator predicts for one condition's runs (measured window only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The condition's index in expansion order.
+    pub condition: usize,
+    pub breaker_opens: Band,
+    pub rejected: Band,
+    /// Share of checkouts that fail (rejections count), against the injected rate.
+    pub checkout_failure: Band,
+    pub injected_rate: f64,
+    pub time_open_s: Band,
+    /// Upper bound on opens over the measured window from the configuration alone (with a breaker).
+    pub opens_bound: Option<u64>,
+    /// The study's estimate: measured time / (open window + time to trip), for a binary fault.
+    pub opens_estimate: Option<f64>,
+}
+
+/// One measured metric set beside its prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub metric: MetricName,
+    pub predicted: Band,
+    pub measured: Summary,
+    /// Why the measurement may miss the band, when it does.
+    pub flag: Option<&'static str>,
+}
+
+/// Share of the Online Boutique mix's tasks that are checkouts (the only task calling Payment).
+pub fn checkout_share() -> f64 {
+    let total: u32 = Task::ALL.iter().map(|t| t.weight()).sum();
+    f64::from(Task::Checkout.weight()) / f64::from(total)
+}
+
+/// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
+/// fault on another service than Payment, a run longer than the simulator's window).
+pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
+    if spec.fault.target != "payment" {
+        return None;
+    }
+    let kind = match condition.fault {
+        SpecFault::Error { .. } | SpecFault::Reset => FaultKind::Error,
+        SpecFault::Hang => FaultKind::Hang,
+        SpecFault::Delay { .. } => return None,
+    };
+    let window = spec.run_warmup() + spec.run_duration();
+    let share = checkout_share();
+    let workload = match spec.load.rate {
+        Some(rate) => Workload::Open { rate, share },
+        None => {
+            let (think_min, think_max) = spec.think_time();
+            Workload::Closed {
+                users: spec.load.users,
+                think_min: think_min.max(sim::MIN_THINK),
+                think_max: think_max.max(sim::MIN_THINK),
+                share,
+            }
+        }
+    };
+    let scenario = Scenario {
+        window,
+        workload,
+        upstream: Upstream {
+            schedule: Schedule::Once {
+                start: Duration::ZERO,
+                length: window,
+            },
+            failure_rate: condition.fault_rate,
+            pattern: Pattern::Random,
+            kind,
+            timeout: boutique::config::DEFAULT_CALL_TIMEOUT,
+            latency: Duration::ZERO,
+            warmup: None,
+        },
+        breaker: spec.breaker_config(BreakerMode::Enforce),
+        instances: 1,
+        workers: None,
+        seed,
+        log_calls: false,
+    };
+    scenario.validate().ok().map(|()| scenario)
+}
+
+/// Predictions for every condition of `spec` the model covers, in condition order.
+pub fn predict(spec: &ExperimentSpec) -> Vec<Prediction> {
+    spec.conditions()
+        .iter()
+        .filter_map(|condition| predict_condition(spec, condition))
+        .collect()
+}
+
+fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Prediction> {
+    let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
+    let counts_opens = matches!(
+        condition.breaker_mode,
+        BreakerMode::Enforce | BreakerMode::Shadow
+    );
+    let warmup_s = spec.run_warmup().as_secs();
+    let mut opens = Vec::new();
+    let mut rejected = Vec::new();
+    let mut failure = Vec::new();
+    let mut time_open = Vec::new();
+    let mut estimate = None;
+    let mut bound = None;
+    for seed in 0..SEEDS {
+        let scenario = scenario(spec, condition, spec.seed.wrapping_add(seed))?;
+        let run = sim::simulate(&scenario).ok()?;
+        let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
+        let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
+        for second in measured {
+            o += second.opens;
+            r += second.never_made;
+            calls += second.dependency_calls;
+            failed += second.dependency_failures;
+            open += second.open;
+        }
+        opens.push(if counts_opens { o as f64 } else { 0.0 });
+        time_open.push(if guarded { open } else { 0.0 });
+        rejected.push(if guarded { r as f64 } else { 0.0 });
+        // Without a breaker every checkout meets the injected rate (the fault lasts the whole run, so the share
+        // over the whole window is the share over the measured part).
+        failure.push(if guarded {
+            failed as f64 / calls.max(1) as f64
+        } else {
+            run.totals.dependency_failure_without
+        });
+        if seed == 0 && counts_opens {
+            let measured_share = spec.run_duration().as_secs_f64() / scenario.window.as_secs_f64();
+            estimate = run.closed_form.opens_estimate.map(|e| e * measured_share);
+            bound = Some(run.closed_form.opens_bound);
+        }
+    }
+    Some(Prediction {
+        condition: condition.index,
+        breaker_opens: Band::of(&opens, OPENS_TOLERANCE),
+        rejected: Band::of(&rejected, REJECTED_TOLERANCE),
+        checkout_failure: Band::of(&failure, FAILURE_TOLERANCE),
+        injected_rate: condition.fault_rate,
+        time_open_s: Band::of(&time_open, TIME_OPEN_TOLERANCE),
+        opens_bound: bound,
+        opens_estimate: estimate,
+    })
+}
+
+/// The model assumption most likely behind a measurement of `metric` outside its band.
+pub fn likely_reason(metric: MetricName, measured_above: bool) -> &'static str {
+    match (metric, measured_above) {
+        (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => {
+            "the model has one breaker on Payment; the testbed counts every breaker that opened on the checkout path"
+        }
+        (MetricName::BreakerOpens | MetricName::TimeOpenS, false) => {
+            "the model's checkouts reach Payment at once; in the testbed each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls arrive per open window"
+        }
+        (MetricName::Rejected, _) => {
+            "the model counts only checkouts the Payment breaker rejects; the testbed counts every rejected request (read paths too) and its checkout rate depends on latency"
+        }
+        (MetricName::CheckoutFailure, true) => {
+            "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too"
+        }
+        _ => {
+            "the model has no latency, queueing or retries: a closed loop of users whose only dependency call is Payment"
+        }
+    }
+}
+
+/// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured.
+pub fn checks(
+    prediction: &Prediction,
+    measured: impl Fn(MetricName) -> Option<Summary>,
+) -> Vec<Check> {
+    [
+        (MetricName::BreakerOpens, prediction.breaker_opens),
+        (MetricName::Rejected, prediction.rejected),
+        (MetricName::CheckoutFailure, prediction.checkout_failure),
+        (MetricName::TimeOpenS, prediction.time_open_s),
+    ]
+    .into_iter()
+    .filter_map(|(metric, predicted)| {
+        let summary = measured(metric)?;
+        let low = summary.ci_low.unwrap_or(summary.mean);
+        let high = summary.ci_high.unwrap_or(summary.mean);
+        let flag = predicted
+            .misses(low, high)
+            .then(|| likely_reason(metric, low > predicted.band_high));
+        Some(Check {
+            metric,
+            predicted,
+            measured: summary,
+            flag,
+        })
+    })
+    .collect()
+}

@@ -1,0 +1,104 @@
+//! Predictions of the shipped seed-study spec, and measurements judged against their bands.
+
+use super::*;
+use crate::spec::ExperimentSpec;
+
+fn seed_study() -> ExperimentSpec {
+    let source = include_str!("../../../experiments/payment-errors.toml");
+    ExperimentSpec::parse(source).expect("the shipped spec parses")
+}
+
+fn prediction(spec: &ExperimentSpec, rate: f64, mode: BreakerMode) -> Prediction {
+    let condition = spec
+        .conditions()
+        .into_iter()
+        .find(|c| c.fault_rate == rate && c.breaker_mode == mode)
+        .expect("condition in the spec");
+    predict(spec)
+        .into_iter()
+        .find(|p| p.condition == condition.index)
+        .expect("a prediction")
+}
+
+// The study's top end: 30 measured minutes (1800 s) / (30 s open + ≈ 1.05 s to the next checkout) ≈ 58 opens
+// (the study measured 57 on two machines),
+// every checkout failing; without a breaker nothing opens and checkouts fail at the injected rate.
+#[test]
+fn the_seed_study_at_total_failure_opens_as_its_formula_says() {
+    let spec = seed_study();
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    let estimate = on.opens_estimate.expect("binary fault");
+    assert!(
+        (estimate - 1800.0 / (30.0 + 19.0 * 5.5 / 100.0)).abs() < 0.01,
+        "{estimate}"
+    );
+    assert!((on.breaker_opens.mean - estimate).abs() <= 3.0, "{on:?}");
+    assert!(on.breaker_opens.high <= on.opens_bound.expect("bound") as f64);
+    assert_eq!(
+        (on.checkout_failure.low, on.checkout_failure.high),
+        (1.0, 1.0)
+    );
+    assert!(
+        on.time_open_s.mean > 1700.0 && on.time_open_s.mean <= 1800.0,
+        "{on:?}"
+    );
+    assert!(on.rejected.mean > 1000.0, "{on:?}");
+
+    let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+    assert_eq!(off.breaker_opens.high, 0.0);
+    assert_eq!(off.rejected.high, 0.0);
+    assert_eq!(off.checkout_failure.mean, 1.0);
+}
+
+// At 25 % a five-consecutive-failures breaker barely notices (≈ 1 window in 1000 is all-bad); at 50 % it
+// manufactures failures: observed checkout failure well above the injected rate (the study measured ≈ 77 %).
+#[test]
+fn partial_failure_is_the_regime_where_the_breaker_costs() {
+    let spec = seed_study();
+    let quarter = prediction(&spec, 0.25, BreakerMode::Enforce);
+    assert!(quarter.breaker_opens.mean < 5.0, "{quarter:?}");
+    let half = prediction(&spec, 0.5, BreakerMode::Enforce);
+    let half_off = prediction(&spec, 0.5, BreakerMode::Disabled);
+    assert!(half.checkout_failure.mean > 0.6, "{half:?}");
+    assert!(
+        (half_off.checkout_failure.mean - 0.5).abs() < 0.05,
+        "{half_off:?}"
+    );
+    assert_eq!(half.injected_rate, 0.5);
+}
+
+#[test]
+fn a_measurement_outside_the_band_is_flagged_with_a_reason() {
+    let spec = seed_study();
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    let summary = |mean: f64| Summary {
+        n: 15,
+        mean,
+        sd: Some(1.0),
+        half_width: Some(0.5),
+        ci_low: Some(mean - 0.5),
+        ci_high: Some(mean + 0.5),
+    };
+    let inside = checks(&on, |metric| {
+        (metric == MetricName::BreakerOpens).then(|| summary(on.breaker_opens.mean))
+    });
+    assert_eq!(inside.len(), 1);
+    assert_eq!(inside[0].flag, None);
+    let doubled = checks(&on, |metric| {
+        (metric == MetricName::BreakerOpens).then(|| summary(2.0 * on.breaker_opens.high + 5.0))
+    });
+    let reason = doubled[0].flag.expect("flagged");
+    assert!(reason.contains("every breaker"), "{reason}");
+    let low = checks(&on, |metric| {
+        (metric == MetricName::CheckoutFailure).then(|| summary(0.2))
+    });
+    assert!(low[0].flag.is_some());
+}
+
+#[test]
+fn conditions_the_model_does_not_cover_have_no_prediction() {
+    let source = include_str!("../../../experiments/payment-errors.toml")
+        .replace("target = \"payment\"", "target = \"cart\"");
+    let spec = ExperimentSpec::parse(&source).expect("parses");
+    assert!(predict(&spec).is_empty());
+}
