@@ -276,6 +276,19 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
         json["annotations"][0]["text"], "18:02 cut the payment database",
         "{json}"
     );
+    // The simulator's predictions were stored with the experiment, one per condition.
+    let predictions = json["predictions"].as_array().expect("predictions");
+    assert_eq!(predictions.len(), 4, "{json}");
+    assert_eq!(predictions[3]["label"], "error 500 @ 100% / enforce");
+
+    let output = tolerant(&["show", &id, "--db", &db], &dir.0);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let shown = text(&output.stdout);
+    assert!(shown.contains("predicted by breaker::sim"), "{shown}");
+    assert!(shown.contains("opens bound ≤"), "{shown}");
+    let output = tolerant(&["show", &id, "--json", "--db", &db], &dir.0);
+    let shown: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(shown["predictions"].as_array().map(Vec::len), Some(4));
 
     let output = tolerant(&["report", &id, "--db", &db], &dir.0);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -283,6 +296,7 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
     let markdown_path = dir.0.join(printed.trim());
     let markdown = std::fs::read_to_string(&markdown_path).unwrap();
     assert!(markdown.contains("cli-results"), "{markdown}");
+    assert!(markdown.contains("## Predicted vs measured"), "{markdown}");
     let folder = markdown_path.parent().unwrap();
     assert!(folder.ends_with(format!("report-{id}")));
     let svgs = std::fs::read_dir(folder)

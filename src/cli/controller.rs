@@ -15,6 +15,7 @@ use controller::runner::{
 };
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
+use controller::stats::{MetricName, PredictedCondition, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -476,10 +477,13 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         bail!("experiment {}: not found in {}", args.id, args.db);
     };
     let runs = store.runs(id).await?;
+    let predictions = load_experiment(&store, id).await?.predictions;
     if args.json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&json!({ "experiment": experiment, "runs": runs }))?
+            serde_json::to_string_pretty(
+                &json!({ "experiment": experiment, "runs": runs, "predictions": predictions })
+            )?
         );
         return Ok(());
     }
@@ -525,7 +529,56 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         experiment.planned_runs,
         runs.iter().filter(|r| r.stopped_by_condition()).count(),
     );
+    print_predictions(&predictions);
     Ok(())
+}
+
+/// Each condition's prediction (made from the spec before any run) beside its measured mean ± 95 % CI.
+fn print_predictions(predictions: &[PredictedCondition]) {
+    if predictions.is_empty() {
+        return;
+    }
+    println!(
+        "\npredicted by breaker::sim from the spec (mean [lowest, highest]) vs measured (mean ± 95 % CI):"
+    );
+    for predicted in predictions {
+        let p = &predicted.prediction;
+        println!("  {}", predicted.label);
+        for (metric, band) in [
+            (MetricName::BreakerOpens, p.breaker_opens),
+            (MetricName::Rejected, p.rejected),
+            (MetricName::CheckoutFailure, p.checkout_failure),
+            (MetricName::TimeOpenS, p.time_open_s),
+        ] {
+            let check = predicted.checks.iter().find(|c| c.metric == metric);
+            let measured = check.map_or("not measured yet".to_owned(), |c| {
+                match c.measured.half_width {
+                    Some(h) => format!("{:.3} ± {h:.3}", c.measured.mean),
+                    None => format!("{:.3} (n = 1)", c.measured.mean),
+                }
+            });
+            let verdict = match check.map(|c| c.flag) {
+                Some(Some(reason)) => format!("OUTSIDE the band: {reason}"),
+                Some(None) => "within".to_owned(),
+                None => String::new(),
+            };
+            println!(
+                "    {:<18} predicted {:>10.3} [{:.3}, {:.3}]  measured {:<20} {verdict}",
+                metric.as_str(),
+                band.mean,
+                band.low,
+                band.high,
+                measured
+            );
+        }
+        if let Some(bound) = p.opens_bound {
+            let estimate = p
+                .opens_estimate
+                .map(|e| format!(", estimate ≈ {e:.1}"))
+                .unwrap_or_default();
+            println!("    opens bound ≤ {bound}{estimate}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -108,6 +108,7 @@ pub fn markdown(
     conditions_table(&mut out, stats);
     stopped_table(&mut out, stats);
     comparisons_table(&mut out, stats);
+    predictions_table(&mut out, stats);
     annotations_table(&mut out, annotations);
 
     let _ = writeln!(out, "## Figures\n");
@@ -225,6 +226,87 @@ fn stopped_table(out: &mut String, stats: &ExperimentStats) {
         );
     }
     out.push('\n');
+}
+
+/// Each condition's prediction (made from the spec before anything ran) beside its measured mean ± CI.
+fn predictions_table(out: &mut String, stats: &ExperimentStats) {
+    if stats.predictions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Predicted vs measured
+"
+    );
+    let _ = writeln!(
+        out,
+        "Predicted from the spec alone before any run, by the breaker on a virtual clock \
+         (`breaker::sim`: the spec's users and think time, one task in nineteen a checkout calling \
+         Payment, the condition's fault and breaker config): mean of {} seeded simulations \
+         [lowest, highest]. A measured interval outside the band (that range widened by a tolerance) \
+         is flagged ⚠ with the model assumption most likely behind it. *Opens bound*: no config can \
+         open more often (two trips are at least an open window plus a failing call apart); \
+         *estimate*: measured time / (open window + time to trip), the study's arithmetic.\n",
+        crate::predict::SEEDS
+    );
+    let _ = writeln!(
+        out,
+        "| condition | metric | predicted | band | measured | |\n|---|---|---:|---:|---:|---|"
+    );
+    let mut reasons: Vec<String> = Vec::new();
+    for predicted in &stats.predictions {
+        let p = &predicted.prediction;
+        let rows = [
+            (MetricName::BreakerOpens, p.breaker_opens),
+            (MetricName::Rejected, p.rejected),
+            (MetricName::CheckoutFailure, p.checkout_failure),
+            (MetricName::TimeOpenS, p.time_open_s),
+        ];
+        for (metric, band) in rows {
+            let check = predicted.checks.iter().find(|c| c.metric == metric);
+            let measured = check.map_or_else(
+                || "not measured yet".to_owned(),
+                |c| mean_and_half_width(&c.measured),
+            );
+            let flag = match check.and_then(|c| c.flag) {
+                Some(reason) => {
+                    reasons.push(format!("{} — {metric}: {reason}", cell(&predicted.label)));
+                    "⚠ outside"
+                }
+                None if check.is_some() => "within",
+                None => "",
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {metric} | {} [{}, {}] | [{}, {}] | {measured} | {flag} |",
+                cell(&predicted.label),
+                number(band.mean),
+                number(band.low),
+                number(band.high),
+                number(band.band_low),
+                number(band.band_high),
+            );
+        }
+        if let Some(bound) = p.opens_bound {
+            let estimate = p
+                .opens_estimate
+                .map(|e| format!(", estimate ≈ {}", number(e)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "| {} | opens bound | ≤ {bound}{estimate} | | | |",
+                cell(&predicted.label)
+            );
+        }
+    }
+    let _ = writeln!(out);
+    if !reasons.is_empty() {
+        let _ = writeln!(out, "Likely reasons for the flagged measurements:\n");
+        for reason in reasons {
+            let _ = writeln!(out, "- {reason}");
+        }
+        let _ = writeln!(out);
+    }
 }
 
 fn comparisons_table(out: &mut String, stats: &ExperimentStats) {

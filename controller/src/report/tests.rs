@@ -430,3 +430,66 @@ fn one_round_says_intervals_need_two_rounds() {
     assert!(two.contains("Every figure is the mean over rounds ± the half-width"));
     assert!(!two.contains(INTERVALS_NEED_TWO_ROUNDS));
 }
+
+/// A prediction of condition 1 of [`two_kinds`] (error @ 50 %: opens 5 and 6, checkout failure 0.5 both rounds):
+/// opens predicted in [20, 22] (the measured interval, 5.5 ± 6.35, misses it), checkout failure 0.5 (within).
+fn predicted_condition_1() -> crate::predict::Prediction {
+    let band = |low: f64, high: f64, slack: f64| crate::predict::Band {
+        low,
+        mean: (low + high) / 2.0,
+        high,
+        band_low: low - slack,
+        band_high: high + slack,
+    };
+    crate::predict::Prediction {
+        condition: 1,
+        breaker_opens: band(40.0, 42.0, 2.0),
+        rejected: band(100.0, 120.0, 10.0),
+        checkout_failure: band(0.48, 0.52, 0.03),
+        injected_rate: 0.5,
+        time_open_s: band(10.0, 12.0, 2.0),
+        opens_bound: Some(58),
+        opens_estimate: Some(41.5),
+    }
+}
+
+#[test]
+fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
+    let mut stats = two_kinds();
+    let measured = stats.condition(1).cloned();
+    stats.predictions = vec![crate::stats::PredictedCondition::of(
+        predicted_condition_1(),
+        "error @ 50% / enforce".into(),
+        measured.as_ref(),
+    )];
+    let checks = &stats.predictions[0].checks;
+    assert_eq!(checks.len(), 2, "opens and checkout failure were measured");
+    let md = render(&stats, Format::Md).unwrap().text;
+    assert!(md.contains("## Predicted vs measured"), "{md}");
+    assert!(
+        md.contains("| error @ 50% / enforce | breaker_opens | 41.00 [40.00, 42.00] | [38.00, 44.00] | 5.500 ± 6.353 | ⚠ outside |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| checkout_failure | 0.5000 [0.4800, 0.5200]"),
+        "{md}"
+    );
+    assert!(md.contains("| 0.5000 ± 0 | within |"), "{md}");
+    assert!(
+        md.contains("| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] | not measured yet |"),
+        "{md}"
+    );
+    assert!(md.contains("opens bound | ≤ 58, estimate ≈ 41.50"), "{md}");
+    assert!(md.contains("Likely reasons"), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&stats, Format::Json).unwrap().text).unwrap();
+    assert_eq!(json["predictions"][0]["prediction"]["opens_bound"], 58);
+    assert_eq!(
+        json["predictions"][0]["checks"][0]["metric"],
+        "breaker_opens"
+    );
+    assert!(json["predictions"][0]["checks"][0]["flag"].is_string());
+
+    let without = render(&two_kinds(), Format::Md).unwrap().text;
+    assert!(!without.contains("Predicted vs measured"));
+}

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::metric::MetricKey;
 use super::run::RunMetrics;
 use super::student::{Difference, Summary};
+use crate::predict::{Check, Prediction, checks};
 use crate::store::{EnergySource, ExperimentId, RunId, RunRow, Status};
 
 /// Breaker modes that count as "off" for comparisons, in order of preference: `disabled`, else
@@ -239,6 +240,38 @@ pub const INTERVALS_NEED_TWO_ROUNDS: &str = "Intervals need at least two rounds:
      run per condition every figure is that single run, with no 95 % confidence interval and no \
      off-vs-on verdict. Run the experiment with `rounds = 2` or more for those.";
 
+/// A condition's prediction (stored with the experiment) beside what its runs measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PredictedCondition {
+    pub condition: i64,
+    /// The condition's label, e.g. `error 500 @ 25% / enforce`.
+    pub label: String,
+    pub prediction: Prediction,
+    /// One per predicted metric the runs measured (none before the condition's first finished run).
+    pub checks: Vec<Check>,
+}
+
+impl PredictedCondition {
+    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
+    pub fn of(
+        prediction: Prediction,
+        label: String,
+        measured: Option<&ConditionStats>,
+    ) -> PredictedCondition {
+        let checks = measured.map_or_else(Vec::new, |stats| {
+            checks(&prediction, |metric| {
+                stats.summary(&MetricKey::run(metric)).cloned()
+            })
+        });
+        PredictedCondition {
+            condition: prediction.condition as i64,
+            label,
+            prediction,
+            checks,
+        }
+    }
+}
+
 /// An experiment's figures: per run, per condition, and the off/on comparisons.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExperimentStats {
@@ -248,6 +281,9 @@ pub struct ExperimentStats {
     pub runs: Vec<RunMetrics>,
     /// Runs the stop condition aborted, in plan order (none from [`ExperimentStats::from_runs`]).
     pub stopped: Vec<StoppedRun>,
+    /// The simulator's predictions stored with the experiment, beside the measurements (none from
+    /// [`ExperimentStats::from_runs`]).
+    pub predictions: Vec<PredictedCondition>,
 }
 
 impl ExperimentStats {
@@ -278,6 +314,7 @@ impl ExperimentStats {
             comparisons,
             runs,
             stopped: Vec::new(),
+            predictions: Vec::new(),
         }
     }
 

@@ -16,7 +16,7 @@ mod tests;
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
     ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
-    MetricSummary, StoppedRun, TimelinePoint,
+    MetricSummary, PredictedCondition, StoppedRun, TimelinePoint,
 };
 pub use criteria::{
     Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,
@@ -106,6 +106,23 @@ pub async fn load_experiment(
     };
     let mut stats = ExperimentStats::from_runs(info, keys, metrics);
     stats.stopped = stopped;
+    let labels: Vec<String> = crate::spec::ExperimentSpec::parse(&row.spec_toml)
+        .map(|spec| spec.conditions().iter().map(|c| c.label()).collect())
+        .unwrap_or_default();
+    stats.predictions = store
+        .predictions(experiment)
+        .await?
+        .into_iter()
+        .map(|prediction| {
+            let index = prediction.condition;
+            let label = labels
+                .get(index)
+                .cloned()
+                .unwrap_or_else(|| format!("condition {index}"));
+            let measured = stats.condition(index as i64);
+            PredictedCondition::of(prediction, label, measured)
+        })
+        .collect();
     Ok(stats)
 }
 

@@ -54,6 +54,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0004_transition_source.sql"),
         include_str!("../../../migrations/postgres/0004_transition_source.sql"),
     ),
+    (
+        5,
+        "predictions",
+        include_str!("../../../migrations/sqlite/0005_predictions.sql"),
+        include_str!("../../../migrations/postgres/0005_predictions.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

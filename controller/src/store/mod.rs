@@ -13,6 +13,7 @@
 
 mod annotations;
 mod migrations;
+mod predictions;
 mod reading;
 mod records;
 mod schedule;

@@ -920,3 +920,24 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn predictions_are_stored_with_the_experiment() {
+    let (stores, _file) = stores().await;
+    let spec = ExperimentSpec::parse(SPEC).unwrap();
+    let expected = crate::predict::predict(&spec);
+    assert_eq!(expected.len(), 4, "every condition of the spec is modelled");
+    for store in stores {
+        let id = store.create_experiment(&spec, 1_000).await.unwrap();
+        assert_eq!(store.predictions(id).await.unwrap(), expected);
+        let other = store.create_experiment(&spec, 2_000).await.unwrap();
+        assert_eq!(store.predictions(other).await.unwrap().len(), 4);
+        assert!(
+            store
+                .predictions(ExperimentId(other.0 + 1_000))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

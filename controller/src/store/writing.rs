@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use sqlx::Row;
 
+use super::predictions;
 use super::{
     CollectorSample, ExperimentId, RunId, RunRecord, Status, Store, StoreError, duration_ms, int,
 };
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
+use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
 
 /// Rows per multi-row INSERT (keeps every statement far below both engines' parameter limits).
@@ -77,12 +79,19 @@ const OUTCOME_COLUMNS: [&str; 6] = [
 ];
 
 impl Store {
-    /// Stores a validated experiment (its spec text included) as `pending`.
+    /// Stores a validated experiment (its spec text included) as `pending`, with the simulator's predictions for
+    /// its conditions, in one transaction.
     pub async fn create_experiment(
         &self,
         spec: &ExperimentSpec,
         now_ms: i64,
     ) -> Result<ExperimentId, StoreError> {
+        // The simulator's predictions are CPU work (≈ 0.1 s for a 30-minute-run spec): off the async threads.
+        let for_predictions = spec.clone();
+        let predictions = tokio::task::spawn_blocking(move || predict::predict(&for_predictions))
+            .await
+            .unwrap_or_default();
+        let mut tx = self.pool.begin().await?;
         let row = sqlx::query(
             "INSERT INTO experiments (name, spec_toml, seed, planned_runs, status, created_at_ms) \
              VALUES ($1, $2, $3, $4, 'pending', $5) RETURNING id",
@@ -92,9 +101,12 @@ impl Store {
         .bind(spec.seed as i64)
         .bind(int(spec.plan().len() as u64))
         .bind(now_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok(ExperimentId(row.try_get(0)?))
+        let id = ExperimentId(row.try_get(0)?);
+        predictions::insert(&mut tx, id, &predictions).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// Moves an experiment to `status`; `running` sets its start time (once), an end sets its end.
