@@ -311,6 +311,72 @@ impl AnnotationLine {
     }
 }
 
+/// One predicted metric of one condition beside its measurement, as the results page shows it.
+struct PredictionLine {
+    condition: String,
+    metric: &'static str,
+    predicted: String,
+    measured: String,
+    /// `within`, `outside` or empty (not measured yet).
+    verdict: &'static str,
+    reason: String,
+}
+
+impl PredictionLine {
+    fn of(predicted: &controller::stats::PredictedCondition) -> Vec<PredictionLine> {
+        use controller::stats::MetricName;
+        let p = &predicted.prediction;
+        let mut lines: Vec<PredictionLine> = [
+            (MetricName::BreakerOpens, p.breaker_opens),
+            (MetricName::Rejected, p.rejected),
+            (MetricName::CheckoutFailure, p.checkout_failure),
+            (MetricName::TimeOpenS, p.time_open_s),
+        ]
+        .into_iter()
+        .map(|(metric, band)| {
+            let check = predicted.checks.iter().find(|c| c.metric == metric);
+            PredictionLine {
+                condition: predicted.label.clone(),
+                metric: metric.as_str(),
+                predicted: format!(
+                    "{} [{}, {}]",
+                    number(band.mean),
+                    number(band.low),
+                    number(band.high)
+                ),
+                measured: check.map_or_else(
+                    || "not measured yet".to_owned(),
+                    |c| match c.measured.half_width {
+                        Some(half) => format!("{} ± {}", number(c.measured.mean), number(half)),
+                        None => format!("{} (n = 1)", number(c.measured.mean)),
+                    },
+                ),
+                verdict: match check.map(|c| c.flag) {
+                    Some(Some(_)) => "outside",
+                    Some(None) => "within",
+                    None => "",
+                },
+                reason: check.and_then(|c| c.flag).unwrap_or_default().to_owned(),
+            }
+        })
+        .collect();
+        if let Some(bound) = p.opens_bound {
+            lines.push(PredictionLine {
+                condition: predicted.label.clone(),
+                metric: "opens bound",
+                predicted: match p.opens_estimate {
+                    Some(estimate) => format!("≤ {bound} (estimate ≈ {})", number(estimate)),
+                    None => format!("≤ {bound}"),
+                },
+                measured: String::new(),
+                verdict: "",
+                reason: String::new(),
+            });
+        }
+        lines
+    }
+}
+
 #[derive(Template)]
 #[template(path = "results.html")]
 struct ResultsPage {
@@ -322,6 +388,7 @@ struct ResultsPage {
     verdicts: Vec<(String, String, String, String, &'static str)>,
     /// The curated summary shown before the full table.
     summary: crate::results_summary::Summary,
+    predictions: Vec<PredictionLine>,
     annotations: Vec<AnnotationLine>,
     /// Finished runs but no condition with the two a confidence interval needs.
     one_round: bool,
@@ -385,6 +452,11 @@ pub async fn results(
         })
         .collect();
     let annotations = results.annotations.iter().map(AnnotationLine::of).collect();
+    let predictions = results
+        .predictions
+        .iter()
+        .flat_map(PredictionLine::of)
+        .collect();
     render(&ResultsPage {
         viewer: Viewer::of(&state, &headers),
         page: "results",
@@ -398,6 +470,7 @@ pub async fn results(
         results,
         rows,
         verdicts,
+        predictions,
         annotations,
     })
 }

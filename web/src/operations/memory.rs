@@ -178,6 +178,7 @@ impl Operations for MemoryOperations {
                 })],
             }],
             verdicts: Vec::new(),
+            predictions: vec![predicted_opens()],
             charts: Vec::new(),
             csv: "condition,availability\nerror@1.00/enforce,0.5\n".into(),
             json: "{}".into(),
@@ -258,4 +259,30 @@ impl Operations for MemoryOperations {
         let skip = list.len().saturating_sub(limit);
         ready(Ok(list.split_off(skip)))
     }
+}
+
+/// A stored prediction of the one condition: 56–60 opens predicted, none measured yet.
+fn predicted_opens() -> controller::stats::PredictedCondition {
+    use controller::predict::{Band, Prediction};
+    let band = |low: f64, high: f64| Band {
+        low,
+        mean: (low + high) / 2.0,
+        high,
+        band_low: low,
+        band_high: high,
+    };
+    controller::stats::PredictedCondition::of(
+        Prediction {
+            condition: 0,
+            breaker_opens: band(56.0, 60.0),
+            rejected: band(0.0, 0.0),
+            checkout_failure: band(1.0, 1.0),
+            injected_rate: 1.0,
+            time_open_s: band(1700.0, 1750.0),
+            opens_bound: Some(62),
+            opens_estimate: Some(57.98),
+        },
+        "error@1.00/enforce".into(),
+        None,
+    )
 }

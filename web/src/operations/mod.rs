@@ -141,6 +141,8 @@ pub struct Results {
     pub metrics: Vec<String>,
     pub conditions: Vec<ConditionResult>,
     pub verdicts: Vec<VerdictResult>,
+    /// The simulator's predictions stored with the experiment, beside the measurements.
+    pub predictions: Vec<controller::stats::PredictedCondition>,
     #[serde(skip)]
     pub charts: Vec<ChartSvg>,
     /// The report as CSV (download).

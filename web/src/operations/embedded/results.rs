@@ -89,6 +89,7 @@ impl EmbeddedOperations {
             metrics: keys.iter().map(ToString::to_string).collect(),
             conditions,
             verdicts,
+            predictions: stats.predictions.clone(),
             charts,
             csv: csv.text,
             json: json.text,
