@@ -15,7 +15,7 @@ use controller::runner::{
 };
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
-use controller::stats::{MetricName, PredictedCondition, load_experiment};
+use controller::stats::{PredictedCondition, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -544,12 +544,7 @@ fn print_predictions(predictions: &[PredictedCondition]) {
     for predicted in predictions {
         let p = &predicted.prediction;
         println!("  {}", predicted.label);
-        for (metric, band) in [
-            (MetricName::BreakerOpens, p.breaker_opens),
-            (MetricName::Rejected, p.rejected),
-            (MetricName::CheckoutFailure, p.checkout_failure),
-            (MetricName::TimeOpenS, p.time_open_s),
-        ] {
+        for (metric, band) in p.bands() {
             let check = predicted.checks.iter().find(|c| c.metric == metric);
             let measured = check.map_or("not measured yet".to_owned(), |c| {
                 match c.measured.half_width {

@@ -324,42 +324,37 @@ struct PredictionLine {
 
 impl PredictionLine {
     fn of(predicted: &controller::stats::PredictedCondition) -> Vec<PredictionLine> {
-        use controller::stats::MetricName;
         let p = &predicted.prediction;
-        let mut lines: Vec<PredictionLine> = [
-            (MetricName::BreakerOpens, p.breaker_opens),
-            (MetricName::Rejected, p.rejected),
-            (MetricName::CheckoutFailure, p.checkout_failure),
-            (MetricName::TimeOpenS, p.time_open_s),
-        ]
-        .into_iter()
-        .map(|(metric, band)| {
-            let check = predicted.checks.iter().find(|c| c.metric == metric);
-            PredictionLine {
-                condition: predicted.label.clone(),
-                metric: metric.as_str(),
-                predicted: format!(
-                    "{} [{}, {}]",
-                    number(band.mean),
-                    number(band.low),
-                    number(band.high)
-                ),
-                measured: check.map_or_else(
-                    || "not measured yet".to_owned(),
-                    |c| match c.measured.half_width {
-                        Some(half) => format!("{} ± {}", number(c.measured.mean), number(half)),
-                        None => format!("{} (n = 1)", number(c.measured.mean)),
+        let mut lines: Vec<PredictionLine> = p
+            .bands()
+            .into_iter()
+            .map(|(metric, band)| {
+                let check = predicted.checks.iter().find(|c| c.metric == metric);
+                PredictionLine {
+                    condition: predicted.label.clone(),
+                    metric: metric.as_str(),
+                    predicted: format!(
+                        "{} [{}, {}]",
+                        number(band.mean),
+                        number(band.low),
+                        number(band.high)
+                    ),
+                    measured: check.map_or_else(
+                        || "not measured yet".to_owned(),
+                        |c| match c.measured.half_width {
+                            Some(half) => format!("{} ± {}", number(c.measured.mean), number(half)),
+                            None => format!("{} (n = 1)", number(c.measured.mean)),
+                        },
+                    ),
+                    verdict: match check.map(|c| c.flag) {
+                        Some(Some(_)) => "outside",
+                        Some(None) => "within",
+                        None => "",
                     },
-                ),
-                verdict: match check.map(|c| c.flag) {
-                    Some(Some(_)) => "outside",
-                    Some(None) => "within",
-                    None => "",
-                },
-                reason: check.and_then(|c| c.flag).unwrap_or_default().to_owned(),
-            }
-        })
-        .collect();
+                    reason: check.and_then(|c| c.flag).unwrap_or_default().to_owned(),
+                }
+            })
+            .collect();
         if let Some(bound) = p.opens_bound {
             lines.push(PredictionLine {
                 condition: predicted.label.clone(),

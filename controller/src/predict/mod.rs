@@ -100,6 +100,18 @@ pub struct Prediction {
     pub opens_estimate: Option<f64>,
 }
 
+impl Prediction {
+    /// The predicted metrics with their bands, in the order reports list them.
+    pub fn bands(&self) -> [(MetricName, Band); 4] {
+        [
+            (MetricName::BreakerOpens, self.breaker_opens),
+            (MetricName::Rejected, self.rejected),
+            (MetricName::CheckoutFailure, self.checkout_failure),
+            (MetricName::TimeOpenS, self.time_open_s),
+        ]
+    }
+}
+
 /// One measured metric set beside its prediction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
@@ -252,26 +264,22 @@ pub fn checks(
     prediction: &Prediction,
     measured: impl Fn(MetricName) -> Option<Summary>,
 ) -> Vec<Check> {
-    [
-        (MetricName::BreakerOpens, prediction.breaker_opens),
-        (MetricName::Rejected, prediction.rejected),
-        (MetricName::CheckoutFailure, prediction.checkout_failure),
-        (MetricName::TimeOpenS, prediction.time_open_s),
-    ]
-    .into_iter()
-    .filter_map(|(metric, predicted)| {
-        let summary = measured(metric)?;
-        let low = summary.ci_low.unwrap_or(summary.mean);
-        let high = summary.ci_high.unwrap_or(summary.mean);
-        let flag = predicted
-            .misses(low, high)
-            .then(|| likely_reason(metric, low > predicted.band_high));
-        Some(Check {
-            metric,
-            predicted,
-            measured: summary,
-            flag,
+    prediction
+        .bands()
+        .into_iter()
+        .filter_map(|(metric, predicted)| {
+            let summary = measured(metric)?;
+            let low = summary.ci_low.unwrap_or(summary.mean);
+            let high = summary.ci_high.unwrap_or(summary.mean);
+            let flag = predicted
+                .misses(low, high)
+                .then(|| likely_reason(metric, low > predicted.band_high));
+            Some(Check {
+                metric,
+                predicted,
+                measured: summary,
+                flag,
+            })
         })
-    })
-    .collect()
+        .collect()
 }

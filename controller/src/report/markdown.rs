@@ -256,12 +256,7 @@ fn predictions_table(out: &mut String, stats: &ExperimentStats) {
     let mut reasons: Vec<String> = Vec::new();
     for predicted in &stats.predictions {
         let p = &predicted.prediction;
-        let rows = [
-            (MetricName::BreakerOpens, p.breaker_opens),
-            (MetricName::Rejected, p.rejected),
-            (MetricName::CheckoutFailure, p.checkout_failure),
-            (MetricName::TimeOpenS, p.time_open_s),
-        ];
+        let rows = p.bands();
         for (metric, band) in rows {
             let check = predicted.checks.iter().find(|c| c.metric == metric);
             let measured = check.map_or_else(
