@@ -223,6 +223,7 @@ mod tests {
                 ],
             }],
             verdicts: Vec::new(),
+            predictions: Vec::new(),
             charts: Vec::new(),
             csv: String::new(),
             json: String::new(),
