@@ -165,6 +165,13 @@ pub fn parse_breaker_config(
     body: &[u8],
 ) -> Result<breaker::BreakerConfig, String> {
     let text = std::str::from_utf8(body).map_err(|_| "body: not UTF-8".to_owned())?;
+    if text.trim().is_empty() {
+        // An empty TOML document is every default: taking it would reset every breaker by accident.
+        return Err(
+            "body: empty; send a breaker config (JSON or TOML), or PUT /_admin/breakers/mode to switch the mode"
+                .to_owned(),
+        );
+    }
     let is_json = content_type.is_some_and(|ct| ct.starts_with("application/json"))
         || text.trim_start().starts_with('{');
     let config: breaker::BreakerConfig = if is_json {
@@ -247,4 +254,24 @@ async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response 
     state.ctx.registry.reset();
     state.hooks.reset();
     StatusCode::NO_CONTENT.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_breaker_config;
+
+    /// An empty body is refused naming it, not taken as "every default" (which reset every breaker).
+    #[test]
+    fn an_empty_breaker_config_is_refused() {
+        for (content_type, body) in [
+            (None, ""),
+            (None, " \n\t"),
+            (Some("application/json"), ""),
+            (Some("application/toml"), "\n"),
+        ] {
+            let error = parse_breaker_config(content_type, body.as_bytes()).unwrap_err();
+            assert!(error.starts_with("body: empty"), "{body:?}: {error}");
+        }
+        assert!(parse_breaker_config(None, b"[trip]\nconsecutive_failures = 3\n").is_ok());
+    }
 }
