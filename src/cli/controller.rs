@@ -186,10 +186,9 @@ async fn execute(
     // it offers, and what it does not offer is said (a run cannot measure it there).
     let checked = match runner.check_spec_targets(spec).await {
         Ok(lines) => {
-            if !quiet {
-                for line in lines {
-                    err_out!("{line}");
-                }
+            // On stderr also with --json: what a target cannot measure is never left unsaid.
+            for line in lines {
+                err_out!("{line}");
             }
             Ok(())
         }

@@ -6,6 +6,8 @@ use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
+use super::custom::CustomWorkload;
+
 /// Online Boutique product ids (the catalogue's nine products): the testbed's own list.
 pub use boutique::data::PRODUCT_IDS;
 
@@ -102,6 +104,8 @@ pub struct Step {
     /// Origin-form request target (path and query).
     pub uri: Uri,
     pub form: Option<Bytes>,
+    /// Statuses that count as success (a custom workload's `expect`); `None` = any status below 400.
+    pub expect: Option<std::sync::Arc<[u16]>>,
 }
 
 impl Step {
@@ -111,6 +115,7 @@ impl Step {
             method: Method::GET,
             uri,
             form: None,
+            expect: None,
         }
     }
 
@@ -120,6 +125,7 @@ impl Step {
             method: Method::POST,
             uri: Uri::from_static(uri),
             form: Some(Bytes::from(form)),
+            expect: None,
         }
     }
 }
@@ -143,6 +149,9 @@ impl PreparedWorkload {
         if let Some(fixed) = &self.fixed {
             steps.push(fixed.clone());
             return 0;
+        }
+        if let Workload::Custom(custom) = &self.workload {
+            return custom.next_task(rng, steps);
         }
         let task = Task::pick(rng);
         boutique_steps(task, rng, steps);
@@ -169,6 +178,8 @@ pub enum Workload {
     OnlineBoutique,
     /// `GET path` in a loop (benchmarks).
     Fixed { path: String },
+    /// Tasks described in the spec (`[[load.tasks]]`).
+    Custom(std::sync::Arc<CustomWorkload>),
 }
 
 impl Workload {
@@ -176,14 +187,16 @@ impl Workload {
         match self {
             Workload::OnlineBoutique => endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect(),
             Workload::Fixed { path } => vec![format!("GET {path}")],
+            Workload::Custom(custom) => custom.endpoint_names.clone(),
         }
     }
 
     /// Task names reported in the task counts.
-    pub fn task_names(&self) -> Vec<&'static str> {
+    pub fn task_names(&self) -> Vec<String> {
         match self {
-            Workload::OnlineBoutique => Task::ALL.iter().map(|t| t.name()).collect(),
-            Workload::Fixed { .. } => vec!["get"],
+            Workload::OnlineBoutique => Task::ALL.iter().map(|t| t.name().to_owned()).collect(),
+            Workload::Fixed { .. } => vec!["get".to_owned()],
+            Workload::Custom(custom) => custom.tasks.iter().map(|t| t.name.clone()).collect(),
         }
     }
 
@@ -191,14 +204,14 @@ impl Workload {
     pub fn on_start(&self) -> Vec<Step> {
         match self {
             Workload::OnlineBoutique => vec![Step::get(endpoint::INDEX, Uri::from_static("/"))],
-            Workload::Fixed { .. } => Vec::new(),
+            Workload::Fixed { .. } | Workload::Custom(_) => Vec::new(),
         }
     }
 
     /// Parses what can be parsed once; a fixed path must be a valid origin-form target.
     pub fn prepare(&self) -> Result<PreparedWorkload, InvalidPath> {
         let fixed = match self {
-            Workload::OnlineBoutique => None,
+            Workload::OnlineBoutique | Workload::Custom(_) => None,
             Workload::Fixed { path } => {
                 let uri = Uri::try_from(path.as_str()).map_err(|e| InvalidPath {
                     path: path.clone(),

@@ -8,6 +8,7 @@
 //! a request that took longer than the pace is recorded with `record_correct`, which back-fills the
 //! samples the stall kept from being sent.
 
+mod custom;
 mod mix;
 mod outcome;
 mod session;
@@ -26,6 +27,7 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use custom::{CustomTask, CustomWorkload, RequestTemplate, Template, Values};
 pub use mix::{
     CHECKOUT_FORM, CURRENCIES, InvalidPath, PRODUCT_IDS, PreparedWorkload, Step, Task, Workload,
     endpoint, luhn_valid,
@@ -79,7 +81,7 @@ pub struct LoadReport {
     /// Closed seconds, warmup included (empty when a second sink was given).
     pub seconds: Vec<SecondStats>,
     /// Tasks started per task name (warmup included).
-    pub tasks: Vec<(&'static str, u64)>,
+    pub tasks: Vec<(String, u64)>,
     /// Length of the measured part.
     pub measured: Duration,
 }
@@ -257,8 +259,16 @@ struct Shared {
 
 impl Shared {
     async fn step(&self, session: &mut Session, step: Step, expected_interval: Duration) {
+        if let Workload::Custom(custom) = &self.config.workload {
+            if !custom.cookies {
+                // Cookie sessions off: every request starts without cookies.
+                session.cookies = CookieJar::default();
+            }
+        }
         let sent = Instant::now();
-        let outcome = session.request(step.method, step.uri, step.form).await;
+        let outcome = session
+            .request_expecting(step.method, step.uri, step.form, step.expect.as_deref())
+            .await;
         let done = Instant::now();
         self.recorder.lock().record(
             step.endpoint,

@@ -46,6 +46,17 @@ impl Outcome {
         }
     }
 
+    /// Like [`Outcome::of_response`] with the statuses that count as success: a listed status is ok, an
+    /// unlisted one below 400 failed (the service did not do what the task expects); `None` lists nothing.
+    pub fn of_response_expecting(status: u16, rejected: bool, expect: Option<&[u16]>) -> Outcome {
+        match (Outcome::of_response(status, rejected), expect) {
+            (Outcome::Rejected, _) | (_, None) => Outcome::of_response(status, rejected),
+            (_, Some(expected)) if expected.contains(&status) => Outcome::Ok,
+            (Outcome::Ok, Some(_)) => Outcome::Failed,
+            (other, Some(_)) => other,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",

@@ -74,7 +74,18 @@ impl Session {
     /// Sends one request (following redirects with GET, like a browser), reads the whole body and
     /// classifies the result. Never fails: errors are outcomes.
     pub async fn request(&mut self, method: Method, uri: Uri, form: Option<Form>) -> Outcome {
-        match tokio::time::timeout(self.timeout, self.exchange(method, uri, form)).await {
+        self.request_expecting(method, uri, form, None).await
+    }
+
+    /// Like [`Session::request`], with the statuses that count as success (`None`: any below 400).
+    pub async fn request_expecting(
+        &mut self,
+        method: Method,
+        uri: Uri,
+        form: Option<Form>,
+        expect: Option<&[u16]>,
+    ) -> Outcome {
+        match tokio::time::timeout(self.timeout, self.exchange(method, uri, form, expect)).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => {
                 self.sender = None;
@@ -93,6 +104,7 @@ impl Session {
         method: Method,
         uri: Uri,
         form: Option<Form>,
+        expect: Option<&[u16]>,
     ) -> Result<Outcome, SessionError> {
         let mut method = method;
         let mut uri = uri;
@@ -122,11 +134,21 @@ impl Session {
                     }
                     uri = next;
                 }
-                _ => return Ok(Outcome::of_response(status.as_u16(), rejected)),
+                _ => {
+                    return Ok(Outcome::of_response_expecting(
+                        status.as_u16(),
+                        rejected,
+                        expect,
+                    ));
+                }
             }
         }
         // Too many redirects: the last response was a redirect, which is not an error status.
-        Ok(Outcome::of_response(StatusCode::FOUND.as_u16(), rejected))
+        Ok(Outcome::of_response_expecting(
+            StatusCode::FOUND.as_u16(),
+            rejected,
+            expect,
+        ))
     }
 
     async fn send(

@@ -419,8 +419,9 @@ impl Runner {
     fn load_config(&self, spec: &ExperimentSpec, planned: &PlannedRun) -> LoadConfig {
         LoadConfig {
             target: self.testbed.frontend,
-            workload: match spec.load.mix {
-                Mix::OnlineBoutique => Workload::OnlineBoutique,
+            workload: match (&spec.load.custom, spec.load.mix) {
+                (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
+                (None, Mix::OnlineBoutique) => Workload::OnlineBoutique,
             },
             users: spec.load.users,
             think_time: spec.think_time(),

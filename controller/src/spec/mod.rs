@@ -12,6 +12,7 @@ mod sources;
 mod targets;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,6 +103,8 @@ pub struct LoadSpec {
     pub users: u32,
     /// The `[targets]` entry the virtual users load (`frontend` unless `load.target` says otherwise).
     pub target: String,
+    /// A workload of the user's shape (`[[load.tasks]]`), used instead of `mix` when given.
+    pub custom: Option<std::sync::Arc<crate::load::CustomWorkload>>,
     /// Uniform think time between a user's tasks (unscaled), `min <= max`.
     pub think_time: (Duration, Duration),
     pub mix: Mix,

@@ -78,6 +78,10 @@ struct RawSpec {
 struct RawLoad {
     users: Spanned<u32>,
     target: Option<Spanned<String>>,
+    /// A workload of your own (instead of `mix`).
+    tasks: Option<Spanned<Vec<Spanned<super::workload::RawTask>>>>,
+    values: Option<Spanned<BTreeMap<String, super::workload::RawValues>>>,
+    cookies: Option<Spanned<bool>>,
     think_time: Option<Spanned<Vec<Spanned<String>>>>,
     mix: Option<Mix>,
     rate: Option<Spanned<f64>>,
@@ -463,9 +467,39 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
         Some(target) => target.get_ref().trim().to_owned(),
         None => "frontend".to_owned(),
     };
+    let custom = match &raw.tasks {
+        Some(tasks) => {
+            if raw.mix.is_some() {
+                return Err(check.error(
+                    "load.mix",
+                    tasks.span(),
+                    "give either `mix` or `tasks`, not both",
+                ));
+            }
+            let cookies = raw.cookies.as_ref().is_none_or(|c| *c.get_ref());
+            Some(super::workload::shared(super::workload::custom(
+                check,
+                tasks,
+                raw.values.as_ref(),
+                cookies,
+            )?))
+        }
+        None => {
+            for (name, span) in [
+                ("load.values", raw.values.as_ref().map(Spanned::span)),
+                ("load.cookies", raw.cookies.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = span {
+                    return Err(check.error(name, span, "only used with `[[load.tasks]]`"));
+                }
+            }
+            None
+        }
+    };
     Ok(LoadSpec {
         users,
         target,
+        custom,
         think_time,
         mix: raw.mix.unwrap_or_default(),
         rate,

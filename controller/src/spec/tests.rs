@@ -812,3 +812,64 @@ agent = "http://127.0.0.1:9002"
     let text = with_targets("Shop! = { url = \"http://127.0.0.1:9000\" }", "");
     assert_eq!(error_of(&text).0, "targets.Shop!");
 }
+
+#[test]
+fn a_workload_of_your_own_is_read_and_its_errors_name_the_field() {
+    let spec = ExperimentSpec::parse(&MINIMAL.replace(
+        "users = 2",
+        r#"users = 2
+cookies = false
+values = { sku = ["A1", "B2"], id = { from = 1, to = 9 } }
+
+[[load.tasks]]
+name = "browse"
+weight = 5
+requests = [{ path = "/item/{sku}" }]
+
+[[load.tasks]]
+name = "order"
+critical = true
+requests = [
+  { path = "/item/{sku}" },
+  { method = "post", path = "/orders", name = "place order", form = { sku = "{sku}", qty = "{id}" }, expect = [201] },
+]"#,
+    ))
+    .unwrap();
+    let custom = spec.load.custom.as_ref().expect("a custom workload");
+    assert_eq!(custom.tasks.len(), 2);
+    assert_eq!(custom.tasks[0].weight, 5);
+    assert_eq!(
+        custom.endpoint_names,
+        vec!["GET /item/{sku}", "place order"]
+    );
+    assert_eq!(custom.tasks[1].requests[1].method, http::Method::POST);
+    assert_eq!(custom.tasks[1].requests[1].expect, vec![201]);
+    assert_eq!(custom.critical_endpoint(), Some("place order"));
+    assert!(!custom.cookies);
+
+    let with = |tasks: &str| MINIMAL.replace("users = 2", &format!("users = 2\n{tasks}"));
+    let text = with(
+        "values = { sku = [\"A\"] }\n[[load.tasks]]\nname = \"t\"\nrequests = [{ path = \"/x/{skew}\" }]",
+    );
+    let (field, line, message) = error_of(&text);
+    assert_eq!(field, "load.tasks[0].requests[0].path", "{message}");
+    assert_eq!(
+        line,
+        text.lines().position(|l| l.contains("skew")).unwrap() + 1
+    );
+    assert!(message.contains("sku"), "{message}");
+    let text = with("[[load.tasks]]\nname = \"t\"\nweight = 0\nrequests = [{ path = \"/\" }]");
+    assert_eq!(error_of(&text).0, "load.tasks[0].weight");
+    let text = with("[[load.tasks]]\nname = \"t\"\nrequests = [{ path = \"x\" }]");
+    assert_eq!(error_of(&text).0, "load.tasks[0].requests[0].path");
+    let text = with("[[load.tasks]]\nname = \"t\"\nrequests = [{ path = \"/\", expect = [999] }]");
+    assert_eq!(error_of(&text).0, "load.tasks[0].requests[0].expect");
+    let text = with("[[load.tasks]]\nname = \"t\"\nrequests = []");
+    assert_eq!(error_of(&text).0, "load.tasks[0].requests");
+    let text = with(
+        "mix = \"online-boutique\"\n[[load.tasks]]\nname = \"t\"\nrequests = [{ path = \"/\" }]",
+    );
+    assert_eq!(error_of(&text).0, "load.mix");
+    let text = with("cookies = false");
+    assert_eq!(error_of(&text).0, "load.cookies");
+}

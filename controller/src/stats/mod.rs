@@ -87,6 +87,19 @@ pub async fn load_experiment(
         };
         keys.push(ConditionKey::of(&data.run));
         let mut run_metrics = run_metrics(&data)?;
+        if let Some(custom) = spec.as_ref().and_then(|spec| spec.load.custom.as_ref()) {
+            // A workload of the user's shape: the critical failures are its critical task's, if it marks one.
+            let key = MetricKey::run(MetricName::CheckoutFailure);
+            run_metrics.values.remove(&key);
+            let critical = custom.critical_endpoint().and_then(|endpoint| {
+                data.endpoint_histograms
+                    .iter()
+                    .find(|row| row.endpoint == endpoint)
+            });
+            if let Some(failure) = critical.and_then(|row| row.outcomes.availability()) {
+                run_metrics.values.insert(key, 1.0 - failure);
+            }
+        }
         if !breakers_observed {
             // Nothing watched a breaker: no opens is not zero opens.
             run_metrics.values.retain(|key, _| {

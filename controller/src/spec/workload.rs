@@ -1,0 +1,217 @@
+//! `[[load.tasks]]` and `[load.values]`: a workload of the user's shape (see `load::custom`), checked field by
+//! field with the line of the problem.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use http::Method;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::SpecError;
+use super::raw::Checker;
+use crate::load::{CustomTask, CustomWorkload, RequestTemplate, Template, Values};
+
+/// Bounds of a custom workload.
+pub const MAX_TASKS: usize = 64;
+pub const MAX_REQUESTS_PER_TASK: usize = 32;
+pub const MAX_WEIGHT: u32 = 10_000;
+pub const MAX_VALUES: usize = 10_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTask {
+    name: Spanned<String>,
+    weight: Option<Spanned<u32>>,
+    /// This task's failures are the critical ones (the checkout of the seed study).
+    critical: Option<Spanned<bool>>,
+    requests: Spanned<Vec<Spanned<RawRequest>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    method: Option<String>,
+    path: String,
+    name: Option<String>,
+    form: Option<BTreeMap<String, String>>,
+    expect: Option<Vec<u16>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawValues {
+    List(Vec<String>),
+    Range { from: u64, to: u64 },
+}
+
+pub(super) fn custom(
+    check: &Checker<'_>,
+    tasks: &Spanned<Vec<Spanned<RawTask>>>,
+    values: Option<&Spanned<BTreeMap<String, RawValues>>>,
+    cookies: bool,
+) -> Result<CustomWorkload, SpecError> {
+    let mut names = Vec::new();
+    let mut lists = Vec::new();
+    if let Some(values) = values {
+        for (name, raw) in values.get_ref() {
+            let field = format!("load.values.{name}");
+            let parsed = match raw {
+                RawValues::List(list) if list.is_empty() || list.len() > MAX_VALUES => {
+                    return Err(check.error(
+                        &field,
+                        values.span(),
+                        format!("1 to {MAX_VALUES} values"),
+                    ));
+                }
+                RawValues::List(list) => Values::List(list.clone()),
+                RawValues::Range { from, to } if from > to => {
+                    return Err(check.error(
+                        &field,
+                        values.span(),
+                        format!("from {from} is above to {to}"),
+                    ));
+                }
+                RawValues::Range { from, to } => Values::Range {
+                    from: *from,
+                    to: *to,
+                },
+            };
+            names.push(name.clone());
+            lists.push((name.clone(), parsed));
+        }
+    }
+    if tasks.get_ref().is_empty() || tasks.get_ref().len() > MAX_TASKS {
+        return Err(check.error(
+            "load.tasks",
+            tasks.span(),
+            format!("1 to {MAX_TASKS} tasks"),
+        ));
+    }
+    let mut endpoint_names: Vec<String> = Vec::new();
+    let mut built = Vec::new();
+    let mut critical = None;
+    for (t, task) in tasks.get_ref().iter().enumerate() {
+        let raw = task.get_ref();
+        let field = |name: &str| format!("load.tasks[{t}].{name}");
+        let name = raw.name.get_ref().trim();
+        if name.is_empty() {
+            return Err(check.error(&field("name"), raw.name.span(), "must not be empty"));
+        }
+        let weight = match &raw.weight {
+            Some(weight) if !(1..=MAX_WEIGHT).contains(weight.get_ref()) => {
+                return Err(check.error(
+                    &field("weight"),
+                    weight.span(),
+                    format!("{} is not between 1 and {MAX_WEIGHT}", weight.get_ref()),
+                ));
+            }
+            Some(weight) => *weight.get_ref(),
+            None => 1,
+        };
+        if let Some(flag) = raw.critical.as_ref().filter(|flag| *flag.get_ref()) {
+            if critical.is_some() {
+                return Err(check.error(
+                    &field("critical"),
+                    flag.span(),
+                    "only one task can be the critical one",
+                ));
+            }
+            critical = Some(t);
+        }
+        let requests = raw.requests.get_ref();
+        if requests.is_empty() || requests.len() > MAX_REQUESTS_PER_TASK {
+            return Err(check.error(
+                &field("requests"),
+                raw.requests.span(),
+                format!("1 to {MAX_REQUESTS_PER_TASK} requests"),
+            ));
+        }
+        let mut templates = Vec::new();
+        for (r, request) in requests.iter().enumerate() {
+            let span = request.span();
+            let request = request.get_ref();
+            let field = |name: &str| format!("load.tasks[{t}].requests[{r}].{name}");
+            let method_text = request
+                .method
+                .as_deref()
+                .unwrap_or("GET")
+                .trim()
+                .to_ascii_uppercase();
+            let method = Method::from_bytes(method_text.as_bytes()).map_err(|_| {
+                check.error(
+                    &field("method"),
+                    span.clone(),
+                    format!("`{method_text}` is not an HTTP method"),
+                )
+            })?;
+            if !request.path.starts_with('/') {
+                return Err(check.error(
+                    &field("path"),
+                    span,
+                    format!("`{}` must start with /", request.path),
+                ));
+            }
+            let path = Template::parse(&request.path, &names)
+                .map_err(|e| check.error(&field("path"), span.clone(), e))?;
+            // The path as written (placeholders filled with a letter) must be a valid request target.
+            let sample: String = request.path.replace(['{', '}'], "x");
+            if http::Uri::try_from(sample.as_str()).is_err() || request.path.contains(' ') {
+                return Err(check.error(
+                    &field("path"),
+                    span,
+                    format!("`{}` is not a valid request path", request.path),
+                ));
+            }
+            let mut form = Vec::new();
+            for (key, value) in request.form.iter().flatten() {
+                let template = Template::parse(value, &names)
+                    .map_err(|e| check.error(&field(&format!("form.{key}")), span.clone(), e))?;
+                form.push((key.clone(), template));
+            }
+            let expect = request.expect.clone().unwrap_or_default();
+            if let Some(bad) = expect.iter().find(|status| !(100..=599).contains(*status)) {
+                return Err(check.error(
+                    &field("expect"),
+                    span,
+                    format!("{bad} is not an HTTP status"),
+                ));
+            }
+            let endpoint_name = request
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{method} {}", request.path));
+            let endpoint = match endpoint_names.iter().position(|n| *n == endpoint_name) {
+                Some(index) => index,
+                None => {
+                    endpoint_names.push(endpoint_name);
+                    endpoint_names.len() - 1
+                }
+            };
+            templates.push(RequestTemplate {
+                endpoint,
+                method,
+                path,
+                form,
+                expect,
+            });
+        }
+        built.push(CustomTask {
+            name: name.to_owned(),
+            weight,
+            requests: templates,
+        });
+    }
+    Ok(CustomWorkload {
+        tasks: built,
+        values: lists,
+        endpoint_names,
+        cookies,
+        critical,
+    })
+}
+
+/// The workload as the load driver takes it.
+pub(super) fn shared(workload: CustomWorkload) -> Arc<CustomWorkload> {
+    Arc::new(workload)
+}
