@@ -110,10 +110,12 @@ async fn open_when_created(db: &Path, child: &mut Child, dir: &Path) -> Store {
             "the controller exited early:\n{}",
             log_of(dir, "first")
         );
-        if db.exists() {
-            let store = Store::open(db.to_str().expect("utf-8 path"))
-                .await
-                .expect("open the test database");
+        // The controller may still be migrating the new file: an open that fails now is retried.
+        let opened = match db.exists() {
+            true => Store::open(db.to_str().expect("utf-8 path")).await.ok(),
+            false => None,
+        };
+        if let Some(store) = opened {
             if store
                 .experiment(ExperimentId(1))
                 .await
