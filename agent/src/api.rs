@@ -126,6 +126,12 @@ impl FaultSpec {
         }
     }
 
+    /// Checks a spec built in code by the same rules as a document on the wire (every error names the
+    /// field), so a form that builds one refuses what the agent would refuse.
+    pub fn validated(self) -> Result<Self, SpecError> {
+        Self::from_json_value(self.to_json_value())
+    }
+
     /// Parses and validates a JSON document (the body of `PUT /_agent/faults/{id}`).
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, SpecError> {
         let value: Value = serde_json::from_slice(bytes)

@@ -43,7 +43,9 @@ impl ConfigError {
 }
 
 /// How the breaker acts on its decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Detect, trip and reject.
@@ -57,7 +59,31 @@ pub enum Mode {
     Disabled,
 }
 
+/// A mode name that is not one of [`Mode::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mode: `{0}` is not one of enforce, shadow, forced-open, disabled")]
+pub struct UnknownMode(pub String);
+
+impl std::str::FromStr for Mode {
+    type Err = UnknownMode;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Mode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+            .ok_or_else(|| UnknownMode(name.to_owned()))
+    }
+}
+
 impl Mode {
+    /// Every mode, in the order an operator is offered them.
+    pub const ALL: [Mode; 4] = [
+        Mode::Enforce,
+        Mode::Shadow,
+        Mode::ForcedOpen,
+        Mode::Disabled,
+    ];
+
     /// The config-file spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use std::sync::Arc;
 
+use agent::api::FaultSpec;
 use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::post;
@@ -21,9 +22,7 @@ use crate::auth::Auth;
 use crate::error::AppError;
 use crate::hub::Hub;
 use crate::hub::LiveEvent;
-use crate::operations::{
-    AnnotationEntry, AnnotationRequest, BREAKER_MODES, FaultRequest, MAX_ANNOTATIONS_LISTED,
-};
+use crate::operations::{AnnotationEntry, AnnotationRequest, FaultRequest, MAX_ANNOTATIONS_LISTED};
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
@@ -276,8 +275,8 @@ pub async fn set_fault(
     body: String,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
-    let fault: Value = serde_json::from_str(&body)
-        .map_err(|error| AppError::BadRequest(format!("body: malformed JSON: {error}")))?;
+    let fault = FaultSpec::from_json_slice(body.as_bytes())
+        .map_err(|error| AppError::BadRequest(error.to_string()))?;
     let target = query.target.unwrap_or_else(|| "payment".into());
     state
         .operations
@@ -309,16 +308,10 @@ pub struct BreakerModeBody {
     mode: String,
 }
 
-/// Checks a mode name against [`BREAKER_MODES`].
-pub(crate) fn check_mode(mode: &str) -> Result<(), AppError> {
-    if BREAKER_MODES.contains(&mode) {
-        Ok(())
-    } else {
-        Err(AppError::BadRequest(format!(
-            "mode: `{mode}` is not one of {}",
-            BREAKER_MODES.join(", ")
-        )))
-    }
+/// A mode name as the breaker's [`breaker::Mode`]; the error names the field and the modes.
+pub(crate) fn parse_mode(mode: &str) -> Result<breaker::Mode, AppError> {
+    mode.parse()
+        .map_err(|error: breaker::UnknownMode| AppError::BadRequest(error.to_string()))
 }
 
 pub async fn set_breaker_mode(
@@ -329,13 +322,10 @@ pub async fn set_breaker_mode(
     state.auth.authorize(&headers, None)?;
     let body: BreakerModeBody = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
-    check_mode(&body.mode)?;
+    let mode = parse_mode(&body.mode)?;
     let service = body.service.filter(|service| !service.is_empty());
-    state
-        .operations
-        .set_breaker_mode(service, body.mode.clone())
-        .await?;
-    Ok(Json(json!({ "mode": body.mode })).into_response())
+    state.operations.set_breaker_mode(service, mode).await?;
+    Ok(Json(json!({ "mode": mode })).into_response())
 }
 
 /// What `POST /api/breaker-events` needs: the token check, the inbox, and the live hub when a dashboard runs.

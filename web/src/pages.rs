@@ -1,6 +1,9 @@
 //! The HTML pages (askama templates in `web/templates/`) and the form posts they make. Forms carry the
 //! session's CSRF token in a hidden `csrf` field; a refused post answers 401/403 like the API.
 
+use std::time::Duration;
+
+use agent::api::{FaultKind, FaultSpec, MatchRule};
 use askama::Template;
 use axum::Form;
 use axum::extract::{Path, Query, State};
@@ -8,16 +11,15 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::HeaderMap;
 use http::header::SET_COOKIE;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::api::{check_mode, parse_at, store_annotation};
+use crate::api::{parse_at, parse_mode, store_annotation};
 use crate::app::AppState;
 use crate::auth::{Auth, AuthError};
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
 use crate::operations::{
-    AnnotationEntry, BREAKER_MODES, ExperimentSummary, FaultRequest, LoadRequest, OperationError,
-    Results,
+    AnnotationEntry, ExperimentSummary, FaultRequest, LoadRequest, OperationError, Results,
 };
 
 /// What every page's layout needs.
@@ -476,7 +478,7 @@ struct GameDayPage {
     viewer: Viewer,
     page: &'static str,
     services: Vec<String>,
-    modes: &'static [&'static str],
+    modes: [&'static str; 4],
     /// The latest stored annotations, newest first.
     annotations: Vec<AnnotationLine>,
 }
@@ -500,7 +502,7 @@ pub async fn gameday(
         viewer: Viewer::of(&state, &headers),
         page: "gameday",
         services: state.operations.services(),
-        modes: &BREAKER_MODES,
+        modes: breaker::Mode::ALL.map(breaker::Mode::as_str),
         annotations,
     })
 }
@@ -755,7 +757,7 @@ pub async fn halt(
     if form.enforce.is_some() {
         state
             .operations
-            .set_breaker_mode(None, "enforce".into())
+            .set_breaker_mode(None, breaker::Mode::Enforce)
             .await?;
         notice.push_str(" Every breaker is back to enforce, its config kept.");
     }
@@ -777,35 +779,44 @@ pub struct FaultForm {
     delay: String,
 }
 
-/// The agent's fault document from the game day form (the agent validates it again and names bad fields).
-pub fn fault_document(form: &FaultForm) -> Result<Value, AppError> {
+/// The fault the game day form describes, checked by the agent's rules (errors name the form's field).
+pub fn fault_of_form(form: &FaultForm) -> Result<FaultSpec, AppError> {
     if !(0.0..=100.0).contains(&form.rate) {
         return Err(AppError::BadRequest("rate: expected 0–100 %".into()));
     }
-    let mut fault = Map::new();
-    fault.insert("kind".into(), Value::String(form.kind.clone()));
-    fault.insert("rate".into(), serde_json::json!(form.rate / 100.0));
-    fault.insert("lease".into(), Value::String(form.lease.trim().to_owned()));
-    match form.kind.as_str() {
-        "error" => {
-            let status: u16 = form
+    let duration = |field: &str, text: &str| {
+        agent::api::parse_duration(text)
+            .map_err(|error| AppError::BadRequest(format!("{field}: {error}")))
+    };
+    let kind = match form.kind.as_str() {
+        "error" => FaultKind::Error {
+            status: form
                 .status
                 .trim()
                 .parse()
-                .map_err(|_| AppError::BadRequest("status: expected an HTTP status".into()))?;
-            fault.insert("status".into(), serde_json::json!(status));
-        }
-        "delay" => {
-            fault.insert("delay".into(), Value::String(form.delay.trim().to_owned()));
-        }
-        "hang" | "reset" => {}
+                .map_err(|_| AppError::BadRequest("status: expected an HTTP status".into()))?,
+            body: None,
+        },
+        "delay" => FaultKind::Delay {
+            delay: duration("delay", &form.delay)?,
+            jitter: Duration::ZERO,
+        },
+        "hang" => FaultKind::Hang,
+        "reset" => FaultKind::Reset,
         other => {
             return Err(AppError::BadRequest(format!(
                 "kind: `{other}` is not one of error, hang, delay, reset"
             )));
         }
+    };
+    FaultSpec {
+        kind,
+        rate: form.rate / 100.0,
+        matcher: MatchRule::default(),
+        lease: Some(duration("lease", &form.lease)?),
     }
-    Ok(Value::Object(fault))
+    .validated()
+    .map_err(|error| AppError::BadRequest(error.to_string()))
 }
 
 /// The fault id the game day page uses.
@@ -817,7 +828,7 @@ pub async fn set_fault(
     Form(form): Form<FaultForm>,
 ) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    let fault = fault_document(&form)?;
+    let fault = fault_of_form(&form)?;
     let what = match form.kind.as_str() {
         "error" => format!("error {}", form.status.trim()),
         "delay" => format!("delay {}", form.delay.trim()),
@@ -880,19 +891,16 @@ pub async fn set_breaker_mode(
     Form(form): Form<BreakerForm>,
 ) -> Result<Response, PageError> {
     state.auth.authorize(&headers, Some(&form.csrf))?;
-    check_mode(&form.mode)?;
+    let mode = parse_mode(&form.mode)?;
     let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
     let which = match &service {
         Some(service) => format!("Every breaker of {service}"),
         None => "Every breaker of every service".to_owned(),
     };
-    state
-        .operations
-        .set_breaker_mode(service, form.mode.clone())
-        .await?;
+    state.operations.set_breaker_mode(service, mode).await?;
     Ok(redirect_with_notice(
         "/gameday",
-        &format!("{which} is now {}, its config kept.", form.mode),
+        &format!("{which} is now {}, its config kept.", mode.as_str()),
     ))
 }
 

@@ -291,11 +291,14 @@ async fn game_day_forms_reach_the_controller() {
     assert_eq!(request.target, "payment");
     assert_eq!(
         request.fault,
-        serde_json::json!({"kind":"error","status":503,"rate":1.0,"lease":"45s"})
+        agent::api::FaultSpec {
+            lease: Some(std::time::Duration::from_secs(45)),
+            ..agent::api::FaultSpec::error(503, 1.0)
+        }
     );
     assert_eq!(
         calls[1],
-        Call::BreakerMode(Some("checkout".into()), "forced-open".into())
+        Call::BreakerMode(Some("checkout".into()), breaker::Mode::ForcedOpen)
     );
     let Call::Annotate(request) = &calls[2] else {
         panic!("expected an annotation, got {calls:?}")
@@ -813,7 +816,7 @@ async fn game_day_actions_say_what_they_did_once() {
     assert_eq!(halted.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         control.calls(),
-        vec![Call::Halt, Call::BreakerMode(None, "enforce".into())]
+        vec![Call::Halt, Call::BreakerMode(None, breaker::Mode::Enforce)]
     );
     let notice = notice_cookie(&halted);
     let page_request = Request::get("/gameday")

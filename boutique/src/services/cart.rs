@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use parking_lot::RwLock;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::admin::ServiceHooks;
 use crate::client::Ack;
@@ -28,7 +28,7 @@ pub struct CartState {
 }
 
 /// Cart sizes across all non-empty carts (`GET /_admin/cart-stats`, also in `/metrics`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CartStats {
     /// Number of non-empty carts.
     pub carts: usize,

@@ -29,6 +29,13 @@ pub enum AdminError {
         status: StatusCode,
         body: String,
     },
+    /// A 2xx answer whose body is not the message the producer sends.
+    #[error("{method} {url}: answer does not decode: {message}")]
+    Decode {
+        method: Method,
+        url: String,
+        message: String,
+    },
 }
 
 /// Client for control calls (pooled keep-alive connections, one per target).
@@ -105,6 +112,47 @@ impl AdminClient {
             });
         }
         Ok(body)
+    }
+
+    /// `GET url`, the answer decoded into the producer's type.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+    ) -> Result<T, AdminError> {
+        let body = self.call(Method::GET, url, None, Bytes::new()).await?;
+        serde_json::from_slice(&body).map_err(|error| AdminError::Decode {
+            method: Method::GET,
+            url: url.to_owned(),
+            message: error.to_string(),
+        })
+    }
+
+    /// `GET url`, the answer as text (lossy UTF-8).
+    pub async fn get_text(&self, url: &str) -> Result<String, AdminError> {
+        let body = self.call(Method::GET, url, None, Bytes::new()).await?;
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// `GET {service}/_pool`: the service's worker pool now.
+    pub async fn pool(&self, service_url: &str) -> Result<boutique::pool::PoolStats, AdminError> {
+        self.get_json(&format!("{service_url}/_pool")).await
+    }
+
+    /// `GET {cart}/_admin/cart-stats`: cart sizes now.
+    pub async fn cart_stats(
+        &self,
+        cart_url: &str,
+    ) -> Result<boutique::services::cart::CartStats, AdminError> {
+        self.get_json(&format!("{cart_url}/_admin/cart-stats"))
+            .await
+    }
+
+    /// `GET {service}/_breakers`: every breaker of the service now.
+    pub async fn breakers(
+        &self,
+        service_url: &str,
+    ) -> Result<Vec<breaker::BreakerSnapshot>, AdminError> {
+        self.get_json(&format!("{service_url}/_breakers")).await
     }
 
     /// `POST {service}/_admin/reset`: clears carts and breaker state.
@@ -186,11 +234,13 @@ impl AdminClient {
     pub async fn halt(&self, agent_url: &str) -> Result<u64, AdminError> {
         let url = format!("{agent_url}/_agent/halt");
         let body = self.call(Method::POST, &url, None, Bytes::new()).await?;
-        let removed = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|answer| answer.get("removed").and_then(serde_json::Value::as_u64))
-            .unwrap_or(0);
-        Ok(removed)
+        let answer: agent::api::HaltResponse =
+            serde_json::from_slice(&body).map_err(|error| AdminError::Decode {
+                method: Method::POST,
+                url: url.clone(),
+                message: error.to_string(),
+            })?;
+        Ok(answer.removed as u64)
     }
 
     /// `DELETE {agent}/_agent/faults/{id}`.

@@ -7,6 +7,8 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio_tungstenite::tungstenite::Message;
 
+use agent::api::AgentEvent;
+
 use super::task::RunTask;
 use crate::store::FaultEventRecord;
 
@@ -72,30 +74,30 @@ impl AgentStream {
     }
 }
 
-/// One agent event (`{"event":"applied","id":…,"at_ms":…}`) as a fault event record; `applied`
-/// with `renewed: true` becomes `agent:renewed`.
+/// One message of the agent's stream, decoded into the agent's own [`AgentEvent`], as a fault event
+/// record (`agent:<event>`; `applied` with `renewed: true` becomes `agent:renewed`); `None` for what is
+/// not an agent event.
 pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    let kind = value.get("event")?.as_str()?;
-    let renewed = value.get("renewed").and_then(serde_json::Value::as_bool) == Some(true);
-    let event = match (kind, renewed) {
-        ("applied", true) => "agent:renewed".to_owned(),
-        (kind, _) => format!("agent:{kind}"),
+    let event: AgentEvent = serde_json::from_str(text).ok()?;
+    let name = match &event {
+        AgentEvent::Applied { renewed: true, .. } => "agent:renewed",
+        AgentEvent::Applied { .. } => "agent:applied",
+        AgentEvent::Expired { .. } => "agent:expired",
+        AgentEvent::Removed { .. } => "agent:removed",
+        AgentEvent::Lagged { .. } => "agent:lagged",
     };
-    let at_ms = value
-        .get("at_ms")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|ms| i64::try_from(ms).ok())
-        .unwrap_or_else(super::now_ms);
+    let at_ms = match &event {
+        AgentEvent::Applied { at_ms, .. }
+        | AgentEvent::Expired { at_ms, .. }
+        | AgentEvent::Removed { at_ms, .. } => i64::try_from(*at_ms).ok(),
+        AgentEvent::Lagged { .. } => None,
+    }
+    .unwrap_or_else(super::now_ms);
     Some(FaultEventRecord {
         at_ms,
-        event,
-        fault_id: value
-            .get("id")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        detail: value,
+        event: name.to_owned(),
+        fault_id: event.fault_id().unwrap_or("").to_owned(),
+        detail: serde_json::to_value(&event).ok()?,
     })
 }
 
@@ -117,9 +119,10 @@ mod tests {
             ),
             ("agent:applied", "f1", 10)
         );
-        let renewed =
-            parse_agent_event(r#"{"event":"applied","id":"f1","renewed":true,"at_ms":20,"seq":2}"#)
-                .unwrap();
+        let renewed = parse_agent_event(
+            r#"{"event":"applied","id":"f1","fault":{"kind":"error","status":500,"rate":1.0},"lease_ms":30000,"renewed":true,"at_ms":20,"seq":2}"#,
+        )
+        .unwrap();
         assert_eq!(renewed.event, "agent:renewed");
         let removed = parse_agent_event(
             r#"{"event":"removed","id":"f1","reason":"deleted","at_ms":30,"seq":3}"#,
@@ -127,6 +130,13 @@ mod tests {
         .unwrap();
         assert_eq!(removed.event, "agent:removed");
         assert_eq!(removed.detail["reason"], "deleted");
+        let lagged = parse_agent_event(r#"{"event":"lagged","missed":3}"#).unwrap();
+        assert_eq!(
+            (lagged.event.as_str(), lagged.fault_id.as_str()),
+            ("agent:lagged", "")
+        );
         assert!(parse_agent_event("[]").is_none());
+        // A message that is not the agent's shape is not guessed at.
+        assert!(parse_agent_event(r#"{"event":"applied","id":"f1"}"#).is_none());
     }
 }

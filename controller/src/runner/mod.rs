@@ -7,6 +7,7 @@ mod admin;
 mod agent_stream;
 mod drive;
 mod preflight;
+pub mod prometheus;
 mod resume;
 mod sampler;
 mod scope;

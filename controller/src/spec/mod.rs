@@ -186,37 +186,8 @@ pub struct FaultSpec {
     pub lease: Duration,
 }
 
-/// Breaker modes, as in the breaker config vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BreakerMode {
-    Enforce,
-    Shadow,
-    ForcedOpen,
-    Disabled,
-}
-
-impl BreakerMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BreakerMode::Enforce => "enforce",
-            BreakerMode::Shadow => "shadow",
-            BreakerMode::ForcedOpen => "forced-open",
-            BreakerMode::Disabled => "disabled",
-        }
-    }
-}
-
-impl From<BreakerMode> for breaker::Mode {
-    fn from(mode: BreakerMode) -> Self {
-        match mode {
-            BreakerMode::Enforce => breaker::Mode::Enforce,
-            BreakerMode::Shadow => breaker::Mode::Shadow,
-            BreakerMode::ForcedOpen => breaker::Mode::ForcedOpen,
-            BreakerMode::Disabled => breaker::Mode::Disabled,
-        }
-    }
-}
+/// Breaker modes: the breaker's own [`breaker::Mode`] (the spec's `breaker.modes` use its spelling).
+pub use breaker::Mode as BreakerMode;
 
 /// The breaker factor: the modes to compare and the config every mode shares.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,7 +203,7 @@ impl BreakerSpec {
     /// The unscaled breaker config for one mode.
     pub fn config_for(&self, mode: BreakerMode) -> breaker::BreakerConfig {
         breaker::BreakerConfig {
-            mode: mode.into(),
+            mode,
             ..self.config.clone()
         }
     }

@@ -111,16 +111,8 @@ pub struct ModeChange {
     pub to: breaker::Mode,
 }
 
-/// Requests by outcome class within one second.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutcomeCounts {
-    pub ok: u64,
-    pub failed: u64,
-    pub rejected: u64,
-    pub timeout: u64,
-    pub connection_error: u64,
-    pub client_error: u64,
-}
+/// Requests by outcome class (within one second, in a live sample): the load driver's own type.
+pub use controller::load::OutcomeCounts;
 
 /// One endpoint's second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ pub enum Call {
     Halt,
     SetFault(FaultRequest),
     ClearFault(String, String),
-    BreakerMode(Option<String>, String),
+    BreakerMode(Option<String>, breaker::Mode),
     Load(Option<super::LoadRequest>),
     Annotate(AnnotationRequest),
 }
@@ -200,7 +200,11 @@ impl Operations for MemoryOperations {
         ready(Ok(()))
     }
 
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
+    fn set_breaker_mode(
+        &self,
+        service: Option<String>,
+        mode: breaker::Mode,
+    ) -> OperationFuture<'_, ()> {
         self.record(Call::BreakerMode(service, mode));
         ready(Ok(()))
     }

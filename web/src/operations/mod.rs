@@ -160,8 +160,8 @@ pub struct FaultRequest {
     pub id: String,
     /// Service whose agent gets the fault (`payment` in the embedded stack).
     pub target: String,
-    /// The agent's fault document (`agent::api` JSON: kind, status, rate, lease, …).
-    pub fault: serde_json::Value,
+    /// The fault, validated by the agent's rules.
+    pub fault: agent::api::FaultSpec,
 }
 
 /// Background load for a game day: virtual users on the Online Boutique mix, thinking between tasks.
@@ -211,9 +211,6 @@ impl LoadRequest {
     }
 }
 
-/// Breaker modes an operator may switch to.
-pub const BREAKER_MODES: [&str; 4] = ["enforce", "shadow", "forced-open", "disabled"];
-
 /// Everything the dashboard can ask the controller to do.
 pub trait Operations: Send + Sync + 'static {
     fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>>;
@@ -232,7 +229,11 @@ pub trait Operations: Send + Sync + 'static {
     fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()>;
     /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
     /// breaker's config stays as it was.
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()>;
+    fn set_breaker_mode(
+        &self,
+        service: Option<String>,
+        mode: breaker::Mode,
+    ) -> OperationFuture<'_, ()>;
     /// Starts (or replaces) the game day's background load, or stops it with `None`. Refused while an
     /// experiment runs (its own load is on); starting an experiment stops it.
     fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;

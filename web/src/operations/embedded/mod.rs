@@ -5,8 +5,8 @@
 //!
 //! One job per module: [`schedule`] (queued starts and their timers, kept in the store's `scheduled_starts`),
 //! [`execution`] (running an experiment, aborting it), [`streams`] (following the services' and the agent's
-//! websockets), [`sampling`] (the once-a-second live sample) with [`prometheus`] (reading the frontend's
-//! counters), [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and
+//! websockets), [`sampling`] (the once-a-second live sample, over the controller's typed admin calls and its
+//! Prometheus reader), [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and
 //! [`annotations`].
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
@@ -16,7 +16,6 @@ mod annotations;
 mod board;
 mod execution;
 mod gameday_load;
-mod prometheus;
 mod results;
 mod sampling;
 mod schedule;
@@ -307,7 +306,11 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.delete_fault(target, id))
     }
 
-    fn set_breaker_mode(&self, service: Option<String>, mode: String) -> OperationFuture<'_, ()> {
+    fn set_breaker_mode(
+        &self,
+        service: Option<String>,
+        mode: breaker::Mode,
+    ) -> OperationFuture<'_, ()> {
         Box::pin(self.switch_breaker_mode(service, mode))
     }
 

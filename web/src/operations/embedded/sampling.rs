@@ -4,18 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use breaker::BreakerSnapshot;
 use controller::load;
-use http::Method;
+use controller::runner::prometheus::status_classes;
 use parking_lot::Mutex;
-use serde_json::Value;
 
 use std::collections::BTreeMap;
 
-use breaker::BreakerSnapshot;
-
 use super::board::BoardTracker;
-use super::prometheus::status_classes;
 use super::{EmbeddedOperations, now};
 use crate::hub::{EndpointSample, LiveEvent, LiveSample, OutcomeCounts, PoolSample, bucketize};
 
@@ -36,13 +32,7 @@ impl LoadSeconds {
         let mut endpoints = Vec::with_capacity(second.endpoints.len());
         self.cart_p95_us = None;
         for endpoint in &second.endpoints {
-            let outcomes = &endpoint.outcomes;
-            self.outcomes.ok += outcomes.ok;
-            self.outcomes.failed += outcomes.failed;
-            self.outcomes.rejected += outcomes.rejected;
-            self.outcomes.timeout += outcomes.timeout;
-            self.outcomes.connection_error += outcomes.connection_error;
-            self.outcomes.client_error += outcomes.client_error;
+            self.outcomes.merge(&endpoint.outcomes);
             let name = load::endpoint::NAMES.get(endpoint.endpoint).map_or_else(
                 || format!("endpoint {}", endpoint.endpoint),
                 |n| (*n).to_owned(),
@@ -103,44 +93,15 @@ fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
 
 /// Calls the frontend's checkout breakers rejected so far (from its `/_breakers` snapshots): each is a
 /// checkout the user saw refused.
-fn checkout_rejections(snapshots: &Value) -> u64 {
+fn checkout_rejections(snapshots: &[BreakerSnapshot]) -> u64 {
     snapshots
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter(|snapshot| {
-                    snapshot
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .is_some_and(|name| name.starts_with("frontend->checkout"))
-                })
-                .filter_map(|snapshot| snapshot.get("counters")?.get("rejected")?.as_u64())
-                .sum()
-        })
-        .unwrap_or(0)
+        .iter()
+        .filter(|snapshot| snapshot.name.starts_with("frontend->checkout"))
+        .map(|snapshot| snapshot.counters.rejected)
+        .sum()
 }
 
 impl EmbeddedOperations {
-    async fn get_json(&self, url: String) -> Option<Value> {
-        let body = self
-            .inner
-            .client
-            .call(Method::GET, &url, None, Bytes::new())
-            .await
-            .ok()?;
-        serde_json::from_slice(&body).ok()
-    }
-
-    async fn get_text(&self, url: String) -> Option<String> {
-        let body = self
-            .inner
-            .client
-            .call(Method::GET, &url, None, Bytes::new())
-            .await
-            .ok()?;
-        Some(String::from_utf8_lossy(&body).into_owned())
-    }
-
     /// Once per second: the breaker board, worker pools, mean cart size, and the frontend's answers by status class.
     pub(super) async fn sample_forever(&self) {
         let mut ticker = tokio::time::interval(Duration::from_secs(1));
@@ -153,30 +114,28 @@ impl EmbeddedOperations {
         let mut configs_due = true;
         loop {
             ticker.tick().await;
+            let admin = &self.inner.client;
             let mut snapshots = Vec::new();
             let mut frontend_snapshots = None;
             for (service, url) in &self.inner.testbed.services {
-                let Some(value) = self.get_json(format!("{url}/_breakers")).await else {
+                let Ok(list) = admin.breakers(url).await else {
                     continue;
                 };
-                if let Ok(list) = serde_json::from_value::<Vec<BreakerSnapshot>>(value.clone()) {
-                    snapshots.extend(list);
-                }
                 if service == "frontend" {
-                    frontend_snapshots = Some(value);
+                    frontend_snapshots = Some(list.clone());
                 }
+                snapshots.extend(list);
             }
             if configs_due || second % CONFIG_EVERY_S == 0 {
                 for (service, url) in &self.inner.testbed.services {
-                    let config = self
-                        .get_json(format!("{url}/_admin/breakers"))
+                    match admin
+                        .get_json::<breaker::BreakerConfig>(&format!("{url}/_admin/breakers"))
                         .await
-                        .and_then(|value| serde_json::from_value(value).ok());
-                    match config {
-                        Some(config) => {
+                    {
+                        Ok(config) => {
                             configs.insert(service.clone(), config);
                         }
-                        None => {
+                        Err(_) => {
                             configs.remove(service);
                         }
                     }
@@ -191,31 +150,33 @@ impl EmbeddedOperations {
             self.inner.hub.publish(LiveEvent::Breakers(tiles));
             let mut pools = Vec::new();
             for (service, url) in &self.inner.testbed.services {
-                if let Some(pool) = self.get_json(format!("{url}/_pool")).await {
-                    let field = |name: &str| pool.get(name).and_then(Value::as_u64).unwrap_or(0);
+                if let Ok(pool) = admin.pool(url).await {
                     pools.push(PoolSample {
                         service: service.clone(),
-                        in_flight: field("in_flight"),
-                        queued: field("queued"),
-                        capacity: field("capacity"),
+                        in_flight: pool.in_flight as u64,
+                        queued: pool.queued as u64,
+                        capacity: pool.capacity as u64,
                     });
                 }
             }
             let cart_mean_items = match self.service_url("cart") {
-                Some(url) => self
-                    .get_json(format!("{url}/_admin/cart-stats"))
+                Some(url) => admin
+                    .cart_stats(&url)
                     .await
-                    .and_then(|stats| stats.get("mean_items").and_then(Value::as_f64)),
+                    .ok()
+                    .map(|stats| stats.mean_items),
                 None => None,
             };
-            let classes = match self.service_url("frontend") {
-                Some(url) => self
-                    .get_text(format!("{url}/metrics"))
+            let frontend = self.service_url("frontend");
+            let classes = match &frontend {
+                Some(url) => admin
+                    .get_text(&format!("{url}/metrics"))
                     .await
+                    .ok()
                     .map(|text| status_classes(&text)),
                 None => None,
             };
-            let rejected_total = frontend_snapshots.as_ref().map(checkout_rejections);
+            let rejected_total = frontend_snapshots.as_deref().map(checkout_rejections);
             let outcomes = match (classes, previous, rejected_total, previous_rejected) {
                 (Some(now_counts), Some(before), rejected_now, rejected_before) => {
                     let delta = |i: usize| now_counts[i].saturating_sub(before[i]);
@@ -276,7 +237,7 @@ mod tests {
         }
         load::EndpointSecond {
             endpoint,
-            outcomes: load::OutcomeCounts {
+            outcomes: OutcomeCounts {
                 ok,
                 timeout,
                 ..load::OutcomeCounts::default()
@@ -346,12 +307,28 @@ mod tests {
 
     #[test]
     fn checkout_rejections_sum_the_frontend_checkout_breakers() {
-        let snapshots = serde_json::json!([
-            {"name": "frontend->checkout", "counters": {"rejected": 4}},
-            {"name": "frontend->checkout#placeOrder", "counters": {"rejected": 1}},
-            {"name": "frontend->cart", "counters": {"rejected": 100}}
-        ]);
+        let snapshot = |name: &str, rejected: u64| BreakerSnapshot {
+            service: "frontend".into(),
+            name: name.into(),
+            state: breaker::State::Closed,
+            mode: breaker::Mode::Enforce,
+            counters: breaker::Counters {
+                rejected,
+                ..breaker::Counters::default()
+            },
+            consecutive_failures: 0,
+            probes_in_flight: 0,
+            probe_successes: 0,
+            trips: 0,
+            open_until_ms: None,
+            seq: 0,
+        };
+        let snapshots = [
+            snapshot("frontend->checkout", 4),
+            snapshot("frontend->checkout#placeOrder", 1),
+            snapshot("frontend->cart", 100),
+        ];
         assert_eq!(checkout_rejections(&snapshots), 5);
-        assert_eq!(checkout_rejections(&Value::Null), 0);
+        assert_eq!(checkout_rejections(&[]), 0);
     }
 }

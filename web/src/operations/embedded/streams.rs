@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use agent::api::{AgentEvent, FaultKind, format_duration};
 use futures::StreamExt;
-use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -60,74 +60,50 @@ impl EmbeddedOperations {
     }
 }
 
-/// An agent stream message as a fault change.
+/// An agent stream message, decoded into the agent's own [`AgentEvent`], as a fault change (`None` for
+/// `lagged` and for what is not an agent event).
 fn fault_change(text: &str) -> Option<FaultChange> {
-    let value: Value = serde_json::from_str(text).ok()?;
-    let event = value.get("event")?.as_str()?;
-    let at_ms = value.get("at_ms").and_then(Value::as_u64).unwrap_or(0);
-    let fault_id = value
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let fault = value.get("fault");
-    let renewed = value
-        .get("renewed")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let name = match event {
-        "applied" if renewed => "renewed",
-        "applied" => "applied",
-        "expired" => "expired",
-        "removed" => "removed",
-        _ => return None,
+    let change = |event: &str, id: String, at_ms: u64| FaultChange {
+        at_ms,
+        event: event.to_owned(),
+        fault_id: id,
+        target: AGENT_SERVICE.into(),
+        kind: String::new(),
+        rate: 0.0,
+        detail: String::new(),
+        matches: String::new(),
+        expires_at_ms: None,
     };
-    let field = |name: &str| fault.and_then(|fault| fault.get(name));
-    let detail = match (field("status"), field("delay")) {
-        (Some(status), _) => format!("status {status}"),
-        (None, Some(Value::String(delay))) => format!("delay {delay}"),
-        _ => String::new(),
-    };
-    let matches = match field("match") {
-        Some(rule) => {
-            let method = rule.get("method").and_then(Value::as_str).unwrap_or("");
-            let path = rule
-                .get("path_prefix")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match (method, path) {
+    Some(match serde_json::from_str::<AgentEvent>(text).ok()? {
+        AgentEvent::Applied {
+            id,
+            fault,
+            lease_ms,
+            renewed,
+            at_ms,
+            ..
+        } => FaultChange {
+            kind: fault.kind.name().to_owned(),
+            rate: fault.rate,
+            detail: match &fault.kind {
+                FaultKind::Error { status, .. } => format!("status {status}"),
+                FaultKind::Delay { delay, .. } => format!("delay {}", format_duration(*delay)),
+                FaultKind::Hang | FaultKind::Reset => String::new(),
+            },
+            matches: match (
+                fault.matcher.method.as_deref().unwrap_or(""),
+                fault.matcher.path_prefix.as_deref().unwrap_or(""),
+            ) {
                 ("", "") => "every request".to_owned(),
                 (method, "") => format!("{method} requests"),
                 (method, path) => format!("{method} {path}…").trim_start().to_owned(),
-            }
-        }
-        None => "every request".to_owned(),
-    };
-    let expires_at_ms = value
-        .get("lease_ms")
-        .and_then(Value::as_u64)
-        .map(|lease| at_ms + lease);
-    Some(FaultChange {
-        at_ms,
-        detail,
-        matches,
-        expires_at_ms,
-        event: name.into(),
-        fault_id,
-        target: AGENT_SERVICE.into(),
-        kind: fault
-            .and_then(|fault| fault.get("kind"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        rate: fault
-            .and_then(|fault| fault.get("rate"))
-            .and_then(Value::as_f64)
-            .unwrap_or(if name == "applied" || name == "renewed" {
-                1.0
-            } else {
-                0.0
-            }),
+            },
+            expires_at_ms: Some(at_ms + lease_ms),
+            ..change(if renewed { "renewed" } else { "applied" }, id, at_ms)
+        },
+        AgentEvent::Expired { id, at_ms, .. } => change("expired", id, at_ms),
+        AgentEvent::Removed { id, at_ms, .. } => change("removed", id, at_ms),
+        AgentEvent::Lagged { .. } => return None,
     })
 }
 

@@ -39,11 +39,9 @@ impl EmbeddedOperations {
                 request.target
             )));
         }
-        let spec = agent::api::FaultSpec::from_json_value(request.fault)
-            .map_err(|error| OperationError::Invalid(error.to_string()))?;
         self.inner
             .client
-            .put_fault(&self.inner.testbed.agent, &request.id, &spec)
+            .put_fault(&self.inner.testbed.agent, &request.id, &request.fault)
             .await
             .map_err(failed)
     }
@@ -69,14 +67,8 @@ impl EmbeddedOperations {
     pub(super) async fn switch_breaker_mode(
         &self,
         service: Option<String>,
-        mode: String,
+        mode: breaker::Mode,
     ) -> Result<(), OperationError> {
-        let mode: breaker::Mode = serde_json::from_value(serde_json::Value::String(mode.clone()))
-            .map_err(|_| {
-            OperationError::Invalid(format!(
-                "mode: `{mode}` is not one of enforce, shadow, forced-open, disabled"
-            ))
-        })?;
         let targets: Vec<String> =
             match &service {
                 Some(name) => vec![self.service_url(name).ok_or_else(|| {
