@@ -537,12 +537,12 @@ fn print_predictions(predictions: &[PredictedCondition]) {
     if predictions.is_empty() {
         return;
     }
-    println!(
+    out!(
         "\npredicted by breaker::sim from the spec (mean [lowest, highest]) vs measured (mean ± 95 % CI):"
     );
     for predicted in predictions {
         let p = &predicted.prediction;
-        println!("  {}", predicted.label);
+        out!("  {}", predicted.label);
         for (metric, band) in p.bands() {
             let check = predicted.checks.iter().find(|c| c.metric == metric);
             let measured = check.map_or("not measured yet".to_owned(), |c| {
@@ -556,7 +556,7 @@ fn print_predictions(predictions: &[PredictedCondition]) {
                 Some(None) => "within".to_owned(),
                 None => String::new(),
             };
-            println!(
+            out!(
                 "    {:<18} predicted {:>10.3} [{:.3}, {:.3}]  measured {:<20} {verdict}",
                 metric.as_str(),
                 band.mean,
@@ -570,7 +570,7 @@ fn print_predictions(predictions: &[PredictedCondition]) {
                 .opens_estimate
                 .map(|e| format!(", estimate ≈ {e:.1}"))
                 .unwrap_or_default();
-            println!("    opens bound ≤ {bound}{estimate}");
+            out!("    opens bound ≤ {bound}{estimate}");
         }
     }
 }
