@@ -60,6 +60,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0005_predictions.sql"),
         include_str!("../../../migrations/postgres/0005_predictions.sql"),
     ),
+    (
+        6,
+        "containers",
+        include_str!("../../../migrations/sqlite/0006_containers.sql"),
+        include_str!("../../../migrations/postgres/0006_containers.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

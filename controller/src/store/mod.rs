@@ -9,9 +9,10 @@
 //!
 //! [`writing`] holds what changes the database, [`reading`] what reads it back (a stored value that
 //! does not decode is [`StoreError::Corrupt`]), [`annotations`] the game-day notes, [`schedule`] the queue
-//! of scheduled starts.
+//! of scheduled starts, [`containers`] the container faults' leases and per-container samples.
 
 mod annotations;
+mod containers;
 mod migrations;
 mod predictions;
 mod reading;
@@ -27,6 +28,7 @@ use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
 
 pub use annotations::{annotation_author, annotation_text};
+pub use containers::{ContainerFaultRow, ContainerSampleRecord, NewContainerFault};
 pub use migrations::{Backend, MIGRATIONS};
 pub use records::STOP_CONDITION_REASON;
 pub use records::{

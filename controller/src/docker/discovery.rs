@@ -1,0 +1,132 @@
+//! The compose stack's containers, found by their compose labels (project, service, replica number).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use bollard::container::ListContainersOptions;
+use bollard::models::ContainerSummary;
+
+use super::{DockerError, Engine, NUMBER_LABEL, PROJECT_LABEL, SERVICE_LABEL};
+
+/// One container of a compose project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackContainer {
+    pub id: String,
+    /// The container's name without the leading `/` (e.g. `shop_checkout_2`).
+    pub name: String,
+    /// The compose service it runs.
+    pub service: String,
+    /// Which replica of the service it is (1 when not scaled).
+    pub number: u32,
+    /// The engine's state: `running`, `paused`, `exited`, …
+    pub state: String,
+    /// Its address on each network it is attached to, by network name.
+    pub addresses: BTreeMap<String, IpAddr>,
+}
+
+impl StackContainer {
+    /// A label that tells replicas apart: `checkout` for the first, `checkout#2` for the second.
+    pub fn replica(&self) -> String {
+        if self.number <= 1 {
+            self.service.clone()
+        } else {
+            format!("{}#{}", self.service, self.number)
+        }
+    }
+
+    /// Its address on any network (networks in name order), if it has one.
+    pub fn address(&self) -> Option<IpAddr> {
+        self.addresses.values().next().copied()
+    }
+
+    fn from_summary(summary: ContainerSummary) -> Option<StackContainer> {
+        let labels = summary.labels.unwrap_or_default();
+        let service = labels.get(SERVICE_LABEL)?.clone();
+        let number = labels
+            .get(NUMBER_LABEL)
+            .and_then(|number| number.parse().ok())
+            .unwrap_or(1);
+        let name = summary
+            .names
+            .unwrap_or_default()
+            .first()
+            .map(|name| name.trim_start_matches('/').to_owned())
+            .unwrap_or_default();
+        let addresses = summary
+            .network_settings
+            .and_then(|settings| settings.networks)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(network, endpoint)| {
+                let ip = endpoint.ip_address?.parse().ok()?;
+                Some((network, ip))
+            })
+            .collect();
+        Some(StackContainer {
+            id: summary.id?,
+            name,
+            service,
+            number,
+            state: summary.state.unwrap_or_default(),
+            addresses,
+        })
+    }
+}
+
+impl Engine {
+    /// Every container of compose project `project` (running or not), by service then replica number.
+    pub async fn stack(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
+        let filters = HashMap::from([(
+            "label".to_owned(),
+            vec![format!("{PROJECT_LABEL}={project}")],
+        )]);
+        let summaries = self
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters,
+                ..ListContainersOptions::default()
+            }))
+            .await
+            .map_err(|source| self.failed("list containers of project", project, source))?;
+        let mut containers: Vec<StackContainer> = summaries
+            .into_iter()
+            .filter_map(StackContainer::from_summary)
+            .collect();
+        containers.sort_by(|a, b| (&a.service, a.number).cmp(&(&b.service, b.number)));
+        Ok(containers)
+    }
+
+    /// The containers of one service of `project` (its replicas); an error when there is none.
+    pub async fn service(
+        &self,
+        project: &str,
+        service: &str,
+    ) -> Result<Vec<StackContainer>, DockerError> {
+        let replicas: Vec<StackContainer> = self
+            .stack(project)
+            .await?
+            .into_iter()
+            .filter(|container| container.service == service)
+            .collect();
+        if replicas.is_empty() {
+            return Err(DockerError::NoSuchService {
+                project: project.to_owned(),
+                service: service.to_owned(),
+            });
+        }
+        Ok(replicas)
+    }
+}
+
+/// Base URLs `http://IP:PORT` of the first replica of every service that has an address, by service.
+pub fn service_urls(containers: &[StackContainer], port: u16) -> BTreeMap<String, String> {
+    let mut urls = BTreeMap::new();
+    for container in containers {
+        if let Some(ip) = container.address() {
+            urls.entry(container.service.clone())
+                .or_insert_with(|| format!("http://{}", std::net::SocketAddr::new(ip, port)));
+        }
+    }
+    urls
+}

@@ -1,0 +1,126 @@
+//! The Docker Engine through bollard on its unix socket: the compose stack's containers found by their labels
+//! ([`discovery`]), container-level faults ([`fault`]) held under leases recorded in the store ([`lease`]), and
+//! per-container CPU, memory and network sampled from the engine's stats ([`stats`]).
+//!
+//! Only this module talks to the engine; nothing else of Tolerant needs one. An engine that does not answer is
+//! [`DockerError::Unreachable`], naming the socket.
+//!
+//! API version: bollard 0.18 speaks up to API 1.47 by default, and engines refuse a client newer than they
+//! are. The client therefore starts from API 1.41 (Docker Engine 20.10, the oldest engine this supports) and
+//! negotiates down if the engine is older still; every call used here exists in 1.41.
+
+pub mod discovery;
+pub mod fault;
+pub mod lease;
+pub mod stats;
+#[cfg(test)]
+mod tests;
+
+use bollard::{ClientVersion, Docker};
+
+use crate::store::StoreError;
+
+pub use discovery::StackContainer;
+pub use fault::ContainerAction;
+pub use lease::ContainerLeases;
+pub use stats::{ContainerReading, ContainerSampler};
+
+/// Where the engine listens unless `DOCKER_HOST` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
+/// The compose project a container belongs to.
+pub const PROJECT_LABEL: &str = "com.docker.compose.project";
+/// The compose service a container runs.
+pub const SERVICE_LABEL: &str = "com.docker.compose.service";
+/// Which replica of its service a container is (1, 2, …).
+pub const NUMBER_LABEL: &str = "com.docker.compose.container-number";
+
+/// API version the client starts from (Docker Engine 20.10).
+const FLOOR_API: ClientVersion = ClientVersion {
+    major_version: 1,
+    minor_version: 41,
+};
+/// Longest an engine call may take, in seconds (a stop waits for the container's grace period).
+const ENGINE_TIMEOUT_SECS: u64 = 60;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    #[error(
+        "Docker Engine at {socket}: not reachable ({message}); start the engine, or name its socket with \
+         DOCKER_HOST=unix:///path/to/docker.sock"
+    )]
+    Unreachable { socket: String, message: String },
+    #[error("Docker Engine at {socket}: {operation} {container}: {source}")]
+    Engine {
+        socket: String,
+        operation: &'static str,
+        container: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("compose project `{project}`: no container of service `{service}`")]
+    NoSuchService { project: String, service: String },
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// The socket named by `DOCKER_HOST` (`unix://PATH`), else [`DEFAULT_SOCKET`].
+pub fn socket_from_env() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|host| host.strip_prefix("unix://").map(str::to_owned))
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| DEFAULT_SOCKET.to_owned())
+}
+
+/// A connection to one engine. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    docker: Docker,
+    socket: String,
+}
+
+impl Engine {
+    /// Connects to the engine on `socket` (a path), checks that it answers and agrees on the API version.
+    pub async fn connect(socket: &str) -> Result<Engine, DockerError> {
+        let unreachable = |message: String| DockerError::Unreachable {
+            socket: socket.to_owned(),
+            message,
+        };
+        let docker = Docker::connect_with_unix(socket, ENGINE_TIMEOUT_SECS, &FLOOR_API)
+            .map_err(|error| unreachable(error.to_string()))?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(|error| unreachable(error.to_string()))?;
+        docker
+            .ping()
+            .await
+            .map_err(|error| unreachable(error.to_string()))?;
+        Ok(Engine {
+            docker,
+            socket: socket.to_owned(),
+        })
+    }
+
+    /// The socket this engine was reached on.
+    pub fn socket(&self) -> &str {
+        &self.socket
+    }
+
+    /// An engine error of `operation` on `container`, naming the socket.
+    fn failed(
+        &self,
+        operation: &'static str,
+        container: &str,
+        source: bollard::errors::Error,
+    ) -> DockerError {
+        DockerError::Engine {
+            socket: self.socket.clone(),
+            operation,
+            container: container.to_owned(),
+            source,
+        }
+    }
+}

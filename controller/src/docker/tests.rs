@@ -1,0 +1,111 @@
+//! Tests of what needs no engine: parsing container actions and turning readings into samples. The engine
+//! itself is exercised by the root package's container test (`tests/containers.rs`).
+
+use std::time::Duration;
+
+use super::fault::ContainerAction;
+use super::stats::{ContainerReading, samples_between};
+use crate::energy::CpuModel;
+
+fn reading(container: &str, cpu_ns: u64, rx_bytes: u64) -> ContainerReading {
+    ContainerReading {
+        container: container.into(),
+        service: container.trim_end_matches(char::is_numeric).into(),
+        replica: 1,
+        cpu_ns,
+        memory_bytes: 5_000_000,
+        rx_bytes,
+        tx_bytes: rx_bytes / 2,
+    }
+}
+
+#[test]
+fn actions_parse_by_name_with_their_parameters() {
+    assert_eq!(
+        ContainerAction::parse("fault.kinds", "pause", None, None).unwrap(),
+        ContainerAction::Pause
+    );
+    assert_eq!(
+        ContainerAction::parse("fault.kinds", "kill", None, None).unwrap(),
+        ContainerAction::Kill {
+            signal: "SIGKILL".into()
+        }
+    );
+    assert_eq!(
+        ContainerAction::parse("fault.kinds", "kill", Some("term"), None).unwrap(),
+        ContainerAction::Kill {
+            signal: "SIGTERM".into()
+        }
+    );
+    let bad_signal = ContainerAction::parse("fault.signal", "kill", Some("SIGFOO"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(bad_signal.starts_with("fault.signal: "), "{bad_signal}");
+    let no_network = ContainerAction::parse("fault.network", "disconnect", None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(no_network.starts_with("fault.network: "), "{no_network}");
+    let unknown = ContainerAction::parse("fault.kinds", "freeze", None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown.contains("`freeze`") && unknown.contains("pause"),
+        "{unknown}"
+    );
+    // Recorded actions read back as they were written (the ledger keeps them as JSON).
+    let disconnect = ContainerAction::Disconnect {
+        network: "shop_boutique".into(),
+        aliases: vec!["payment".into()],
+    };
+    let json = serde_json::to_string(&disconnect).unwrap();
+    assert_eq!(
+        serde_json::from_str::<ContainerAction>(&json).unwrap(),
+        disconnect
+    );
+}
+
+#[test]
+fn samples_are_deltas_and_energy_is_split_by_cpu_share() {
+    let model = CpuModel {
+        idle_watts: 2.0,
+        max_watts: 10.0,
+    };
+    let before = [
+        reading("cart1", 1_000_000_000, 100),
+        reading("payment1", 3_000_000_000, 1_000),
+    ];
+    let after = [
+        reading("cart1", 1_250_000_000, 400),
+        reading("payment1", 3_750_000_000, 1_500),
+        // New since the last reading: no delta yet.
+        reading("ad1", 9_000_000_000, 10),
+    ];
+    let samples = samples_between(&before, &after, Duration::from_secs(1), 7, model, 2);
+    assert_eq!(samples.len(), 2);
+    assert!(samples.iter().all(|sample| sample.second == 7));
+    let cart = &samples[0];
+    let payment = &samples[1];
+    assert_eq!(
+        (cart.container.as_str(), payment.container.as_str()),
+        ("cart1", "payment1")
+    );
+    assert!((cart.cpu_seconds - 0.25).abs() < 1e-9);
+    assert!((payment.cpu_seconds - 0.75).abs() < 1e-9);
+    assert_eq!((cart.rx_bytes, cart.tx_bytes), (300, 150));
+    // One busy CPU of two: the machine at 50 % draws 6 W; over 1 s that is 6 J, split 1:3.
+    let total = cart.energy_joules + payment.energy_joules;
+    assert!((total - 6.0).abs() < 1e-9, "{total}");
+    assert!((payment.energy_joules - 3.0 * cart.energy_joules).abs() < 1e-9);
+}
+
+#[test]
+fn a_restarted_container_counts_from_its_new_counters_and_idle_gets_no_energy() {
+    let model = CpuModel::for_cpus(2);
+    let before = [reading("cart1", 5_000_000_000, 9_000)];
+    let after = [reading("cart1", 200_000_000, 100)];
+    let samples = samples_between(&before, &after, Duration::from_secs(1), 1, model, 2);
+    assert!((samples[0].cpu_seconds - 0.2).abs() < 1e-9);
+    assert_eq!(samples[0].rx_bytes, 100);
+    let idle = samples_between(&after, &after, Duration::from_secs(1), 2, model, 2);
+    assert_eq!((idle[0].cpu_seconds, idle[0].energy_joules), (0.0, 0.0));
+}
