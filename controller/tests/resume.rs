@@ -497,7 +497,11 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
         let running = store.runs(id).await.expect("runs")[1].id;
         let fault_id = format!("experiment-{id}-run-{running}");
         AdminClient::new(AGENT_TOKEN)
-            .put_fault(&agent_url, &fault_id, &fault_spec(&spec, &plan[1]))
+            .put_fault(
+                &agent_url,
+                &fault_id,
+                &fault_spec(&spec, &plan[1]).expect("an agent fault kind"),
+            )
             .await
             .expect("put fault over HTTP");
         assert_eq!(agent.faults().len(), 1);

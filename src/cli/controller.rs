@@ -20,6 +20,8 @@ use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::compose::ComposeArgs;
+
 /// Exit status of a spec that does not validate.
 pub const EXIT_BAD_SPEC: i32 = 2;
 
@@ -39,6 +41,8 @@ pub struct RunArgs {
     /// Start a new experiment even when this spec's latest experiment is unfinished.
     #[arg(long)]
     pub fresh: bool,
+    #[command(flatten)]
+    pub compose: ComposeArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,6 +57,8 @@ pub struct ResumeArgs {
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub compose: ComposeArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -120,7 +126,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--db {}", args.db))?;
     let choice = choose_start(&store, &spec, args.fresh).await?;
-    execute(&store, &spec, choice, args.token, args.json).await
+    execute(&store, &spec, choice, args.token, &args.compose, args.json).await
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
@@ -138,6 +144,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
         &spec,
         StartChoice::Resume(id),
         args.token,
+        &args.compose,
         args.json,
     )
     .await
@@ -150,9 +157,18 @@ async fn execute(
     spec: &ExperimentSpec,
     choice: StartChoice,
     token: Option<String>,
+    compose: &ComposeArgs,
     quiet: bool,
 ) -> anyhow::Result<()> {
-    let (stack, testbed) = if spec.targets.is_empty() {
+    let mut sweep = None;
+    let mut containers = None;
+    let (stack, testbed) = if let Some(project) = &compose.compose {
+        let (testbed, stack, sweeping) =
+            super::compose::connect(compose, project, store, token).await?;
+        sweep = Some(sweeping);
+        containers = Some(stack);
+        (None, testbed)
+    } else if spec.targets.is_empty() {
         let (stack, testbed) = start_embedded_stack(spec).await?;
         (Some(stack), testbed)
     } else {
@@ -161,6 +177,9 @@ async fn execute(
     let cancel = CancellationToken::new();
     let token = testbed.token.clone();
     let mut runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
+    if let Some(containers) = containers {
+        runner = runner.with_containers(containers);
+    }
     let ingest = match push_listener(spec).await {
         Ok(Some((listener, addr))) => {
             let inbox = PushInbox::default();
@@ -219,6 +238,9 @@ async fn execute(
     }
     if let Some(stack) = stack {
         stack.shutdown().await;
+    }
+    if let Some(sweep) = sweep {
+        sweep.abort();
     }
     let experiment = result?;
     print_summary(store, experiment, quiet).await

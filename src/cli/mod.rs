@@ -2,6 +2,7 @@
 
 mod agent;
 mod boutique;
+mod compose;
 mod controller;
 mod healthcheck;
 pub(crate) mod output;

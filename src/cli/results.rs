@@ -194,6 +194,19 @@ fn agent_of_spec(source: &str) -> Option<String> {
         .cloned()
 }
 
+/// Undoes every container fault the database records as still in force.
+async fn halt_containers(store: &Store) -> anyhow::Result<()> {
+    if store.pending_container_faults(None).await?.is_empty() {
+        return Ok(());
+    }
+    let engine =
+        controller::docker::Engine::connect(&controller::docker::socket_from_env()).await?;
+    let leases = controller::docker::ContainerLeases::new(engine, store.clone());
+    let undone = leases.undo_all(controller::runner::now_ms()).await?;
+    println!("containers: {undone} container fault(s) undone");
+    Ok(())
+}
+
 pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     let mut agents: BTreeSet<String> = args
         .agents
@@ -209,7 +222,10 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
                 agents.insert(url.trim_end_matches('/').to_owned());
             }
         }
+        // Container faults still in force: undone through the engine (only then is one needed).
+        let containers = halt_containers(&store).await;
         store.close().await;
+        containers?;
     }
     if agents.is_empty() {
         out!("no known agents: the stored experiments name none and no --agent was given");

@@ -129,7 +129,7 @@ pub fn checkout_share() -> f64 {
 }
 
 /// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
-/// fault on another service than Payment, a run longer than the simulator's window).
+/// container restart, a fault on another service than Payment, a run longer than the simulator's window).
 pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
     if spec.fault.target != "payment" {
         return None;
@@ -137,7 +137,12 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
     let kind = match condition.fault {
         SpecFault::Error { .. } | SpecFault::Reset => FaultKind::Error,
         SpecFault::Hang => FaultKind::Hang,
-        SpecFault::Delay { .. } => return None,
+        // A paused container holds every call until the caller's timeout, like a hang; a stopped or killed
+        // one refuses them at once, like an error.
+        SpecFault::Pause => FaultKind::Hang,
+        SpecFault::Stop | SpecFault::Kill { .. } => FaultKind::Error,
+        // A restart is down for a moment the model cannot know.
+        SpecFault::Delay { .. } | SpecFault::Restart => return None,
     };
     let window = spec.run_warmup() + spec.run_duration();
     let share = checkout_share();

@@ -5,6 +5,7 @@
 
 mod admin;
 mod agent_stream;
+pub mod containers;
 mod drive;
 mod preflight;
 pub mod prometheus;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
 pub use agent_stream::{AgentStream, parse_agent_event};
+pub use containers::ContainerStack;
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
 pub use sources::{SourceCollector, TransitionSink};
@@ -162,6 +164,8 @@ pub struct Runner {
     push_inbox: Option<PushInbox>,
     /// Where a copy of every scraped foreign transition goes as a run sees it (the live dashboard).
     live_transitions: Option<TransitionSink>,
+    /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
+    containers: Option<ContainerStack>,
 }
 
 impl Runner {
@@ -175,6 +179,7 @@ impl Runner {
             live_seconds: None,
             push_inbox: None,
             live_transitions: None,
+            containers: None,
         }
     }
 
@@ -187,6 +192,13 @@ impl Runner {
     /// Also sends a copy of every transition a `[[sources]]` scrape sees to `sink` as runs go.
     pub fn with_live_transitions(mut self, sink: TransitionSink) -> Self {
         self.live_transitions = Some(sink);
+        self
+    }
+
+    /// Runs against the compose stack `containers`: container fault kinds become possible and every run
+    /// stores each container's CPU, memory, network and modelled energy.
+    pub fn with_containers(mut self, containers: ContainerStack) -> Self {
+        self.containers = Some(containers);
         self
     }
 
@@ -332,9 +344,20 @@ impl Runner {
         });
 
         let mut abort_reason = None;
-        if planned.condition.fault_rate > 0.0 {
+        let injects = planned.condition.fault_rate > 0.0;
+        if let Some(stack) = &self.containers {
+            if let Err(reason) = scope.begin_containers(stack, spec, planned, run).await {
+                abort_reason = Some(reason);
+            }
+        } else if injects && planned.condition.fault.name().is_container() {
+            abort_reason = Some(format!(
+                "fault.kinds: `{}` acts on containers; run against the compose stack \
+                 (tolerant run --compose PROJECT)",
+                planned.condition.fault.name().as_str()
+            ));
+        }
+        if let (true, None, Some(fault)) = (injects, &abort_reason, fault_spec(spec, planned)) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-            let fault = fault_spec(spec, planned);
             if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await {
                 abort_reason = Some(reason);
             }
@@ -353,7 +376,8 @@ impl Runner {
             Some(_) => None,
         };
         // Removed as soon as the load ends, a stop condition or a cancel included.
-        let ended = scope.end().await;
+        let mut ended = scope.end().await;
+        let container_samples = std::mem::take(&mut ended.container_samples);
 
         let (report, seconds) = match driven {
             Some(driven) => {
@@ -406,6 +430,9 @@ impl Runner {
         };
         let availability = record.outcomes().availability();
         self.store.finish_run(run, &record).await?;
+        self.store
+            .insert_container_samples(run, &container_samples)
+            .await?;
         progress(Progress::RunFinished {
             run,
             planned: *planned,
@@ -435,15 +462,18 @@ impl Runner {
     }
 }
 
-/// The agent's fault document for a planned run.
-pub fn fault_spec(spec: &ExperimentSpec, planned: &PlannedRun) -> agent::api::FaultSpec {
+/// The agent's fault document for a planned run; `None` when its kind acts on containers instead.
+pub fn fault_spec(spec: &ExperimentSpec, planned: &PlannedRun) -> Option<agent::api::FaultSpec> {
     let kind = match planned.condition.fault {
         FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
         FaultKind::Hang => agent::api::FaultKind::Hang,
         FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
         FaultKind::Reset => agent::api::FaultKind::Reset,
+        FaultKind::Pause | FaultKind::Stop | FaultKind::Kill { .. } | FaultKind::Restart => {
+            return None;
+        }
     };
-    agent::api::FaultSpec {
+    Some(agent::api::FaultSpec {
         kind,
         rate: planned.condition.fault_rate,
         matcher: agent::api::MatchRule {
@@ -451,5 +481,5 @@ pub fn fault_spec(spec: &ExperimentSpec, planned: &PlannedRun) -> agent::api::Fa
             path_prefix: spec.fault.match_rule.path_prefix.clone(),
         },
         lease: Some(spec.fault.lease),
-    }
+    })
 }

@@ -19,14 +19,17 @@ use tokio::time::Instant;
 
 use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
+use super::containers::{ContainerRun, ContainerStack};
 use super::sampler::Sampler;
 use super::sources::SourceCollector;
 use super::task::RunTask;
 use super::transitions::TransitionCollector;
 use super::{RunnerError, Testbed, now_ms};
 use crate::energy::EnergySource;
-use crate::spec::Offers;
-use crate::store::{CollectorSample, FaultEventRecord, TransitionRecord};
+use crate::spec::{ExperimentSpec, Offers, PlannedRun};
+use crate::store::{
+    CollectorSample, ContainerSampleRecord, FaultEventRecord, RunId, TransitionRecord,
+};
 
 /// What a run collected besides its load, once its scope has ended.
 #[derive(Debug)]
@@ -36,6 +39,8 @@ pub struct ScopeEnd {
     pub transitions: Vec<TransitionRecord>,
     pub samples: Vec<CollectorSample>,
     pub energy_source: EnergySource,
+    /// Each container's seconds, when the run was against the compose stack.
+    pub container_samples: Vec<ContainerSampleRecord>,
 }
 
 /// A fault on the agent, renewed while the scope lives.
@@ -55,6 +60,8 @@ pub struct RunScope {
     foreign: Option<SourceCollector>,
     agent_stream: Option<Result<AgentStream, String>>,
     sampler: Option<Sampler>,
+    /// The compose stack's sampling and container fault, when the run is against it.
+    containers: Option<ContainerRun>,
 }
 
 impl RunScope {
@@ -84,12 +91,27 @@ impl RunScope {
             foreign: None,
             agent_stream: Some(agent_stream),
             sampler: None,
+            containers: None,
         })
     }
 
     /// Collects the foreign breakers' transitions with the scope's own until it ends.
     pub fn follow_foreign(&mut self, collector: SourceCollector) {
         self.foreign = Some(collector);
+    }
+
+    /// Starts sampling the compose stack's containers and, for a container fault kind, applies it to the
+    /// target's replicas (undone first when the scope ends, or on drop). The error says why it is not on.
+    pub async fn begin_containers(
+        &mut self,
+        stack: &ContainerStack,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+        run: RunId,
+    ) -> Result<(), String> {
+        let started = stack.begin(spec, planned, run, &self.fault_events).await?;
+        self.containers = Some(started);
+        Ok(())
     }
 
     /// Puts `fault` on the agent as `fault_id` and renews its lease every third of `lease` until the scope
@@ -146,6 +168,10 @@ impl RunScope {
     /// Ends the run's scope: the fault is removed first, then every task stops and what they collected is
     /// returned.
     pub async fn end(mut self) -> ScopeEnd {
+        let container_samples = match self.containers.take() {
+            Some(started) => started.end(&self.fault_events).await,
+            None => Vec::new(),
+        };
         let removed = self.remove_fault().await;
         let (energy_source, samples) = match self.sampler.take() {
             Some(sampler) => {
@@ -188,6 +214,7 @@ impl RunScope {
             transitions,
             samples,
             energy_source,
+            container_samples,
         }
     }
 
@@ -255,7 +282,11 @@ fn spawn_renewal(
     })
 }
 
-fn fault_event(event: &str, fault_id: &str, detail: serde_json::Value) -> FaultEventRecord {
+pub(super) fn fault_event(
+    event: &str,
+    fault_id: &str,
+    detail: serde_json::Value,
+) -> FaultEventRecord {
     FaultEventRecord {
         at_ms: now_ms(),
         event: event.to_owned(),

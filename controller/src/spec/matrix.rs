@@ -29,6 +29,10 @@ impl Condition {
                 format!("delay {}", humantime::format_duration(delay))
             }
             FaultKind::Reset => "reset".to_owned(),
+            FaultKind::Kill { signal } => format!("kill {signal}"),
+            FaultKind::Pause | FaultKind::Stop | FaultKind::Restart => {
+                self.fault.name().as_str().to_owned()
+            }
         };
         format!(
             "{fault} @ {}% / {}",

@@ -114,7 +114,8 @@ pub struct LoadSpec {
     pub timeout: Duration,
 }
 
-/// Fault kinds the agent knows.
+/// Fault kinds: per request through the agent (error, hang, delay, reset), or to the target's containers
+/// through the Docker Engine (pause, stop, kill, restart; see `crate::docker`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FaultKindName {
@@ -122,6 +123,10 @@ pub enum FaultKindName {
     Hang,
     Delay,
     Reset,
+    Pause,
+    Stop,
+    Kill,
+    Restart,
 }
 
 impl FaultKindName {
@@ -131,7 +136,22 @@ impl FaultKindName {
             FaultKindName::Hang => "hang",
             FaultKindName::Delay => "delay",
             FaultKindName::Reset => "reset",
+            FaultKindName::Pause => "pause",
+            FaultKindName::Stop => "stop",
+            FaultKindName::Kill => "kill",
+            FaultKindName::Restart => "restart",
         }
+    }
+
+    /// Whether this kind acts on containers (through the engine) rather than on requests (the agent).
+    pub fn is_container(self) -> bool {
+        matches!(
+            self,
+            FaultKindName::Pause
+                | FaultKindName::Stop
+                | FaultKindName::Kill
+                | FaultKindName::Restart
+        )
     }
 }
 
@@ -150,6 +170,16 @@ pub enum FaultKind {
         jitter: Duration,
     },
     Reset,
+    /// Every container of the target frozen for the run.
+    Pause,
+    /// Every container of the target stopped for the run (started again after it).
+    Stop,
+    /// Every container of the target sent `signal` at the start of the run (started again after it).
+    Kill {
+        signal: &'static str,
+    },
+    /// Every container of the target restarted at the start of the run.
+    Restart,
 }
 
 impl FaultKind {
@@ -159,6 +189,10 @@ impl FaultKind {
             FaultKind::Hang => FaultKindName::Hang,
             FaultKind::Delay { .. } => FaultKindName::Delay,
             FaultKind::Reset => FaultKindName::Reset,
+            FaultKind::Pause => FaultKindName::Pause,
+            FaultKind::Stop => FaultKindName::Stop,
+            FaultKind::Kill { .. } => FaultKindName::Kill,
+            FaultKind::Restart => FaultKindName::Restart,
         }
     }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
+use crate::docker::fault::SIGNALS;
 use crate::stats::{Criterion, CriterionError, check_against_spec, parse_criteria};
 use serde::Deserialize;
 use toml::Spanned;
@@ -98,6 +99,8 @@ struct RawFault {
     rates: Spanned<Vec<Spanned<f64>>>,
     delay: Option<Spanned<String>>,
     jitter: Option<Spanned<String>>,
+    /// The signal of kind `kill` (default SIGKILL).
+    signal: Option<Spanned<String>>,
     #[serde(rename = "match")]
     match_rule: Option<Spanned<MatchRule>>,
     lease: Option<Spanned<String>>,
@@ -591,12 +594,43 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
         None => Duration::ZERO,
     };
 
+    let signal = match &raw.signal {
+        Some(signal) => {
+            if !has(FaultKindName::Kill) {
+                return Err(check.error(
+                    "fault.signal",
+                    signal.span(),
+                    "only used by kind \"kill\"",
+                ));
+            }
+            let wanted = signal.get_ref().trim().to_ascii_uppercase();
+            let wanted = if wanted.starts_with("SIG") {
+                wanted
+            } else {
+                format!("SIG{wanted}")
+            };
+            let Some(known) = SIGNALS.iter().find(|known| **known == wanted) else {
+                return Err(check.error(
+                    "fault.signal",
+                    signal.span(),
+                    format!("`{wanted}` is not one of {}", SIGNALS.join(", ")),
+                ));
+            };
+            *known
+        }
+        None => "SIGKILL",
+    };
+
     let mut kinds = Vec::with_capacity(names.len());
     for name in &names {
         kinds.push(match name.get_ref() {
             FaultKindName::Error => FaultKind::Error { status },
             FaultKindName::Hang => FaultKind::Hang,
             FaultKindName::Reset => FaultKind::Reset,
+            FaultKindName::Pause => FaultKind::Pause,
+            FaultKindName::Stop => FaultKind::Stop,
+            FaultKindName::Kill => FaultKind::Kill { signal },
+            FaultKindName::Restart => FaultKind::Restart,
             FaultKindName::Delay => {
                 let Some(delay) = delay else {
                     return Err(check.error(

@@ -1,0 +1,192 @@
+//! A run against the compose stack: every container sampled once a second (CPU, memory, network, modelled
+//! energy), and a container-level fault (pause, stop, kill, restart) on every replica of the target, under a
+//! lease renewed while the run lasts and undone when it ends — also when the run's future is dropped
+//! part-way (an abort), and by any controller's sweep once the lease runs out (a killed controller).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use super::now_ms;
+use super::scope::fault_event;
+use super::task::RunTask;
+use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
+use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
+use crate::store::{ContainerSampleRecord, FaultEventRecord, RunId};
+
+/// How often every container's stats are read.
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+
+/// The compose project a runner works on, and the leases its container faults are held under.
+#[derive(Debug, Clone)]
+pub struct ContainerStack {
+    pub leases: ContainerLeases,
+    pub project: String,
+}
+
+/// The engine action of a container fault kind; `None` for the agent's kinds.
+pub fn container_action(kind: FaultKind) -> Option<ContainerAction> {
+    match kind {
+        FaultKind::Pause => Some(ContainerAction::Pause),
+        FaultKind::Stop => Some(ContainerAction::Stop),
+        FaultKind::Kill { signal } => Some(ContainerAction::Kill {
+            signal: signal.to_owned(),
+        }),
+        FaultKind::Restart => Some(ContainerAction::Restart),
+        FaultKind::Error { .. } | FaultKind::Hang | FaultKind::Delay { .. } | FaultKind::Reset => {
+            None
+        }
+    }
+}
+
+/// Faults applied in one run, undone when it ends or when this is dropped.
+#[derive(Debug)]
+struct AppliedFaults {
+    leases: ContainerLeases,
+    ids: Vec<(i64, String)>,
+}
+
+impl Drop for AppliedFaults {
+    fn drop(&mut self) {
+        // Only reached with faults left when the run's future was dropped (an abort): undo them now
+        // rather than at the end of their lease.
+        for (id, _) in std::mem::take(&mut self.ids) {
+            let leases = self.leases.clone();
+            tokio::spawn(async move {
+                if let Err(error) = leases.undo(id, now_ms()).await {
+                    tracing::warn!(%error, id, "undoing a container fault of an aborted run");
+                }
+            });
+        }
+    }
+}
+
+/// What a run started on the containers.
+#[derive(Debug)]
+pub struct ContainerRun {
+    faults: AppliedFaults,
+    renewal: Option<RunTask<()>>,
+    sampler: ContainerSampler,
+}
+
+impl ContainerStack {
+    /// Starts sampling the whole stack and, when the run's condition is a container fault with a rate above
+    /// zero, applies it to every replica of the target. An `Err` is the run's abort reason (what was applied
+    /// before the error is undone when the returned guard — or the error path — drops it).
+    pub async fn begin(
+        &self,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+        run: RunId,
+        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+    ) -> Result<ContainerRun, String> {
+        let engine = self.leases.engine().clone();
+        let stack = engine
+            .stack(&self.project)
+            .await
+            .map_err(|error| error.to_string())?;
+        let sampler = ContainerSampler::start(engine, stack.clone(), SAMPLE_PERIOD);
+        let mut started = ContainerRun {
+            faults: AppliedFaults {
+                leases: self.leases.clone(),
+                ids: Vec::new(),
+            },
+            renewal: None,
+            sampler,
+        };
+        let action = container_action(planned.condition.fault)
+            .filter(|_| planned.condition.fault_rate > 0.0);
+        let Some(action) = action else {
+            return Ok(started);
+        };
+        let replicas: Vec<_> = stack
+            .iter()
+            .filter(|container| container.service == spec.fault.target)
+            .collect();
+        if replicas.is_empty() {
+            return Err(DockerError::NoSuchService {
+                project: self.project.clone(),
+                service: spec.fault.target.clone(),
+            }
+            .to_string());
+        }
+        for container in replicas {
+            let id = self
+                .leases
+                .inject(container, &action, spec.fault.lease, Some(run), now_ms())
+                .await
+                .map_err(|error| format!("container fault not applied: {error}"))?;
+            let fault_id = format!("container-{id}");
+            events.lock().push(fault_event(
+                "applied",
+                &fault_id,
+                json!({ "container": container.name, "action": action }),
+            ));
+            started.faults.ids.push((id, fault_id));
+        }
+        started.renewal = Some(spawn_renewal(
+            self.leases.clone(),
+            started.faults.ids.clone(),
+            spec.fault.lease,
+            Arc::clone(events),
+        ));
+        Ok(started)
+    }
+}
+
+/// Renews every fault's lease at a third of its length.
+fn spawn_renewal(
+    leases: ContainerLeases,
+    ids: Vec<(i64, String)>,
+    lease: Duration,
+    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+) -> RunTask<()> {
+    RunTask::spawn(async move {
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            for (id, fault_id) in &ids {
+                let event = match leases.renew(*id, lease, now_ms()).await {
+                    Ok(()) => fault_event("renewed", fault_id, json!({})),
+                    Err(error) => fault_event(
+                        "renew_failed",
+                        fault_id,
+                        json!({ "error": error.to_string() }),
+                    ),
+                };
+                events.lock().push(event);
+            }
+        }
+    })
+}
+
+impl ContainerRun {
+    /// Undoes the run's container fault (events recorded), stops sampling; returns the samples.
+    pub async fn end(
+        mut self,
+        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+    ) -> Vec<ContainerSampleRecord> {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.stop().await;
+        }
+        for (id, fault_id) in std::mem::take(&mut self.faults.ids) {
+            let event = match self.faults.leases.undo(id, now_ms()).await {
+                Ok(_) => fault_event("removed", &fault_id, json!({})),
+                Err(error) => fault_event(
+                    "remove_failed",
+                    &fault_id,
+                    json!({ "error": error.to_string() }),
+                ),
+            };
+            events.lock().push(event);
+        }
+        let (samples, errors) = self.sampler.stop();
+        for error in errors {
+            events
+                .lock()
+                .push(fault_event("stats_failed", "", json!({ "error": error })));
+        }
+        samples
+    }
+}

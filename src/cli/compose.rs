@@ -1,0 +1,109 @@
+//! `--compose PROJECT` of `tolerant run` and `resume`: the testbed is the compose project's containers, found
+//! through the Docker Engine by their labels (each service at its container's address, port 8080 as in
+//! `docker-compose.yml`); container fault kinds and per-container samples come with it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use boutique::ServiceName;
+use controller::docker::{self, ContainerLeases, Engine, StackContainer};
+use controller::runner::{ContainerStack, Testbed};
+use controller::store::Store;
+
+/// The port every service listens on inside its container (see `docker-compose.yml`).
+pub const SERVICE_PORT: u16 = 8080;
+/// How often this controller sweeps for container faults whose lease has run out.
+const SWEEP_PERIOD: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ComposeArgs {
+    /// Run against the containers of this compose project (e.g. the directory name `docker-compose up`
+    /// used, or its -p) instead of the embedded stack or [targets].
+    #[arg(long, value_name = "PROJECT")]
+    pub compose: Option<String>,
+    /// The Docker Engine's socket (default: DOCKER_HOST's unix:// path, else /var/run/docker.sock).
+    #[arg(long, value_name = "PATH")]
+    pub docker_socket: Option<String>,
+}
+
+impl ComposeArgs {
+    /// The engine's socket path.
+    pub fn socket(&self) -> String {
+        self.docker_socket
+            .clone()
+            .unwrap_or_else(docker::socket_from_env)
+    }
+}
+
+/// The project's testbed: the first replica of every boutique service by address, the agent in Payment.
+pub fn testbed_of(
+    project: &str,
+    containers: &[StackContainer],
+    token: String,
+) -> anyhow::Result<Testbed> {
+    let address = |service: &str| -> anyhow::Result<SocketAddr> {
+        let container = containers
+            .iter()
+            .find(|c| c.service == service && c.state == "running")
+            .with_context(|| {
+                format!("--compose {project}: no running container of service `{service}`")
+            })?;
+        let ip = container.address().with_context(|| {
+            format!(
+                "--compose {project}: container {} has no address",
+                container.name
+            )
+        })?;
+        Ok(SocketAddr::new(ip, SERVICE_PORT))
+    };
+    let mut services = Vec::with_capacity(ServiceName::ALL.len());
+    for service in ServiceName::ALL {
+        services.push((
+            service.to_string(),
+            format!("http://{}", address(service.as_str())?),
+        ));
+    }
+    Ok(Testbed {
+        frontend: address(ServiceName::Frontend.as_str())?,
+        agent: format!("http://{}", address(ServiceName::Payment.as_str())?),
+        services,
+        token,
+    })
+}
+
+/// Everything a run against a compose project needs: the testbed, the container stack for the runner, and
+/// the sweep that undoes faults whose lease ran out (abort it when done).
+pub async fn connect(
+    args: &ComposeArgs,
+    project: &str,
+    store: &Store,
+    token: Option<String>,
+) -> anyhow::Result<(Testbed, ContainerStack, tokio::task::JoinHandle<()>)> {
+    let token = token.context("--token or TOLERANT_TOKEN: the compose stack's token is needed")?;
+    let engine = Engine::connect(&args.socket()).await?;
+    let containers = engine.stack(project).await?;
+    if containers.is_empty() {
+        anyhow::bail!(
+            "--compose {project}: the engine at {} has no container of that project",
+            engine.socket()
+        );
+    }
+    let leases = ContainerLeases::new(engine, store.clone());
+    // Faults a killed controller left behind whose lease has ended are undone before anything is checked.
+    let undone = leases.sweep(controller::runner::now_ms()).await?;
+    if undone > 0 {
+        tracing::info!(undone, "container faults left behind undone");
+    }
+    let containers = leases.engine().stack(project).await?;
+    let testbed = testbed_of(project, &containers, token)?;
+    let sweep = leases.spawn_watchdog(SWEEP_PERIOD);
+    Ok((
+        testbed,
+        ContainerStack {
+            leases,
+            project: project.to_owned(),
+        },
+        sweep,
+    ))
+}

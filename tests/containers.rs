@@ -1,0 +1,455 @@
+//! The stack as containers on the machine's Docker Engine: the image is built from the binary this test build
+//! made (`scripts/images`, cached by the binary's hash), `docker-compose.yml` is brought up under a project of
+//! the test's own, and the `tolerant` binary runs experiments against it through `--compose`: one pausing
+//! Payment through the engine, one injecting 500s through the agent. Then a pause whose lease runs out is
+//! undone by the sweep, and a pause left by a SIGKILLed controller is undone by the next one. Everything the
+//! test made (containers, networks, the volume) is removed at the end; the image stays as the build cache.
+//!
+//! Without an engine the test is skipped, unless `CI` is set: then it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use controller::docker::{ContainerAction, ContainerLeases, Engine, StackContainer};
+use controller::runner::now_ms;
+use controller::store::{ExperimentRow, RunId, Status, Store};
+
+const TOKEN: &str = "containers-test-token";
+const IMAGE: &str = "tolerant:test";
+/// Upper bound on any one wait of this test.
+const WAIT_LIMIT: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory of its own under the system temp dir, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = std::env::temp_dir().join(format!("tolerant-containers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create scratch dir");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `docker compose` when the plugin is there, else Debian's `docker-compose`.
+fn compose_program() -> Option<Vec<&'static str>> {
+    let works = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if works("docker", &["compose", "version"]) {
+        Some(vec!["docker", "compose"])
+    } else if works("docker-compose", &["version"]) {
+        Some(vec!["docker-compose"])
+    } else {
+        None
+    }
+}
+
+/// The compose project this test brings up, brought down (volume included) when dropped.
+struct Project {
+    name: String,
+    program: Vec<&'static str>,
+    dashboard_port: u16,
+}
+
+impl Project {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(self.program[0]);
+        command
+            .args(&self.program[1..])
+            .arg("-f")
+            .arg(repo().join("docker-compose.yml"))
+            .args(["-p", &self.name])
+            .args(args)
+            .env("TOLERANT_IMAGE", IMAGE)
+            .env("TOLERANT_TOKEN", TOKEN)
+            .env("TOLERANT_DASHBOARD_PORT", self.dashboard_port.to_string())
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) {
+        let output = self.command(args).output().expect("run compose");
+        assert!(
+            output.status.success(),
+            "compose {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = self
+            .command(&["down", "--volumes", "--remove-orphans", "--timeout", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Runs `tolerant <args>` to the end; panics with its output when it fails.
+fn tolerant(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_tolerant"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOLERANT_DB")
+        .env("TOLERANT_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tolerant");
+    let text = format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "tolerant {args:?} failed:\n{text}");
+    text
+}
+
+fn spec(name: &str, kind: &str, duration: &str, lease: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+rounds = 1
+duration = "{duration}"
+warmup = "1s"
+order = "fixed"
+seed = 3
+
+[load]
+users = 4
+think_time = ["20ms", "100ms"]
+timeout = "2s"
+
+[fault]
+target = "payment"
+kind = "{kind}"
+rates = [1.0]
+lease = "{lease}"
+
+[breaker]
+modes = ["enforce"]
+
+[breaker.trip]
+consecutive_failures = 2
+
+[breaker.open]
+base = "1s"
+"#
+    )
+}
+
+/// The one experiment stored under `name` and its only run.
+async fn only_run(store: &Store, name: &str) -> (ExperimentRow, RunId) {
+    let experiment = store
+        .experiments()
+        .await
+        .expect("experiments")
+        .into_iter()
+        .find(|row| row.name == name)
+        .unwrap_or_else(|| panic!("experiment {name} stored"));
+    let runs = store.runs(experiment.id).await.expect("runs");
+    assert_eq!(runs.len(), 1, "{name}: one run");
+    assert_eq!(runs[0].status, Status::Finished, "{name}: {:?}", runs[0]);
+    (experiment, runs[0].id)
+}
+
+async fn payment(engine: &Engine, project: &str) -> StackContainer {
+    let mut replicas = engine.service(project, "payment").await.expect("payment");
+    replicas.remove(0)
+}
+
+/// Waits until Payment's container is in `state`.
+async fn wait_for_state(engine: &Engine, project: &str, state: &str) {
+    let started = Instant::now();
+    loop {
+        if payment(engine, project).await.state == state {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT_LIMIT,
+            "payment never became {state}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A free loopback port for the dashboard (the listener is closed again before compose binds it).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leases() {
+    let socket = controller::docker::socket_from_env();
+    let engine = match Engine::connect(&socket).await {
+        Ok(engine) => engine,
+        Err(error) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set and the Docker Engine is needed: {error}")
+        }
+        Err(error) => {
+            eprintln!("skipped: {error}");
+            return;
+        }
+    };
+    let Some(program) = compose_program() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set and neither `docker compose` nor `docker-compose` is installed"
+        );
+        eprintln!("skipped: neither `docker compose` nor `docker-compose` is installed");
+        return;
+    };
+
+    // The image, from the binary this build made (rebuilt only when the binary changed).
+    let built = Command::new("bash")
+        .arg(repo().join("scripts/images"))
+        .env("TOLERANT_BINARY", env!("CARGO_BIN_EXE_tolerant"))
+        .env("TOLERANT_IMAGE", IMAGE)
+        .output()
+        .expect("run scripts/images");
+    assert!(
+        built.status.success(),
+        "scripts/images failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+
+    let scratch = Scratch::new();
+    let db = scratch.0.join("tolerant.db");
+    let db_arg = db.to_str().expect("utf-8 path").to_owned();
+    let project = Project {
+        name: format!("tolerant-test-{}", std::process::id()),
+        program,
+        dashboard_port: free_port(),
+    };
+    project.run(&["up", "-d"]);
+    let name = project.name.clone();
+
+    // Every service and the controller are up and healthy; the dashboard answers on loopback only.
+    let stack = engine.stack(&name).await.expect("stack");
+    let services: Vec<&str> = stack.iter().map(|c| c.service.as_str()).collect();
+    assert_eq!(
+        stack.len(),
+        11,
+        "ten services and the controller: {services:?}"
+    );
+    let dashboard = format!("http://127.0.0.1:{}/_healthz", project.dashboard_port);
+    let started = Instant::now();
+    while !reqwest::get(&dashboard)
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(
+            started.elapsed() < WAIT_LIMIT,
+            "the dashboard never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // 1. Payment paused through the engine for a run.
+    std::fs::write(
+        scratch.0.join("pause.toml"),
+        spec("pause", "pause", "3s", "3s"),
+    )
+    .unwrap();
+    tolerant(
+        &scratch.0,
+        &[
+            "run",
+            "pause.toml",
+            "--fresh",
+            "--db",
+            &db_arg,
+            "--compose",
+            &name,
+        ],
+    );
+    let store = Store::open(&db_arg).await.expect("open the test database");
+    let (_, run) = only_run(&store, "pause").await;
+    let faults = store.container_faults_of_run(run).await.expect("faults");
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(faults[0].fault.service, "payment");
+    assert!(
+        faults[0].undone_ms.is_some() && faults[0].undo_error.is_none(),
+        "{faults:?}"
+    );
+    assert_eq!(payment(&engine, &name).await.state, "running");
+    let samples = store.container_samples(run).await.expect("samples");
+    for service in ["frontend", "payment", "checkout"] {
+        assert!(
+            samples.iter().any(|s| s.service == service),
+            "no stats of {service} stored"
+        );
+    }
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.cpu_seconds > 0.0 && s.energy_joules > 0.0)
+    );
+
+    // 2. 500s through the agent in Payment: the breakers in front of it trip, and the controller saw it.
+    std::fs::write(
+        scratch.0.join("errors.toml"),
+        spec("errors", "error", "3s", "10s"),
+    )
+    .unwrap();
+    tolerant(
+        &scratch.0,
+        &[
+            "run",
+            "errors.toml",
+            "--fresh",
+            "--db",
+            &db_arg,
+            "--compose",
+            &name,
+        ],
+    );
+    let (_, run) = only_run(&store, "errors").await;
+    let transitions = store.transitions(run).await.expect("transitions");
+    assert!(
+        transitions.iter().any(|t| t.breaker.contains("payment")),
+        "no transition of a breaker in front of payment: {transitions:?}"
+    );
+    assert!(
+        !store
+            .container_samples(run)
+            .await
+            .expect("samples")
+            .is_empty()
+    );
+
+    // 3. A pause whose lease runs out is undone by the sweep.
+    let leases = ContainerLeases::new(engine.clone(), store.clone());
+    let sweep = leases.spawn_watchdog(Duration::from_millis(200));
+    let target = payment(&engine, &name).await;
+    let id = leases
+        .inject(
+            &target,
+            &ContainerAction::Pause,
+            Duration::from_secs(1),
+            None,
+            now_ms(),
+        )
+        .await
+        .expect("pause payment");
+    assert_eq!(payment(&engine, &name).await.state, "paused");
+    wait_for_state(&engine, &name, "running").await;
+    // The record is closed right after the engine's unpause answers.
+    let started = Instant::now();
+    let row = loop {
+        let row = store
+            .container_fault(id)
+            .await
+            .expect("row")
+            .expect("stored");
+        if row.undone_ms.is_some() || started.elapsed() > WAIT_LIMIT {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    sweep.abort();
+    assert!(
+        row.undone_ms.is_some_and(|at| at >= row.fault.until_ms),
+        "{row:?}"
+    );
+    assert_eq!(row.undo_error, None);
+
+    // 4. A controller SIGKILLed while Payment is paused: the pause outlives it, and the next controller to
+    // start undoes it once its lease has run out.
+    std::fs::write(
+        scratch.0.join("long.toml"),
+        spec("long", "pause", "60s", "2s"),
+    )
+    .unwrap();
+    let mut killed = Command::new(env!("CARGO_BIN_EXE_tolerant"))
+        .args([
+            "run",
+            "long.toml",
+            "--fresh",
+            "--db",
+            &db_arg,
+            "--compose",
+            &name,
+        ])
+        .current_dir(&scratch.0)
+        .env("TOLERANT_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the controller");
+    wait_for_state(&engine, &name, "paused").await;
+    killed.kill().expect("SIGKILL the controller");
+    killed.wait().expect("reap it");
+    assert_eq!(payment(&engine, &name).await.state, "paused");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        payment(&engine, &name).await.state,
+        "paused",
+        "nothing but a controller undoes it"
+    );
+    std::fs::write(
+        scratch.0.join("after.toml"),
+        spec("after", "error", "2s", "10s"),
+    )
+    .unwrap();
+    tolerant(
+        &scratch.0,
+        &[
+            "run",
+            "after.toml",
+            "--fresh",
+            "--db",
+            &db_arg,
+            "--compose",
+            &name,
+        ],
+    );
+    assert_eq!(payment(&engine, &name).await.state, "running");
+    let pending = store.pending_container_faults(None).await.expect("pending");
+    assert!(pending.is_empty(), "{pending:?}");
+
+    // 5. `tolerant halt` undoes a container fault long before its lease would end.
+    let target = payment(&engine, &name).await;
+    leases
+        .inject(
+            &target,
+            &ContainerAction::Pause,
+            Duration::from_secs(600),
+            None,
+            now_ms(),
+        )
+        .await
+        .expect("pause payment");
+    assert_eq!(payment(&engine, &name).await.state, "paused");
+    let halted = tolerant(&scratch.0, &["halt", "--db", &db_arg]);
+    assert!(halted.contains("1 container fault(s) undone"), "{halted}");
+    assert_eq!(payment(&engine, &name).await.state, "running");
+    store.close().await;
+
+    // Down: containers, networks and the volume go.
+    drop(project);
+    assert!(engine.stack(&name).await.expect("stack").is_empty());
+}
