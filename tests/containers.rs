@@ -158,6 +158,24 @@ base = "1s"
     )
 }
 
+/// Writes `spec(name, …)` into `dir` and runs it with `tolerant run --compose` to the end.
+fn run_spec(
+    dir: &Path,
+    db: &str,
+    project: &str,
+    name: &str,
+    kind: &str,
+    duration: &str,
+    lease: &str,
+) {
+    let file = format!("{name}.toml");
+    std::fs::write(dir.join(&file), spec(name, kind, duration, lease)).expect("write the spec");
+    tolerant(
+        dir,
+        &["run", &file, "--fresh", "--db", db, "--compose", project],
+    );
+}
+
 /// The one experiment stored under `name` and its only run.
 async fn only_run(store: &Store, name: &str) -> (ExperimentRow, RunId) {
     let experiment = store
@@ -267,23 +285,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     }
 
     // 1. Payment paused through the engine for a run.
-    std::fs::write(
-        scratch.0.join("pause.toml"),
-        spec("pause", "pause", "3s", "3s"),
-    )
-    .unwrap();
-    tolerant(
-        &scratch.0,
-        &[
-            "run",
-            "pause.toml",
-            "--fresh",
-            "--db",
-            &db_arg,
-            "--compose",
-            &name,
-        ],
-    );
+    run_spec(&scratch.0, &db_arg, &name, "pause", "pause", "3s", "3s");
     let store = Store::open(&db_arg).await.expect("open the test database");
     let (_, run) = only_run(&store, "pause").await;
     let faults = store.container_faults_of_run(run).await.expect("faults");
@@ -308,23 +310,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     );
 
     // 2. 500s through the agent in Payment: the breakers in front of it trip, and the controller saw it.
-    std::fs::write(
-        scratch.0.join("errors.toml"),
-        spec("errors", "error", "3s", "10s"),
-    )
-    .unwrap();
-    tolerant(
-        &scratch.0,
-        &[
-            "run",
-            "errors.toml",
-            "--fresh",
-            "--db",
-            &db_arg,
-            "--compose",
-            &name,
-        ],
-    );
+    run_spec(&scratch.0, &db_arg, &name, "errors", "error", "3s", "10s");
     let (_, run) = only_run(&store, "errors").await;
     let transitions = store.transitions(run).await.expect("transitions");
     assert!(
@@ -410,23 +396,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         "paused",
         "nothing but a controller undoes it"
     );
-    std::fs::write(
-        scratch.0.join("after.toml"),
-        spec("after", "error", "2s", "10s"),
-    )
-    .unwrap();
-    tolerant(
-        &scratch.0,
-        &[
-            "run",
-            "after.toml",
-            "--fresh",
-            "--db",
-            &db_arg,
-            "--compose",
-            &name,
-        ],
-    );
+    run_spec(&scratch.0, &db_arg, &name, "after", "error", "2s", "10s");
     assert_eq!(payment(&engine, &name).await.state, "running");
     let pending = store.pending_container_faults(None).await.expect("pending");
     assert!(pending.is_empty(), "{pending:?}");

@@ -921,6 +921,21 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
     }
 }
 
+/// A new experiment's run at plan position `index`, started (no rows yet).
+async fn started_run(store: &Store, index: usize) -> RunId {
+    let (spec, experiment) = new_experiment(store).await;
+    store
+        .start_run(
+            experiment,
+            &spec.plan()[index],
+            Duration::from_secs(2),
+            Duration::from_secs(10),
+            1_000,
+        )
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn predictions_are_stored_with_the_experiment() {
     let (stores, _file) = stores().await;
@@ -946,17 +961,7 @@ async fn predictions_are_stored_with_the_experiment() {
 async fn container_faults_keep_their_lease_until_undone_once() {
     let (stores, _file) = stores().await;
     for store in &stores {
-        let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[0],
-                Duration::from_secs(2),
-                Duration::from_secs(10),
-                1_000,
-            )
-            .await
-            .unwrap();
+        let run = started_run(store, 0).await;
         let fault = NewContainerFault {
             container_id: "c0ffee".into(),
             container_name: "shop_payment_1".into(),
@@ -1016,17 +1021,7 @@ async fn container_faults_keep_their_lease_until_undone_once() {
 async fn container_samples_round_trip_with_their_run() {
     let (stores, _file) = stores().await;
     for store in &stores {
-        let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[1],
-                Duration::from_secs(2),
-                Duration::from_secs(10),
-                1_000,
-            )
-            .await
-            .unwrap();
+        let run = started_run(store, 1).await;
         let samples: Vec<ContainerSampleRecord> = (1..=3u32)
             .flat_map(|second| {
                 ["shop_checkout_1", "shop_checkout_2"]
