@@ -18,7 +18,7 @@ order = "randomized"
 seed = 5
 
 [load]
-users = 6
+users = 12
 think_time = ["200ms", "1s"]
 timeout = "5s"
 
