@@ -248,7 +248,9 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         .expect("run scripts/images");
     assert!(
         built.status.success(),
-        "scripts/images failed:\n{}",
+        "scripts/images failed ({}):\n{}{}",
+        built.status,
+        String::from_utf8_lossy(&built.stdout),
         String::from_utf8_lossy(&built.stderr)
     );
 
