@@ -275,6 +275,7 @@ pub async fn set_fault(
     body: String,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
+    check_fault_id(&id)?;
     let fault = FaultSpec::from_json_slice(body.as_bytes())
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
     let target = query.target.unwrap_or_else(|| "payment".into());
@@ -289,6 +290,12 @@ pub async fn set_fault(
     Ok(Json(json!({ "id": id })).into_response())
 }
 
+/// The agent's own id rule, before anything is sent: the id (decoded from the path) must be one path segment
+/// as it is, so the id reported is the id created (`x%3Fy` decodes to `x?y` and is refused).
+fn check_fault_id(id: &str) -> Result<(), AppError> {
+    agent::api::validate_fault_id(id).map_err(|error| AppError::BadRequest(error.to_string()))
+}
+
 pub async fn clear_fault(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -296,6 +303,7 @@ pub async fn clear_fault(
     Query(query): Query<TargetQuery>,
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
+    check_fault_id(&id)?;
     let target = query.target.unwrap_or_else(|| "payment".into());
     state.operations.clear_fault(target, id.clone()).await?;
     Ok(Json(json!({ "id": id, "cleared": true })).into_response())

@@ -6,6 +6,8 @@ pub mod assets;
 pub mod auth;
 pub mod dashboard;
 pub mod error;
+#[cfg(test)]
+mod fault_proxy_tests;
 pub mod hub;
 pub mod live;
 pub mod operations;

@@ -406,16 +406,16 @@ async fn results_page_and_downloads() {
 }
 
 /// A SQLite file in the temp dir, removed with its WAL files when dropped.
-struct TempDatabase(std::path::PathBuf);
+pub(crate) struct TempDatabase(std::path::PathBuf);
 
 impl TempDatabase {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         TempDatabase(
             std::env::temp_dir().join(format!("tolerant-web-{name}-{}.db", std::process::id())),
         )
     }
 
-    fn location(&self) -> String {
+    pub(crate) fn location(&self) -> String {
         self.0.display().to_string()
     }
 }

@@ -36,6 +36,39 @@ pub enum AdminError {
         url: String,
         message: String,
     },
+    /// Refused before sending: an input that cannot be put into a URL as it is (a fault id).
+    #[error(transparent)]
+    Invalid(#[from] agent::api::SpecError),
+}
+
+impl AdminError {
+    /// What the callee refused about the caller's input, naming the field: a 400 or 404 answer whose body is
+    /// the producers' `{"error": …, "field": …}` (the agent's and the services'), or an input refused before
+    /// sending. `None` for every other failure (transport, 5xx, auth): those are the testbed's, not the input's.
+    pub fn refused_input(&self) -> Option<String> {
+        match self {
+            AdminError::Invalid(error) => Some(error.to_string()),
+            AdminError::Status { status, body, .. }
+                if matches!(*status, StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND) =>
+            {
+                let answer: agent::api::ErrorBody = serde_json::from_str(body).ok()?;
+                Some(match answer.field {
+                    Some(field) if !answer.error.starts_with(&format!("{field}:")) => {
+                        format!("{field}: {}", answer.error)
+                    }
+                    _ => answer.error,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `{agent}/_agent/faults/{id}{suffix}`, the id checked by the agent's own rule first (so it is one path
+/// segment as it is: `A–Z a–z 0–9 . _ -` need no escaping, and `x?y` is refused rather than sent as `x`).
+fn fault_url(agent_url: &str, id: &str, suffix: &str) -> Result<String, AdminError> {
+    agent::api::validate_fault_id(id)?;
+    Ok(format!("{agent_url}/_agent/faults/{id}{suffix}"))
 }
 
 /// Client for control calls (pooled keep-alive connections, one per target).
@@ -210,7 +243,7 @@ impl AdminClient {
     ) -> Result<(), AdminError> {
         self.call(
             Method::PUT,
-            &format!("{agent_url}/_agent/faults/{id}"),
+            &fault_url(agent_url, id, "")?,
             Some("application/json"),
             Bytes::from(fault.to_json_value().to_string()),
         )
@@ -222,7 +255,7 @@ impl AdminClient {
     pub async fn renew_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
         self.call(
             Method::POST,
-            &format!("{agent_url}/_agent/faults/{id}/renew"),
+            &fault_url(agent_url, id, "/renew")?,
             None,
             Bytes::new(),
         )
@@ -247,7 +280,7 @@ impl AdminClient {
     pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
         self.call(
             Method::DELETE,
-            &format!("{agent_url}/_agent/faults/{id}"),
+            &fault_url(agent_url, id, "")?,
             None,
             Bytes::new(),
         )

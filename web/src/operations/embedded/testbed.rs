@@ -3,6 +3,8 @@
 use bytes::Bytes;
 use http::Method;
 
+use controller::runner::AdminError;
+
 use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
 use crate::hub::{FaultChange, LiveEvent};
 use crate::operations::{FaultRequest, OperationError};
@@ -43,7 +45,7 @@ impl EmbeddedOperations {
             .client
             .put_fault(&self.inner.testbed.agent, &request.id, &request.fault)
             .await
-            .map_err(failed)
+            .map_err(agent_failed)
     }
 
     pub(super) async fn delete_fault(
@@ -60,7 +62,7 @@ impl EmbeddedOperations {
             .client
             .delete_fault(&self.inner.testbed.agent, &id)
             .await
-            .map_err(failed)
+            .map_err(agent_failed)
     }
 
     /// Every breaker of `service` (or of every service) switches to `mode`, keeping the rest of its config.
@@ -90,5 +92,14 @@ impl EmbeddedOperations {
                 .map_err(failed)?;
         }
         Ok(())
+    }
+}
+
+/// What the agent refused about the request (a bad id, a lease over its cap) is the request's fault: a 400
+/// naming the field, without the agent's internal URL. Anything else is a failure behind the dashboard.
+fn agent_failed(error: AdminError) -> OperationError {
+    match error.refused_input() {
+        Some(message) => OperationError::Invalid(message),
+        None => failed(error),
     }
 }
