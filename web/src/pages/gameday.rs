@@ -1,0 +1,343 @@
+//! The game day page and its posts: halt, fault, breaker mode, annotation and the background load.
+
+use std::time::Duration;
+
+use agent::api::{FaultKind, FaultSpec, MatchRule};
+use askama::Template;
+use axum::Form;
+use axum::extract::State;
+use axum::response::Response;
+use http::HeaderMap;
+use serde::Deserialize;
+
+use super::login::local_path;
+use super::{AnnotationLine, Viewer, page, redirect_with_notice, render};
+use crate::api::{parse_mode, store_annotation};
+use crate::app::AppState;
+use crate::error::{AppError, PageError};
+use crate::hub::FaultChange;
+use crate::operations::{FaultRequest, LoadRequest};
+
+page!(GameDayPage);
+
+#[derive(Template)]
+#[template(path = "gameday.html")]
+struct GameDayPage {
+    viewer: Viewer,
+    page: &'static str,
+    services: Vec<String>,
+    modes: [&'static str; 4],
+    /// The latest stored annotations, newest first.
+    annotations: Vec<AnnotationLine>,
+}
+
+/// Stored annotations the game day page lists.
+const GAME_DAY_ANNOTATIONS: usize = 20;
+
+pub async fn gameday(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
+    let annotations = state
+        .operations
+        .latest_annotations(GAME_DAY_ANNOTATIONS)
+        .await?
+        .iter()
+        .rev()
+        .map(AnnotationLine::of)
+        .collect();
+    render(&GameDayPage {
+        viewer: Viewer::of(&state, &headers),
+        page: "gameday",
+        services: state.operations.services(),
+        modes: breaker::Mode::ALL.map(breaker::Mode::as_str),
+        annotations,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub struct HaltForm {
+    #[serde(default)]
+    csrf: String,
+    /// `on` when the operator also wants every breaker back to `enforce` (config kept).
+    #[serde(default)]
+    enforce: Option<String>,
+}
+
+/// `50`, `12.5`: a percentage as people write it.
+fn percent(value: f64) -> String {
+    let rounded = (value * 10.0).round() / 10.0;
+    if rounded.fract() == 0.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded:.1}")
+    }
+}
+
+/// `gameday (error at 100 % on payment)`.
+fn describe_fault(fault: &FaultChange) -> String {
+    let kind = if fault.kind.is_empty() {
+        "fault"
+    } else {
+        fault.kind.as_str()
+    };
+    format!(
+        "{} ({kind} at {} % on {})",
+        fault.fault_id,
+        percent(fault.rate * 100.0),
+        fault.target
+    )
+}
+
+pub async fn halt(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<HaltForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    let active: Vec<String> = state
+        .hub
+        .state()
+        .active_faults
+        .values()
+        .map(describe_fault)
+        .collect();
+    state.operations.halt().await?;
+    let mut notice = if active.is_empty() {
+        "Halted: no fault was active; the agents hold none now.".to_owned()
+    } else {
+        format!(
+            "Halted: cleared {} fault{}: {}.",
+            active.len(),
+            if active.len() == 1 { "" } else { "s" },
+            active.join(", ")
+        )
+    };
+    if form.enforce.is_some() {
+        state
+            .operations
+            .set_breaker_mode(None, breaker::Mode::Enforce)
+            .await?;
+        notice.push_str(" Every breaker is back to enforce, its config kept.");
+    }
+    Ok(redirect_with_notice("/gameday", &notice))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct FaultForm {
+    #[serde(default)]
+    csrf: String,
+    target: String,
+    kind: String,
+    #[serde(default)]
+    status: String,
+    /// Percent, 0–100 (the slider).
+    rate: f64,
+    lease: String,
+    #[serde(default)]
+    delay: String,
+}
+
+/// The fault the game day form describes, checked by the agent's rules (errors name the form's field).
+pub fn fault_of_form(form: &FaultForm) -> Result<FaultSpec, AppError> {
+    if !(0.0..=100.0).contains(&form.rate) {
+        return Err(AppError::BadRequest("rate: expected 0–100 %".into()));
+    }
+    let duration = |field: &str, text: &str| {
+        agent::api::parse_duration(text)
+            .map_err(|error| AppError::BadRequest(format!("{field}: {error}")))
+    };
+    let kind = match form.kind.as_str() {
+        "error" => FaultKind::Error {
+            status: form
+                .status
+                .trim()
+                .parse()
+                .map_err(|_| AppError::BadRequest("status: expected an HTTP status".into()))?,
+            body: None,
+        },
+        "delay" => FaultKind::Delay {
+            delay: duration("delay", &form.delay)?,
+            jitter: Duration::ZERO,
+        },
+        "hang" => FaultKind::Hang,
+        "reset" => FaultKind::Reset,
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "kind: `{other}` is not one of error, hang, delay, reset"
+            )));
+        }
+    };
+    FaultSpec {
+        kind,
+        rate: form.rate / 100.0,
+        matcher: MatchRule::default(),
+        lease: Some(duration("lease", &form.lease)?),
+    }
+    .validated()
+    .map_err(|error| AppError::BadRequest(error.to_string()))
+}
+
+/// The fault id the game day page uses.
+pub const GAME_DAY_FAULT_ID: &str = "gameday";
+
+pub async fn set_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<FaultForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    let fault = fault_of_form(&form)?;
+    let what = match form.kind.as_str() {
+        "error" => format!("error {}", form.status.trim()),
+        "delay" => format!("delay {}", form.delay.trim()),
+        other => other.to_owned(),
+    };
+    state
+        .operations
+        .set_fault(FaultRequest {
+            id: GAME_DAY_FAULT_ID.into(),
+            target: form.target.clone(),
+            fault,
+        })
+        .await?;
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!(
+            "Applied fault {GAME_DAY_FAULT_ID} on {}: {what} at {} %, lease {} (it expires then unless applied again).",
+            form.target,
+            percent(form.rate),
+            form.lease.trim()
+        ),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ClearFaultForm {
+    #[serde(default)]
+    csrf: String,
+    target: String,
+}
+
+pub async fn clear_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<ClearFaultForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    state
+        .operations
+        .clear_fault(form.target.clone(), GAME_DAY_FAULT_ID.into())
+        .await?;
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!("Removed fault {GAME_DAY_FAULT_ID} from {}.", form.target),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct BreakerForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    service: String,
+    mode: String,
+}
+
+pub async fn set_breaker_mode(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<BreakerForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    let mode = parse_mode(&form.mode)?;
+    let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
+    let which = match &service {
+        Some(service) => format!("Every breaker of {service}"),
+        None => "Every breaker of every service".to_owned(),
+    };
+    state.operations.set_breaker_mode(service, mode).await?;
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!("{which} is now {}, its config kept.", mode.as_str()),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnnotateForm {
+    #[serde(default)]
+    csrf: String,
+    text: String,
+    #[serde(default)]
+    author: Option<String>,
+    next: Option<String>,
+}
+
+pub async fn annotate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<AnnotateForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    store_annotation(&state, form.text, form.author, None).await?;
+    Ok(redirect_with_notice(
+        &local_path(form.next),
+        "Annotation added to the timeline.",
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoadForm {
+    #[serde(default)]
+    csrf: String,
+    /// `start` (or replace) or `stop`.
+    action: String,
+    #[serde(default)]
+    users: String,
+    #[serde(default)]
+    think_min_ms: String,
+    #[serde(default)]
+    think_max_ms: String,
+}
+
+/// A whole number from a form field; the error names the field.
+fn form_number(field: &str, text: &str) -> Result<u64, AppError> {
+    text.trim().parse().map_err(|_| {
+        AppError::BadRequest(format!("{field}: expected a whole number, got `{text}`"))
+    })
+}
+
+/// `POST /ui/load`: the game day's background load on or off.
+pub async fn set_load(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<LoadForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    match form.action.as_str() {
+        "stop" => {
+            state.operations.set_load(None).await?;
+            Ok(redirect_with_notice("/gameday", "Load stopped."))
+        }
+        "start" => {
+            let users = form_number("users", &form.users)?;
+            let users = u32::try_from(users).unwrap_or(u32::MAX);
+            let request = LoadRequest::checked(
+                users,
+                form_number("think_min_ms", &form.think_min_ms)?,
+                form_number("think_max_ms", &form.think_max_ms)?,
+            )?;
+            state.operations.set_load(Some(request)).await?;
+            Ok(redirect_with_notice(
+                "/gameday",
+                &format!(
+                    "Load on: {} virtual users on the Online Boutique mix, thinking {}–{} ms between tasks, until stopped (at most 2 h).",
+                    request.users, request.think_min_ms, request.think_max_ms
+                ),
+            ))
+        }
+        other => {
+            Err(AppError::BadRequest(format!("action: `{other}` is not start or stop")).into())
+        }
+    }
+}
