@@ -46,6 +46,9 @@ pub struct Second {
     pub refused: u64,
     /// Requests that failed in the same second without the breaker.
     pub failed_without_breaker: u64,
+    /// Requests that called the dependency in the same second without the breaker (a closed workload's users
+    /// send fewer while they wait on hanging calls).
+    pub dependency_calls_without: u64,
     /// Most workers of one instance busy at once (0 without a pool).
     pub busy_workers: u32,
 }
@@ -183,6 +186,7 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
             fast_failures: tally.fast_failures,
             refused: tally.refused,
             failed_without_breaker: without.seconds[t].failed(),
+            dependency_calls_without: without.seconds[t].dependency_calls,
             busy_workers: tally.busy_peak,
         })
         .collect();

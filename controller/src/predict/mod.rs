@@ -2,8 +2,8 @@
 //! rejected requests, observed checkout failure, time open — over the measured window, before anything runs.
 //!
 //! The spec maps onto the simulator's model: the spec's users and think time (or its open-model rate), one task in
-//! nineteen a checkout calling the dependency (the Online Boutique mix's weights), the fault active for the whole
-//! run at the condition's rate (a hang costs the boutique's call timeout, an error or reset nothing), and the
+//! nineteen a checkout calling the dependency (the Online Boutique mix's weights), the fault active as the spec's
+//! `fault.schedule` says (the whole run without one) at the condition's rate (a hang costs the boutique's call timeout, an error or reset nothing), and the
 //! condition's breaker config with the spec's time scale. Each condition is simulated with [`SEEDS`] seeds; the
 //! band is the range of those runs widened by a tolerance, and a measurement whose interval misses the band is
 //! flagged with the model assumption most likely behind the difference.
@@ -17,7 +17,7 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, FaultKind, Pattern, Scenario, Schedule, Upstream, Workload};
+use breaker::sim::{self, FaultKind, Pattern, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::load::Task;
@@ -162,10 +162,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         window,
         workload,
         upstream: Upstream {
-            schedule: Schedule::Once {
-                start: Duration::ZERO,
-                length: window,
-            },
+            schedule: spec.fault_schedule(),
             failure_rate: condition.fault_rate,
             pattern: Pattern::Random,
             kind,
@@ -208,25 +205,38 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         let run = sim::simulate(&scenario).ok()?;
         let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
         let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
+        let (mut calls_without, mut failed_without) = (0, 0);
         for second in measured {
             o += second.opens;
             r += second.never_made;
             calls += second.dependency_calls;
             failed += second.dependency_failures;
             open += second.open;
+            calls_without += second.dependency_calls_without;
+            failed_without += second.failed_without_breaker;
         }
         opens.push(if counts_opens { o as f64 } else { 0.0 });
         time_open.push(if guarded { open } else { 0.0 });
         rejected.push(if guarded { r as f64 } else { 0.0 });
-        // Without a breaker every checkout meets the injected rate (the fault lasts the whole run, so the share
-        // over the whole window is the share over the measured part).
+        // Without a breaker a checkout fails only when the fault is on and the draw hits it.
         failure.push(if guarded {
             failed as f64 / calls.max(1) as f64
         } else {
-            run.totals.dependency_failure_without
+            failed_without as f64 / calls_without.max(1) as f64
         });
         if seed == 0 && counts_opens {
-            let measured_share = spec.run_duration().as_secs_f64() / scenario.window.as_secs_f64();
+            // The estimate counts the fault's active time; keep the part of it after the warmup.
+            let warmup = spec.run_warmup();
+            let (mut active, mut measured_active) = (0.0, 0.0);
+            for (start, end) in spec.fault_periods() {
+                active += (end - start).as_secs_f64();
+                measured_active += end.saturating_sub(start.max(warmup)).as_secs_f64();
+            }
+            let measured_share = if active > 0.0 {
+                measured_active / active
+            } else {
+                0.0
+            };
             estimate = run.closed_form.opens_estimate.map(|e| e * measured_share);
             bound = Some(run.closed_form.opens_bound);
         }

@@ -102,3 +102,46 @@ fn conditions_the_model_does_not_cover_have_no_prediction() {
     let spec = ExperimentSpec::parse(&source).expect("parses");
     assert!(predict(&spec).is_empty());
 }
+
+// The seed study with Payment failing only from minute 10 to minute 15 of each run (5 of the 30 measured
+// minutes): the opens follow the active time — 300 s / (30 s + ≈ 1.05 s) ≈ 9.7 — and without a breaker a
+// sixth of the checkouts fail.
+#[test]
+fn a_scheduled_fault_is_predicted_over_its_on_period_only() {
+    let source = include_str!("../../../experiments/payment-errors.toml").replace(
+        "rates = [0.0, 0.25, 0.5, 0.75, 1.0]",
+        "rates = [1.0]\nschedule = { start = \"10m\", length = \"5m\" }",
+    );
+    let spec = ExperimentSpec::parse(&source).expect("parses");
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    let estimate = on.opens_estimate.expect("binary fault");
+    assert!(
+        (estimate - 300.0 / (30.0 + 19.0 * 5.5 / 100.0)).abs() < 0.01,
+        "{estimate}"
+    );
+    assert!((on.breaker_opens.mean - estimate).abs() <= 1.5, "{on:?}");
+    assert!(
+        on.time_open_s.mean > 280.0 && on.time_open_s.mean < 340.0,
+        "{on:?}"
+    );
+    let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+    assert!(
+        (off.checkout_failure.mean - 5.0 / 30.0).abs() < 0.02,
+        "{off:?}"
+    );
+}
+
+// A fault whose on-period lies inside the warmup is not measured: nothing is predicted to open afterwards.
+#[test]
+fn a_fault_over_before_the_warmup_ends_predicts_nothing_measured() {
+    let source = include_str!("../../../experiments/payment-errors.toml").replace(
+        "rates = [0.0, 0.25, 0.5, 0.75, 1.0]",
+        "rates = [1.0]\nschedule = { start = \"1m\", length = \"2m\" }",
+    );
+    let spec = ExperimentSpec::parse(&source).expect("parses");
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    assert_eq!(on.opens_estimate, Some(0.0));
+    assert!(on.breaker_opens.high <= 1.0, "{on:?}");
+    let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+    assert_eq!(off.checkout_failure.high, 0.0, "{off:?}");
+}

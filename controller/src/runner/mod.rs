@@ -7,6 +7,7 @@ mod admin;
 mod agent_stream;
 pub mod containers;
 mod drive;
+mod fault_schedule;
 mod preflight;
 pub mod prometheus;
 mod resume;
@@ -356,13 +357,21 @@ impl Runner {
                 planned.condition.fault.name().as_str()
             ));
         }
+        let mut scheduled = None;
         if let (true, None, Some(fault)) = (injects, &abort_reason, fault_spec(spec, planned)) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-            if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await {
+            if spec.fault.schedule.is_some() {
+                scheduled = Some((fault_id, fault));
+            } else if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await
+            {
                 abort_reason = Some(reason);
             }
         }
         scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
+        // A scheduled fault counts its periods from here, as the load counts its seconds.
+        if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
+            scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());
+        }
         let driven = match abort_reason {
             None => Some(
                 drive_load(

@@ -3,7 +3,7 @@
 //! fault and its lease renewal, the sampler — is owned by one [`RunScope`], and ending the scope is the one
 //! place a run's end is decided.
 //!
-//! [`RunScope::end`] removes the fault first (renewal stopped, then `DELETE`), then stops the sampler and the
+//! [`RunScope::end`] removes the fault first (renewal and any schedule stopped, then `DELETE`), then stops the sampler and the
 //! subscriptions and hands back what they collected. A scope that is dropped instead of ended (a panic
 //! unwinding through the run, or its future dropped) still stops every task it owns at once — each is a
 //! [`RunTask`] or a `JoinSet`, aborted on drop — and sends the fault's `DELETE` as its last act (bounded by
@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
 use super::containers::{ContainerRun, ContainerStack};
+use super::fault_schedule::ScheduledFault;
 use super::sampler::Sampler;
 use super::sources::SourceCollector;
 use super::task::RunTask;
@@ -55,6 +56,8 @@ pub struct RunScope {
     agent_url: String,
     fault_events: Arc<Mutex<Vec<FaultEventRecord>>>,
     fault: Option<AppliedFault>,
+    /// A fault on a schedule inside the run (`fault.schedule`), instead of `fault`.
+    scheduled: Option<ScheduledFault>,
     transitions: Option<TransitionCollector>,
     /// Breakers Tolerant did not write (`[[sources]]`, pushes).
     foreign: Option<SourceCollector>,
@@ -87,6 +90,7 @@ impl RunScope {
             agent_url: testbed.agent.clone(),
             fault_events: Arc::new(Mutex::new(Vec::new())),
             fault: None,
+            scheduled: None,
             transitions: Some(transitions),
             foreign: None,
             agent_stream: Some(agent_stream),
@@ -139,6 +143,26 @@ impl RunScope {
             renewal,
         });
         Ok(())
+    }
+
+    /// Puts `fault` on the agent as `fault_id` for each of `periods` (`[start, end)` from now), renewing its
+    /// lease only while it is on, until the scope ends (see [`ScheduledFault`]).
+    pub fn schedule_fault(
+        &mut self,
+        fault_id: &str,
+        fault: agent::api::FaultSpec,
+        lease: Duration,
+        periods: Vec<(Duration, Duration)>,
+    ) {
+        self.scheduled = Some(ScheduledFault::start(
+            self.admin.clone(),
+            self.agent_url.clone(),
+            fault_id,
+            fault,
+            lease,
+            periods,
+            Arc::clone(&self.fault_events),
+        ));
     }
 
     /// Samples the testbed once a second from now until the scope ends: pools and cart sizes where offered.
@@ -218,10 +242,19 @@ impl RunScope {
         }
     }
 
-    /// Stops renewing and deletes the fault, if one is on; returns its id.
+    /// Stops renewing (and the schedule) and deletes the fault, if one may be on; returns its id.
     async fn remove_fault(&mut self) -> Option<String> {
-        let AppliedFault { id, renewal } = self.fault.take()?;
-        renewal.stop().await;
+        let id = if let Some(scheduled) = self.scheduled.take() {
+            let id = scheduled.id.clone();
+            if !scheduled.stop().await {
+                return None;
+            }
+            id
+        } else {
+            let AppliedFault { id, renewal } = self.fault.take()?;
+            renewal.stop().await;
+            id
+        };
         match self.admin.delete_fault(&self.agent_url, &id).await {
             Ok(()) => self.record("removed", &id, json!({})),
             Err(error) => self.record("remove_failed", &id, json!({ "error": error.to_string() })),
@@ -240,10 +273,20 @@ impl Drop for RunScope {
     /// Dropped without [`RunScope::end`]: the renewal stops now (so does every other task, each aborted on
     /// its own drop) and the fault's removal is sent as the scope's last act.
     fn drop(&mut self) {
-        let Some(AppliedFault { id, renewal }) = self.fault.take() else {
-            return;
+        let id = match (self.fault.take(), self.scheduled.take()) {
+            (Some(AppliedFault { id, renewal }), _) => {
+                drop(renewal);
+                id
+            }
+            (None, Some(scheduled)) => {
+                let id = scheduled.id.clone();
+                if !scheduled.abandon() {
+                    return;
+                }
+                id
+            }
+            (None, None) => return,
         };
-        drop(renewal);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -258,7 +301,7 @@ impl Drop for RunScope {
 }
 
 /// Renews the fault's lease every third of its length until stopped.
-fn spawn_renewal(
+pub(super) fn spawn_renewal(
     admin: AdminClient,
     agent_url: String,
     fault_id: String,

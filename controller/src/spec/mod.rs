@@ -8,6 +8,7 @@
 mod error;
 mod matrix;
 mod raw;
+mod schedule;
 mod sources;
 mod targets;
 #[cfg(test)]
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Location, SpecError};
 pub use matrix::{Condition, PlannedRun, shuffle_seeded};
+pub use schedule::{MAX_PERIODS as MAX_SCHEDULE_PERIODS, MIN_PERIOD as MIN_SCHEDULE_PERIOD};
 pub use sources::{
     DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,
     SourceSpec,
@@ -216,8 +218,11 @@ pub struct FaultSpec {
     /// Injection probabilities in `[0, 1]`, one factor level each.
     pub rates: Vec<f64>,
     pub match_rule: MatchRule,
-    /// Lease asked of the agent; renewed while the run lasts (not scaled).
+    /// Lease asked of the agent; renewed while the fault is on (not scaled).
     pub lease: Duration,
+    /// When the fault is on, from the run's start (warmup included), as written (unscaled); `None` = the whole
+    /// run. See [`ExperimentSpec::fault_schedule`].
+    pub schedule: Option<breaker::sim::Schedule>,
 }
 
 /// Breaker modes: the breaker's own [`breaker::Mode`] (the spec's `breaker.modes` use its spelling).
@@ -316,6 +321,29 @@ impl ExperimentSpec {
     /// Scaled measured time of every run (after the warmup).
     pub fn run_duration(&self) -> Duration {
         self.scaled(self.duration)
+    }
+
+    /// When the fault is on in every run, scaled, from the run's start (warmup included): the written schedule,
+    /// or once for the whole run. The runner applies its outages and the predictions simulate it.
+    pub fn fault_schedule(&self) -> breaker::sim::Schedule {
+        match &self.fault.schedule {
+            Some(schedule) => schedule::scaled_schedule(schedule, self.time_scale),
+            None => breaker::sim::Schedule::Once {
+                start: Duration::ZERO,
+                length: self.run_warmup() + self.run_duration(),
+            },
+        }
+    }
+
+    /// The on-periods of the fault in one run, `[start, end)` from the run's start (scaled), in order.
+    pub fn fault_periods(&self) -> Vec<(Duration, Duration)> {
+        let run = self.run_warmup() + self.run_duration();
+        let run_ns = u64::try_from(run.as_nanos()).unwrap_or(u64::MAX);
+        self.fault_schedule()
+            .outages(run_ns)
+            .into_iter()
+            .map(|(start, end)| (Duration::from_nanos(start), Duration::from_nanos(end)))
+            .collect()
     }
 
     /// The breaker config a condition with `mode` applies, with its windows scaled.

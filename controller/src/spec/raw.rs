@@ -104,6 +104,8 @@ struct RawFault {
     #[serde(rename = "match")]
     match_rule: Option<Spanned<MatchRule>>,
     lease: Option<Spanned<String>>,
+    /// When the fault is on inside a run (default: the whole run), checked by [`super::schedule`].
+    schedule: Option<Spanned<super::schedule::RawSchedule>>,
 }
 
 #[derive(Deserialize)]
@@ -287,7 +289,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
     }
 
     let load = load(&check, raw.load.get_ref())?;
-    let fault = match &raw.fault {
+    let mut fault = match &raw.fault {
         Some(fault) => self::fault(&check, fault.get_ref())?,
         // No [fault]: one level, no injection.
         None => FaultSpec {
@@ -296,6 +298,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
             rates: vec![0.0],
             match_rule: MatchRule::default(),
             lease: DEFAULT_LEASE,
+            schedule: None,
         },
     };
     let breaker = match &raw.breaker {
@@ -331,6 +334,29 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
                 ),
             ));
         }
+    }
+    // A schedule is checked against the run's length, known only now.
+    if let Some(raw_schedule) = raw
+        .fault
+        .as_ref()
+        .and_then(|f| f.get_ref().schedule.as_ref())
+    {
+        if let Some(kind) = fault.kinds.iter().find(|k| k.name().is_container()) {
+            return Err(check.error(
+                "fault.schedule",
+                raw_schedule.span(),
+                format!(
+                    "kind \"{}\" acts on containers for the whole run; a schedule is for the agent's kinds (error, hang, delay, reset)",
+                    kind.name().as_str()
+                ),
+            ));
+        }
+        fault.schedule = Some(super::schedule::schedule(
+            &check,
+            raw_schedule,
+            duration.saturating_add(warmup),
+            time_scale,
+        )?);
     }
     // The virtual users load one target: `load.target`, the frontend by default.
     if !targets.is_empty() && !targets.contains_key(&load.target) {
@@ -711,6 +737,7 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
         rates,
         match_rule,
         lease,
+        schedule: None,
     })
 }
 

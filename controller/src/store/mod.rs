@@ -30,12 +30,12 @@ use sqlx::any::AnyPoolOptions;
 pub use annotations::{annotation_author, annotation_text};
 pub use containers::{ContainerFaultRow, ContainerSampleRecord, NewContainerFault};
 pub use migrations::{Backend, MIGRATIONS};
-pub use records::STOP_CONDITION_REASON;
 pub use records::{
     AnnotationId, AnnotationRow, CollectorSample, EndpointHistogramRow, EndpointSecondRow,
     EnergySource, ExperimentId, ExperimentRow, FaultEventRecord, MAX_ANNOTATION_CHARS,
     MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
 };
+pub use records::{AppliedPeriod, STOP_CONDITION_REASON, applied_periods};
 
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE: &str = "tolerant.db";

@@ -216,6 +216,20 @@ impl Store {
             .collect()
     }
 
+    /// The periods the run's fault was actually on (see [`super::applied_periods`]), from the run's start.
+    pub async fn fault_periods(&self, run: RunId) -> Result<Vec<super::AppliedPeriod>, StoreError> {
+        let started: Option<i64> = sqlx::query("SELECT started_at_ms FROM runs WHERE id = $1")
+            .bind(run.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| row.try_get("started_at_ms"))
+            .transpose()?
+            .flatten();
+        let events = self.fault_events(run).await?;
+        let origin = started.or(events.first().map(|e| e.at_ms)).unwrap_or(0);
+        Ok(super::applied_periods(&events, origin))
+    }
+
     /// The experiment marked `running` most recently (by start time) and its `running` run, if any:
     /// what an annotation written now is about.
     pub async fn running(&self) -> Result<Option<(ExperimentId, Option<RunId>)>, StoreError> {

@@ -139,6 +139,41 @@ pub struct FaultEventRecord {
     pub detail: serde_json::Value,
 }
 
+/// A time the fault was on the agent during a run, in seconds from the run's start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AppliedPeriod {
+    pub from_s: f64,
+    /// `None`: never removed while the run lasted (its lease ended it).
+    pub to_s: Option<f64>,
+}
+
+/// The periods a run's fault was actually on, from its events: each runner `applied` to the next `removed` of
+/// the same fault (or the agent's `agent:expired` when the lease ran out), from `origin_ms` (the run's start).
+pub fn applied_periods(events: &[FaultEventRecord], origin_ms: i64) -> Vec<AppliedPeriod> {
+    let seconds = |at_ms: i64| (at_ms - origin_ms) as f64 / 1000.0;
+    let mut periods: Vec<AppliedPeriod> = Vec::new();
+    let mut on: Option<&str> = None;
+    for event in events {
+        match (event.event.as_str(), on) {
+            ("applied", None) => {
+                on = Some(&event.fault_id);
+                periods.push(AppliedPeriod {
+                    from_s: seconds(event.at_ms),
+                    to_s: None,
+                });
+            }
+            ("removed" | "agent:expired", Some(id)) if id == event.fault_id => {
+                on = None;
+                if let Some(last) = periods.last_mut() {
+                    last.to_s = Some(seconds(event.at_ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    periods
+}
+
 /// Everything one run produced, written in one transaction when it ends.
 #[derive(Debug, Clone)]
 pub struct RunRecord {

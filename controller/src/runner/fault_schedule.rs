@@ -1,0 +1,102 @@
+//! A fault on a schedule inside a run (`fault.schedule`): put on the agent at each on-period's start, its lease
+//! renewed only while it is on, removed at the period's end. Every put and removal is a fault event (`applied`,
+//! `removed`, with the period's index), so the store holds the periods actually applied
+//! ([`crate::store::applied_periods`]).
+//!
+//! The periods are counted from the moment the schedule starts (the run's load starts right after). The run's
+//! scope stops the schedule when the run ends for any reason and removes the fault if it may be on.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::admin::AdminClient;
+use super::scope::{fault_event, spawn_renewal};
+use super::task::RunTask;
+use crate::store::FaultEventRecord;
+
+/// A schedule running for one run.
+pub(super) struct ScheduledFault {
+    pub(super) id: String,
+    task: RunTask<()>,
+    /// Set before each put and cleared after a removal: whether the agent may hold the fault now.
+    maybe_on: Arc<AtomicBool>,
+}
+
+impl ScheduledFault {
+    /// Starts the schedule now: `periods` are `[start, end)` offsets from now, in order.
+    pub(super) fn start(
+        admin: AdminClient,
+        agent_url: String,
+        fault_id: &str,
+        fault: agent::api::FaultSpec,
+        lease: Duration,
+        periods: Vec<(Duration, Duration)>,
+        events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    ) -> Self {
+        let maybe_on = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let task = {
+            let id = fault_id.to_owned();
+            let maybe_on = Arc::clone(&maybe_on);
+            RunTask::spawn(async move {
+                for (period, (from, to)) in periods.into_iter().enumerate() {
+                    tokio::time::sleep_until(started + from).await;
+                    maybe_on.store(true, Ordering::SeqCst);
+                    let mut detail = fault.to_json_value();
+                    detail["period"] = json!(period);
+                    match admin.put_fault(&agent_url, &id, &fault).await {
+                        Ok(()) => events.lock().push(fault_event("applied", &id, detail)),
+                        Err(error) => {
+                            detail["error"] = json!(error.to_string());
+                            events.lock().push(fault_event("apply_failed", &id, detail));
+                        }
+                    }
+                    let renewal = spawn_renewal(
+                        admin.clone(),
+                        agent_url.clone(),
+                        id.clone(),
+                        lease,
+                        Arc::clone(&events),
+                    );
+                    tokio::time::sleep_until(started + to).await;
+                    renewal.stop().await;
+                    let event = match admin.delete_fault(&agent_url, &id).await {
+                        Ok(()) => {
+                            maybe_on.store(false, Ordering::SeqCst);
+                            fault_event("removed", &id, json!({ "period": period }))
+                        }
+                        Err(error) => fault_event(
+                            "remove_failed",
+                            &id,
+                            json!({ "period": period, "error": error.to_string() }),
+                        ),
+                    };
+                    events.lock().push(event);
+                }
+            })
+        };
+        ScheduledFault {
+            id: fault_id.to_owned(),
+            task,
+            maybe_on,
+        }
+    }
+
+    /// Stops the schedule (no later period starts, renewal ends); returns whether the fault may still be on
+    /// the agent and needs removing.
+    pub(super) async fn stop(self) -> bool {
+        self.task.stop().await;
+        self.maybe_on.load(Ordering::SeqCst)
+    }
+
+    /// Stops the schedule at once (for a scope dropped without ending); returns whether the fault may be on.
+    pub(super) fn abandon(self) -> bool {
+        drop(self.task);
+        self.maybe_on.load(Ordering::SeqCst)
+    }
+}
