@@ -128,6 +128,20 @@ pub fn checkout_share() -> f64 {
     f64::from(Task::Checkout.weight()) / f64::from(total)
 }
 
+/// Share of the spec's tasks that call the dependency: the Online Boutique mix's checkouts, or with
+/// `[[load.tasks]]` the critical task's weight over all (`None` without a critical task: the model cannot
+/// know which task calls the dependency).
+pub fn dependency_share(spec: &ExperimentSpec) -> Option<f64> {
+    match &spec.load.custom {
+        None => Some(checkout_share()),
+        Some(custom) => {
+            let critical = &custom.tasks[custom.critical?];
+            let total: u32 = custom.tasks.iter().map(|t| t.weight).sum();
+            Some(f64::from(critical.weight) / f64::from(total.max(1)))
+        }
+    }
+}
+
 /// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
 /// container restart, a fault on another service than Payment, a run longer than the simulator's window).
 pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
@@ -145,7 +159,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         SpecFault::Delay { .. } | SpecFault::Restart => return None,
     };
     let window = spec.run_warmup() + spec.run_duration();
-    let share = checkout_share();
+    let share = dependency_share(spec)?;
     let workload = match spec.load.rate {
         Some(rate) => Workload::Open { rate, share },
         None => {

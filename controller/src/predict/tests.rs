@@ -145,3 +145,108 @@ fn a_fault_over_before_the_warmup_ends_predicts_nothing_measured() {
     let off = prediction(&spec, 1.0, BreakerMode::Disabled);
     assert_eq!(off.checkout_failure.high, 0.0, "{off:?}");
 }
+
+fn shipped(name: &str) -> ExperimentSpec {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../experiments")
+        .join(name);
+    ExperimentSpec::from_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+// Every shipped spec parses (also checked in the spec's tests) and has a prediction for every condition.
+#[test]
+fn every_shipped_experiment_has_its_predictions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 7, "{names:?}");
+    for name in names {
+        let spec = shipped(&name);
+        let predictions = predict(&spec);
+        assert_eq!(predictions.len(), spec.conditions().len(), "{name}");
+        for p in &predictions {
+            for (metric, band) in p.bands() {
+                assert!(
+                    band.low.is_finite() && band.low <= band.high,
+                    "{name} {metric:?}: {band:?}"
+                );
+            }
+        }
+    }
+}
+
+// The blip experiments: 10 s of errors in every minute from 20 s on, over 9 measured minutes. The opens bound
+// falls as the open window grows, and a window longer than the blip keeps rejecting after Payment is back.
+#[test]
+fn the_blip_experiments_show_the_opens_bound_and_the_cost_of_a_long_window() {
+    let mut rows = Vec::new();
+    for window in [10, 30, 60] {
+        let spec = shipped(&format!("payment-blips-open{window}s.toml"));
+        let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+        let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+        assert!(
+            on.breaker_opens.high <= on.opens_bound.expect("bound") as f64,
+            "{on:?}"
+        );
+        rows.push((window, on, off));
+    }
+    for (window, on, off) in &rows {
+        eprintln!(
+            "open {window}s: opens {:.1} [{:.0}, {:.0}] estimate {:.1} bound {:?}; rejected {:.0}; checkout failure {:.3} (off {:.3}); open {:.0} s",
+            on.breaker_opens.mean,
+            on.breaker_opens.low,
+            on.breaker_opens.high,
+            on.opens_estimate.unwrap_or(f64::NAN),
+            on.opens_bound,
+            on.rejected.mean,
+            on.checkout_failure.mean,
+            off.checkout_failure.mean,
+            on.time_open_s.mean,
+        );
+    }
+    let (short, long) = (&rows[0].1, &rows[2].1);
+    assert!(
+        short.breaker_opens.mean >= long.breaker_opens.mean,
+        "{rows:?}"
+    );
+    // Without a breaker a sixth of the checkouts fail (10 s in every 60 s); a 60 s window rejects far more.
+    assert!(
+        (rows[0].2.checkout_failure.mean - 1.0 / 6.0).abs() < 0.03,
+        "{rows:?}"
+    );
+    assert!(
+        long.checkout_failure.mean > 2.0 * short.checkout_failure.mean,
+        "{rows:?}"
+    );
+    assert!(
+        long.time_open_s.mean > 4.0 * short.time_open_s.mean,
+        "{rows:?}"
+    );
+}
+
+// The pool experiment: half the tasks check out against a hanging Payment for 3 of its 4.5 measured minutes.
+#[test]
+fn the_pool_experiment_predicts_the_breaker_opening_only_during_the_hang() {
+    let spec = shipped("pool-exhaustion.toml");
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    // 180 s of hang / (10 s open + 3 s timeout + the next call) ≈ 13.8 opens, each 10 s open.
+    let estimate = on.opens_estimate.expect("binary fault");
+    assert!(
+        (estimate - 180.0 / (10.0 + 3.0 + 1.0 / 200.0)).abs() < 0.01,
+        "{on:?}"
+    );
+    assert!((on.breaker_opens.mean - estimate).abs() <= 1.0, "{on:?}");
+    assert!(
+        on.time_open_s.mean > 120.0 && on.time_open_s.mean <= 180.0,
+        "{on:?}"
+    );
+    let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+    assert!(
+        (off.checkout_failure.mean - 2.0 / 3.0).abs() < 0.02,
+        "{off:?}"
+    );
+}
