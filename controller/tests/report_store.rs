@@ -371,15 +371,23 @@ async fn markdown_report_writes_its_svg_plots_next_to_it() {
     let text = &markdown.text;
     assert!(text.starts_with("# Experiment 1: report-test"), "{text}");
     assert!(text.contains("12 finished runs of 12 planned (1 aborted or interrupted"));
-    // Opens at 100 % enforce: 2 ± 2.484; checkout p95 0.21 ± 0.02484 ms; verdict separate.
+    // Opens at 100 % enforce: 2 ± 2.484; checkout p95 0.21 ± 0.02484 ms; verdict separate. Every checkout at
+    // 100 % failed or was rejected: their p95 is compared, and there is no successful checkout to compare.
     assert!(
         text.contains("| error | 100 % | 0 ± 0 | 2.000 ± 2.484 |"),
         "{text}"
     );
     assert!(text.contains("0.2100 ± 0.02484"), "{text}");
     assert!(text.contains(
-        "| error | 100 % | enforce vs disabled | checkout p95_ms (ms) | 1.600 | 0.2100 | -1.390 ["
+        "| error | 100 % | enforce vs disabled | checkout p95_failed_ms (ms) | 1.600 | 0.2100 | -1.390 ["
     ));
+    assert!(!text.contains("| error | 100 % | enforce vs disabled | checkout p95_ok_ms"));
+    assert!(
+        text.contains(
+            "| error | 0 % | enforce vs disabled | checkout p95_ok_ms (ms) | 1.000 | 1.000 |"
+        ),
+        "{text}"
+    );
     assert!(text.contains("Energy figures are **modelled**."));
     // Cart over time: items 2.5 → 10.5, GET /cart 0.125 → 0.205 ms, the same in every round.
     assert!(

@@ -145,9 +145,9 @@ pub fn figures(stats: &ExperimentStats) -> Vec<Figure> {
         rate_figure(
             stats,
             "checkout-p95",
-            "Checkout p95 latency, breaker off vs on",
-            "checkout p95 (ms)",
-            MetricKey::endpoint(MetricName::P95Ms, checkout_endpoint()),
+            "Checkout p95 latency of successful checkouts, breaker off vs on",
+            "checkout p95, successful (ms)",
+            MetricKey::endpoint(MetricName::P95OkMs, checkout_endpoint()),
             1.0,
         ),
         observed,

@@ -28,6 +28,12 @@ pub enum MetricName {
     P95Ms,
     /// 99th percentile latency of one endpoint, milliseconds (all outcomes).
     P99Ms,
+    /// 95th percentile latency of one endpoint's successful (`ok`) requests, milliseconds: the latency a
+    /// user who got an answer waited, which a fast rejection cannot pull down.
+    P95OkMs,
+    /// 95th percentile latency of one endpoint's requests that did not succeed (failed, rejected, timed
+    /// out), milliseconds.
+    P95FailedMs,
     /// Mean items per cart in the first fifth of the measured window.
     CartItemsStart,
     /// Mean items per cart in the last fifth of the measured window.
@@ -45,7 +51,7 @@ pub enum MetricName {
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 16] = [
+    pub const ALL: [MetricName; 18] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -55,6 +61,8 @@ impl MetricName {
         MetricName::P50Ms,
         MetricName::P95Ms,
         MetricName::P99Ms,
+        MetricName::P95OkMs,
+        MetricName::P95FailedMs,
         MetricName::CartItemsStart,
         MetricName::CartItemsEnd,
         MetricName::CartLatencyStartMs,
@@ -75,6 +83,8 @@ impl MetricName {
             MetricName::P50Ms => "p50_ms",
             MetricName::P95Ms => "p95_ms",
             MetricName::P99Ms => "p99_ms",
+            MetricName::P95OkMs => "p95_ok_ms",
+            MetricName::P95FailedMs => "p95_failed_ms",
             MetricName::CartItemsStart => "cart_items_start",
             MetricName::CartItemsEnd => "cart_items_end",
             MetricName::CartLatencyStartMs => "cart_latency_start_ms",
@@ -93,7 +103,11 @@ impl MetricName {
     pub fn per_endpoint(self) -> bool {
         matches!(
             self,
-            MetricName::P50Ms | MetricName::P95Ms | MetricName::P99Ms
+            MetricName::P50Ms
+                | MetricName::P95Ms
+                | MetricName::P99Ms
+                | MetricName::P95OkMs
+                | MetricName::P95FailedMs
         )
     }
 
@@ -108,6 +122,8 @@ impl MetricName {
             MetricName::P50Ms
             | MetricName::P95Ms
             | MetricName::P99Ms
+            | MetricName::P95OkMs
+            | MetricName::P95FailedMs
             | MetricName::CartLatencyStartMs
             | MetricName::CartLatencyEndMs => "ms",
             MetricName::CartItemsStart | MetricName::CartItemsEnd => "items",

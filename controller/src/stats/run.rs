@@ -179,6 +179,26 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
         if histogram.is_empty() {
             continue;
         }
+        // Successful requests apart from the rest: every request is in `histogram` and the ok ones also
+        // in `histogram_ok`, so the others are the difference.
+        let ok = histogram_of(run.id, &row.endpoint, &row.histogram_ok_v2)?;
+        let mut not_ok = histogram.clone();
+        not_ok
+            .subtract(&ok)
+            .map_err(|error| StatsError::Histogram {
+                run: run.id,
+                endpoint: row.endpoint.clone(),
+                message: format!("ok latencies are not a part of all latencies: {error:?}"),
+            })?;
+        for (metric, part) in [
+            (MetricName::P95OkMs, &ok),
+            (MetricName::P95FailedMs, &not_ok),
+        ] {
+            put(
+                MetricKey::endpoint(metric, row.endpoint.clone()),
+                (!part.is_empty()).then(|| part.value_at_quantile(0.95) as f64 / 1000.0),
+            );
+        }
         for (metric, quantile) in [
             (MetricName::P50Ms, 0.50),
             (MetricName::P95Ms, 0.95),

@@ -397,6 +397,49 @@ fn run_metrics_from_hand_built_rows() {
 }
 
 #[test]
+fn checkout_p95_of_successes_is_not_pulled_down_by_fast_rejections() {
+    // 10 checkouts succeed after 800–809 ms; 190 are rejected by the open breaker in 1 ms. Mixed, 95 % of the
+    // 200 are at most 1 ms: the p95 of every request says checkout is fast, though no user who got an answer
+    // waited less than 800 ms.
+    let ok: Vec<u64> = (0..10).map(|i| 800_000 + i * 1_000).collect();
+    let all: Vec<u64> = ok.iter().copied().chain([1_000; 190]).collect();
+    let mut data = run_data();
+    data.endpoint_histograms = vec![EndpointHistogramRow {
+        endpoint: checkout_endpoint().into(),
+        outcomes: outcomes(10, 0, 190),
+        p50_us: 0,
+        p95_us: 0,
+        p99_us: 0,
+        max_us: 0,
+        mean_us: 0.0,
+        histogram_v2: histogram_of(&all),
+        histogram_ok_v2: histogram_of(&ok),
+    }];
+    let metrics = run_metrics(&data).unwrap();
+    let checkout = |metric| {
+        metrics
+            .get(&MetricKey::endpoint(metric, checkout_endpoint()))
+            .unwrap()
+    };
+    close(checkout(MetricName::P95Ms), 1.0, 1e-9);
+    // HDR keeps 3 significant digits: 809 ms is recorded within 0.1 %.
+    close(checkout(MetricName::P95OkMs), 809.0, 1.0);
+    close(checkout(MetricName::P95FailedMs), 1.0, 1e-9);
+
+    // No successful checkout at all: no success latency (not 0 ms).
+    data.endpoint_histograms[0].histogram_ok_v2 = histogram_of(&[]);
+    data.endpoint_histograms[0].histogram_v2 = histogram_of(&[1_000; 190]);
+    let metrics = run_metrics(&data).unwrap();
+    let key = |metric| MetricKey::endpoint(metric, checkout_endpoint());
+    assert_eq!(metrics.get(&key(MetricName::P95OkMs)), None);
+    close(
+        metrics.get(&key(MetricName::P95FailedMs)).unwrap(),
+        1.0,
+        1e-9,
+    );
+}
+
+#[test]
 fn run_timeline_bins_the_measured_window() {
     let metrics = run_metrics(&run_data()).unwrap();
     // 10 measured seconds → 10 one-second bins; bin 0 is second 2, bin 9 second 11.
