@@ -148,7 +148,7 @@ async fn endpoint_seconds_of(
 ) -> Result<Vec<EndpointSecondRow>, StatsError> {
     let rows = sqlx::query(
         "SELECT second, endpoint, ok, failed, rejected, timeout, connection_error, client_error, \
-         p50_us, p95_us, p99_us, max_us, histogram \
+         p50_us, p95_us, p99_us, max_us, histogram, p95_ok_us, p95_failed_us \
          FROM endpoint_seconds WHERE run_id = $1 AND endpoint = $2 ORDER BY second",
     )
     .bind(run.0)
@@ -176,6 +176,8 @@ async fn endpoint_seconds_of(
                 p95_us: row.try_get("p95_us")?,
                 p99_us: row.try_get("p99_us")?,
                 max_us: row.try_get("max_us")?,
+                p95_ok_us: row.try_get("p95_ok_us")?,
+                p95_failed_us: row.try_get("p95_failed_us")?,
                 histogram_v2: row.try_get("histogram")?,
             })
         })

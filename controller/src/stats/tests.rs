@@ -292,6 +292,8 @@ fn cart_second(second: i64, latencies_us: &[u64]) -> EndpointSecondRow {
         p95_us: 0,
         p99_us: 0,
         max_us: 0,
+        p95_ok_us: None,
+        p95_failed_us: None,
         histogram_v2: histogram_of(latencies_us),
     }
 }

@@ -66,6 +66,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0006_containers.sql"),
         include_str!("../../../migrations/postgres/0006_containers.sql"),
     ),
+    (
+        8,
+        "endpoint seconds split by outcome",
+        include_str!("../../../migrations/sqlite/0008_endpoint_seconds_split.sql"),
+        include_str!("../../../migrations/postgres/0008_endpoint_seconds_split.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

@@ -117,7 +117,7 @@ impl Store {
     pub async fn endpoint_seconds(&self, run: RunId) -> Result<Vec<EndpointSecondRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT second, endpoint, ok, failed, rejected, timeout, connection_error, \
-             client_error, p50_us, p95_us, p99_us, max_us, histogram \
+             client_error, p50_us, p95_us, p99_us, max_us, histogram, p95_ok_us, p95_failed_us \
              FROM endpoint_seconds WHERE run_id = $1 ORDER BY second, endpoint",
         )
         .bind(run.0)
@@ -133,6 +133,8 @@ impl Store {
                     p95_us: row.try_get("p95_us")?,
                     p99_us: row.try_get("p99_us")?,
                     max_us: row.try_get("max_us")?,
+                    p95_ok_us: row.try_get("p95_ok_us")?,
+                    p95_failed_us: row.try_get("p95_failed_us")?,
                     histogram_v2: row.try_get("histogram")?,
                 })
             })

@@ -269,6 +269,10 @@ pub struct EndpointSecondRow {
     pub p95_us: i64,
     pub p99_us: i64,
     pub max_us: i64,
+    /// p95 of the second's ok requests (`None`: none succeeded, or stored before this was kept).
+    pub p95_ok_us: Option<i64>,
+    /// p95 of the second's other requests (failed, rejected, timed out; `None`: there were none).
+    pub p95_failed_us: Option<i64>,
     #[serde(skip)]
     pub histogram_v2: Vec<u8>,
 }

@@ -330,6 +330,15 @@ async fn a_finished_run_stores_everything_it_saw() {
         assert_eq!(histogram.len(), 10);
         assert_eq!(product.outcomes.total(), 10);
         assert_eq!(product.max_us as u64, histogram.max());
+        // Second 0 of GET /product: ok after 1, 2, 5, 6, 9, 10 ms, failed or rejected after 3, 4, 7, 8 ms.
+        let near = |value: Option<i64>, us: i64| value.is_some_and(|v| (v - us).abs() <= us / 500);
+        assert!(near(product.p95_ok_us, 10_000), "{product:?}");
+        assert!(near(product.p95_failed_us, 8_000), "{product:?}");
+        let checkout = seconds
+            .iter()
+            .find(|s| s.second == 0 && s.endpoint == endpoint::NAMES[endpoint::CHECKOUT])
+            .unwrap();
+        assert_eq!(checkout.p95_failed_us, None, "every checkout succeeded");
 
         let histograms = store.endpoint_histograms(run).await.unwrap();
         assert_eq!(histograms.len(), endpoint::NAMES.len());

@@ -248,7 +248,15 @@ impl Store {
         // Per-endpoint, per-second histograms.
         let mut second_columns = vec!["run_id", "second", "endpoint"];
         second_columns.extend(OUTCOME_COLUMNS);
-        second_columns.extend(["p50_us", "p95_us", "p99_us", "max_us", "histogram"]);
+        second_columns.extend([
+            "p50_us",
+            "p95_us",
+            "p99_us",
+            "max_us",
+            "histogram",
+            "p95_ok_us",
+            "p95_failed_us",
+        ]);
         let endpoint_seconds: Vec<_> = record
             .seconds
             .iter()
@@ -279,6 +287,11 @@ impl Store {
                 .bind(int(endpoint.latency.p99_us))
                 .bind(int(endpoint.latency.max_us))
                 .bind(endpoint.histogram_v2.as_slice())
+                .bind((endpoint.latency_ok.count > 0).then(|| int(endpoint.latency_ok.p95_us)))
+                .bind(
+                    (endpoint.latency_failed.count > 0)
+                        .then(|| int(endpoint.latency_failed.p95_us)),
+                )
             },
         )
         .await?;
