@@ -74,6 +74,8 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Option<(f64, f64
         return Some(match low {
             v if v > 0.0 => (0.0, v * 1.1),
             v if v < 0.0 => (v * 1.1, 0.0),
+            // A single zero of a quantity that cannot be negative (no breaker opened): 0 to 1, not −1 to 1.
+            _ if from_zero => (0.0, 1.0),
             _ => (-1.0, 1.0),
         });
     }
@@ -212,7 +214,10 @@ mod axis_tests {
         };
         close(range([100.0].into_iter(), false), (0.0, 110.0));
         close(range([-4.0].into_iter(), false), (-4.4, 0.0));
-        assert_eq!(range([0.0].into_iter(), true), Some((-1.0, 1.0)));
+        // "Breaker opens vs failure rate" with one condition and no open: 0..1, never a −1 on a count.
+        assert_eq!(range([0.0].into_iter(), true), Some((0.0, 1.0)));
+        assert_eq!(range([0.0, 0.0].into_iter(), true), Some((0.0, 1.0)));
+        assert_eq!(range([0.0].into_iter(), false), Some((-1.0, 1.0)));
         let (low, high) = range([0.0, 100.0].into_iter(), false).expect("range");
         assert!(low < 0.0 && high > 100.0 && high < 110.0, "{low} {high}");
     }
