@@ -5,7 +5,7 @@
   var WINDOW_MS = 10 * 60 * 1000;
   // Per-endpoint latency comes from the load driver's per-second figures (samples with `endpoints`).
   var LATENCY_PENDING = "per-endpoint latency appears while a run drives load";
-  var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, frame: 0,
+  var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, warmupOpens: 0, frame: 0,
     board: null, modeChanges: [] };
   var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {}, lanes: [], laneKinds: {}, phase: null, modes: {} };
 
@@ -45,6 +45,7 @@
     model.breakers = state.breakers || {};
     model.progress = state.progress || null;
     model.opens = state.opens || 0;
+    model.warmupOpens = state.warmup_opens || 0;
   }
 
   function sameRun(a, b) { return a && b && a.experiment_id === b.experiment_id && a.run === b.run; }
@@ -53,12 +54,16 @@
     switch (event.type) {
       case "transition":
         model.transitions.push(event);
-        if (event.to === "open" && !event.shadow) { model.opens += 1; }
+        // As the hub and the results count them: after the run's warmup, shadow ones included.
+        if (event.to === "open") {
+          var p = model.progress;
+          if (p && p.phase === "running" && p.measured_from_ms && event.at_ms < p.measured_from_ms) { model.warmupOpens += 1; } else { model.opens += 1; }
+        }
         model.breakers[event.breaker] = { service: event.service, state: event.to, since_ms: event.at_ms, shadow: event.shadow };
         break;
       case "sample": model.samples.push(event); if (model.samples.length > 900) { model.samples.shift(); } break;
       case "progress":
-        if (!sameRun(model.progress, event)) { model.transitions = []; model.samples = []; model.faults = []; model.opens = 0; }
+        if (!sameRun(model.progress, event)) { model.transitions = []; model.samples = []; model.faults = []; model.opens = 0; model.warmupOpens = 0; }
         model.progress = event; break;
       case "fault":
         model.faults.push(event);
@@ -123,49 +128,12 @@
     return model.board ? model.board.breakers.find(function (t) { return t.name === name; }) : null;
   }
 
-  // One lane per breaker of the board (every breaker, from page load) and per breaker seen in a transition,
-  // grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
   function timelineRows(t0, t1) {
-    var names = Object.keys(model.breakers);
-    if (model.board) { model.board.breakers.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } }); }
-    model.transitions.forEach(function (t) { if (names.indexOf(t.breaker) < 0) { names.push(t.breaker); } });
-    names.sort();
-    return names.map(function (name) {
-      var own = model.transitions.filter(function (t) { return t.breaker === name; });
-      var tile = tileOf(name);
-      var segments = [], from = t0, reason = "", shadow = false;
-      var state = own.length ? own[0].from : (model.breakers[name] ? model.breakers[name].state : "closed");
-      var kindOf = function (st, why, isShadow) { return isShadow ? "shadow" : (st === "open" && why === "forced") ? "forced" : "tripped"; };
-      own.forEach(function (t) {
-        segments.push({ from: from, to: t.at_ms, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-        from = t.at_ms; state = t.to; reason = t.reason; shadow = t.shadow;
-      });
-      if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
-      if (tile && !own.length) { state = tile.state; }
-      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-      var arrow = name.indexOf("->");
-      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : name, label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
-        segments: segments, mode: tile ? tile.mode : null };
-    });
+    return Charts.laneRows(model.transitions, model.board ? model.board.breakers : [], model.breakers, t0, t1);
   }
 
-  function faultText(f) { return describeFault(f); }
-
   function faultIntervals(t0, t1) {
-    var intervals = [], open = {};
-    Object.keys(model.activeFaults).forEach(function (id) {
-      var known = model.faults.some(function (f) { return f.fault_id === id; });
-      if (!known) { open[id] = t0; }
-    });
-    var texts = {};
-    model.faults.forEach(function (f) {
-      var active = (f.event === "applied" || f.event === "renewed") && f.rate > 0;
-      if (active) { texts[f.fault_id] = faultText(f); if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
-      else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms, text: texts[id] }); }); open = {}; }
-      else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms, text: texts[f.fault_id] }); delete open[f.fault_id]; }
-    });
-    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1, text: texts[id] || (model.activeFaults[id] ? faultText(model.activeFaults[id]) : id) }); });
-    return intervals;
+    return Charts.faultIntervals(model.faults, model.activeFaults, t0, t1, describeFault);
   }
 
   function draw() {
@@ -198,6 +166,9 @@
     }
     var opens = document.getElementById("opens");
     if (opens) { opens.textContent = String(model.opens); }
+    var warmupOpens = document.getElementById("warmup-opens");
+    if (warmupOpens) { warmupOpens.textContent = model.warmupOpens ? "+" + model.warmupOpens + " in warmup" : ""; }
+    status.opens = model.opens; status.warmupOpens = model.warmupOpens;
     var progress = document.getElementById("progress");
     var p = model.progress;
     var running = p && TERMINAL.indexOf(p.phase) < 0;
@@ -226,38 +197,12 @@
 
   function drawSamples(t0, t1) {
     var samples = model.samples.filter(function (s) { return s.at_ms >= t0; });
-    var outcomes = document.getElementById("outcomes");
-    if (!outcomes) { return; }
-    Charts.stacked(outcomes, samples.map(function (s) {
-      var o = s.outcomes;
-      return { t: s.at_ms, parts: [o.ok, o.failed + o.connection_error, o.rejected, o.timeout] };
-    }), ["#2e9d57", "#d64541", "#f0a202", "#555"], t0, t1, ["ok", "failed", "rejected", "timeout"]);
-
-    var endpoints = {};
-    samples.forEach(function (s) {
-      s.endpoints.forEach(function (e) {
-        var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], buckets: BUCKETS.map(function () { return 0; }) });
-        if (!entry.failed) { entry.failed = []; }
-        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { entry.points.push([s.at_ms, e.ok_p95_us / 1000]); }
-        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { entry.failed.push([s.at_ms, e.failed_p95_us / 1000]); }
-        e.buckets.forEach(function (count, i) { entry.buckets[i] += count; });
-      });
+    if (!document.getElementById("outcomes")) { return; }
+    var logBox = document.getElementById("p95-log");
+    var endpoints = Charts.samplePanels(samples, t0, t1, {
+      outcomes: "outcomes", p95: "p95", legend: "p95-legend", cart: "cart", log: !!(logBox && logBox.checked), empty: LATENCY_PENDING
     });
     var names = Object.keys(endpoints).sort();
-    var logBox = document.getElementById("p95-log");
-    var series = [];
-    names.forEach(function (name, i) {
-      var color = Charts.palette[i % Charts.palette.length];
-      series.push({ label: name + " ok", color: color, points: endpoints[name].points });
-      series.push({ label: name + " failed/rejected", color: color, dash: true, points: endpoints[name].failed || [] });
-    });
-    Charts.lines(document.getElementById("p95"), series, t0, t1, "ms", { empty: LATENCY_PENDING, log: !!(logBox && logBox.checked) });
-    var legend = document.getElementById("p95-legend");
-    if (legend) {
-      legend.innerHTML = names.map(function (name, i) {
-        return '<span class="sw" style="background:' + Charts.palette[i % Charts.palette.length] + '"></span>' + escapeHtml(name);
-      }).join(" ") + (names.length ? ' <span class="muted">— solid: successful requests, dashed: failed or rejected</span>' : "");
-    }
     var histogram = document.getElementById("histogram");
     var picker = document.getElementById("histogram-endpoint");
     if (histogram && picker) {
@@ -272,11 +217,6 @@
       else { Charts.grouped(histogram, BUCKETS, [], LATENCY_PENDING); }
       status.histogramP95 = histogram.__p95 || null;
     }
-
-    if (document.getElementById("cart")) Charts.lines(document.getElementById("cart"), [
-      { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },
-      { label: "/cart p95", color: "#d6742f", right: true, points: samples.filter(function (s) { return s.cart_p95_us !== null && s.cart_p95_us !== undefined; }).map(function (s) { return [s.at_ms, s.cart_p95_us / 1000]; }) }
-    ], t0, t1, "items", { right: "ms" });
 
     var last = samples.length ? samples[samples.length - 1] : null;
     if (document.getElementById("pools")) Charts.occupancy(document.getElementById("pools"), last ? last.pools.map(function (p) {

@@ -176,6 +176,10 @@ pub struct RunProgress {
     pub started_at_ms: u64,
     /// When the current run is expected to end.
     pub ends_at_ms: Option<u64>,
+    /// When the run's warmup ends and its measured window begins (`None`: not known). The results count a
+    /// run's breaker opens from here on, so the live header does too and shows the warmup's apart.
+    #[serde(default)]
+    pub measured_from_ms: Option<u64>,
 }
 
 /// A fault's life cycle event, from the agent stream or the controller's own calls.

@@ -46,8 +46,11 @@ pub struct BreakerLatest {
 pub struct LiveState {
     /// Latest state per breaker name.
     pub breakers: BTreeMap<String, BreakerLatest>,
-    /// Transitions into `open` since the current run started.
+    /// Transitions into `open` since the current run's warmup ended (shadow ones included), as the results'
+    /// `breaker_opens` counts them; between runs (a game day), every one since the last run.
     pub opens: u64,
+    /// Transitions into `open` during the current run's warmup (the results leave them out).
+    pub warmup_opens: u64,
     pub transitions: VecDeque<TransitionEvent>,
     pub samples: VecDeque<LiveSample>,
     pub faults: VecDeque<FaultChange>,
@@ -85,12 +88,26 @@ impl LiveState {
         }
     }
 
+    /// Whether `at_ms` lies in the running run's warmup.
+    fn in_warmup(&self, at_ms: u64) -> bool {
+        self.progress.as_ref().is_some_and(|progress| {
+            progress.phase == "running"
+                && progress
+                    .measured_from_ms
+                    .is_some_and(|measured_from| at_ms < measured_from)
+        })
+    }
+
     /// Folds one event in.
     pub fn apply(&mut self, event: &LiveEvent) {
         match event {
             LiveEvent::Transition(transition) => {
-                if transition.to == State::Open && !transition.shadow {
-                    self.opens += 1;
+                if transition.to == State::Open {
+                    if self.in_warmup(transition.at_ms) {
+                        self.warmup_opens += 1;
+                    } else {
+                        self.opens += 1;
+                    }
                 }
                 self.breakers.insert(
                     transition.breaker.clone(),
@@ -117,6 +134,7 @@ impl LiveState {
                 if new_run {
                     // A new run starts a new timeline; the latest breaker states stay (they are still true).
                     self.opens = 0;
+                    self.warmup_opens = 0;
                     self.transitions.clear();
                     self.samples.clear();
                     self.faults.clear();

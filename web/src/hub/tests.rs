@@ -233,6 +233,7 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
             phase: "warmup".into(),
             started_at_ms: 0,
             ends_at_ms: None,
+            measured_from_ms: None,
         })
     };
     hub.publish(progress(1));
@@ -363,6 +364,7 @@ fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
         phase: phase.into(),
         started_at_ms: 1_000,
         ends_at_ms: Some(9_000),
+        measured_from_ms: None,
     })
 }
 
@@ -430,5 +432,59 @@ fn every_breaker_of_the_board_has_a_lane_before_any_transition() {
     assert_eq!(
         snapshot["state"]["board"]["breakers"][1]["name"],
         "frontend->cart"
+    );
+}
+
+/// The live header counts opens as the results do: after the run's warmup, shadow ones included; the warmup's
+/// apart (a breaker that tripped in the warmup and stayed open is 0 opens in the results).
+#[test]
+fn opens_are_counted_after_the_warmup_as_the_results_count_them() {
+    let mut state = super::LiveState::new(HistoryLimits::default());
+    state.apply(&LiveEvent::Progress(super::RunProgress {
+        experiment_id: 1,
+        experiment: "outage".into(),
+        run: 1,
+        runs: 1,
+        condition: "error@1.00/enforce".into(),
+        round: 1,
+        phase: "running".into(),
+        started_at_ms: 1_000,
+        ends_at_ms: Some(10_000),
+        measured_from_ms: Some(1_010),
+    }));
+    // seq 3 and 5: at 1 003 and 1 005 ms, in the warmup; seq 20 at 1 020 ms, measured.
+    state.apply(&transition(
+        "frontend->checkout",
+        State::Closed,
+        State::Open,
+        3,
+    ));
+    state.apply(&transition(
+        "checkout->payment",
+        State::Closed,
+        State::Open,
+        5,
+    ));
+    state.apply(&transition(
+        "checkout->payment",
+        State::Open,
+        State::HalfOpen,
+        15,
+    ));
+    let mut shadow = transition("cart->redis", State::Closed, State::Open, 20);
+    if let LiveEvent::Transition(event) = &mut shadow {
+        event.shadow = true;
+    }
+    state.apply(&shadow);
+    assert_eq!((state.opens, state.warmup_opens), (1, 2));
+    let stored: Vec<controller::store::TransitionRecord> = state
+        .transitions
+        .iter()
+        .map(controller::store::TransitionRecord::from_event)
+        .collect();
+    let (stored_opens, _) = controller::stats::breaker_time_open(&stored, 1_010, 10_000);
+    assert_eq!(
+        stored_opens, state.opens,
+        "the results count the same opens"
     );
 }

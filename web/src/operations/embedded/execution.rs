@@ -109,6 +109,7 @@ impl EmbeddedOperations {
         let plan = spec.plan();
         let total = plan.len();
         let run_length = spec.run_warmup() + spec.run_duration();
+        let warmup_ms = spec.run_warmup().as_millis() as u64;
         for planned in &plan {
             if done.contains(&planned.sequence) {
                 continue;
@@ -141,6 +142,7 @@ impl EmbeddedOperations {
                     phase,
                     started_at_ms: run_started_ms,
                     ends_at_ms: ends,
+                    measured_from_ms: Some(run_started_ms + warmup_ms),
                 }));
             };
             if let Err(error) = runner
