@@ -136,6 +136,19 @@ pub async fn results(
     Ok(Json(state.operations.results(id).await?).into_response())
 }
 
+/// `GET /api/experiments/{id}/runs/{run}/timeline`: a stored run's timeline for the replay.
+pub async fn run_timeline(
+    State(state): State<AppState>,
+    Path((id, run)): Path<(i64, i64)>,
+) -> Result<Response, AppError> {
+    let timeline = state
+        .operations
+        .run_timeline(id, run)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("run: experiment {id} has no run {run}")))?;
+    Ok(Json(timeline).into_response())
+}
+
 fn download(content_type: &'static str, file_name: String, body: String) -> Response {
     (
         [

@@ -49,6 +49,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/{id}/start", post(api::start_experiment))
         .route("/api/experiments/{id}/abort", post(api::abort_experiment))
         .route("/api/experiments/{id}/results", get(api::results))
+        .route(
+            "/api/experiments/{id}/runs/{run}/timeline",
+            get(api::run_timeline),
+        )
         .route("/api/experiments/{id}/results.csv", get(api::results_csv))
         .route("/api/experiments/{id}/results.json", get(api::results_json))
         .route("/api/halt", post(api::halt))

@@ -6,7 +6,7 @@ use http::StatusCode;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 
 /// `(file name, content type, content)`.
-const ASSETS: [(&str, &str, &str); 4] = [
+const ASSETS: [(&str, &str, &str); 5] = [
     (
         "app.css",
         "text/css; charset=utf-8",
@@ -26,6 +26,11 @@ const ASSETS: [(&str, &str, &str); 4] = [
         "charts.js",
         "text/javascript; charset=utf-8",
         include_str!("../static/charts.js"),
+    ),
+    (
+        "replay.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../static/replay.js"),
     ),
 ];
 

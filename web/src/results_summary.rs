@@ -237,6 +237,7 @@ mod tests {
             }],
             verdicts: Vec::new(),
             predictions: Vec::new(),
+            runs: Vec::new(),
             charts: Vec::new(),
             csv: String::new(),
             json: String::new(),

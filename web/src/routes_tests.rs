@@ -405,6 +405,34 @@ async fn results_page_and_downloads() {
     assert!(list.contains("Start now"));
 }
 
+/// The results page lists the runs to replay and the timeline comes from its own endpoint; a run the
+/// experiment does not have is a 404 naming the run.
+#[tokio::test]
+async fn results_page_replays_a_stored_run() {
+    let (state, _) = app();
+    let create = post("/api/experiments")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(SPEC))
+        .expect("request");
+    assert_eq!(send(&state, create).await.status(), StatusCode::CREATED);
+    let page = text(send(&state, get("/experiments/1/results")).await).await;
+    assert!(page.contains("id=\"replay-run\""), "{page}");
+    assert!(
+        page.contains("1 · error@1.00/enforce · round 1 · finished"),
+        "{page}"
+    );
+    assert!(page.contains("/static/replay.js"), "{page}");
+    let timeline = json(send(&state, get("/api/experiments/1/runs/1/timeline")).await).await;
+    assert_eq!(timeline["run"]["id"], 1);
+    assert_eq!(timeline["measured_from_ms"], 1_002_000);
+    assert!(timeline["samples"].is_array() && timeline["transitions"].is_array());
+    let missing = send(&state, get("/api/experiments/1/runs/9/timeline")).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(text(missing).await.contains("no run 9"));
+    let asset = send(&state, get("/static/replay.js")).await;
+    assert_eq!(asset.status(), StatusCode::OK);
+}
+
 /// A SQLite file in the temp dir, removed with its WAL files when dropped.
 pub(crate) struct TempDatabase(std::path::PathBuf);
 

@@ -343,5 +343,107 @@ var Charts = (function () {
     });
   }
 
-  return { lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  function escapeHtml(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  }
+
+  // What the live page and a replayed run both draw (one implementation): lanes from transitions, fault
+  // intervals from fault changes, and the per-second panels from samples of the live sample's shape.
+
+  // One lane per breaker of the board (every breaker, from page load; a replay has none) and per breaker seen
+  // in a transition, grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
+  // latest: {name: {state}} (the live page's last known states; {} for a replay).
+  function laneRows(transitions, tiles, latest, t0, t1) {
+    var tileOf = function (name) { return tiles.find(function (t) { return t.name === name; }) || null; };
+    var names = Object.keys(latest);
+    tiles.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } });
+    transitions.forEach(function (t) { if (names.indexOf(t.breaker) < 0) { names.push(t.breaker); } });
+    names.sort();
+    return names.map(function (name) {
+      var own = transitions.filter(function (t) { return t.breaker === name; });
+      var tile = tileOf(name);
+      var segments = [], from = t0, reason = "", shadow = false;
+      var state = own.length ? own[0].from : (latest[name] ? latest[name].state : "closed");
+      var kindOf = function (st, why, isShadow) { return isShadow ? "shadow" : (st === "open" && why === "forced") ? "forced" : "tripped"; };
+      own.forEach(function (t) {
+        segments.push({ from: from, to: t.at_ms, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+        from = t.at_ms; state = t.to; reason = t.reason; shadow = t.shadow;
+      });
+      if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
+      if (tile && !own.length) { state = tile.state; }
+      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+      var arrow = name.indexOf("->");
+      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : name, label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
+        segments: segments, mode: tile ? tile.mode : null };
+    });
+  }
+
+  // Fault bars: from each applied (or renewed) fault with a rate to its removal, expiry or a halt.
+  function faultIntervals(faults, active, t0, t1, describe) {
+    var intervals = [], open = {};
+    Object.keys(active).forEach(function (id) {
+      var known = faults.some(function (f) { return f.fault_id === id; });
+      if (!known) { open[id] = t0; }
+    });
+    var texts = {};
+    faults.forEach(function (f) {
+      var on = (f.event === "applied" || f.event === "renewed") && f.rate > 0;
+      if (on) { texts[f.fault_id] = describe(f); if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
+      else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms, text: texts[id] }); }); open = {}; }
+      else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms, text: texts[f.fault_id] }); delete open[f.fault_id]; }
+    });
+    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1, text: texts[id] || (active[id] ? describe(active[id]) : id) }); });
+    return intervals;
+  }
+
+  // Outcomes per second (stacked), p95 per endpoint (successful solid, failed or rejected dashed) and cart
+  // size with /cart p95, into the canvases named by ids {outcomes, p95, legend, cart} (any may be missing);
+  // returns the per-endpoint figures {name: {points, failed, buckets}} for a histogram.
+  function samplePanels(samples, t0, t1, ids) {
+    var byId = function (id) { return id ? document.getElementById(id) : null; };
+    var outcomes = byId(ids.outcomes);
+    if (outcomes) {
+      stacked(outcomes, samples.map(function (s) {
+        var o = s.outcomes;
+        return { t: s.at_ms, parts: [o.ok, o.failed + o.connection_error, o.rejected, o.timeout] };
+      }), ["#2e9d57", "#d64541", "#f0a202", "#555"], t0, t1, ["ok", "failed", "rejected", "timeout"]);
+    }
+    var endpoints = {}, bucketCount = 13;
+    samples.forEach(function (s) {
+      s.endpoints.forEach(function (e) {
+        var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], failed: [], buckets: [] });
+        while (entry.buckets.length < bucketCount) { entry.buckets.push(0); }
+        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { entry.points.push([s.at_ms, e.ok_p95_us / 1000]); }
+        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { entry.failed.push([s.at_ms, e.failed_p95_us / 1000]); }
+        e.buckets.forEach(function (count, i) { entry.buckets[i] += count; });
+      });
+    });
+    var names = Object.keys(endpoints).sort();
+    var p95 = byId(ids.p95);
+    if (p95) {
+      var series = [];
+      names.forEach(function (name, i) {
+        var color = PALETTE[i % PALETTE.length];
+        series.push({ label: name + " ok", color: color, points: endpoints[name].points });
+        series.push({ label: name + " failed/rejected", color: color, dash: true, points: endpoints[name].failed });
+      });
+      lines(p95, series, t0, t1, "ms", { empty: ids.empty, log: !!ids.log });
+    }
+    var legend = byId(ids.legend);
+    if (legend) {
+      legend.innerHTML = names.map(function (name, i) {
+        return '<span class="sw" style="background:' + PALETTE[i % PALETTE.length] + '"></span>' + escapeHtml(name);
+      }).join(" ") + (names.length ? ' <span class="muted">— solid: successful requests, dashed: failed or rejected</span>' : "");
+    }
+    var cart = byId(ids.cart);
+    if (cart) {
+      lines(cart, [
+        { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },
+        { label: "/cart p95", color: "#d6742f", right: true, points: samples.filter(function (s) { return s.cart_p95_us !== null && s.cart_p95_us !== undefined; }).map(function (s) { return [s.at_ms, s.cart_p95_us / 1000]; }) }
+      ], t0, t1, "items", { right: "ms" });
+    }
+    return endpoints;
+  }
+
+  return { laneRows: laneRows, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

@@ -179,9 +179,42 @@ impl Operations for MemoryOperations {
             }],
             verdicts: Vec::new(),
             predictions: vec![predicted_opens()],
+            runs: vec![super::RunLine {
+                id: 1,
+                position: 1,
+                condition: "error@1.00/enforce".into(),
+                round: 1,
+                status: "finished".into(),
+            }],
             charts: Vec::new(),
             csv: "condition,availability\nerror@1.00/enforce,0.5\n".into(),
             json: "{}".into(),
+        }))
+    }
+
+    /// Run 1 of any experiment: an empty timeline of 10 s (no transition, sample or fault).
+    fn run_timeline(
+        &self,
+        experiment: i64,
+        run: i64,
+    ) -> OperationFuture<'_, Option<super::RunTimeline>> {
+        let exists = self.with_experiment(experiment, |_, _| ());
+        ready(exists.map(|()| {
+            (run == 1).then(|| super::RunTimeline {
+                run: super::RunLine {
+                    id: 1,
+                    position: 1,
+                    condition: "error@1.00/enforce".into(),
+                    round: 1,
+                    status: "finished".into(),
+                },
+                started_at_ms: 1_000_000,
+                measured_from_ms: 1_002_000,
+                ended_at_ms: 1_010_000,
+                transitions: Vec::new(),
+                samples: Vec::new(),
+                faults: Vec::new(),
+            })
         }))
     }
 

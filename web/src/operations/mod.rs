@@ -11,7 +11,7 @@ pub mod memory;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::hub::Annotation;
+use crate::hub::{Annotation, FaultChange, LiveSample};
 
 /// The future every operation returns.
 pub type OperationFuture<'a, T> = BoxFuture<'a, Result<T, OperationError>>;
@@ -143,6 +143,8 @@ pub struct Results {
     pub verdicts: Vec<VerdictResult>,
     /// The simulator's predictions stored with the experiment, beside the measurements.
     pub predictions: Vec<controller::stats::PredictedCondition>,
+    /// Every run of the experiment (attempts included), in plan order: the ones a timeline can be replayed of.
+    pub runs: Vec<RunLine>,
     #[serde(skip)]
     pub charts: Vec<ChartSvg>,
     /// The report as CSV (download).
@@ -151,6 +153,35 @@ pub struct Results {
     /// The report as JSON (download).
     #[serde(skip)]
     pub json: String,
+}
+
+/// One run as the results page lists it for replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunLine {
+    pub id: i64,
+    /// 1-based position in the plan.
+    pub position: i64,
+    pub condition: String,
+    /// 1-based round.
+    pub round: i64,
+    pub status: String,
+}
+
+/// A stored run's timeline in the live page's own shapes, so the page that replays it draws it with the same
+/// code: transitions (the stored records carry the live event's field names), one live-shaped sample per stored
+/// second, and the fault's changes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunTimeline {
+    pub run: RunLine,
+    /// When the run's load started, Unix ms.
+    pub started_at_ms: i64,
+    /// When the warmup ended and the measured window began.
+    pub measured_from_ms: i64,
+    /// When the run ended (its last stored second when it has no end time).
+    pub ended_at_ms: i64,
+    pub transitions: Vec<controller::store::TransitionRecord>,
+    pub samples: Vec<LiveSample>,
+    pub faults: Vec<FaultChange>,
 }
 
 /// A manual fault for the game day page.
@@ -223,6 +254,8 @@ pub trait Operations: Send + Sync + 'static {
     /// Stops a running experiment (faults cleared) or removes it from the queue.
     fn abort(&self, id: i64) -> OperationFuture<'_, ()>;
     fn results(&self, id: i64) -> OperationFuture<'_, Results>;
+    /// The stored timeline of run `run` of experiment `experiment` (`None`: the experiment has no such run).
+    fn run_timeline(&self, experiment: i64, run: i64) -> OperationFuture<'_, Option<RunTimeline>>;
     /// Clears every fault on every known agent.
     fn halt(&self) -> OperationFuture<'_, ()>;
     fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()>;

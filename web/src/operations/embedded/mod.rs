@@ -16,6 +16,7 @@ mod annotations;
 mod board;
 mod execution;
 mod gameday_load;
+mod replay;
 mod results;
 mod sampling;
 mod schedule;
@@ -292,6 +293,14 @@ impl Operations for EmbeddedOperations {
 
     fn results(&self, id: i64) -> OperationFuture<'_, Results> {
         Box::pin(self.results_of(id))
+    }
+
+    fn run_timeline(
+        &self,
+        experiment: i64,
+        run: i64,
+    ) -> OperationFuture<'_, Option<crate::operations::RunTimeline>> {
+        Box::pin(self.run_timeline_of(experiment, run))
     }
 
     fn halt(&self) -> OperationFuture<'_, ()> {

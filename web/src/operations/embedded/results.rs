@@ -83,6 +83,15 @@ impl EmbeddedOperations {
         let csv = report::render(&stats, Format::Csv).map_err(failed)?;
         let json = report::render_annotated(&stats, &annotations, Format::Json).map_err(failed)?;
         let finished = stats.experiment.finished_runs as i64;
+        let runs = self
+            .inner
+            .store
+            .runs(ExperimentId(id))
+            .await
+            .map_err(failed)?
+            .iter()
+            .map(super::replay::run_line)
+            .collect();
         Ok(Results {
             experiment: summary_of(&row, Some(finished), self.scheduled().get(&id).copied()),
             annotations: annotations.iter().map(entry_of).collect(),
@@ -90,6 +99,7 @@ impl EmbeddedOperations {
             conditions,
             verdicts,
             predictions: stats.predictions.clone(),
+            runs,
             charts,
             csv: csv.text,
             json: json.text,

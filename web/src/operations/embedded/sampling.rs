@@ -80,7 +80,7 @@ const CONFIG_EVERY_S: u64 = 5;
 
 /// Counts per latency bucket (see [`bucketize`]) of an HDR V2 histogram; empty when the bytes do not
 /// decode.
-fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
+pub(super) fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
     match load::deserialize_histogram(histogram_v2) {
         Ok(histogram) => bucketize(
             histogram
