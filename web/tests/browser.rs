@@ -436,6 +436,13 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .is_some_and(|h| h.starts_with("Experiment run: browser-outage")),
         "the header says an experiment runs"
     );
+    // Opens are counted as the results count them (after the warmup), the warmup's apart: together at least
+    // the one that just opened.
+    assert_eq!(
+        page.eval("window.__tolerant.opens + window.__tolerant.warmupOpens >= 1")
+            .await,
+        json!(true)
+    );
     // The histogram is per endpoint with its p95 bucket named in units people read (≤1 s, not ≤1kms).
     let p95 = page
         .wait_for(
@@ -499,6 +506,31 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     assert!(
         cells[4].ends_with(" ms"),
         "failed or rejected checkout p95 in ms: {summary}"
+    );
+    // The run replays from the store, drawn by the live page's code: lanes for the breakers that changed
+    // state (the one that opened among them), the stored seconds, the fault that was applied.
+    let replay = page
+        .wait_for(
+            "window.__replay && window.__replay.loaded > 0 && window.__replay",
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(replay["error"], Value::Null, "{replay}");
+    assert!(
+        replay["samples"].as_u64().is_some_and(|n| n >= 8),
+        "a stored sample per second of the 9 s run: {replay}"
+    );
+    assert!(
+        replay["lanes"]
+            .as_array()
+            .is_some_and(|lanes| lanes.iter().any(|lane| lane == &opened)),
+        "the breaker that opened live has a lane in the replay: {replay}"
+    );
+    assert!(replay["faults"].as_u64().is_some_and(|n| n > 0), "{replay}");
+    assert_eq!(
+        page.eval("document.getElementById('replay-note').innerText.includes('stored seconds')")
+            .await,
+        json!(true)
     );
     page.screenshots(&artifacts, "results").await;
 
