@@ -467,8 +467,8 @@ impl Agent {
         match requested {
             None => Ok(self.shared.config.default_lease),
             Some(requested) if requested > max => Err(AgentError::LeaseOverCap { requested, max }),
-            Some(requested) if requested.is_zero() => {
-                Err(SpecError::new("lease", "must be longer than zero").into())
+            Some(requested) if requested < crate::api::MIN_LEASE => {
+                Err(SpecError::new("lease", "must be at least 1ms").into())
             }
             Some(requested) => Ok(requested),
         }

@@ -10,13 +10,14 @@
 //!
 //! | kind    | fields                                                    |
 //! |---------|-----------------------------------------------------------|
-//! | `error` | `status` (100–599, required), `body` (string, optional)   |
+//! | `error` | `status` (400–599, required), `body` (string, optional)   |
 //! | `hang`  | none: held until the client gives up or the agent's hold cap |
 //! | `delay` | `delay` (duration, required), `jitter` (duration, default `"0s"`) |
 //! | `reset` | none: the connection is dropped                           |
 //!
-//! Common fields: `rate` (number in [0, 1], default 1), `match` (optional `method`, optional `path_prefix`),
-//! `lease` (duration string such as `"30s"` or `"250ms"`; default the agent's default lease).
+//! Common fields: `rate` (number in [0, 1], default 1), `match` (optional `method`: letters and `-`, at most 32
+//! bytes; optional `path_prefix`: starts with `/`, at most 1024 bytes),
+//! `lease` (duration string such as `"30s"` or `"250ms"`, at least 1 ms; default the agent's default lease).
 //!
 //! Parsing goes through one validator ([`FaultSpec::from_json_value`]) whether the JSON arrives at the agent or is
 //! read back by a client, so every rejection carries the name of the offending field ([`SpecError::field`]).
@@ -32,6 +33,12 @@ use serde_json::{Map, Value};
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// Longest accepted fault id, in bytes.
 pub const MAX_FAULT_ID_BYTES: usize = 128;
+/// Shortest lease a fault may ask for (a shorter one could not even be reported: leases are listed in ms).
+pub const MIN_LEASE: Duration = Duration::from_millis(1);
+/// Longest accepted `match.method`, in bytes.
+pub const MAX_METHOD_BYTES: usize = 32;
+/// Longest accepted `match.path_prefix`, in bytes.
+pub const MAX_PATH_PREFIX_BYTES: usize = 1024;
 
 /// What a fault does to a request it fires on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,8 +226,8 @@ impl FaultSpec {
             None | Some(Value::Null) => None,
             Some(value) => {
                 let lease = parse_duration_field("lease", &value)?;
-                if lease.is_zero() {
-                    return Err(SpecError::new("lease", "must be longer than zero"));
+                if lease < MIN_LEASE {
+                    return Err(SpecError::new("lease", "must be at least 1ms"));
                 }
                 Some(lease)
             }
@@ -300,23 +307,17 @@ fn parse_status(value: &Value) -> Result<u16, SpecError> {
 fn parse_match(mut rule: Map<String, Value>) -> Result<MatchRule, SpecError> {
     let method = match rule.remove("method") {
         None | Some(Value::Null) => None,
-        Some(Value::String(method)) => {
-            let valid = !method.is_empty()
-                && method
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphabetic() || byte == b'-');
-            if !valid {
-                return Err(SpecError::new(
-                    "match.method",
-                    format!("`{method}` is not an HTTP method"),
-                ));
-            }
-            Some(method.to_ascii_uppercase())
-        }
+        Some(Value::String(method)) => Some(checked_method(&method)?),
         Some(_) => return Err(SpecError::new("match.method", "expected a string")),
     };
     let path_prefix = match rule.remove("path_prefix") {
         None | Some(Value::Null) => None,
+        Some(Value::String(prefix)) if prefix.len() > MAX_PATH_PREFIX_BYTES => {
+            return Err(SpecError::new(
+                "match.path_prefix",
+                format!("longer than {MAX_PATH_PREFIX_BYTES} bytes"),
+            ));
+        }
         Some(Value::String(prefix)) if prefix.starts_with('/') => Some(prefix),
         Some(Value::String(prefix)) => {
             return Err(SpecError::new(
@@ -336,6 +337,23 @@ fn parse_match(mut rule: Map<String, Value>) -> Result<MatchRule, SpecError> {
         method,
         path_prefix,
     })
+}
+
+/// A match rule's method: letters and `-` (at most [`MAX_METHOD_BYTES`]), upper-cased; an error names
+/// `match.method`.
+pub fn checked_method(method: &str) -> Result<String, SpecError> {
+    let valid = !method.is_empty()
+        && method.len() <= MAX_METHOD_BYTES
+        && method
+            .bytes()
+            .all(|byte| byte.is_ascii_alphabetic() || byte == b'-');
+    if !valid {
+        return Err(SpecError::new(
+            "match.method",
+            format!("`{method}` is not an HTTP method"),
+        ));
+    }
+    Ok(method.to_ascii_uppercase())
 }
 
 fn parse_duration_field(field: &str, value: &Value) -> Result<Duration, SpecError> {
@@ -559,6 +577,18 @@ mod tests {
             "jitter"
         );
         assert_eq!(field_of(json!({"kind":"hang","lease":"0s"})), "lease");
+        // Found by tests/fuzz_fault_json.rs: a 1 ns lease was held and listed as a 0 ms lease.
+        assert_eq!(field_of(json!({"kind":"hang","lease":"999us"})), "lease");
+        assert_eq!(
+            field_of(
+                json!({"kind":"hang","match":{"path_prefix":format!("/{}", "p".repeat(MAX_PATH_PREFIX_BYTES))}})
+            ),
+            "match.path_prefix"
+        );
+        assert_eq!(
+            field_of(json!({"kind":"hang","match":{"method":"A".repeat(MAX_METHOD_BYTES + 1)}})),
+            "match.method"
+        );
         assert_eq!(
             field_of(json!({"kind":"hang","match":{"verb":"GET"}})),
             "match.verb"

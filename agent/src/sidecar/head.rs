@@ -19,6 +19,8 @@
 //! - Everything else — the status code, reason phrase, and the order, case and values of other headers — is passed
 //!   unchanged.
 
+use std::borrow::Cow;
+
 use http::Method;
 
 use super::framing::Framing;
@@ -262,10 +264,11 @@ fn head_length(
     }
 }
 
-/// The path and query of a request target, and the authority of an absolute-form one.
-fn split_target(target: &str) -> Result<(&str, Option<&str>), HeadError> {
+/// The path and query of a request target, and the authority of an absolute-form one. An absolute form without a
+/// path gets `/` (`http://h?q` is `/?q` on host `h`).
+fn split_target(target: &str) -> Result<(Cow<'_, str>, Option<&str>), HeadError> {
     if target.starts_with('/') || target == "*" {
-        return Ok((target, None));
+        return Ok((Cow::Borrowed(target), None));
     }
     let after_scheme = ["http://", "https://"].iter().find_map(|scheme| {
         target
@@ -287,7 +290,12 @@ fn split_target(target: &str) -> Result<(&str, Option<&str>), HeadError> {
             reason: "absolute form without a host",
         });
     }
-    Ok((if path.is_empty() { "/" } else { path }, Some(authority)))
+    let path = if path.starts_with('/') {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(format!("/{path}"))
+    };
+    Ok((path, Some(authority)))
 }
 
 /// Parses the request head at the front of `input`. `Ok(None)`: the head is not complete yet. On success the
@@ -343,6 +351,7 @@ pub fn parse_request<D>(
     let upgrade =
         !http10 && found.connection.upgrade && found.has_upgrade && framing == Framing::Empty;
     let (path_and_query, absolute_authority) = split_target(target)?;
+    let path_and_query = &*path_and_query;
     let path = path_and_query.split('?').next().unwrap_or(path_and_query);
     let decision = decide(&method, path);
 
@@ -612,6 +621,16 @@ mod tests {
             text.starts_with("GET /cart?x=1 HTTP/1.1\r\nhost: shop.example\r\n"),
             "{text}"
         );
+        // Found by tests/fuzz_head.rs: a query without a path went upstream as `GET ?b HTTP/1.1`.
+        let (_, text) = forwarded("GET http://shop.example?b=1 HTTP/1.1\r\n\r\n");
+        assert!(
+            text.starts_with("GET /?b=1 HTTP/1.1\r\nhost: shop.example\r\n"),
+            "{text}"
+        );
+        let (_, (_, path)) = request("GET http://shop.example?b=1 HTTP/1.1\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(path, "/");
         let (_, text) = forwarded("GET HTTP://shop.example HTTP/1.1\r\n\r\n");
         assert!(
             text.starts_with("GET / HTTP/1.1\r\nhost: shop.example\r\n"),

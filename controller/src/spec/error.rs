@@ -168,6 +168,8 @@ fn field_path_at(source: &str, span: Range<usize>, message: &str) -> Option<Stri
     if let Some(missing) = missing {
         parts.push(missing.to_owned());
     }
+    // A bare `[` or `[]` names no table: no field to blame.
+    parts.retain(|part| !part.is_empty());
     if parts.is_empty() {
         return missing.map(str::to_owned);
     }

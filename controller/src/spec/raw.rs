@@ -50,8 +50,8 @@ pub const MAX_LEASE: Duration = Duration::from_secs(3600);
 pub const MAX_STOP_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// Upper bound on the name's length in bytes.
 pub const MAX_NAME_BYTES: usize = 200;
-/// Upper bound on a match path prefix in bytes.
-pub const MAX_PATH_PREFIX_BYTES: usize = 1024;
+/// Upper bound on a match path prefix in bytes (the agent's).
+pub const MAX_PATH_PREFIX_BYTES: usize = agent::api::MAX_PATH_PREFIX_BYTES;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -693,11 +693,18 @@ fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
         rates.push(v);
     }
 
-    let match_rule = raw
+    let mut match_rule = raw
         .match_rule
         .as_ref()
         .map(|rule| rule.get_ref().clone())
         .unwrap_or_default();
+    if let Some(method) = &match_rule.method {
+        // The agent's rule, so a spec never asks for a fault the agent refuses.
+        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
+        let method = agent::api::checked_method(method)
+            .map_err(|error| check.error("fault.match.method", span, error.message))?;
+        match_rule.method = Some(method);
+    }
     if let Some(prefix) = &match_rule.path_prefix {
         let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
         if prefix.len() > MAX_PATH_PREFIX_BYTES {

@@ -924,3 +924,32 @@ fn a_signal_needs_kind_kill_and_a_known_name() {
         "{message}"
     );
 }
+
+/// Found by `tests/fuzz_spec.rs`: a bare `[` was a field error naming the empty field.
+#[test]
+fn a_bare_table_bracket_is_a_syntax_error_not_an_empty_field() {
+    for source in ["[\n", "[]\n", &format!("{MINIMAL}\n[\n")] {
+        let error = ExperimentSpec::parse(source).expect_err("not TOML");
+        assert!(
+            matches!(error, SpecError::Syntax { .. }),
+            "{source:?}: {error:?}"
+        );
+    }
+}
+
+/// Found by `tests/fuzz_spec.rs`: a match method the agent refuses (empty, spaces) was accepted, so every run
+/// failed to apply its fault.
+#[test]
+fn the_match_method_is_checked_by_the_agents_rule() {
+    for method in ["", "G E T", "P0ST", &"A".repeat(33)] {
+        let (field, _, message) = error_of(&format!(
+            "{MINIMAL}\n[fault]\ntarget = \"payment\"\nrates = [1.0]\nmatch = {{ method = \"{method}\" }}\n"
+        ));
+        assert_eq!(field, "fault.match.method", "{method:?}: {message}");
+    }
+    let spec = ExperimentSpec::parse(&format!(
+        "{MINIMAL}\n[fault]\ntarget = \"payment\"\nrates = [1.0]\nmatch = {{ method = \"post\" }}\n"
+    ))
+    .unwrap();
+    assert_eq!(spec.fault.match_rule.method.as_deref(), Some("POST"));
+}
