@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use controller::spec::{
     ExperimentSpec, FaultKind, MAX_FAULT_DELAY, MAX_LEASE, MAX_NAME_BYTES, MAX_PATH_PREFIX_BYTES,
-    MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS, MAX_STOP_WINDOW, MAX_THINK_TIME,
-    MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, MIN_RUN_DURATION, RATE_RANGE, SpecError,
-    TIME_SCALE_RANGE,
+    MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS, MAX_SCHEDULE_PERIODS, MAX_STOP_WINDOW,
+    MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, MIN_RUN_DURATION, RATE_RANGE,
+    SpecError, TIME_SCALE_RANGE,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -80,13 +80,14 @@ enum Gen {
     Match,
     FailureRate,
     SlowCall,
+    Schedule,
     Probes,
     /// A key no table has.
     Unknown,
 }
 
 /// Every field a fuzzed spec may hold: those of [`BASE`], the optional ones, and an unknown key per table.
-const FIELDS: [(&str, &str, Gen); 47] = [
+const FIELDS: [(&str, &str, Gen); 48] = [
     ("", "name", Gen::Text),
     ("", "rounds", Gen::Int),
     ("", "duration", Gen::Duration),
@@ -110,6 +111,7 @@ const FIELDS: [(&str, &str, Gen); 47] = [
     ("fault", "lease", Gen::Duration),
     ("fault", "signal", Gen::Text),
     ("fault", "match", Gen::Match),
+    ("fault", "schedule", Gen::Schedule),
     ("breaker", "modes", Gen::TextList),
     ("breaker.trip", "consecutive_failures", Gen::Int),
     ("breaker.trip", "failure_rate", Gen::FailureRate),
@@ -373,6 +375,16 @@ impl Gen {
                     ])
                 })
                 .boxed(),
+            Gen::Schedule => proptest::collection::vec(
+                (select(vec!["start", "length", "on", "off"]), duration()),
+                0..4,
+            )
+            .prop_map(|mut pairs| {
+                pairs.sort_by_key(|(key, _)| *key);
+                pairs.dedup_by_key(|(key, _)| *key);
+                inline(pairs)
+            })
+            .boxed(),
             Gen::Probes => prop_oneof![int(), text()].boxed(),
             Gen::Unknown => any_value(),
         }
@@ -515,6 +527,24 @@ fn check_bounds(spec: &ExperimentSpec, text: &str) -> Result<(), TestCaseError> 
         if let Some(below) = stop.availability_below {
             prop_assert!((0.0..=1.0).contains(&below));
         }
+    }
+
+    // The fault's on-periods: at most MAX_SCHEDULE_PERIODS, in order, inside the run.
+    let periods = spec.fault_periods();
+    prop_assert!(
+        periods.len() <= MAX_SCHEDULE_PERIODS,
+        "{} periods: {}",
+        periods.len(),
+        context()
+    );
+    let mut previous_end = Duration::ZERO;
+    for (start, end) in &periods {
+        prop_assert!(
+            previous_end <= *start && start < end && *end <= run,
+            "{periods:?}: {}",
+            context()
+        );
+        previous_end = *end;
     }
 
     let runs = spec.conditions().len() * spec.rounds as usize;

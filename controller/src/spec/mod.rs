@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Location, SpecError};
 pub use matrix::{Condition, PlannedRun, shuffle_seeded};
-pub use schedule::{MAX_PERIODS as MAX_SCHEDULE_PERIODS, MIN_PERIOD as MIN_SCHEDULE_PERIOD};
 /// The documented bounds and defaults a valid spec keeps to.
 pub use raw::{
     DEFAULT_LEASE, DEFAULT_STOP_WINDOW, DEFAULT_TIMEOUT, MAX_FAULT_DELAY, MAX_LEASE,
@@ -32,6 +31,7 @@ pub use raw::{
     MAX_STOP_WINDOW, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION,
     MIN_RUN_DURATION, RATE_RANGE, TIME_SCALE_RANGE,
 };
+pub use schedule::{MAX_PERIODS as MAX_SCHEDULE_PERIODS, MIN_PERIOD as MIN_SCHEDULE_PERIOD};
 pub use sources::{
     DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,
     SourceSpec,
