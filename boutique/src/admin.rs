@@ -1,20 +1,26 @@
 //! Admin and observability endpoints every service mounts outside its worker pool: `/_healthz`, `/metrics`,
-//! `/_breakers`, `/_breakers/stream`, `GET`/`PUT /_admin/breakers` (the whole breaker config), `PUT
-//! /_admin/breakers/mode` (the mode alone, the rest of the config kept), `POST /_admin/reset`, `/_pool`.
+//! `/_breakers`, `/_breakers/stream`, `GET`/`PUT`/`DELETE /_admin/breakers` (the whole breaker config; `DELETE`
+//! goes back to the startup config), `PUT /_admin/breakers/mode` (the mode alone, the rest of the config kept),
+//! `POST /_admin/breakers/renew`, `POST /_admin/reset`, `/_pool`.
+//!
+//! Both pushes take `?lease=30s`: the service goes back to its startup config by itself unless the lease is
+//! renewed ([`crate::breaker_lease`]).
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use subtle::ConstantTimeEq;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::breaker_lease::{BreakerLease, parse_lease};
 use crate::context::ServiceContext;
 use crate::metrics;
 use crate::wire::ErrorBody;
@@ -37,6 +43,8 @@ impl ServiceHooks for NoHooks {}
 struct AdminState {
     ctx: Arc<ServiceContext>,
     hooks: Arc<dyn ServiceHooks>,
+    /// The startup config (the registry's when the router is built) and the lease on a pushed one.
+    lease: Arc<BreakerLease>,
 }
 
 /// The admin and observability routes of one service.
@@ -48,12 +56,19 @@ pub fn router(ctx: Arc<ServiceContext>, hooks: Arc<dyn ServiceHooks>) -> Router 
         .route("/_breakers/stream", get(breaker_stream))
         .route(
             "/_admin/breakers",
-            get(current_breaker_config).put(replace_breaker_config),
+            get(current_breaker_config)
+                .put(replace_breaker_config)
+                .delete(restore_breaker_config),
         )
         .route("/_admin/breakers/mode", put(switch_breaker_mode))
+        .route("/_admin/breakers/renew", post(renew_breaker_lease))
         .route("/_admin/reset", post(reset))
         .route("/_pool", get(pool))
-        .with_state(AdminState { ctx, hooks })
+        .with_state(AdminState {
+            lease: BreakerLease::new(ctx.registry.clone(), ctx.shutdown.clone()),
+            ctx,
+            hooks,
+        })
 }
 
 async fn healthz() -> &'static str {
@@ -183,9 +198,25 @@ pub fn parse_breaker_config(
     Ok(config)
 }
 
+/// The query of a push: `?lease=30s`, or nothing (the config stays until changed or restored).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseQuery {
+    lease: Option<String>,
+}
+
+/// The lease a push asks for; the error names `lease` (or the unknown parameter).
+fn lease_of(
+    query: Result<Query<LeaseQuery>, QueryRejection>,
+) -> Result<Option<std::time::Duration>, String> {
+    let Query(query) = query.map_err(|rejection| format!("query: {}", rejection.body_text()))?;
+    query.lease.as_deref().map(parse_lease).transpose()
+}
+
 async fn replace_breaker_config(
     State(state): State<AdminState>,
     headers: HeaderMap,
+    query: Result<Query<LeaseQuery>, QueryRejection>,
     body: Bytes,
 ) -> Response {
     if let Err(denied) = authorize(&state.ctx, &headers) {
@@ -194,18 +225,41 @@ async fn replace_breaker_config(
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok());
-    match parse_breaker_config(content_type, &body) {
-        Ok(config) => {
-            state.ctx.registry.set_config(config);
+    let pushed =
+        lease_of(query).and_then(|lease| Ok((parse_breaker_config(content_type, &body)?, lease)));
+    match pushed {
+        Ok((config, lease)) => {
+            state.lease.push(config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }
         Err(message) => error(StatusCode::BAD_REQUEST, message),
     }
 }
 
-/// The config every breaker of the service runs with (JSON).
+/// The config every breaker of the service runs with, the startup config and the lease, if any (JSON,
+/// [`crate::breaker_lease::BreakerConfigView`]).
 async fn current_breaker_config(State(state): State<AdminState>) -> Response {
-    Json(state.ctx.registry.config()).into_response()
+    Json(state.lease.view()).into_response()
+}
+
+/// Back to the startup config now, any lease ended (a run's end, an abort, a halt).
+async fn restore_breaker_config(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
+        return denied.into_response();
+    }
+    state.lease.restore();
+    Json(state.lease.view()).into_response()
+}
+
+/// Extends the lease of the pushed config by its length; 409 naming `lease` when none is held.
+async fn renew_breaker_lease(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
+        return denied.into_response();
+    }
+    match state.lease.renew() {
+        Ok(lease) => Json(lease).into_response(),
+        Err(refused) => error(StatusCode::CONFLICT, refused.to_string()),
+    }
 }
 
 /// Reads the body of `PUT /_admin/breakers/mode`, `{"mode": "shadow"}`; errors name the field.
@@ -231,16 +285,17 @@ pub fn parse_mode_switch(body: &[u8]) -> Result<breaker::Mode, String> {
 async fn switch_breaker_mode(
     State(state): State<AdminState>,
     headers: HeaderMap,
+    query: Result<Query<LeaseQuery>, QueryRejection>,
     body: Bytes,
 ) -> Response {
     if let Err(denied) = authorize(&state.ctx, &headers) {
         return denied.into_response();
     }
-    match parse_mode_switch(&body) {
-        Ok(mode) => {
+    match lease_of(query).and_then(|lease| Ok((parse_mode_switch(&body)?, lease))) {
+        Ok((mode, lease)) => {
             let mut config = state.ctx.registry.config();
             config.mode = mode;
-            state.ctx.registry.set_config(config);
+            state.lease.push(config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }
         Err(message) => error(StatusCode::BAD_REQUEST, message),

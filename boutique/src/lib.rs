@@ -7,6 +7,7 @@
 //! service has a bounded [`pool::WorkerPool`] and the admin endpoints of [`admin`].
 
 pub mod admin;
+pub mod breaker_lease;
 pub mod client;
 pub mod config;
 pub mod context;

@@ -310,9 +310,13 @@ async fn admin_endpoints_need_the_token_and_answer_outside_the_pool() {
         .json()
         .await
         .unwrap();
-    assert_eq!(config["mode"], "shadow", "{config}");
-    assert_eq!(config["trip"]["consecutive_failures"], 3, "{config}");
-    assert_eq!(config["open"]["base"], "7s", "{config}");
+    assert_eq!(config["config"]["mode"], "shadow", "{config}");
+    assert_eq!(
+        config["config"]["trip"]["consecutive_failures"], 3,
+        "{config}"
+    );
+    assert_eq!(config["config"]["open"]["base"], "7s", "{config}");
+    assert_eq!(config["lease"], serde_json::Value::Null, "{config}");
 
     let reset = admin
         .post(format!("{checkout}/_admin/reset"))

@@ -38,7 +38,7 @@ pub enum Command {
     Report(results::ReportArgs),
     /// Judge a spec's validation criteria on stored intervals (exit 0 pass, 1 fail, 2 bad spec).
     Validate(results::ValidateArgs),
-    /// Clear every fault on every known agent.
+    /// Clear every fault on every known agent; every known service's breakers back to their startup config.
     Halt(results::HaltArgs),
     /// Simulate a breaker on a virtual clock: totals with and without it, per second (no services needed).
     Simulate(simulate::SimulateArgs),

@@ -32,10 +32,12 @@ criteria do not validate (a criterion naming a condition the spec does not run i
 
 const HALT_HELP: &str = "\
 Known agents: the agent of every stored experiment's [targets] (targets.agent, else the target of
-its fault) plus every --agent. Each gets POST /_agent/halt with the bearer token. The embedded
-stack's agent lives only as long as its run, so it needs no halt.
+its fault) plus every --agent. Each gets POST /_agent/halt with the bearer token. Known services:
+every stored experiment's [targets] that offer `breaker_config`, plus every --service; each gets
+DELETE /_admin/breakers (back to its startup breaker config, any lease ended). The embedded
+stack lives only as long as its run, so it needs no halt.
 
-Exit status: 0 every agent answered (or none is known); 1 an agent could not be halted.";
+Exit status: 0 every agent and service answered (or none is known); 1 one could not be halted.";
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -79,6 +81,9 @@ pub struct HaltArgs {
     /// An agent's control API, e.g. http://127.0.0.1:9090 (repeatable).
     #[arg(long = "agent")]
     pub agents: Vec<String>,
+    /// A service whose breakers go back to their startup config, e.g. http://127.0.0.1:8081 (repeatable).
+    #[arg(long = "service")]
+    pub services: Vec<String>,
     /// Bearer token of the agents' control APIs.
     #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -194,6 +199,18 @@ fn agent_of_spec(source: &str) -> Option<String> {
         .cloned()
 }
 
+/// The services of a stored spec whose breaker config a run pushes (`[targets]` offering `breaker_config`).
+fn breaker_services_of_spec(source: &str) -> Vec<String> {
+    let Ok(spec) = ExperimentSpec::parse(source) else {
+        return Vec::new();
+    };
+    spec.targets
+        .iter()
+        .filter(|(name, _)| name.as_str() != AGENT_TARGET && spec.offers_of(name).breaker_config)
+        .map(|(_, url)| url.clone())
+        .collect()
+}
+
 /// Undoes every container fault the database records as still in force.
 async fn halt_containers(store: &Store) -> anyhow::Result<()> {
     if store.pending_container_faults(None).await?.is_empty() {
@@ -213,6 +230,11 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
         .iter()
         .map(|url| url.trim_end_matches('/').to_owned())
         .collect();
+    let mut services: BTreeSet<String> = args
+        .services
+        .iter()
+        .map(|url| url.trim_end_matches('/').to_owned())
+        .collect();
     if !is_missing_file(&args.db) {
         let store = Store::open(&args.db)
             .await
@@ -221,19 +243,24 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
             if let Some(url) = agent_of_spec(&experiment.spec_toml) {
                 agents.insert(url.trim_end_matches('/').to_owned());
             }
+            for url in breaker_services_of_spec(&experiment.spec_toml) {
+                services.insert(url.trim_end_matches('/').to_owned());
+            }
         }
         // Container faults still in force: undone through the engine (only then is one needed).
         let containers = halt_containers(&store).await;
         store.close().await;
         containers?;
     }
-    if agents.is_empty() {
-        out!("no known agents: the stored experiments name none and no --agent was given");
+    if agents.is_empty() && services.is_empty() {
+        out!(
+            "no known agents or services: the stored experiments name none and no --agent or --service was given"
+        );
         return Ok(());
     }
     let token = args
         .token
-        .context("--token or TOLERANT_TOKEN: the agents' control APIs need it")?;
+        .context("--token or TOLERANT_TOKEN: the agents' and services' control APIs need it")?;
     let client = AdminClient::new(token);
     let mut failed = 0usize;
     for agent in &agents {
@@ -251,8 +278,20 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
             }
         }
     }
+    for service in &services {
+        match client.restore_breakers(service).await {
+            Ok(()) => out!("{service}: breakers back to the startup config"),
+            Err(error) => {
+                failed += 1;
+                err_out!("{service}: breakers NOT restored: {error}");
+            }
+        }
+    }
     if failed > 0 {
-        bail!("{failed} of {} agents could not be halted", agents.len());
+        bail!(
+            "{failed} of {} agents and services could not be halted",
+            agents.len() + services.len()
+        );
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The dashboard over the real embedded stack, without a browser: the API creates and starts an experiment,
 //! the websocket streams its progress after a snapshot, abort ends the run (its fault deleted by the run) before
 //! it answers, halt
-//! answers only with the token, and the breaker-mode switch keeps the breakers' configured detectors.
+//! answers only with the token, the breaker-mode switch keeps the breakers' configured detectors, and a halt puts
+//! every breaker back to its startup config.
 
 use std::time::{Duration, Instant};
 
@@ -193,7 +194,7 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
     let configured = breaker::BreakerConfig::from_toml_str("[trip]\nconsecutive_failures = 3\n")
         .expect("config");
     client
-        .set_breakers(&checkout, &configured)
+        .set_breakers(&checkout, &configured, None)
         .await
         .expect("configure checkout's breakers");
     json(
@@ -210,8 +211,11 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
         "",
     )
     .await;
-    assert_eq!(config["mode"], "shadow", "{config}");
-    assert_eq!(config["trip"]["consecutive_failures"], 3, "{config}");
+    assert_eq!(config["config"]["mode"], "shadow", "{config}");
+    assert_eq!(
+        config["config"]["trip"]["consecutive_failures"], 3,
+        "{config}"
+    );
 
     dashboard.shutdown().await;
 }

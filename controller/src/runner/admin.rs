@@ -200,20 +200,59 @@ impl AdminClient {
         .map(drop)
     }
 
-    /// `PUT {service}/_admin/breakers` with a breaker config (TOML).
+    /// `PUT {service}/_admin/breakers` with a breaker config (TOML); with `lease`, the service goes back to its
+    /// startup config by itself unless [`AdminClient::renew_breakers`] comes within the lease.
     pub async fn set_breakers(
         &self,
         service_url: &str,
         config: &breaker::BreakerConfig,
+        lease: Option<Duration>,
     ) -> Result<(), AdminError> {
+        let query = match lease {
+            Some(lease) => format!("?lease={}ms", lease.as_millis()),
+            None => String::new(),
+        };
         self.call(
             Method::PUT,
-            &format!("{service_url}/_admin/breakers"),
+            &format!("{service_url}/_admin/breakers{query}"),
             Some("application/toml"),
             Bytes::from(config.to_toml_string()),
         )
         .await
         .map(drop)
+    }
+
+    /// `POST {service}/_admin/breakers/renew`: the leased config holds for its lease from now.
+    pub async fn renew_breakers(&self, service_url: &str) -> Result<(), AdminError> {
+        self.call(
+            Method::POST,
+            &format!("{service_url}/_admin/breakers/renew"),
+            None,
+            Bytes::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `DELETE {service}/_admin/breakers`: back to the service's startup config (mode included), any lease ended.
+    pub async fn restore_breakers(&self, service_url: &str) -> Result<(), AdminError> {
+        self.call(
+            Method::DELETE,
+            &format!("{service_url}/_admin/breakers"),
+            None,
+            Bytes::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `GET {service}/_admin/breakers`: the running config, the startup config and the lease, if any.
+    pub async fn breaker_config(
+        &self,
+        service_url: &str,
+    ) -> Result<boutique::breaker_lease::BreakerConfigView, AdminError> {
+        self.get_json(&format!("{service_url}/_admin/breakers"))
+            .await
     }
 
     /// `PUT {service}/_admin/breakers/mode`: every breaker of the service switches to `mode` and keeps the rest

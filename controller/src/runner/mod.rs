@@ -5,6 +5,7 @@
 
 mod admin;
 mod agent_stream;
+mod breaker_hold;
 pub mod containers;
 mod drive;
 mod fault_schedule;
@@ -34,6 +35,7 @@ pub use stop::StopMonitor;
 pub use task::RunTask;
 pub use transitions::{TransitionCollector, parse_transition};
 
+use breaker_hold::HeldBreakers;
 use drive::drive_load;
 use scope::RunScope;
 
@@ -281,23 +283,25 @@ impl Runner {
         Ok(experiment)
     }
 
-    /// Prepares the testbed for a condition: carts and breakers reset, the mode's config applied.
+    /// Prepares the testbed for a condition: carts and breakers reset, the mode's config applied under a lease
+    /// of `fault.lease`, renewed until the returned guard is restored or dropped.
     async fn prepare(
         &self,
         spec: &ExperimentSpec,
         planned: &PlannedRun,
-    ) -> Result<(), RunnerError> {
-        let config = spec.breaker_config(planned.condition.breaker_mode);
+    ) -> Result<HeldBreakers, RunnerError> {
+        let mut configured = Vec::new();
         for (name, url) in &self.testbed.services {
             let offers = spec.offers_of(name);
             if offers.reset {
                 self.admin.reset(url).await?;
             }
             if offers.breaker_config {
-                self.admin.set_breakers(url, &config).await?;
+                configured.push(url.clone());
             }
         }
-        Ok(())
+        let config = spec.breaker_config(planned.condition.breaker_mode);
+        Ok(HeldBreakers::push(&self.admin, configured, &config, spec.fault.lease).await?)
     }
 
     /// One run: prepare, open the run's scope (subscriptions), fault on, load, end the scope (fault off
@@ -314,10 +318,11 @@ impl Runner {
         if self.cancel.is_cancelled() {
             return Err(RunnerError::Cancelled);
         }
-        self.prepare(spec, planned).await?;
-        // Subscribed before the run exists, so a failure leaves no run behind.
+        let breakers = self.prepare(spec, planned).await?;
+        // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
         let mut scope =
             RunScope::open(&self.admin, &self.testbed, &|name| spec.offers_of(name)).await?;
+        scope.hold_breakers(breakers);
         // Foreign breakers: a baseline scrape of every source before the run exists.
         scope.follow_foreign(
             SourceCollector::start(

@@ -113,6 +113,12 @@ impl Runner {
     ) -> Result<ResumePoint, RunnerError> {
         // Before anything else: a fault the dead controller left must not outlive it.
         let faults_cleared = self.admin.halt(&self.testbed.agent).await?;
+        // Nor the breaker config it pushed (its lease ends it anyway, this ends it now).
+        for (name, url) in &self.testbed.services {
+            if spec.offers_of(name).breaker_config {
+                self.admin.restore_breakers(url).await?;
+            }
+        }
         let interrupted = self.store.mark_interrupted(experiment, now_ms()).await?;
         self.store
             .set_experiment_status(experiment, Status::Running, now_ms(), None)

@@ -8,7 +8,8 @@
 //! unwinding through the run, or its future dropped) still stops every task it owns at once — each is a
 //! [`RunTask`] or a `JoinSet`, aborted on drop — and sends the fault's `DELETE` as its last act (bounded by
 //! [`ADMIN_CALL_TIMEOUT`](super::ADMIN_CALL_TIMEOUT); the fault's lease ends it anyway). The load itself runs
-//! inside the run's own future ([`super::drive::drive_load`]), so nothing it spawned can outlive it.
+//! inside the run's own future ([`super::drive::drive_load`]), so nothing it spawned can outlive it. The run's
+//! breaker config ([`HeldBreakers`]) is restored last, on end and on drop alike.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use tokio::time::Instant;
 
 use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
+use super::breaker_hold::HeldBreakers;
 use super::containers::{ContainerRun, ContainerStack};
 use super::fault_schedule::ScheduledFault;
 use super::sampler::Sampler;
@@ -65,6 +67,8 @@ pub struct RunScope {
     sampler: Option<Sampler>,
     /// The compose stack's sampling and container fault, when the run is against it.
     containers: Option<ContainerRun>,
+    /// The run's leased breaker config: restored last when the scope ends, or on drop.
+    breakers: Option<HeldBreakers>,
 }
 
 impl RunScope {
@@ -96,7 +100,14 @@ impl RunScope {
             agent_stream: Some(agent_stream),
             sampler: None,
             containers: None,
+            breakers: None,
         })
+    }
+
+    /// Holds the run's leased breaker config until the scope ends (restored after everything else stopped, so
+    /// the restore's transitions are not the run's).
+    pub fn hold_breakers(&mut self, breakers: HeldBreakers) {
+        self.breakers = Some(breakers);
     }
 
     /// Collects the foreign breakers' transitions with the scope's own until it ends.
@@ -229,6 +240,10 @@ impl RunScope {
                 self.record("agent:stream_unavailable", "", json!({ "error": error }))
             }
             None => {}
+        }
+        if let Some(breakers) = self.breakers.take() {
+            let failures = breakers.restore().await;
+            self.fault_events.lock().extend(failures);
         }
         let mut fault_events = std::mem::take(&mut *self.fault_events.lock());
         // One timeline: the runner's control calls and the agent's events, by time.

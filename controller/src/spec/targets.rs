@@ -15,7 +15,8 @@ use super::{AGENT_TARGET, SERVICE_NAMES, SpecError};
 pub struct Offers {
     /// `POST /_admin/reset` clears its state between runs.
     pub reset: bool,
-    /// `PUT /_admin/breakers` takes a breaker config (and `/_admin/breakers/mode` a mode).
+    /// `PUT /_admin/breakers?lease=…` takes a breaker config (and `/_admin/breakers/mode` a mode), held while
+    /// `POST /_admin/breakers/renew` comes within the lease; `DELETE /_admin/breakers` restores the startup one.
     pub breaker_config: bool,
     /// `/_breakers/stream` sends its breakers' transitions.
     pub breaker_stream: bool,

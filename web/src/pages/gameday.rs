@@ -113,6 +113,7 @@ pub async fn halt(
             active.join(", ")
         )
     };
+    notice.push_str(" Every breaker is back to its service's startup config.");
     if form.enforce.is_some() {
         state
             .operations

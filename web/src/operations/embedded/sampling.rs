@@ -128,12 +128,9 @@ impl EmbeddedOperations {
             }
             if configs_due || second % CONFIG_EVERY_S == 0 {
                 for (service, url) in &self.inner.testbed.services {
-                    match admin
-                        .get_json::<breaker::BreakerConfig>(&format!("{url}/_admin/breakers"))
-                        .await
-                    {
-                        Ok(config) => {
-                            configs.insert(service.clone(), config);
+                    match admin.breaker_config(url).await {
+                        Ok(view) => {
+                            configs.insert(service.clone(), view.config);
                         }
                         Err(_) => {
                             configs.remove(service);

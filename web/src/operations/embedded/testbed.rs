@@ -10,7 +10,8 @@ use crate::hub::{FaultChange, LiveEvent};
 use crate::operations::{FaultRequest, OperationError};
 
 impl EmbeddedOperations {
-    /// Clears every fault on the agent and says so live.
+    /// Clears every fault on the agent and says so live, then puts every service's breakers back to their
+    /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
         self.inner
             .client
@@ -31,7 +32,16 @@ impl EmbeddedOperations {
             rate: 0.0,
             ..FaultChange::default()
         }));
-        Ok(())
+        let mut first_error = None;
+        for (_, url) in &self.inner.testbed.services {
+            if let Err(error) = self.inner.client.restore_breakers(url).await {
+                first_error.get_or_insert(error);
+            }
+        }
+        match first_error {
+            Some(error) => Err(failed(error)),
+            None => Ok(()),
+        }
     }
 
     pub(super) async fn put_fault(&self, request: FaultRequest) -> Result<(), OperationError> {

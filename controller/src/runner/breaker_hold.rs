@@ -1,0 +1,119 @@
+//! The breaker config a run pushed, held by a lease for as long as the run lives: pushed with `?lease=` (the
+//! spec's `fault.lease`), renewed every third of it like the fault, and restored (`DELETE /_admin/breakers`, back
+//! to each service's startup config) when the run's scope ends — finished, stopped, aborted or cancelled. Dropped
+//! without [`HeldBreakers::restore`] (a panic unwinding, the run's future dropped) the renewal stops at once and
+//! the restore is sent as its last act; a controller that is killed sends nothing, and the services go back by
+//! themselves when the lease runs out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use super::admin::{AdminClient, AdminError};
+use super::scope::fault_event;
+use super::task::RunTask;
+use crate::store::FaultEventRecord;
+
+/// Services holding a run's leased breaker config.
+pub struct HeldBreakers {
+    admin: AdminClient,
+    services: Vec<String>,
+    renewal: Option<RunTask<()>>,
+    /// Renewals that failed (a lease that may have run out), kept for the run's fault timeline.
+    failures: Arc<Mutex<Vec<FaultEventRecord>>>,
+}
+
+impl HeldBreakers {
+    /// Pushes `config` with `lease` to every service in `services` and renews it from now on. On an error the
+    /// services already pushed are restored (the guard is dropped).
+    pub async fn push(
+        admin: &AdminClient,
+        services: Vec<String>,
+        config: &breaker::BreakerConfig,
+        lease: Duration,
+    ) -> Result<Self, AdminError> {
+        let mut held = HeldBreakers {
+            admin: admin.clone(),
+            services: Vec::with_capacity(services.len()),
+            renewal: None,
+            failures: Arc::new(Mutex::new(Vec::new())),
+        };
+        for url in services {
+            admin.set_breakers(&url, config, Some(lease)).await?;
+            held.services.push(url);
+        }
+        held.renewal = Some(spawn_renewal(
+            admin.clone(),
+            held.services.clone(),
+            lease,
+            Arc::clone(&held.failures),
+        ));
+        Ok(held)
+    }
+
+    /// Stops renewing and restores every service's startup config; returns the failed renewals and restores.
+    pub async fn restore(mut self) -> Vec<FaultEventRecord> {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.stop().await;
+        }
+        let services = std::mem::take(&mut self.services);
+        for url in &services {
+            if let Err(error) = self.admin.restore_breakers(url).await {
+                self.failures.lock().push(fault_event(
+                    "breakers:restore_failed",
+                    "",
+                    json!({ "service": url, "error": error.to_string() }),
+                ));
+            }
+        }
+        std::mem::take(&mut *self.failures.lock())
+    }
+}
+
+impl Drop for HeldBreakers {
+    /// Dropped without [`HeldBreakers::restore`]: renewal stops now, the restores are sent as the last act.
+    fn drop(&mut self) {
+        drop(self.renewal.take());
+        let services = std::mem::take(&mut self.services);
+        if services.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let admin = self.admin.clone();
+        runtime.spawn(async move {
+            for url in services {
+                if let Err(error) = admin.restore_breakers(&url).await {
+                    tracing::warn!(service = url, %error, "restoring the breakers of an abandoned run failed");
+                }
+            }
+        });
+    }
+}
+
+/// Renews every service's lease every third of its length until stopped.
+fn spawn_renewal(
+    admin: AdminClient,
+    services: Vec<String>,
+    lease: Duration,
+    failures: Arc<Mutex<Vec<FaultEventRecord>>>,
+) -> RunTask<()> {
+    RunTask::spawn(async move {
+        let period = lease / 3;
+        loop {
+            tokio::time::sleep(period).await;
+            for url in &services {
+                if let Err(error) = admin.renew_breakers(url).await {
+                    failures.lock().push(fault_event(
+                        "breakers:renew_failed",
+                        "",
+                        json!({ "service": url, "error": error.to_string() }),
+                    ));
+                }
+            }
+        }
+    })
+}
