@@ -221,7 +221,23 @@ pub(crate) async fn metrics(State(agent): State<Agent>) -> impl IntoResponse {
     )
 }
 
-async fn stream_events(State(agent): State<Agent>, upgrade: WebSocketUpgrade) -> Response {
+async fn stream_events(
+    State(agent): State<Agent>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if !crate::origin::stream_origin_allowed(&headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(ErrorBody {
+                error:
+                    "Origin: a browser may open this stream only from a loopback page or this host"
+                        .into(),
+                field: Some("Origin".into()),
+            }),
+        )
+            .into_response();
+    }
     // Subscribe before the handshake completes so nothing between the 101 and the first send is missed.
     let events = agent.subscribe();
     upgrade.on_upgrade(move |socket: WebSocket| async move {

@@ -21,6 +21,7 @@ pub mod api;
 mod fault_api;
 pub mod inject;
 mod metrics;
+pub mod origin;
 pub mod rng;
 pub mod sidecar;
 

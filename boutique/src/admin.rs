@@ -90,7 +90,18 @@ async fn pool(State(state): State<AdminState>) -> Response {
     Json(state.ctx.pool.stats()).into_response()
 }
 
-async fn breaker_stream(State(state): State<AdminState>, upgrade: WebSocketUpgrade) -> Response {
+/// `GET /_breakers/stream`; a browser only from a loopback page or this host ([`agent::origin`] says why).
+async fn breaker_stream(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if !agent::origin::stream_origin_allowed(&headers) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Origin: a browser may open this stream only from a loopback page or this host",
+        );
+    }
     let events = state.ctx.registry.subscribe();
     let shutdown = state.ctx.shutdown.clone();
     upgrade.on_upgrade(move |socket| forward_transitions(socket, events, shutdown))

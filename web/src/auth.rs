@@ -195,18 +195,7 @@ impl Auth {
             };
         }
         let session = self.session(headers).ok_or(AuthError::Missing)?;
-        if let Some(origin) = headers.get(ORIGIN) {
-            let host = headers.get(HOST).and_then(|host| host.to_str().ok());
-            let same = match (origin.to_str().ok(), host) {
-                (Some(origin), Some(host)) => {
-                    origin == format!("http://{host}") || origin == format!("https://{host}")
-                }
-                _ => false,
-            };
-            if !same {
-                return Err(AuthError::Origin);
-            }
-        }
+        check_origin(headers)?;
         let offered = form_csrf
             .filter(|token| !token.is_empty())
             .or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()))
@@ -229,5 +218,18 @@ impl Auth {
     /// The `Set-Cookie` value that ends a session.
     pub fn expired_cookie() -> String {
         format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+    }
+}
+
+/// A browser's `Origin`, when one is sent, must be this server's own (`http://<Host>`): the forms' rule, and the
+/// one `/ws` applies to its handshake. No `Origin` (not a browser) passes.
+pub fn check_origin(headers: &HeaderMap) -> Result<(), AuthError> {
+    let Some(origin) = headers.get(ORIGIN) else {
+        return Ok(());
+    };
+    let host = headers.get(HOST).and_then(|host| host.to_str().ok());
+    match origin.to_str() {
+        Ok(origin) if agent::origin::is_same_origin(origin, host) => Ok(()),
+        _ => Err(AuthError::Origin),
     }
 }

@@ -15,6 +15,8 @@ pub mod pages;
 pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;
+#[cfg(test)]
+mod ws_origin_tests;
 
 pub use app::{AppState, router};
 pub use dashboard::{DashboardConfig, ExternalTestbed, RunningDashboard};
