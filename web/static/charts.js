@@ -112,8 +112,18 @@ var Charts = (function () {
   }
 
   // series: [{label, color, points: [[t, y], ...]}]
+  // Only what lies in [t0, t1] (a second either side, so a line reaches the edge): a zoomed chart's axis fits it.
+  function within(points, t0, t1, at) {
+    return t1 > t0 ? points.filter(function (p) { var t = at(p); return t >= t0 - 1000 && t <= t1 + 1000; }) : points;
+  }
+
   function lines(canvas, series, t0, t1, yUnit, options) {
     var c = fit(canvas), pad = { l: 44, r: options && options.right ? 44 : 10, t: 8, b: 18 };
+    series = series.map(function (s) {
+      var copy = {}; Object.keys(s).forEach(function (k) { copy[k] = s[k]; });
+      copy.points = within(s.points, t0, t1, function (p) { return p[0]; });
+      return copy;
+    });
     if (!series.some(function (s) { return s.points.length > 0; })) {
       frame(c, pad, 1, t0, t1, yUnit); empty(c, (options && options.empty) || "no data yet"); return;
     }
@@ -136,6 +146,8 @@ var Charts = (function () {
       c.ctx.textAlign = "right"; c.ctx.fillText(options.right, c.w - pad.r - 4, pad.t + 10);
     }
     var x = function (t) { return pad.l + (c.w - pad.l - pad.r) * (t - t0) / Math.max(1, t1 - t0); };
+    if (t1 > t0) { zoomable(canvas, pad.l, c.w - pad.r, t0, t1); }
+    c.ctx.save(); c.ctx.beginPath(); c.ctx.rect(pad.l, 0, c.w - pad.l - pad.r, c.h); c.ctx.clip();
     series.forEach(function (s, index) {
       var max = s.right ? rightMax : yMax;
       var yy = log && !s.right
@@ -148,6 +160,7 @@ var Charts = (function () {
       c.ctx.stroke();
       c.ctx.setLineDash([]);
     });
+    c.ctx.restore();
     hoverable(canvas, function (mx) {
       if (mx < pad.l || mx > c.w - pad.r) { return null; }
       var t = t0 + (mx - pad.l) / Math.max(1, c.w - pad.l - pad.r) * (t1 - t0);
@@ -172,12 +185,15 @@ var Charts = (function () {
   // bars: [{t, parts: [value, ...]}], colors: one per part
   function stacked(canvas, bars, colors, t0, t1, labels) {
     var c = fit(canvas), pad = { l: 44, r: 10, t: 8, b: 18 };
+    bars = within(bars, t0, t1, function (b) { return b.t; });
     if (!bars.length) { frame(c, pad, 1, t0, t1, "/s"); empty(c, "no data yet"); return; }
     var yMax = 0;
     bars.forEach(function (b) { yMax = Math.max(yMax, b.parts.reduce(function (a, v) { return a + v; }, 0)); });
     yMax = niceMax(yMax);
     frame(c, pad, yMax, t0, t1, "/s");
     var span = Math.max(1, t1 - t0), scale = (c.w - pad.l - pad.r) / span;
+    zoomable(canvas, pad.l, c.w - pad.r, t0, t1);
+    c.ctx.save(); c.ctx.beginPath(); c.ctx.rect(pad.l, 0, c.w - pad.l - pad.r, c.h); c.ctx.clip();
     bars.forEach(function (b, i) {
       // Each bar covers the time since the previous sample (at most a second).
       var covered = i > 0 ? Math.min(1000, Math.max(50, b.t - bars[i - 1].t)) : 1000;
@@ -188,6 +204,7 @@ var Charts = (function () {
         c.ctx.fillStyle = colors[i]; c.ctx.fillRect(x, base - height, width, height); base -= height;
       });
     });
+    c.ctx.restore();
     hoverable(canvas, function (mx) {
       if (mx < pad.l || mx > c.w - pad.r) { return null; }
       var t = t0 + (mx - pad.l) / scale, best = null;
@@ -255,6 +272,44 @@ var Charts = (function () {
       tip.style.left = left + "px"; tip.style.top = (event.pageY + 14) + "px";
     });
     canvas.addEventListener("mouseleave", function () { if (tip) { tip.style.display = "none"; } });
+  }
+
+  // Drag-to-zoom on the time-series charts (Grafana-like): dragging across a chart's plot area picks a time
+  // range and hands it to Charts.onZoom (set by the page, which redraws every chart over it and offers a reset).
+  // A chart calls zoomable with where its plot area lies and the times at its edges.
+  var selection = null;
+  function zoomable(canvas, left, right, t0, t1) {
+    canvas.__zoom = { left: left, right: right, t0: t0, t1: t1 };
+    if (canvas.__zoomBound) { return; }
+    canvas.__zoomBound = true;
+    canvas.classList.add("zoomable");
+    var start = null;
+    var at = function (event) { return event.clientX - canvas.getBoundingClientRect().left; };
+    var clamp = function (x) { var z = canvas.__zoom; return Math.min(Math.max(x, z.left), z.right); };
+    var timeOf = function (x) { var z = canvas.__zoom; return z.t0 + (x - z.left) / Math.max(1, z.right - z.left) * (z.t1 - z.t0); };
+    canvas.addEventListener("mousedown", function (event) {
+      var x = at(event), z = canvas.__zoom;
+      if (!z || x < z.left || x > z.right || event.button !== 0) { return; }
+      start = x; event.preventDefault();
+    });
+    window.addEventListener("mousemove", function (event) {
+      if (start === null) { return; }
+      var box = canvas.getBoundingClientRect(), x = clamp(at(event));
+      if (!selection) { selection = document.createElement("div"); selection.className = "zoom-selection"; document.body.appendChild(selection); }
+      selection.style.display = "block";
+      selection.style.left = (window.scrollX + box.left + Math.min(start, x)) + "px";
+      selection.style.width = Math.abs(x - start) + "px";
+      selection.style.top = (window.scrollY + box.top) + "px";
+      selection.style.height = box.height + "px";
+    });
+    window.addEventListener("mouseup", function (event) {
+      if (start === null) { return; }
+      var from = clamp(start), to = clamp(at(event));
+      start = null;
+      if (selection) { selection.style.display = "none"; }
+      if (Math.abs(to - from) < 5 || !Charts.onZoom) { return; }
+      Charts.onZoom(timeOf(Math.min(from, to)), timeOf(Math.max(from, to)));
+    });
   }
 
   function hatch(ctx, x, y, w, h) {
@@ -335,6 +390,7 @@ var Charts = (function () {
     });
     c.ctx.fillStyle = "#6b7480"; c.ctx.font = "11px system-ui, sans-serif";
     timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
+    zoomable(canvas, left, c.w - right, t0, t1);
     if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("waiting for the services' breakers…", left + (c.w - left) / 2, 16); }
     hoverable(canvas, function (mx, my) {
       var hit = hits.find(function (h) { return mx >= h.x0 && mx <= h.x1 && my >= h.y0 && my <= h.y1; });
@@ -445,5 +501,5 @@ var Charts = (function () {
     return endpoints;
   }
 
-  return { laneRows: laneRows, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { onZoom: null, zoomable: zoomable, laneRows: laneRows, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

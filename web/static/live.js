@@ -9,6 +9,16 @@
     board: null, modeChanges: [] };
   var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {}, lanes: [], laneKinds: {}, phase: null, modes: {} };
 
+  // A time range picked by dragging across a chart (every chart shows it until the reset), or null.
+  var zoom = null;
+  function setZoom(range) {
+    zoom = range; status.zoom = range;
+    var reset = document.getElementById("zoom-reset");
+    if (reset) { reset.hidden = !range; }
+    draw();
+  }
+  Charts.onZoom = function (from, to) { setZoom([from, to]); };
+
   var TERMINAL = ["finished", "aborted", "interrupted", "start_failed"];
 
   function describeFault(f) {
@@ -108,6 +118,7 @@
   // The time range every chart shows: the run (or, between runs, what the page knows, up to ten minutes),
   // or the last 30 s / 5 min (the page's range picker).
   function windowBounds() {
+    if (zoom) { return zoom; }
     var now = Date.now(), picker = document.getElementById("range");
     var choice = picker ? picker.value : "run";
     var running = model.progress && TERMINAL.indexOf(model.progress.phase) < 0;
@@ -196,7 +207,7 @@
   }
 
   function drawSamples(t0, t1) {
-    var samples = model.samples.filter(function (s) { return s.at_ms >= t0; });
+    var samples = model.samples.filter(function (s) { return s.at_ms >= t0 && s.at_ms <= t1 + 1000; });
     if (!document.getElementById("outcomes")) { return; }
     var logBox = document.getElementById("p95-log");
     var endpoints = Charts.samplePanels(samples, t0, t1, {
@@ -299,6 +310,8 @@
     };
   }
 
+  var resetButton = document.getElementById("zoom-reset");
+  if (resetButton) { resetButton.addEventListener("click", function () { setZoom(null); }); }
   ["range", "p95-log", "histogram-endpoint"].forEach(function (id) {
     var control = document.getElementById(id);
     if (control) { control.addEventListener("change", draw); }

@@ -461,6 +461,27 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         .await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     page.screenshots(&artifacts, "live").await;
+    // Drag-to-zoom on the live page too: the dragged range holds (live data keeps coming) until the reset.
+    let zoomed = page
+        .eval(
+            "(function () { var c = document.getElementById('outcomes'), z = c.__zoom, box = c.getBoundingClientRect(); \
+               var x = function (share) { return box.left + z.left + share * (z.right - z.left); }, y = box.top + 20; \
+               c.dispatchEvent(new MouseEvent('mousedown', {clientX: x(0.1), clientY: y, button: 0, bubbles: true})); \
+               window.dispatchEvent(new MouseEvent('mouseup', {clientX: x(0.6), clientY: y, bubbles: true})); \
+               var r = window.__tolerant.zoom; \
+               return !!r && document.getElementById('timeline').__zoom.t1 === r[1] && !document.getElementById('zoom-reset').hidden; })()",
+        )
+        .await;
+    assert_eq!(
+        zoomed,
+        json!(true),
+        "a drag on the live outcomes zooms every chart"
+    );
+    assert_eq!(
+        page.eval("document.getElementById('zoom-reset').click(); window.__tolerant.zoom")
+            .await,
+        Value::Null
+    );
 
     // The experiment finishes; the results page shows the table.
     page.wait_for(
@@ -531,6 +552,37 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         page.eval("document.getElementById('replay-note').innerText.includes('stored seconds')")
             .await,
         json!(true)
+    );
+    // Drag across the replayed timeline: every chart shows the dragged range until the reset.
+    let zoomed = page
+        .eval(
+            "(function () { var c = document.getElementById('replay-timeline'), z = c.__zoom, box = c.getBoundingClientRect(); \
+               var x = function (share) { return box.left + z.left + share * (z.right - z.left); }, y = box.top + 10; \
+               c.dispatchEvent(new MouseEvent('mousedown', {clientX: x(0.25), clientY: y, button: 0, bubbles: true})); \
+               window.dispatchEvent(new MouseEvent('mousemove', {clientX: x(0.75), clientY: y, bubbles: true})); \
+               window.dispatchEvent(new MouseEvent('mouseup', {clientX: x(0.75), clientY: y, bubbles: true})); \
+               var r = window.__replay.zoom; \
+               return r && { share: (r[1] - r[0]) / (z.t1 - z.t0), reset: !document.getElementById('zoom-reset').hidden, \
+                 outcomes: document.getElementById('replay-outcomes').__zoom.t0 === r[0] }; })()",
+        )
+        .await;
+    assert!(
+        zoomed["share"]
+            .as_f64()
+            .is_some_and(|share| (share - 0.5).abs() < 0.02),
+        "half the run picked: {zoomed}"
+    );
+    assert_eq!(zoomed["reset"], json!(true), "{zoomed}");
+    assert_eq!(
+        zoomed["outcomes"],
+        json!(true),
+        "the other charts follow: {zoomed}"
+    );
+    page.screenshots(&artifacts, "results-zoomed").await;
+    assert_eq!(
+        page.eval("document.getElementById('zoom-reset').click(); window.__replay.zoom")
+            .await,
+        Value::Null
     );
     page.screenshots(&artifacts, "results").await;
 

@@ -21,9 +21,9 @@ const COLOURS: [RGBColor; 8] = [
 ];
 
 const SIZE: (u32, u32) = (860, 500);
-/// Text size in the SVG: the pages show a chart at about three quarters of [`SIZE`], so 15 px stays at 11 px
-/// or more on screen.
-const TEXT_PX: u32 = 15;
+/// Text size in the SVG: the results page shows a chart from about 60 % of [`SIZE`] (two columns in a wide
+/// window, one at most 380 px tall in a narrow one), so 19 px stays at 11 px or more on screen.
+const TEXT_PX: u32 = 19;
 const CAPTION_PX: u32 = 22;
 
 /// One point, with its 95 % interval when there is one.
@@ -124,8 +124,8 @@ impl Chart<'_> {
             let mut chart = ChartBuilder::on(&root)
                 .caption(self.title, ("sans-serif", CAPTION_PX))
                 .margin(14)
-                .x_label_area_size(46)
-                .y_label_area_size(74)
+                .x_label_area_size(56)
+                .y_label_area_size(90)
                 .build_cartesian_2d(x_low..x_high, y_low..y_high)
                 .map_err(plot_error)?;
             chart
