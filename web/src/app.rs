@@ -11,7 +11,7 @@ use controller::sources::PushInbox;
 use crate::auth::Auth;
 use crate::hub::Hub;
 use crate::operations::Operations;
-use crate::{api, assets, live, pages};
+use crate::{api, assets, live, pages, simulate};
 
 /// Everything a handler may need.
 #[derive(Clone)]
@@ -66,6 +66,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/breakers", post(api::set_breaker_mode))
         .route("/api/breaker-events", post(api::breaker_events))
+        .route("/api/simulate", get(simulate::simulate))
+        .route("/api/simulate/spec", get(simulate::spec))
         .route("/ws", get(live::websocket))
         // Pages.
         .route("/", get(pages::experiments))
@@ -73,6 +75,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/results", get(pages::results))
         .route("/live", get(pages::live))
         .route("/gameday", get(pages::gameday))
+        .route("/simulate", get(pages::simulate))
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", post(pages::logout))
         // Form posts of the pages (session cookie + CSRF field).

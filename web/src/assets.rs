@@ -6,7 +6,7 @@ use http::StatusCode;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 
 /// `(file name, content type, content)`.
-const ASSETS: [(&str, &str, &str); 5] = [
+const ASSETS: [(&str, &str, &str); 6] = [
     (
         "app.css",
         "text/css; charset=utf-8",
@@ -31,6 +31,11 @@ const ASSETS: [(&str, &str, &str); 5] = [
         "replay.js",
         "text/javascript; charset=utf-8",
         include_str!("../static/replay.js"),
+    ),
+    (
+        "simulate.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../static/simulate.js"),
     ),
 ];
 

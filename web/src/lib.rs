@@ -15,6 +15,7 @@ pub mod pages;
 pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;
+pub mod simulate;
 #[cfg(test)]
 mod ws_origin_tests;
 

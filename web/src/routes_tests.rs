@@ -23,7 +23,7 @@ use crate::operations::memory::{Call, MemoryOperations};
 const TOKEN: &str = "s3cret-token";
 const SPEC: &str = "name = \"smoke\"\nrounds = 1\n";
 
-fn app() -> (AppState, MemoryOperations) {
+pub(crate) fn app() -> (AppState, MemoryOperations) {
     let operations = MemoryOperations::new();
     let state = AppState {
         hub: Hub::new(HubConfig::default()),
@@ -36,14 +36,14 @@ fn app() -> (AppState, MemoryOperations) {
     (state, operations)
 }
 
-async fn send(state: &AppState, request: Request<Body>) -> Response<Body> {
+pub(crate) async fn send(state: &AppState, request: Request<Body>) -> Response<Body> {
     router(state.clone())
         .oneshot(request)
         .await
         .expect("router is infallible")
 }
 
-async fn text(response: Response<Body>) -> String {
+pub(crate) async fn text(response: Response<Body>) -> String {
     let bytes = response
         .into_body()
         .collect()
@@ -53,7 +53,7 @@ async fn text(response: Response<Body>) -> String {
     String::from_utf8(bytes.to_vec()).expect("utf-8")
 }
 
-fn get(uri: &str) -> Request<Body> {
+pub(crate) fn get(uri: &str) -> Request<Body> {
     Request::get(uri).body(Body::empty()).expect("request")
 }
 

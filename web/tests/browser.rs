@@ -2,7 +2,7 @@
 //! Chromium (Debian `chromium`, installed by `scripts/test`) over the DevTools protocol. A short experiment with
 //! Payment failing at 100 % and breakers enforcing turns a checkout breaker open on the live timeline within
 //! seconds; the results page then shows the table. Screenshots are saved under the target dir. An action
-//! without the token is refused.
+//! without the token is refused. The simulator page redraws as a slider moves and makes a spec that parses.
 //!
 //! The DevTools client is the few calls needed, over the workspace's tokio-tungstenite: lighter than
 //! chromiumoxide (a very large generated protocol crate) or fantoccini + chromedriver.
@@ -344,6 +344,39 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(10),
     )
     .await;
+
+    // The simulator page needs no login: a slider moved redraws the totals, and the spec button gives a spec
+    // the controller accepts.
+    page.goto(&format!("{base}simulate")).await;
+    page.wait_for("document.body.dataset.simulated", Duration::from_secs(15))
+        .await;
+    let totals = "document.querySelector('#sim-totals tbody').innerText";
+    let before = page.eval(totals).await;
+    let simulated = page.eval("document.body.dataset.simulated").await;
+    page.eval(
+        "const s = document.querySelector('input[name=open_window]'); s.value = '40'; \
+         s.dispatchEvent(new Event('input', {bubbles: true})); true",
+    )
+    .await;
+    page.wait_for(
+        &format!("document.body.dataset.simulated !== {simulated}"),
+        Duration::from_secs(15),
+    )
+    .await;
+    let after = page.eval(totals).await;
+    assert_ne!(before, after, "the totals follow the open-window slider");
+    page.eval("document.getElementById('sim-spec').click(); true")
+        .await;
+    let spec = page
+        .wait_for(
+            "!document.getElementById('sim-spec-text').hidden && document.getElementById('sim-spec-text').value",
+            Duration::from_secs(15),
+        )
+        .await;
+    let spec = controller::spec::ExperimentSpec::parse(spec.as_str().expect("spec text"))
+        .expect("the page's spec parses");
+    assert_eq!(spec.breaker.config.open.base, Duration::from_secs(40));
+    page.screenshots(&artifacts, "simulate").await;
 
     // Log in through the form.
     page.goto(&format!("{base}login?next=/experiments")).await;

@@ -6,6 +6,7 @@ mod gameday;
 mod live;
 mod login;
 mod results;
+mod simulate;
 
 use askama::Template;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -27,6 +28,7 @@ pub use gameday::{
 pub use live::live;
 pub use login::{CsrfForm, LoginForm, NextQuery, login, login_form, logout};
 pub use results::{CellText, results};
+pub use simulate::simulate;
 
 /// What every page's layout needs.
 #[derive(Debug, Clone)]
