@@ -24,6 +24,9 @@ pub enum AppError {
     TooMany(String),
     #[error("page rendering failed")]
     Template(#[from] askama::Error),
+    /// A failure of the dashboard itself (a task that did not finish); the message says which.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl AppError {
@@ -41,7 +44,7 @@ impl AppError {
             AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
             AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
             AppError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
-            AppError::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Template(_) | AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

@@ -83,7 +83,7 @@ pub async fn simulate(RawQuery(query): RawQuery) -> Result<Response, AppError> {
     let scenario = checked(&settings)?;
     let run = tokio::task::spawn_blocking(move || sim::simulate(&scenario))
         .await
-        .map_err(|error| AppError::BadRequest(format!("simulation: {error}")))?
+        .map_err(|error| AppError::Internal(format!("the simulation did not finish: {error}")))?
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
     Ok(Json(run).into_response())
 }
