@@ -101,7 +101,8 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
         )
         .expect("valid push");
 
-    let records = collector.finish().await;
+    let (records, panics) = collector.finish().await;
+    assert!(panics.is_empty(), "{panics:?}");
     let scraped: Vec<(&str, &str)> = records
         .iter()
         .filter(|r| r.breaker == "inventory")

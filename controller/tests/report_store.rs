@@ -191,6 +191,7 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
     RunRecord {
         status: Status::Finished,
         abort_reason: None,
+        load_errors: 0,
         finished_at_ms: start_ms + 12_000,
         endpoint_names: names,
         seconds,

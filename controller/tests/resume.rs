@@ -142,6 +142,7 @@ fn ended(status: Status, abort_reason: Option<String>) -> RunRecord {
     RunRecord {
         status,
         abort_reason,
+        load_errors: 0,
         finished_at_ms: 20,
         endpoint_names: Vec::new(),
         seconds: Vec::new(),

@@ -33,7 +33,7 @@ pub use mix::{
     endpoint, luhn_valid,
 };
 pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
-pub use session::{CookieJar, Session, Target};
+pub use session::{CookieJar, DriverError, Session, Target, is_drivers_own};
 pub use stats::{
     EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
     SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
@@ -84,6 +84,27 @@ pub struct LoadReport {
     pub tasks: Vec<(String, u64)>,
     /// Length of the measured part.
     pub measured: Duration,
+    /// Requests the driver itself failed, warmup included (in no outcome count).
+    pub driver_failures: DriverFailures,
+}
+
+/// Requests the load generator itself failed — it could not open a connection for want of a
+/// descriptor or port ([`DriverError`]), or the request's task panicked — counted apart from the
+/// outcomes: they say nothing about the system under test, and a run with any is not a measurement of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DriverFailures {
+    pub count: u64,
+    /// The first one's reason.
+    pub first: Option<String>,
+}
+
+impl DriverFailures {
+    pub fn add(&mut self, reason: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(reason());
+        }
+    }
 }
 
 impl LoadReport {
@@ -175,6 +196,7 @@ pub async fn run_until(
             seconds_sink,
         )),
         task_counts: Mutex::new(vec![0; task_names.len()]),
+        driver_failures: Mutex::new(DriverFailures::default()),
         start,
         end,
         target: Target::new(config.target),
@@ -210,11 +232,19 @@ pub async fn run_until(
         tokio::pin!(stop);
         loop {
             tokio::select! {
-                joined = users.join_next() => {
-                    if joined.is_none() {
-                        break;
+                joined = users.join_next() => match joined {
+                    None => break,
+                    // A user whose task panicked outside a request (each request catches its own).
+                    Some(Err(error)) => {
+                        if let Some(message) = crate::panic::join_panic(error) {
+                            shared
+                                .driver_failures
+                                .lock()
+                                .add(|| format!("a virtual user panicked: {message}"));
+                        }
                     }
-                }
+                    Some(Ok(())) => {}
+                },
                 () = &mut stop, if stopped_at.is_none() => {
                     stopped_at = Some(Instant::now());
                     users.abort_all();
@@ -244,12 +274,14 @@ pub async fn run_until(
         seconds,
         tasks: task_names.into_iter().zip(task_counts).collect(),
         measured: total.saturating_sub(shared.config.warmup),
+        driver_failures: shared.driver_failures.into_inner(),
     })
 }
 
 struct Shared {
     recorder: Mutex<Recorder>,
     task_counts: Mutex<Vec<u64>>,
+    driver_failures: Mutex<DriverFailures>,
     start: Instant,
     end: Instant,
     target: Target,
@@ -266,9 +298,34 @@ impl Shared {
             }
         }
         let sent = Instant::now();
-        let outcome = session
-            .request_expecting(step.method, step.uri, step.form, step.expect.as_deref())
-            .await;
+        let attempt = crate::panic::caught(async {
+            #[cfg(test)]
+            if step.uri.path() == tests::PANICKING_PATH {
+                panic!(
+                    "a request to {} panics (unit tests only)",
+                    tests::PANICKING_PATH
+                );
+            }
+            session
+                .request_expecting(step.method, step.uri, step.form, step.expect.as_deref())
+                .await
+        })
+        .await;
+        let outcome = match attempt {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(error)) => {
+                self.driver_failures.lock().add(|| error.to_string());
+                return;
+            }
+            Err(message) => {
+                // Whatever the session was doing is abandoned with its connection.
+                session.drop_connection();
+                self.driver_failures
+                    .lock()
+                    .add(|| format!("a request panicked: {message}"));
+                return;
+            }
+        };
         let done = Instant::now();
         self.recorder.lock().record(
             step.endpoint,

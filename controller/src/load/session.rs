@@ -72,8 +72,13 @@ impl Session {
     }
 
     /// Sends one request (following redirects with GET, like a browser), reads the whole body and
-    /// classifies the result. Never fails: errors are outcomes.
-    pub async fn request(&mut self, method: Method, uri: Uri, form: Option<Form>) -> Outcome {
+    /// classifies the result. Errors are outcomes, except the driver's own (see [`DriverError`]).
+    pub async fn request(
+        &mut self,
+        method: Method,
+        uri: Uri,
+        form: Option<Form>,
+    ) -> Result<Outcome, DriverError> {
         self.request_expecting(method, uri, form, None).await
     }
 
@@ -84,18 +89,30 @@ impl Session {
         uri: Uri,
         form: Option<Form>,
         expect: Option<&[u16]>,
-    ) -> Outcome {
+    ) -> Result<Outcome, DriverError> {
         match tokio::time::timeout(self.timeout, self.exchange(method, uri, form, expect)).await {
-            Ok(Ok(outcome)) => outcome,
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(SessionError::Connect(error))) if is_drivers_own(&error) => {
+                self.sender = None;
+                Err(DriverError(format!("connect: {error}")))
+            }
             Ok(Err(_)) => {
                 self.sender = None;
-                Outcome::ConnectionError
+                Ok(Outcome::ConnectionError)
             }
             Err(_elapsed) => {
                 // The connection has a response pending: it cannot be reused.
                 self.sender = None;
-                Outcome::Timeout
+                Ok(Outcome::Timeout)
             }
+        }
+    }
+
+    /// Forgets the connection (the next request connects anew); the cookies stay.
+    pub fn drop_connection(&mut self) {
+        self.sender = None;
+        if let Some(connection) = self.connection.take() {
+            connection.abort();
         }
     }
 
@@ -229,6 +246,30 @@ fn closes_connection(headers: &http::HeaderMap) -> bool {
         .is_some_and(|value| value.eq_ignore_ascii_case("close"))
 }
 
+/// A request the load generator itself could not make: the failure is the driver's (this machine's
+/// descriptors, ports or memory), says nothing about the system under test, and is counted apart from
+/// every outcome.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DriverError(pub String);
+
+/// Whether a connect error is the driver's own: no descriptor (`EMFILE`, `ENFILE`), no local port
+/// (`EADDRNOTAVAIL`), no buffer or memory (`ENOBUFS`, `ENOMEM`). A refused or reset connection is the
+/// target's answer, not one of these.
+pub fn is_drivers_own(error: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    Errno::from_io_error(error).is_some_and(|errno| {
+        [
+            Errno::MFILE,
+            Errno::NFILE,
+            Errno::ADDRNOTAVAIL,
+            Errno::NOBUFS,
+            Errno::NOMEM,
+        ]
+        .contains(&errno)
+    })
+}
+
 #[derive(Debug, thiserror::Error)]
 enum SessionError {
     #[error("connect: {0}")]
@@ -242,6 +283,43 @@ enum SessionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_local_resource_errors_are_the_drivers_own() {
+        use std::io::Error;
+        let errno = |e: rustix::io::Errno| Error::from_raw_os_error(e.raw_os_error());
+        for own in [
+            rustix::io::Errno::MFILE,
+            rustix::io::Errno::NFILE,
+            rustix::io::Errno::ADDRNOTAVAIL,
+            rustix::io::Errno::NOBUFS,
+            rustix::io::Errno::NOMEM,
+        ] {
+            assert!(is_drivers_own(&errno(own)), "{own:?}");
+        }
+        for system in [
+            rustix::io::Errno::CONNREFUSED,
+            rustix::io::Errno::CONNRESET,
+            rustix::io::Errno::TIMEDOUT,
+            rustix::io::Errno::HOSTUNREACH,
+        ] {
+            assert!(!is_drivers_own(&errno(system)), "{system:?}");
+        }
+        assert!(!is_drivers_own(&Error::other("no errno")));
+    }
+
+    /// A refused connect is the target's answer: an outcome, not a failure of the driver.
+    #[tokio::test]
+    async fn a_refused_connect_is_an_outcome() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let mut session = Session::new(Target::new(addr), std::time::Duration::from_secs(2));
+        let outcome = session
+            .request(Method::GET, Uri::from_static("/"), None)
+            .await;
+        assert_eq!(outcome, Ok(Outcome::ConnectionError));
+    }
 
     #[test]
     fn redirects_keep_only_same_origin_paths() {

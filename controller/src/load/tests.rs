@@ -223,3 +223,48 @@ async fn config_errors_name_the_field() {
     .unwrap_err();
     assert!(error.to_string().starts_with("load.rate"));
 }
+
+/// A request to this path panics inside the driver (how a bug in a request would); unit tests only.
+pub(super) const PANICKING_PATH: &str = "/__panics";
+
+fn fixed(target: std::net::SocketAddr, path: &str, users: u32) -> LoadConfig {
+    LoadConfig {
+        target,
+        workload: Workload::Fixed { path: path.into() },
+        users,
+        think_time: (Duration::ZERO, 10 * MS),
+        rate: None,
+        timeout: Duration::from_secs(2),
+        warmup: Duration::ZERO,
+        duration: Duration::from_millis(300),
+        seed: 1,
+    }
+}
+
+/// A request whose task panics is the driver's failure: counted with its reason, in no outcome (it
+/// was not a served request). (How many are counted depends on how fast the panic hook prints.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicked_request_is_a_driver_failure_not_an_outcome() {
+    // The panic comes before any connect: the address is never dialled.
+    let addr = "127.0.0.1:9".parse().unwrap();
+    let report = run(fixed(addr, PANICKING_PATH, 3), None).await.unwrap();
+    assert_eq!(report.outcomes().total(), 0, "{:?}", report.outcomes());
+    let failures = &report.driver_failures;
+    assert!(failures.count >= 1, "{failures:?}");
+    let first = failures.first.as_deref().unwrap_or("");
+    assert!(
+        first.starts_with("a request panicked: a request to /__panics panics"),
+        "{first}"
+    );
+}
+
+/// Requests the target refuses are the target's connection errors, not the driver's failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusing_target_is_not_a_driver_failure() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let report = run(fixed(addr, "/", 2), None).await.unwrap();
+    assert!(report.outcomes().connection_error > 0);
+    assert_eq!(report.driver_failures, DriverFailures::default());
+}

@@ -77,6 +77,15 @@ pub fn markdown(
     } else {
         let _ = writeln!(out, "**{INTERVALS_NEED_TWO_ROUNDS}**\n");
     }
+    if info.failed_runs > 0 {
+        let _ = writeln!(
+            out,
+            "**{} run(s) failed** — the run or its load generator panicked, or the load generator \
+             could not send requests itself (e.g. out of file descriptors): not the system's \
+             unavailability, left out of every figure; `tolerant show` gives each one's reason.\n",
+            info.failed_runs
+        );
+    }
     if !stats.stopped.is_empty() {
         let _ = writeln!(
             out,

@@ -148,6 +148,7 @@ fn two_kinds() -> ExperimentStats {
         planned_runs: 8,
         finished_runs: 8,
         other_runs: 0,
+        failed_runs: 0,
         not_measured: Vec::new(),
     };
     ExperimentStats::from_runs(info, keys, runs)
@@ -376,6 +377,7 @@ fn with_endpoints(rounds: i64) -> ExperimentStats {
         planned_runs: 2 * rounds,
         finished_runs: 2 * rounds as usize,
         other_runs: 0,
+        failed_runs: 0,
         not_measured: Vec::new(),
     };
     ExperimentStats::from_runs(info, keys, runs)

@@ -51,7 +51,7 @@ impl AgentStream {
         self,
         fault_id: &str,
         grace: std::time::Duration,
-    ) -> Vec<FaultEventRecord> {
+    ) -> (Vec<FaultEventRecord>, Option<String>) {
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             let removed = self
@@ -67,10 +67,10 @@ impl AgentStream {
         self.finish().await
     }
 
-    /// Stops listening and returns the events seen.
-    pub async fn finish(self) -> Vec<FaultEventRecord> {
-        self.reader.stop().await;
-        std::mem::take(&mut *self.events.lock())
+    /// Stops listening and returns the events seen and, if the reader had panicked, its message.
+    pub async fn finish(self) -> (Vec<FaultEventRecord>, Option<String>) {
+        let panicked = self.reader.stop().await;
+        (std::mem::take(&mut *self.events.lock()), panicked)
     }
 }
 

@@ -168,7 +168,8 @@ impl ContainerRun {
         events: &Arc<Mutex<Vec<FaultEventRecord>>>,
     ) -> Vec<ContainerSampleRecord> {
         if let Some(renewal) = self.renewal.take() {
-            renewal.stop().await;
+            // A renewal that panicked shows as the lease's lapse; the undo below still runs.
+            let _ = renewal.stop().await;
         }
         for (id, fault_id) in std::mem::take(&mut self.faults.ids) {
             let event = match self.faults.leases.undo(id, now_ms()).await {

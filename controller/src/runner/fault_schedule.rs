@@ -88,10 +88,10 @@ impl ScheduledFault {
     }
 
     /// Stops the schedule (no later period starts, renewal ends); returns whether the fault may still be on
-    /// the agent and needs removing.
-    pub(super) async fn stop(self) -> bool {
-        self.task.stop().await;
-        self.maybe_on.load(Ordering::SeqCst)
+    /// the agent and needs removing, and the schedule task's panic message if it had panicked.
+    pub(super) async fn stop(self) -> (bool, Option<String>) {
+        let panicked = self.task.stop().await;
+        (self.maybe_on.load(Ordering::SeqCst), panicked)
     }
 
     /// Stops the schedule at once (for a scope dropped without ending); returns whether the fault may be on.

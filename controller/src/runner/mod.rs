@@ -36,8 +36,8 @@ pub use task::RunTask;
 pub use transitions::{TransitionCollector, parse_transition};
 
 use breaker_hold::HeldBreakers;
-use drive::drive_load;
-use scope::RunScope;
+use drive::{Driven, drive_load};
+use scope::{RunScope, ScopeEnd};
 
 use crate::load::{self, LoadConfig, Workload};
 use crate::sources::PushInbox;
@@ -128,6 +128,10 @@ pub enum RunnerError {
     /// The run was cancelled (an abort, Ctrl-C): its fault is off, its tasks ended, nothing stored.
     #[error("cancelled")]
     Cancelled,
+    /// The run panicked or its load generator failed: its fault is off, its tasks ended, and it is
+    /// stored as failed with `reason`. Not a verdict on the system: the experiment ends there.
+    #[error("run {run} failed: {reason}")]
+    RunFailed { run: RunId, reason: String },
 }
 
 /// What the runner reports as it goes.
@@ -144,6 +148,8 @@ pub enum Progress {
         total: usize,
         status: Status,
         availability: Option<f64>,
+        /// Why the run was aborted or failed.
+        reason: Option<String>,
     },
 }
 
@@ -306,7 +312,9 @@ impl Runner {
 
     /// One run: prepare, open the run's scope (subscriptions), fault on, load, end the scope (fault off
     /// first, every task stopped), store. A cancelled run ends its scope the same way and stores nothing
-    /// (it stays `running` until marked interrupted).
+    /// (it stays `running` until marked interrupted). A run that panicked — its own future, a request, a
+    /// collector — or whose load generator failed ends its scope the same way and is stored as
+    /// [`Status::Failed`] with the reason; the error then says so ([`RunnerError::RunFailed`]).
     pub async fn run_one(
         &self,
         spec: &ExperimentSpec,
@@ -343,12 +351,130 @@ impl Runner {
                 now_ms(),
             )
             .await?;
-        progress(Progress::RunStarted {
+
+        // From here the run exists: whatever ends the body, a panic included, ends the scope (fault
+        // removed first) and the run is stored.
+        let body = crate::panic::caught(
+            self.run_body(&mut scope, spec, experiment, planned, run, total, progress),
+        )
+        .await;
+        let ended = crate::panic::caught(scope.end()).await;
+
+        let mut failures = Vec::new();
+        let mut abort_reason = None;
+        let mut report = None;
+        let mut seconds = Vec::new();
+        match body {
+            Err(message) => failures.push(format!("the run panicked: {message}")),
+            Ok((reason, None)) => abort_reason = reason,
+            Ok((reason, Some(driven))) => {
+                if driven.cancelled {
+                    return Err(RunnerError::Cancelled);
+                }
+                abort_reason = driven.stop_reason.or(reason);
+                // A load error stores nothing; the run stays `running` until a resume marks it
+                // interrupted.
+                let driven_report = driven.report?;
+                let driver = &driven_report.driver_failures;
+                if driver.count > 0 {
+                    failures.push(format!(
+                        "load generator: {} request(s) failed in the driver itself, not in the system \
+                         (first: {})",
+                        driver.count,
+                        driver.first.as_deref().unwrap_or("-")
+                    ));
+                }
+                seconds = driven.seconds;
+                report = Some(driven_report);
+            }
+        }
+        let mut ended = match ended {
+            Ok(ended) => ended,
+            Err(message) => {
+                failures.push(format!("ending the run panicked: {message}"));
+                ScopeEnd::default()
+            }
+        };
+        failures.extend(
+            ended
+                .panics
+                .iter()
+                .map(|message| format!("{message} (panicked)")),
+        );
+        let container_samples = std::mem::take(&mut ended.container_samples);
+
+        // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
+        let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
+        let measured_energy: Vec<f64> = ended
+            .samples
+            .iter()
+            .filter(|sample| sample.second >= warmup_seconds)
+            .filter_map(|sample| sample.energy_joules)
+            .collect();
+        let energy = (!measured_energy.is_empty())
+            .then(|| (measured_energy.iter().sum::<f64>(), ended.energy_source));
+        let load_errors = report.as_ref().map_or(0, |r| r.driver_failures.count);
+        let (endpoint_names, seconds, endpoints) = match report {
+            Some(report) => (
+                report.endpoints.iter().map(|e| e.name.clone()).collect(),
+                seconds,
+                report.endpoints,
+            ),
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        let (status, reason) = if !failures.is_empty() {
+            (Status::Failed, Some(failures.join("; ")))
+        } else if abort_reason.is_some() {
+            (Status::Aborted, abort_reason)
+        } else {
+            (Status::Finished, None)
+        };
+        let record = RunRecord {
+            status,
+            abort_reason: reason.clone(),
+            load_errors,
+            finished_at_ms: now_ms(),
+            endpoint_names,
+            seconds,
+            endpoints,
+            collector: ended.samples,
+            transitions: ended.transitions,
+            fault_events: ended.fault_events,
+            energy,
+        };
+        let availability = record.outcomes().availability();
+        self.store.finish_run(run, &record).await?;
+        self.store
+            .insert_container_samples(run, &container_samples)
+            .await?;
+        progress(Progress::RunFinished {
             run,
             planned: *planned,
             total,
+            status,
+            availability,
+            reason: reason.clone(),
         });
+        match (status, reason) {
+            (Status::Failed, Some(reason)) => Err(RunnerError::RunFailed { run, reason }),
+            _ => Ok(run),
+        }
+    }
 
+    /// The part of a run that may panic without taking the run's end with it: its container fault and
+    /// agent fault on, sampling, reported started, the load driven. Returns why the run was aborted
+    /// before its load (a fault that could not be applied) and what driving the load gave.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_body(
+        &self,
+        scope: &mut RunScope,
+        spec: &ExperimentSpec,
+        experiment: ExperimentId,
+        planned: &PlannedRun,
+        run: RunId,
+        total: usize,
+        progress: &mut impl FnMut(Progress),
+    ) -> (Option<String>, Option<Driven>) {
         let mut abort_reason = None;
         let injects = planned.condition.fault_rate > 0.0;
         if let Some(stack) = &self.containers {
@@ -377,84 +503,23 @@ impl Runner {
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
             scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());
         }
-        let driven = match abort_reason {
-            None => Some(
-                drive_load(
-                    self.load_config(spec, planned),
-                    spec.stop.as_ref().and_then(StopMonitor::new),
-                    self.live_seconds.clone(),
-                    &self.cancel,
-                )
-                .await,
-            ),
-            Some(_) => None,
-        };
-        // Removed as soon as the load ends, a stop condition or a cancel included.
-        let mut ended = scope.end().await;
-        let container_samples = std::mem::take(&mut ended.container_samples);
-
-        let (report, seconds) = match driven {
-            Some(driven) => {
-                if driven.cancelled {
-                    return Err(RunnerError::Cancelled);
-                }
-                if let Some(reason) = driven.stop_reason {
-                    abort_reason = Some(reason);
-                }
-                // A load error stores nothing; the run stays `running` until a resume marks it
-                // interrupted.
-                (Some(driven.report?), driven.seconds)
-            }
-            None => (None, Vec::new()),
-        };
-        // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
-        let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;
-        let measured_energy: Vec<f64> = ended
-            .samples
-            .iter()
-            .filter(|sample| sample.second >= warmup_seconds)
-            .filter_map(|sample| sample.energy_joules)
-            .collect();
-        let energy = (!measured_energy.is_empty())
-            .then(|| (measured_energy.iter().sum::<f64>(), ended.energy_source));
-        let (endpoint_names, seconds, endpoints) = match report {
-            Some(report) => (
-                report.endpoints.iter().map(|e| e.name.clone()).collect(),
-                seconds,
-                report.endpoints,
-            ),
-            None => (Vec::new(), Vec::new(), Vec::new()),
-        };
-        let status = if abort_reason.is_some() {
-            Status::Aborted
-        } else {
-            Status::Finished
-        };
-        let record = RunRecord {
-            status,
-            abort_reason,
-            finished_at_ms: now_ms(),
-            endpoint_names,
-            seconds,
-            endpoints,
-            collector: ended.samples,
-            transitions: ended.transitions,
-            fault_events: ended.fault_events,
-            energy,
-        };
-        let availability = record.outcomes().availability();
-        self.store.finish_run(run, &record).await?;
-        self.store
-            .insert_container_samples(run, &container_samples)
-            .await?;
-        progress(Progress::RunFinished {
+        // Reported once the faults are on (a scheduled one's periods counted), just before the load starts (or the run ends without load).
+        progress(Progress::RunStarted {
             run,
             planned: *planned,
             total,
-            status,
-            availability,
         });
-        Ok(run)
+        if abort_reason.is_some() {
+            return (abort_reason, None);
+        }
+        let driven = drive_load(
+            self.load_config(spec, planned),
+            spec.stop.as_ref().and_then(StopMonitor::new),
+            self.live_seconds.clone(),
+            &self.cancel,
+        )
+        .await;
+        (None, Some(driven))
     }
 
     /// The load of one planned run (its own seed, derived from the spec's and the plan position).

@@ -70,9 +70,10 @@ impl Sampler {
     }
 
     /// Stops sampling and returns the samples taken.
-    pub async fn finish(self) -> Vec<CollectorSample> {
-        self.task.stop().await;
-        std::mem::take(&mut *self.samples.lock())
+    /// Stops sampling; returns the samples and, if the sampling task had panicked, its message.
+    pub async fn finish(self) -> (Vec<CollectorSample>, Option<String>) {
+        let panicked = self.task.stop().await;
+        (std::mem::take(&mut *self.samples.lock()), panicked)
     }
 }
 

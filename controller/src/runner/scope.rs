@@ -44,6 +44,23 @@ pub struct ScopeEnd {
     pub energy_source: EnergySource,
     /// Each container's seconds, when the run was against the compose stack.
     pub container_samples: Vec<ContainerSampleRecord>,
+    /// What every task of the scope that had panicked said (`sampler: …`): a run that lost one is not a
+    /// measurement.
+    pub panics: Vec<String>,
+}
+
+impl Default for ScopeEnd {
+    /// Nothing collected (the scope's end itself panicked).
+    fn default() -> Self {
+        ScopeEnd {
+            fault_events: Vec::new(),
+            transitions: Vec::new(),
+            samples: Vec::new(),
+            energy_source: EnergySource::Modelled,
+            container_samples: Vec::new(),
+            panics: Vec::new(),
+        }
+    }
 }
 
 /// A fault on the agent, renewed while the scope lives.
@@ -207,25 +224,40 @@ impl RunScope {
             Some(started) => started.end(&self.fault_events).await,
             None => Vec::new(),
         };
-        let removed = self.remove_fault().await;
+        let mut panics = Vec::new();
+        let removed = self.remove_fault(&mut panics).await;
         let (energy_source, samples) = match self.sampler.take() {
             Some(sampler) => {
                 let source = sampler.energy_source();
-                (source, sampler.finish().await)
+                let (samples, panicked) = sampler.finish().await;
+                panics.extend(panicked.map(|message| format!("sampler: {message}")));
+                (source, samples)
             }
             None => (EnergySource::Modelled, Vec::new()),
         };
         let mut transitions = match self.transitions.take() {
-            Some(collector) => collector.finish().await,
+            Some(collector) => {
+                let (transitions, panicked) = collector.finish().await;
+                let named = panicked
+                    .into_iter()
+                    .map(|m| format!("transition reader: {m}"));
+                panics.extend(named);
+                transitions
+            }
             None => Vec::new(),
         };
         if let Some(foreign) = self.foreign.take() {
-            transitions.extend(foreign.finish().await);
+            let (foreign, panicked) = foreign.finish().await;
+            transitions.extend(foreign);
             transitions.sort_by_key(|event| event.at_ms);
+            let named = panicked
+                .into_iter()
+                .map(|m| format!("foreign breaker source: {m}"));
+            panics.extend(named);
         }
         match self.agent_stream.take() {
             Some(Ok(stream)) => {
-                let events = match &removed {
+                let (events, panicked) = match &removed {
                     // The removal is sent on the socket after the DELETE answered.
                     Some(fault_id) => {
                         stream
@@ -235,6 +267,7 @@ impl RunScope {
                     None => stream.finish().await,
                 };
                 self.fault_events.lock().extend(events);
+                panics.extend(panicked.map(|message| format!("agent stream reader: {message}")));
             }
             Some(Err(error)) => {
                 self.record("agent:stream_unavailable", "", json!({ "error": error }))
@@ -254,20 +287,29 @@ impl RunScope {
             samples,
             energy_source,
             container_samples,
+            panics,
         }
     }
 
-    /// Stops renewing (and the schedule) and deletes the fault, if one may be on; returns its id.
-    async fn remove_fault(&mut self) -> Option<String> {
+    /// Stops renewing (and the schedule) and deletes the fault, if one may be on; returns its id. A
+    /// renewal or schedule that had panicked (the fault may have lapsed mid-run) is added to `panics`.
+    async fn remove_fault(&mut self, panics: &mut Vec<String>) -> Option<String> {
         let id = if let Some(scheduled) = self.scheduled.take() {
             let id = scheduled.id.clone();
-            if !scheduled.stop().await {
+            let (maybe_on, panicked) = scheduled.stop().await;
+            panics.extend(panicked.map(|message| format!("fault schedule: {message}")));
+            if !maybe_on {
                 return None;
             }
             id
         } else {
             let AppliedFault { id, renewal } = self.fault.take()?;
-            renewal.stop().await;
+            panics.extend(
+                renewal
+                    .stop()
+                    .await
+                    .map(|message| format!("lease renewal: {message}")),
+            );
             id
         };
         match self.admin.delete_fault(&self.agent_url, &id).await {

@@ -104,13 +104,15 @@ impl SourceCollector {
         Ok(SourceCollector { events, tasks })
     }
 
-    /// Stops scraping and listening; every foreign transition seen, in time order.
-    pub async fn finish(self) -> Vec<TransitionRecord> {
+    /// Stops scraping and listening; every foreign transition seen, in time order, and the message of
+    /// every task that had panicked.
+    pub async fn finish(self) -> (Vec<TransitionRecord>, Vec<String>) {
+        let mut panics = Vec::new();
         for task in self.tasks {
-            task.stop().await;
+            panics.extend(task.stop().await);
         }
         let mut events = std::mem::take(&mut *self.events.lock());
         events.sort_by_key(|event| (event.at_ms, event.seq));
-        events
+        (events, panics)
     }
 }

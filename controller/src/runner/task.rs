@@ -19,10 +19,14 @@ impl<T> RunTask<T> {
         self.0.is_finished()
     }
 
-    /// Aborts the task and waits until it has stopped.
-    pub async fn stop(mut self) {
+    /// Aborts the task and waits until it has stopped; returns the panic's message if it had ended by
+    /// panicking (a run that lost a collector that way is not a measurement).
+    pub async fn stop(mut self) -> Option<String> {
         self.0.abort();
-        let _ = (&mut self.0).await;
+        match (&mut self.0).await {
+            Ok(_) => None,
+            Err(error) => crate::panic::join_panic(error),
+        }
     }
 }
 
@@ -72,7 +76,17 @@ mod tests {
             let _flag = flag;
             std::future::pending::<()>().await;
         });
-        task.stop().await;
+        assert_eq!(task.stop().await, None);
         assert!(ended.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_says_why_a_task_panicked() {
+        let task = RunTask::spawn(async { panic!("the sampler divided by zero") });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(
+            task.stop().await.as_deref(),
+            Some("the sampler divided by zero")
+        );
     }
 }

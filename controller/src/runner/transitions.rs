@@ -44,13 +44,19 @@ impl TransitionCollector {
         Ok(TransitionCollector { events, readers })
     }
 
-    /// Stops listening and returns every transition seen, in time order.
-    pub async fn finish(mut self) -> Vec<TransitionRecord> {
+    /// Stops listening and returns every transition seen, in time order, and the message of every
+    /// reader that had panicked.
+    pub async fn finish(mut self) -> (Vec<TransitionRecord>, Vec<String>) {
         self.readers.abort_all();
-        while self.readers.join_next().await.is_some() {}
+        let mut panics = Vec::new();
+        while let Some(joined) = self.readers.join_next().await {
+            if let Some(message) = joined.err().and_then(crate::panic::join_panic) {
+                panics.push(message);
+            }
+        }
         let mut events = std::mem::take(&mut *self.events.lock());
         events.sort_by_key(|event| (event.at_ms, event.seq));
-        events
+        (events, panics)
     }
 }
 

@@ -203,6 +203,9 @@ pub struct ExperimentInfo {
     /// Interrupted attempts and runs aborted for another reason than the stop condition (left out
     /// of every figure; runs the stop condition aborted are [`ExperimentStats::stopped`]).
     pub other_runs: usize,
+    /// Of `other_runs`, the failed ones: the run or its load generator panicked, or the load generator
+    /// failed requests itself (out of descriptors, …) — not the system's unavailability.
+    pub failed_runs: usize,
     /// What the experiment's targets could not measure, and why (see [`crate::stats::not_measured`]).
     pub not_measured: Vec<String>,
 }

@@ -68,6 +68,7 @@ pub async fn load_experiment(
     let mut keys = Vec::new();
     let mut metrics = Vec::new();
     let mut other_runs = 0;
+    let mut failed_runs = 0;
     let mut stopped = Vec::new();
     for run in runs {
         if let Some(stopped_run) = StoppedRun::of(&run) {
@@ -76,6 +77,7 @@ pub async fn load_experiment(
         }
         if run.status != Status::Finished {
             other_runs += 1;
+            failed_runs += usize::from(run.status == Status::Failed);
             continue;
         }
         let data = RunData {
@@ -115,6 +117,7 @@ pub async fn load_experiment(
         planned_runs: row.planned_runs,
         finished_runs: metrics.len(),
         other_runs,
+        failed_runs,
         not_measured: spec.as_ref().map(not_measured).unwrap_or_default(),
     };
     let mut stats = ExperimentStats::from_runs(info, keys, metrics);

@@ -265,6 +265,7 @@ fn run_row(condition_index: i64, round: i64) -> RunRow {
         abort_reason: None,
         outcomes: Some(outcomes(90, 5, 5)),
         energy: Some((500.0, EnergySource::Modelled)),
+        load_errors: Some(0),
     }
 }
 
@@ -532,6 +533,7 @@ fn info(finished: usize) -> ExperimentInfo {
         planned_runs: finished as i64,
         finished_runs: finished,
         other_runs: 0,
+        failed_runs: 0,
         not_measured: Vec::new(),
     }
 }

@@ -72,6 +72,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0008_endpoint_seconds_split.sql"),
         include_str!("../../../migrations/postgres/0008_endpoint_seconds_split.sql"),
     ),
+    (
+        9,
+        "load errors",
+        include_str!("../../../migrations/sqlite/0009_load_errors.sql"),
+        include_str!("../../../migrations/postgres/0009_load_errors.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

@@ -35,7 +35,7 @@ pub use records::{
     EnergySource, ExperimentId, ExperimentRow, FaultEventRecord, MAX_ANNOTATION_CHARS,
     MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
 };
-pub use records::{AppliedPeriod, STOP_CONDITION_REASON, applied_periods};
+pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};
 
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE: &str = "tolerant.db";

@@ -6,8 +6,8 @@ use sqlx::any::AnyRow;
 
 use super::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
-    ExperimentRow, FaultEventRecord, RunId, RunRow, STOP_CONDITION_REASON, SampleRow, Store,
-    StoreError, TransitionRecord, status_of, uint,
+    ExperimentRow, FAILED_REASON, FaultEventRecord, RunId, RunRow, STOP_CONDITION_REASON,
+    SampleRow, Status, Store, StoreError, TransitionRecord, status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -71,7 +71,7 @@ impl Store {
             "SELECT id, experiment_id, plan_index, round_index, condition_index, condition_label, \
              fault_kind, fault_rate, breaker_mode, condition_json, status, warmup_ms, duration_ms, \
              started_at_ms, finished_at_ms, abort_reason, requests, ok, failed, rejected, timeout, \
-             connection_error, client_error, energy_joules, energy_source \
+             connection_error, client_error, energy_joules, energy_source, load_errors \
              FROM runs WHERE experiment_id = $1 ORDER BY plan_index, id",
         )
         .bind(experiment.0)
@@ -283,8 +283,19 @@ fn experiment_of(row: &AnyRow) -> Result<ExperimentRow, StoreError> {
     })
 }
 
+/// A stored status with its reason: `aborted` with a reason beginning [`FAILED_REASON`] is [`Status::Failed`].
+fn status_with_reason(stored: &str, reason: Option<&str>) -> Result<Status, StoreError> {
+    match status_of(stored)? {
+        Status::Aborted if reason.is_some_and(|r| r.starts_with(FAILED_REASON)) => {
+            Ok(Status::Failed)
+        }
+        status => Ok(status),
+    }
+}
+
 fn run_of(row: &AnyRow) -> Result<RunRow, StoreError> {
     let status: String = row.try_get("status")?;
+    let abort_reason: Option<String> = row.try_get("abort_reason")?;
     let requests: Option<i64> = row.try_get("requests")?;
     let outcomes = match requests {
         Some(_) => Some(outcomes_of(row)?),
@@ -313,14 +324,15 @@ fn run_of(row: &AnyRow) -> Result<RunRow, StoreError> {
         fault_rate: row.try_get("fault_rate")?,
         breaker_mode: row.try_get("breaker_mode")?,
         condition_json: row.try_get("condition_json")?,
-        status: status_of(&status)?,
+        status: status_with_reason(&status, abort_reason.as_deref())?,
         warmup_ms: row.try_get("warmup_ms")?,
         duration_ms: row.try_get("duration_ms")?,
         started_at_ms: row.try_get("started_at_ms")?,
         finished_at_ms: row.try_get("finished_at_ms")?,
-        abort_reason: row.try_get("abort_reason")?,
+        abort_reason,
         outcomes,
         energy,
+        load_errors: row.try_get::<Option<i64>, _>("load_errors")?.map(uint),
     })
 }
 

@@ -35,6 +35,12 @@ pub enum Status {
     Aborted,
     /// Found running by a controller that restarted: the process died mid-run.
     Interrupted,
+    /// A run that ended by a fault of the harness, not a verdict on the system: the run or its load
+    /// generator panicked, or the load generator could not send what it was asked to (out of file
+    /// descriptors, …). Its figures are kept but left out of every mean. Stored as `aborted` with a
+    /// reason beginning [`FAILED_REASON`] (the schema's status check predates it) and read back as
+    /// `Failed`; an experiment is never `Failed` (a failed run aborts it).
+    Failed,
 }
 
 impl Status {
@@ -45,6 +51,15 @@ impl Status {
             Status::Finished => "finished",
             Status::Aborted => "aborted",
             Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// The text stored in a `status` column (see [`Status::Failed`]).
+    pub(super) fn stored(self) -> &'static str {
+        match self {
+            Status::Failed => Status::Aborted.as_str(),
+            other => other.as_str(),
         }
     }
 
@@ -55,6 +70,7 @@ impl Status {
             "finished" => Status::Finished,
             "aborted" => Status::Aborted,
             "interrupted" => Status::Interrupted,
+            "failed" => Status::Failed,
             _ => return None,
         })
     }
@@ -64,6 +80,9 @@ impl Status {
 /// its plan position (terminal: a resume does not run the position again), unlike an attempt that
 /// ended for another reason (a fault that could not be applied, a controller that died).
 pub const STOP_CONDITION_REASON: &str = "stop condition: ";
+
+/// How the stored abort reason of a [`Status::Failed`] run begins.
+pub const FAILED_REASON: &str = "failed: ";
 
 /// Whether an energy figure was read from hardware counters or computed from a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -177,9 +196,12 @@ pub fn applied_periods(events: &[FaultEventRecord], origin_ms: i64) -> Vec<Appli
 /// Everything one run produced, written in one transaction when it ends.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
-    /// `Finished` or `Aborted` (with `abort_reason`).
+    /// `Finished`, `Aborted` or `Failed` (with `abort_reason`).
     pub status: Status,
     pub abort_reason: Option<String>,
+    /// Requests the load generator itself could not send or whose task panicked (see
+    /// [`crate::load::DriverFailures`]): not the system's answers, in no outcome count.
+    pub load_errors: u64,
     pub finished_at_ms: i64,
     /// Endpoint names, indexed as in the seconds' endpoint ids.
     pub endpoint_names: Vec<String>,
@@ -239,6 +261,9 @@ pub struct RunRow {
     /// Totals of the measured part; `None` until the run finished.
     pub outcomes: Option<OutcomeCounts>,
     pub energy: Option<(f64, EnergySource)>,
+    /// Requests the load generator itself failed (in no outcome count); `None` until the run ended
+    /// (and for runs stored before the count existed).
+    pub load_errors: Option<u64>,
 }
 
 impl RunRow {

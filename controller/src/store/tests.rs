@@ -85,6 +85,7 @@ fn record(status: Status, warmup: Duration) -> RunRecord {
     RunRecord {
         status,
         abort_reason: (status == Status::Aborted).then(|| "availability below 0.2 for 10s".into()),
+        load_errors: 0,
         finished_at_ms: 2_000,
         endpoint_names: names.clone(),
         seconds,

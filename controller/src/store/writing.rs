@@ -6,11 +6,27 @@ use sqlx::Row;
 
 use super::predictions;
 use super::{
-    CollectorSample, ExperimentId, RunId, RunRecord, Status, Store, StoreError, duration_ms, int,
+    CollectorSample, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store, StoreError,
+    duration_ms, int,
 };
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
+
+/// The abort reason as stored: a [`Status::Failed`] end's begins with [`FAILED_REASON`] (how it is told
+/// apart from an abort when read back).
+fn stored_reason(status: Status, reason: Option<&str>) -> Option<String> {
+    match (status, reason) {
+        (Status::Failed, Some(reason)) if reason.starts_with(FAILED_REASON) => {
+            Some(reason.to_owned())
+        }
+        (Status::Failed, reason) => Some(format!(
+            "{FAILED_REASON}{}",
+            reason.unwrap_or("no reason given")
+        )),
+        (_, reason) => reason.map(str::to_owned),
+    }
+}
 
 /// Rows per multi-row INSERT (keeps every statement far below both engines' parameter limits).
 pub(super) const ROWS_PER_INSERT: usize = 200;
@@ -117,18 +133,19 @@ impl Store {
         now_ms: i64,
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
-        let ended = matches!(status, Status::Finished | Status::Aborted);
+        let ended = matches!(status, Status::Finished | Status::Aborted | Status::Failed);
+        let reason = stored_reason(status, reason);
         sqlx::query(
             "UPDATE experiments SET status = $1, \
              started_at_ms = CASE WHEN $2 = 1 AND started_at_ms IS NULL THEN $3 ELSE started_at_ms END, \
              finished_at_ms = CASE WHEN $4 = 1 THEN $3 ELSE finished_at_ms END, \
              abort_reason = $5 WHERE id = $6",
         )
-        .bind(status.as_str())
+        .bind(status.stored())
         .bind(i64::from(status == Status::Running))
         .bind(now_ms)
         .bind(i64::from(ended))
-        .bind(reason)
+        .bind(reason.as_deref())
         .bind(id.0)
         .execute(&self.pool)
         .await?;
@@ -173,9 +190,13 @@ impl Store {
     /// Writes everything a run saw and its end status in one transaction. Fails without writing
     /// anything if the run is not `running` (e.g. it was marked interrupted meanwhile).
     pub async fn finish_run(&self, run: RunId, record: &RunRecord) -> Result<(), StoreError> {
-        if !matches!(record.status, Status::Finished | Status::Aborted) {
+        if !matches!(
+            record.status,
+            Status::Finished | Status::Aborted | Status::Failed
+        ) {
             return Err(StoreError::NotAnEnd(run, record.status));
         }
+        let reason = stored_reason(record.status, record.abort_reason.as_deref());
         let outcomes = record.outcomes();
         let mut tx = self.pool.begin().await?;
 
@@ -183,17 +204,18 @@ impl Store {
             sqlx::query(
                 "UPDATE runs SET status = $1, finished_at_ms = $2, abort_reason = $3, requests = $4, \
                  ok = $5, failed = $6, rejected = $7, timeout = $8, connection_error = $9, \
-                 client_error = $10, energy_joules = $11, energy_source = $12 \
-                 WHERE id = $13 AND status = 'running'",
+                 client_error = $10, energy_joules = $11, energy_source = $12, load_errors = $13 \
+                 WHERE id = $14 AND status = 'running'",
             )
-            .bind(record.status.as_str())
+            .bind(record.status.stored())
             .bind(record.finished_at_ms)
-            .bind(record.abort_reason.as_deref())
+            .bind(reason.as_deref())
             .bind(int(outcomes.total())),
             &outcomes,
         )
         .bind(record.energy.map(|(joules, _)| joules))
         .bind(record.energy.map(|(_, source)| source.as_str()))
+        .bind(int(record.load_errors))
         .bind(run.0)
         .execute(&mut *tx)
         .await?;
