@@ -76,6 +76,7 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
     RunRecord {
         status: Status::Finished,
         abort_reason: None,
+        load_errors: 0,
         finished_at_ms: start_ms + 12_000,
         endpoint_names: names.clone(),
         seconds: Vec::new(),

@@ -16,7 +16,9 @@ use controller::runner::{
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
 use controller::stats::{PredictedCondition, load_experiment};
-use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
+use controller::store::{
+    DEFAULT_DATABASE, ExperimentId, RunId, RunRow, STOP_CONDITION_REASON, Status, Store,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +26,10 @@ use super::compose::ComposeArgs;
 
 /// Exit status of a spec that does not validate.
 pub const EXIT_BAD_SPEC: i32 = 2;
+/// Exit status when a run of this invocation failed (it panicked, its load generator failed), was aborted
+/// for a reason other than its stop condition, or did not apply its fault: the results are not the
+/// measurement asked for. Which runs and why are printed on stderr.
+pub const EXIT_RUNS_FAILED: i32 = 3;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -213,6 +219,8 @@ async fn execute(
         }
         Err(error) => Err(error),
     };
+    // Runs of this invocation that did not end as planned, said on stderr at the end.
+    let mut unplanned = Vec::new();
     let result = match checked {
         Ok(()) => {
             // Ctrl-C ends the run in progress as a finish would (fault removed first, every task
@@ -227,7 +235,7 @@ async fn execute(
                 std::future::pending::<()>().await
             };
             tokio::select! {
-                driven = drive(&runner, spec, choice, quiet) => driven,
+                driven = drive(&runner, spec, choice, quiet, &mut unplanned) => driven,
                 () = interrupt => unreachable!("the interrupt waiter never ends"),
             }
         }
@@ -242,8 +250,48 @@ async fn execute(
     if let Some(sweep) = sweep {
         sweep.abort();
     }
-    let experiment = result?;
-    print_summary(store, experiment, quiet).await
+    let summary = match result {
+        Ok(experiment) => print_summary(store, experiment, quiet).await,
+        Err(error) => Err(error),
+    };
+    if unplanned.is_empty() {
+        return summary;
+    }
+    err_out!(
+        "{} run(s) did not end as planned; their figures are not a measurement:",
+        unplanned.len()
+    );
+    for run in &unplanned {
+        err_out!("  {run}");
+    }
+    if let Err(error) = summary {
+        err_out!("error: {error:#}");
+    }
+    std::process::exit(EXIT_RUNS_FAILED);
+}
+
+/// A run that did not end as planned: failed (a panic, its load generator), or aborted for a reason other
+/// than its stop condition (its fault not applied, …). `None` for a finished run or one its stop condition
+/// ended (a verdict).
+fn unplanned_end(
+    run: RunId,
+    condition: &str,
+    round: u32,
+    status: Status,
+    reason: Option<&str>,
+) -> Option<String> {
+    let stopped = reason.is_some_and(|r| r.starts_with(STOP_CONDITION_REASON));
+    match status {
+        Status::Failed => {}
+        Status::Aborted if !stopped => {}
+        _ => return None,
+    }
+    Some(format!(
+        "run {run} (round {}, {condition}): {} — {}",
+        round + 1,
+        status.as_str(),
+        reason.unwrap_or("no reason given")
+    ))
 }
 
 /// The listener of the spec's push source (`[[sources]] kind = "push"`), bound before anything runs.
@@ -279,6 +327,7 @@ async fn drive(
     spec: &ExperimentSpec,
     choice: StartChoice,
     quiet: bool,
+    unplanned: &mut Vec<String>,
 ) -> anyhow::Result<ExperimentId> {
     let per_run = spec.run_warmup() + spec.run_duration();
     let started = Instant::now();
@@ -321,16 +370,30 @@ async fn drive(
             }
         }
         Progress::RunFinished {
+            run,
+            planned,
             status,
             availability,
+            reason,
             ..
         } => {
             ran += 1;
+            unplanned.extend(unplanned_end(
+                run,
+                &planned.condition.label(),
+                planned.round,
+                status,
+                reason.as_deref(),
+            ));
             if !quiet {
                 err_out!(
-                    "        {} · availability {}",
+                    "        {} · availability {}{}",
                     status.as_str(),
-                    availability.map_or("-".to_owned(), |a| format!("{:.3}", a))
+                    availability.map_or("-".to_owned(), |a| format!("{:.3}", a)),
+                    reason
+                        .as_deref()
+                        .map(|r| format!(" · {r}"))
+                        .unwrap_or_default()
                 );
             }
         }
@@ -545,11 +608,30 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         );
     }
     out!(
-        "{} of {} planned runs finished, {} stopped by the stop condition",
+        "{} of {} planned runs finished, {} stopped by the stop condition, {} failed (not a \
+         measurement: left out of every mean)",
         runs.iter().filter(|r| r.status == Status::Finished).count(),
         experiment.planned_runs,
         runs.iter().filter(|r| r.stopped_by_condition()).count(),
+        runs.iter().filter(|r| r.status == Status::Failed).count(),
     );
+    for run in runs
+        .iter()
+        .filter(|r| matches!(r.status, Status::Failed | Status::Aborted))
+    {
+        let load_errors = match run.load_errors {
+            Some(count) if count > 0 => {
+                format!(" [{count} request(s) failed in the load generator]")
+            }
+            _ => String::new(),
+        };
+        out!(
+            "  run {} {}: {}{load_errors}",
+            run.id,
+            run.status.as_str(),
+            run.abort_reason.as_deref().unwrap_or("no reason given"),
+        );
+    }
     print_predictions(&predictions);
     Ok(())
 }

@@ -219,3 +219,63 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
 
     dashboard.shutdown().await;
 }
+
+/// An experiment the store says is `running` with no runner behind it (its task ended by a panic the run
+/// could not catch, or its process died) is aborted at once: before, the abort answered 409 until a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_running_without_its_runner_can_be_aborted() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-embedded-stranded");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let database = dir.join("tolerant.db").display().to_string();
+    let dashboard = RunningDashboard::start(DashboardConfig {
+        bind: "127.0.0.1:0".parse().expect("addr"),
+        database: database.clone(),
+        token: Some(TOKEN.into()),
+        ..DashboardConfig::default()
+    })
+    .await
+    .expect("dashboard starts");
+    let base = format!("http://{}", dashboard.addr());
+    let client = AdminClient::new(TOKEN);
+    let created = json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments"),
+        SPEC,
+    )
+    .await;
+    let id = created["id"].as_i64().expect("id");
+    // What a runner task that died mid-experiment leaves behind.
+    let store = controller::store::Store::open(&database)
+        .await
+        .expect("store");
+    store
+        .set_experiment_status(
+            controller::store::ExperimentId(id),
+            controller::store::Status::Running,
+            1,
+            None,
+        )
+        .await
+        .expect("status");
+
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments/{id}/abort"),
+        "",
+    )
+    .await;
+    let row = store
+        .experiment(controller::store::ExperimentId(id))
+        .await
+        .expect("read")
+        .expect("experiment");
+    assert_eq!(row.status, controller::store::Status::Aborted);
+    assert_eq!(
+        row.abort_reason.as_deref(),
+        Some("aborted from the dashboard")
+    );
+    store.close().await;
+}

@@ -48,8 +48,19 @@ impl EmbeddedOperations {
         let cancel = CancellationToken::new();
         let runner = self.runner(cancel.clone());
         let operations = self.clone();
-        let task =
-            tokio::spawn(async move { operations.execute(&runner, id, row.name, spec).await });
+        let task = tokio::spawn(async move {
+            // A panic that escaped the run's own catch (its progress report, the loop around it) must not
+            // leave the experiment `running` with no task behind it.
+            let executed =
+                controller::panic::caught(operations.execute(&runner, id, row.name, spec));
+            if let Err(message) = executed.await {
+                tracing::error!(experiment = id, message, "the experiment's runner panicked");
+                let reason = format!("the experiment's runner panicked: {message}");
+                if let Err(error) = operations.end_stranded(id, &reason).await {
+                    tracing::warn!(experiment = id, %error, "ending the experiment after its panic");
+                }
+            }
+        });
         *active = Some(ActiveExperiment { id, task, cancel });
         Ok(())
     }
@@ -57,21 +68,51 @@ impl EmbeddedOperations {
     /// Stops the running experiment `id`: it is cancelled and, once its run has ended (fault removed,
     /// every task stopped), the agent is halted, the unfinished run marked interrupted and the experiment
     /// aborted. Returns only then.
+    /// An experiment stored as `running` whose task has ended without marking it (nothing runs it any more)
+    /// is aborted the same way, at once.
     pub(super) async fn abort_running(&self, id: i64) -> Result<(), OperationError> {
-        let active = {
+        let (active, another_runs) = {
             let mut active = self.inner.active.lock();
             match active.take() {
-                Some(running) if running.id == id && !running.task.is_finished() => running,
+                Some(running) if running.id == id && !running.task.is_finished() => {
+                    (Some(running), false)
+                }
                 other => {
+                    let another_runs = other.as_ref().is_some_and(|o| !o.task.is_finished());
                     *active = other;
+                    (None, another_runs)
+                }
+            }
+        };
+        match active {
+            Some(active) => active.end().await,
+            None => {
+                let row = self.experiment_row(id).await?;
+                if row.status != Status::Running {
                     return Err(OperationError::Conflict(format!(
                         "experiment {id} is neither running nor scheduled"
                     )));
                 }
+                if another_runs {
+                    // Its faults are long gone (every run removes its own); halting the agent now would
+                    // take the running experiment's fault away.
+                    return self.mark_aborted(id, "aborted from the dashboard").await;
+                }
             }
-        };
-        active.end().await;
+        }
+        self.end_stranded(id, "aborted from the dashboard").await
+    }
+
+    /// Ends experiment `id` once nothing runs it any more: the agent halted, its unfinished run marked
+    /// interrupted, the experiment aborted with `reason`.
+    async fn end_stranded(&self, id: i64, reason: &str) -> Result<(), OperationError> {
         let halted = self.agent_halt().await;
+        self.mark_aborted(id, reason).await?;
+        halted
+    }
+
+    /// Marks experiment `id`'s unfinished run interrupted and the experiment aborted with `reason`.
+    async fn mark_aborted(&self, id: i64, reason: &str) -> Result<(), OperationError> {
         let experiment = ExperimentId(id);
         self.inner
             .store
@@ -80,16 +121,11 @@ impl EmbeddedOperations {
             .map_err(failed)?;
         self.inner
             .store
-            .set_experiment_status(
-                experiment,
-                Status::Aborted,
-                now(),
-                Some("aborted from the dashboard"),
-            )
+            .set_experiment_status(experiment, Status::Aborted, now(), Some(reason))
             .await
             .map_err(failed)?;
         self.publish_status(id, "aborted");
-        halted
+        Ok(())
     }
 
     /// Runs every plan position that has no terminal run yet (finished, or stopped by its stop condition: a

@@ -1,0 +1,118 @@
+//! `tolerant run`'s exit status tells how its runs ended: a spec whose fault lease is above the agent's
+//! maximum runs against the embedded stack, its fault is refused, and the command exits non-zero naming the
+//! run and why on stderr (it used to say "0 of 1 runs" and exit 0).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use controller::store::{Status, Store};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
+
+/// Exit status of a run that did not end as planned (`src/cli/controller.rs`).
+const EXIT_RUNS_FAILED: i32 = 3;
+
+/// One run of 2 s at time_scale 10; the agent keeps a fault at most 10 minutes, the spec asks for an hour.
+const LEASE_ABOVE_AGENT_MAX: &str = r#"
+name = "lease-too-long"
+rounds = 1
+duration = "20s"
+warmup = "1s"
+time_scale = 10.0
+seed = 1
+
+[load]
+users = 2
+think_time = ["100ms", "200ms"]
+
+[fault]
+target = "payment"
+kind = "error"
+status = 500
+rates = [1.0]
+lease = "1h"
+
+[breaker]
+modes = ["enforce"]
+"#;
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path = std::env::temp_dir().join(format!(
+            "tolerant-cli-{name}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn db(&self) -> String {
+        self.0.join("tolerant.db").to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tolerant(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOLERANT_DB")
+        .env_remove("TOLERANT_TOKEN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
+    let dir = TempDir::new("lease");
+    let spec = dir.0.join("lease.toml");
+    std::fs::write(&spec, LEASE_ABOVE_AGENT_MAX).unwrap();
+    let db = dir.db();
+    let output = tolerant(&["run", spec.to_str().unwrap(), "--db", &db], &dir.0);
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(EXIT_RUNS_FAILED),
+        "stdout: {}\nstderr: {stderr}",
+        text(&output.stdout)
+    );
+    assert!(
+        stderr.contains("1 run(s) did not end as planned"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run 1 (round 1, "), "{stderr}");
+    assert!(stderr.contains("aborted — fault not applied"), "{stderr}");
+
+    let store = Store::open(&db).await.unwrap();
+    let experiment = store.experiments().await.unwrap().pop().unwrap();
+    let runs = store.runs(experiment.id).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, Status::Aborted);
+    store.close().await;
+
+    // `show` says why the run did not count.
+    let shown = tolerant(&["show", &experiment.id.0.to_string(), "--db", &db], &dir.0);
+    let stdout = text(&shown.stdout);
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert!(
+        stdout.contains("run 1 aborted: fault not applied"),
+        "{stdout}"
+    );
+}
