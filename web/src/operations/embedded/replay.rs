@@ -159,6 +159,7 @@ mod tests {
             abort_reason: None,
             outcomes: None,
             energy: None,
+            load_errors: None,
         }
     }
 
