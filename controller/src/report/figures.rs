@@ -19,6 +19,8 @@ pub struct Figure {
     pub metric: Option<MetricKey>,
     /// Multiplies the metric's values for display (e.g. 100 for a fraction shown in %).
     pub scale: f64,
+    /// x ranges shaded behind the lines: the fault's scheduled on-periods on the over-time figures.
+    pub shaded: Vec<(f64, f64)>,
 }
 
 impl Figure {
@@ -30,6 +32,7 @@ impl Figure {
             series: self.series.clone(),
             diagonal: self.diagonal,
             y_from_zero: self.y_from_zero,
+            shaded: self.shaded.clone(),
         }
     }
 }
@@ -119,6 +122,7 @@ fn rate_figure(
         y_from_zero: true,
         metric: Some(metric),
         scale,
+        shaded: Vec::new(),
     }
 }
 
@@ -161,6 +165,7 @@ pub fn figures(stats: &ExperimentStats) -> Vec<Figure> {
             y_from_zero: true,
             metric: None,
             scale: 1.0,
+            shaded: stats.fault_periods.clone(),
         },
         Figure {
             slug: "cart-latency",
@@ -172,6 +177,7 @@ pub fn figures(stats: &ExperimentStats) -> Vec<Figure> {
             y_from_zero: true,
             metric: None,
             scale: 1.0,
+            shaded: stats.fault_periods.clone(),
         },
         rate_figure(
             stats,

@@ -52,6 +52,8 @@ pub struct Chart<'a> {
     pub diagonal: bool,
     /// Start the y axis at zero when every value is positive.
     pub y_from_zero: bool,
+    /// x ranges shaded behind the lines (the fault's on-periods), labelled "fault on".
+    pub shaded: Vec<(f64, f64)>,
 }
 
 fn plot_error(error: impl std::fmt::Display) -> ReportError {
@@ -138,6 +140,25 @@ impl Chart<'_> {
                 .draw()
                 .map_err(plot_error)?;
 
+            let fault = RGBColor(125, 60, 152);
+            let bands = self
+                .shaded
+                .iter()
+                .map(|&(from, to)| (from.max(x_low), to.min(x_high)))
+                .filter(|(from, to)| from < to)
+                .map(|(from, to)| {
+                    Rectangle::new([(from, y_low), (to, y_high)], fault.mix(0.12).filled())
+                })
+                .collect::<Vec<_>>();
+            if !bands.is_empty() {
+                chart
+                    .draw_series(bands)
+                    .map_err(plot_error)?
+                    .label("fault on")
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 6), (x + 20, y + 6)], fault.mix(0.25).filled())
+                    });
+            }
             if self.diagonal {
                 let grey = RGBColor(150, 150, 150);
                 // Only the part inside both axes' ranges.

@@ -52,8 +52,40 @@ fn a_chart_without_points_is_not_drawn() {
         }],
         diagonal: false,
         y_from_zero: true,
+        shaded: Vec::new(),
     };
     assert_eq!(chart.to_svg().unwrap(), None);
+}
+
+#[test]
+fn a_chart_shades_the_fault_on_periods_inside_its_x_range() {
+    let chart = |shaded: Vec<(f64, f64)>| Chart {
+        title: "Cart size",
+        x_label: "s",
+        y_label: "items",
+        series: vec![Series {
+            name: "enforce".into(),
+            points: (0..10)
+                .map(|x| Point {
+                    x: f64::from(x),
+                    y: 1.0,
+                    interval: None,
+                })
+                .collect(),
+        }],
+        diagonal: false,
+        y_from_zero: true,
+        shaded,
+    };
+    let plain = chart(Vec::new()).to_svg().unwrap().unwrap();
+    assert!(!plain.contains("fault on"));
+    let shaded = chart(vec![(2.0, 4.0), (20.0, 30.0)])
+        .to_svg()
+        .unwrap()
+        .unwrap();
+    assert!(shaded.contains("fault on"), "{shaded}");
+    // One band drawn (the second lies outside the axis), plus the legend's swatch.
+    assert_eq!(shaded.matches("#7D3C98").count(), 2, "{shaded}");
 }
 
 #[test]
@@ -79,6 +111,7 @@ fn a_chart_draws_lines_interval_bars_and_text_without_fonts() {
         }],
         diagonal: true,
         y_from_zero: true,
+        shaded: Vec::new(),
     };
     let svg = chart.to_svg().unwrap().unwrap();
     assert!(svg.starts_with("<svg"));

@@ -287,6 +287,9 @@ pub struct ExperimentStats {
     /// The simulator's predictions stored with the experiment, beside the measurements (none from
     /// [`ExperimentStats::from_runs`]).
     pub predictions: Vec<PredictedCondition>,
+    /// When the spec's `fault.schedule` has the fault on, in seconds into the measured window (the over-time
+    /// figures shade them); empty when the fault lasts the whole run (none from [`ExperimentStats::from_runs`]).
+    pub fault_periods: Vec<(f64, f64)>,
 }
 
 impl ExperimentStats {
@@ -318,6 +321,7 @@ impl ExperimentStats {
             runs,
             stopped: Vec::new(),
             predictions: Vec::new(),
+            fault_periods: Vec::new(),
         }
     }
 

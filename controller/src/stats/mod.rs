@@ -122,6 +122,10 @@ pub async fn load_experiment(
     };
     let mut stats = ExperimentStats::from_runs(info, keys, metrics);
     stats.stopped = stopped;
+    stats.fault_periods = spec
+        .as_ref()
+        .map(measured_fault_periods)
+        .unwrap_or_default();
     let labels: Vec<String> = crate::spec::ExperimentSpec::parse(&row.spec_toml)
         .map(|spec| spec.conditions().iter().map(|c| c.label()).collect())
         .unwrap_or_default();
@@ -254,4 +258,23 @@ pub fn not_measured(spec: &ExperimentSpec) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The spec's scheduled on-periods in seconds into the measured window (after the warmup), clipped to it; empty
+/// without a schedule.
+pub fn measured_fault_periods(spec: &ExperimentSpec) -> Vec<(f64, f64)> {
+    if spec.fault.schedule.is_none() {
+        return Vec::new();
+    }
+    let warmup = spec.run_warmup();
+    spec.fault_periods()
+        .into_iter()
+        .filter(|(_, end)| *end > warmup)
+        .map(|(start, end)| {
+            (
+                start.saturating_sub(warmup).as_secs_f64(),
+                (end - warmup).as_secs_f64(),
+            )
+        })
+        .collect()
 }

@@ -921,3 +921,23 @@ agent = "http://127.0.0.1:9002"
             .unwrap();
     assert!(crate::stats::not_measured(&embedded).is_empty());
 }
+
+// The over-time figures shade the schedule's on-periods in seconds into the measured window: an on-period inside
+// the warmup is left out, one straddling its end is cut.
+#[test]
+fn scheduled_fault_periods_are_counted_from_the_warmups_end() {
+    let spec = |schedule: &str| {
+        crate::spec::ExperimentSpec::parse(&format!(
+            "name = \"t\"\nduration = \"100s\"\nwarmup = \"20s\"\n[load]\nusers = 1\n\
+             [fault]\ntarget = \"payment\"\nrates = [1.0]\n{schedule}"
+        ))
+        .expect("valid")
+    };
+    assert_eq!(super::measured_fault_periods(&spec("")), Vec::new());
+    assert_eq!(
+        super::measured_fault_periods(&spec(
+            "schedule = { start = \"10s\", on = \"20s\", off = \"30s\" }"
+        )),
+        vec![(0.0, 10.0), (40.0, 60.0), (90.0, 100.0)]
+    );
+}
