@@ -16,13 +16,13 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::Agent;
 use crate::agent::AgentError;
 use crate::api::{
     AgentEvent, ErrorBody, FaultSpec, HaltResponse, SpecError, parse_duration, validate_fault_id,
 };
+use crate::stream::{STREAM_SEND_TIMEOUT, forward_json};
 
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -253,35 +253,26 @@ async fn stream_events(
     })
 }
 
-/// Sends each event as one JSON text until the client goes away (`incoming` ends) or the agent is dropped.
-/// Generic over the transport so tests can drive it with channels.
+/// Sends each event as one JSON text until the client goes away (`incoming` ends), stalls past
+/// [`STREAM_SEND_TIMEOUT`] or the agent is dropped; a lag is sent as [`AgentEvent::Lagged`].
 pub(crate) async fn forward_events<Outgoing, Incoming>(
-    mut events: broadcast::Receiver<AgentEvent>,
+    events: broadcast::Receiver<AgentEvent>,
     mut outgoing: Outgoing,
-    mut incoming: Incoming,
+    incoming: Incoming,
 ) where
     Outgoing: Sink<String> + Unpin,
     Incoming: Stream + Unpin,
 {
-    loop {
-        let event = tokio::select! {
-            received = events.recv() => match received {
-                Ok(event) => event,
-                Err(RecvError::Lagged(missed)) => AgentEvent::Lagged { missed },
-                Err(RecvError::Closed) => return,
-            },
-            message = incoming.next() => match message {
-                Some(_) => continue,
-                None => return,
-            },
-        };
-        let Ok(text) = serde_json::to_string(&event) else {
-            continue;
-        };
-        if outgoing.send(text).await.is_err() {
-            return;
-        }
-    }
+    let end = forward_json(
+        events,
+        &mut outgoing,
+        incoming,
+        STREAM_SEND_TIMEOUT,
+        |missed| Some(AgentEvent::Lagged { missed }),
+        std::future::pending(),
+    )
+    .await;
+    tracing::debug!(?end, "agent event stream ended");
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ pub mod inject;
 mod metrics;
 pub mod origin;
 pub mod rng;
+pub mod serve;
 pub mod sidecar;
+pub mod stream;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,

@@ -17,8 +17,8 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use futures::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::breaker_lease::{BreakerLease, parse_lease};
 use crate::context::ServiceContext;
@@ -107,35 +107,33 @@ async fn breaker_stream(
     upgrade.on_upgrade(move |socket| forward_transitions(socket, events, shutdown))
 }
 
-/// Sends every transition event as one JSON text message until the client leaves or the service stops.
+/// Sends every transition event as one JSON text message until the client leaves, stops reading (dropped after
+/// [`agent::stream::STREAM_SEND_TIMEOUT`] on one write) or the service stops.
 async fn forward_transitions(
-    mut socket: WebSocket,
-    mut events: tokio::sync::broadcast::Receiver<breaker::TransitionEvent>,
+    socket: WebSocket,
+    events: tokio::sync::broadcast::Receiver<breaker::TransitionEvent>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    loop {
-        tokio::select! {
-            event = events.recv() => match event {
-                Ok(event) => {
-                    let Ok(json) = serde_json::to_string(&event) else { continue };
-                    if socket.send(Message::Text(json.into())).await.is_err() {
-                        return;
-                    }
-                }
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "breaker stream subscriber lagged");
-                }
-                Err(RecvError::Closed) => return,
-            },
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
-            },
-            () = shutdown.cancelled() => {
-                let _ = socket.send(Message::Close(None)).await;
-                return;
-            }
-        }
+    let (sink, stream) = socket.split();
+    let mut outgoing = sink
+        .with(|text: String| std::future::ready(Ok::<_, axum::Error>(Message::Text(text.into()))));
+    let incoming = stream.take_while(|message| {
+        std::future::ready(matches!(message, Ok(message) if !matches!(message, Message::Close(_))))
+    });
+    let end = agent::stream::forward_json(
+        events,
+        &mut outgoing,
+        Box::pin(incoming),
+        agent::stream::STREAM_SEND_TIMEOUT,
+        |missed| {
+            tracing::warn!(missed, "breaker stream subscriber lagged");
+            None
+        },
+        shutdown.cancelled(),
+    )
+    .await;
+    if end == agent::stream::StreamEnd::Stopped {
+        let _ = outgoing.get_mut().send(Message::Close(None)).await;
     }
 }
 

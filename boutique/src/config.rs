@@ -49,6 +49,9 @@ pub struct StackConfig {
     pub agent: agent::AgentConfig,
     /// Seed for every random choice the services make (ads, recommendations).
     pub seed: u64,
+    /// How long a client may take to send a request head before its connection is closed
+    /// ([`agent::serve::HEADER_READ_TIMEOUT`] unless a test shortens it).
+    pub head_read_timeout: Duration,
 }
 
 impl Default for StackConfig {
@@ -62,6 +65,7 @@ impl Default for StackConfig {
             token: None,
             agent: agent::AgentConfig::default(),
             seed: 0,
+            head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -75,6 +79,8 @@ impl StackConfig {
                 "must be greater than zero",
             ));
         }
+        agent::serve::check_header_read_timeout(self.head_read_timeout)
+            .map_err(|message| StackError::config("head_read_timeout", message))?;
         if self.pool.capacity == 0 {
             return Err(StackError::config("pool.capacity", "must be at least 1"));
         }

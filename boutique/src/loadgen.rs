@@ -31,7 +31,7 @@ pub fn http_client() -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
+        .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
         .build(connector)
 }
 

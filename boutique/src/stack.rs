@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::serve::ListenerExt;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -202,18 +201,16 @@ async fn bind(service: ServiceName, addr: SocketAddr) -> Result<TcpListener, Sta
         })
 }
 
+/// Serves one service; a client must send each request head within `head_timeout` ([`agent::serve`]).
 fn spawn_server(
     service: ServiceName,
     listener: TcpListener,
     router: Router,
+    head_timeout: Duration,
     shutdown: CancellationToken,
 ) -> JoinHandle<Result<(), StackError>> {
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
+        agent::serve::serve(listener, router, head_timeout, shutdown.cancelled_owned())
             .await
             .map_err(|source| StackError::Serve { service, source })
     })
@@ -261,6 +258,7 @@ impl RunningStack {
                 service,
                 listener,
                 built.router,
+                config.head_read_timeout,
                 shutdown.child_token(),
             ));
         }
@@ -341,7 +339,13 @@ impl RunningService {
         })?;
         let shutdown = CancellationToken::new();
         let built = build_service(service, &config, &peers, shutdown.child_token())?;
-        let server = spawn_server(service, listener, built.router, shutdown.child_token());
+        let server = spawn_server(
+            service,
+            listener,
+            built.router,
+            config.head_read_timeout,
+            shutdown.child_token(),
+        );
         Ok(RunningService {
             service,
             addr,

@@ -1,11 +1,16 @@
 //! The services' edges against hostile or careless clients: a browser page elsewhere cannot open the read-only
-//! streams (`/_breakers/stream`, Payment's `/_agent/stream`).
+//! streams (`/_breakers/stream`, Payment's `/_agent/stream`); a client trickling its request head is closed
+//! after the head-read timeout (shortened here).
 
 mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use boutique::ServiceName;
 use common::start;
 use http::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -61,4 +66,63 @@ async fn a_browser_elsewhere_cannot_open_the_streams_a_loopback_page_and_the_con
         }
     }
     stack.shutdown().await;
+}
+
+/// Sends a request head one byte every 100 ms; returns how long the server kept the connection open, or `None`
+/// if it was still open when the whole head (and `patience`) had gone by.
+async fn trickle_head(addr: SocketAddr, patience: Duration) -> Option<Duration> {
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = b"GET /_healthz HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let started = Instant::now();
+    for byte in head.iter() {
+        if socket.write_all(&[*byte]).await.is_err() {
+            return Some(started.elapsed());
+        }
+        let mut buffer = [0u8; 256];
+        match tokio::time::timeout(Duration::from_millis(100), socket.read(&mut buffer)).await {
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            // An answer (a 408) before the connection closes.
+            Ok(Ok(_)) => {}
+            Err(_) => {}
+        }
+        if started.elapsed() > patience {
+            return None;
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_request_head_is_closed_after_the_head_read_timeout() {
+    let mut config = common::config();
+    config.head_read_timeout = Duration::from_millis(500);
+    let stack = start(config).await;
+    for service in [
+        ServiceName::Frontend,
+        ServiceName::Checkout,
+        ServiceName::Payment,
+    ] {
+        let addr = stack.addrs()[&service];
+        let open_for = trickle_head(addr, Duration::from_secs(5)).await;
+        assert!(
+            open_for.is_some_and(|open_for| open_for >= Duration::from_millis(500)),
+            "{service}: kept open {open_for:?}"
+        );
+        // A client that sends its head at once is served as before.
+        let answer = reqwest::get(format!("http://{addr}/_healthz"))
+            .await
+            .expect("GET");
+        assert!(answer.status().is_success(), "{service}");
+    }
+    stack.shutdown().await;
+}
+
+#[test]
+fn a_head_read_timeout_out_of_bounds_is_refused_naming_the_field() {
+    for timeout in [Duration::ZERO, Duration::from_secs(3600)] {
+        let mut config = common::config();
+        config.head_read_timeout = timeout;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("head_read_timeout"), "{error}");
+    }
 }

@@ -123,6 +123,7 @@ fn stack_config(args: &BoutiqueArgs) -> anyhow::Result<StackConfig> {
         token,
         agent,
         seed: args.seed,
+        head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
     };
     config.validate()?;
     Ok(config)

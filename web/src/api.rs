@@ -386,7 +386,13 @@ pub fn spawn_breaker_events_server(
 ) -> tokio::task::JoinHandle<()> {
     let app = breaker_events_router(inbox, token);
     tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
+        let served = agent::serve::serve(
+            listener,
+            app,
+            agent::serve::HEADER_READ_TIMEOUT,
+            std::future::pending(),
+        );
+        if let Err(error) = served.await {
             tracing::warn!(%error, "breaker event ingest stopped");
         }
     })

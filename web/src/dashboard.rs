@@ -37,6 +37,9 @@ pub struct DashboardConfig {
     /// Services running elsewhere (their token is [`DashboardConfig::token`]); `None` = start the embedded
     /// stack in this process.
     pub external: Option<ExternalTestbed>,
+    /// How long a client may take to send a request head, on the dashboard and the embedded services
+    /// ([`agent::serve::HEADER_READ_TIMEOUT`] unless a test shortens it).
+    pub head_read_timeout: Duration,
 }
 
 /// Where the services of a testbed started elsewhere answer (the token comes from the dashboard's config).
@@ -58,6 +61,7 @@ impl Default for DashboardConfig {
             token: None,
             hub: HubConfig::default(),
             external: None,
+            head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -70,6 +74,8 @@ pub enum DashboardError {
     Store(#[from] controller::store::StoreError),
     #[error("controller: {0}")]
     Operations(#[from] crate::operations::OperationError),
+    #[error("head_read_timeout: {0}")]
+    HeadReadTimeout(String),
     #[error("listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -103,6 +109,8 @@ impl std::fmt::Debug for RunningDashboard {
 
 impl RunningDashboard {
     pub async fn start(config: DashboardConfig) -> Result<RunningDashboard, DashboardError> {
+        agent::serve::check_header_read_timeout(config.head_read_timeout)
+            .map_err(DashboardError::HeadReadTimeout)?;
         let token = config.token.unwrap_or_else(Auth::random_token);
         let (stack, testbed) = match config.external {
             Some(external) => (
@@ -121,6 +129,7 @@ impl RunningDashboard {
                         token: Some(token.clone()),
                         ..agent::AgentConfig::default()
                     },
+                    head_read_timeout: config.head_read_timeout,
                     ..boutique::StackConfig::default()
                 })
                 .await
@@ -156,8 +165,9 @@ impl RunningDashboard {
             })?;
         let (stop_server, stopped) = oneshot::channel::<()>();
         let app = router(state);
+        let head_read_timeout = config.head_read_timeout;
         let server = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let serve = agent::serve::serve(listener, app, head_read_timeout, async move {
                 let _ = stopped.await;
             });
             if let Err(error) = serve.await {

@@ -133,7 +133,12 @@ impl Sidecar {
             workers.push(Worker { handoff, live });
         }
         drop(failed_sender);
-        let control = axum::serve(self.control_listener, fault_api_router(&self.shared.agent));
+        let control = crate::serve::serve(
+            self.control_listener,
+            fault_api_router(&self.shared.agent),
+            HEADER_READ_TIMEOUT,
+            std::future::pending(),
+        );
         tokio::select! {
             served = control => served,
             error = failed.recv() => Err(error.unwrap_or_else(|| io::Error::other("every proxy thread ended"))),
@@ -143,11 +148,13 @@ impl Sidecar {
 
     /// Serves both listeners on the current runtime until an accept loop fails for good.
     pub async fn serve(self) -> io::Result<()> {
-        let control = axum::serve(self.control_listener, fault_api_router(&self.shared.agent));
-        tokio::try_join!(
-            async { control.await },
-            serve_proxy(self.proxy_listener, self.shared)
-        )?;
+        let control = crate::serve::serve(
+            self.control_listener,
+            fault_api_router(&self.shared.agent),
+            HEADER_READ_TIMEOUT,
+            std::future::pending(),
+        );
+        tokio::try_join!(control, serve_proxy(self.proxy_listener, self.shared))?;
         Ok(())
     }
 }

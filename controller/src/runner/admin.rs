@@ -82,7 +82,9 @@ pub struct AdminClient {
 impl AdminClient {
     pub fn new(token: impl Into<String>) -> Self {
         AdminClient {
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
+                .build_http(),
             token: Some(token.into()),
         }
     }
@@ -90,7 +92,9 @@ impl AdminClient {
     /// A client that sends no token: for reading a foreign service's metrics.
     pub fn without_token() -> Self {
         AdminClient {
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client: Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
+                .build_http(),
             token: None,
         }
     }
