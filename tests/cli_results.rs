@@ -425,6 +425,65 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     assert!(stdout.contains("0 faults removed"), "{stdout}");
 }
 
+// Two workers: the binary is waited for on one, the services answer it on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config() {
+    const TOKEN: &str = "halt-breakers-token";
+    let dir = TempDir::new("halt-breakers");
+    let mut config = boutique::StackConfig {
+        token: Some(TOKEN.into()),
+        ..boutique::StackConfig::default()
+    };
+    config.agent.token = Some(TOKEN.into());
+    let stack = boutique::RunningStack::start(config).await.unwrap();
+    let checkout = stack.url(boutique::ServiceName::Checkout);
+    let client = AdminClient::new(TOKEN);
+    let disabled = breaker::BreakerConfig {
+        mode: breaker::Mode::Disabled,
+        ..breaker::BreakerConfig::default()
+    };
+    client
+        .set_breakers(&checkout, &disabled, Some(Duration::from_secs(600)))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.breaker_config(&checkout).await.unwrap().config.mode,
+        breaker::Mode::Disabled
+    );
+    let absent = dir.0.join("absent.db");
+    let halt = |token: &'static str| {
+        let args = [
+            "halt",
+            "--db",
+            absent.to_str().unwrap(),
+            "--service",
+            &checkout,
+            "--token",
+            token,
+        ];
+        tolerant(&args, &dir.0)
+    };
+
+    let output = halt("wrong");
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("breakers NOT restored"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = halt(TOKEN);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(
+        stdout.contains("breakers back to the startup config"),
+        "{stdout}"
+    );
+    let view = client.breaker_config(&checkout).await.unwrap();
+    assert_eq!(view.config, view.startup);
+    assert_eq!(view.lease, None);
+    stack.shutdown().await;
+}
+
 /// `tolerant show 1 | head` and friends: a reader that has gone (EPIPE) ends every printing subcommand
 /// quietly — exit 0, no panic — instead of crashing on the first line.
 #[tokio::test]

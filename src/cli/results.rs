@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use controller::report::{Format, render_annotated, validation_markdown};
-use controller::runner::AdminClient;
+use controller::runner::{AdminClient, AdminError};
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::stats::{evaluate, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
@@ -34,8 +34,9 @@ const HALT_HELP: &str = "\
 Known agents: the agent of every stored experiment's [targets] (targets.agent, else the target of
 its fault) plus every --agent. Each gets POST /_agent/halt with the bearer token. Known services:
 every stored experiment's [targets] that offer `breaker_config`, plus every --service; each gets
-DELETE /_admin/breakers (back to its startup breaker config, any lease ended). The embedded
-stack lives only as long as its run, so it needs no halt.
+DELETE /_admin/breakers (back to its startup breaker config, any lease ended); a stored one that
+is not reachable is reported, not failed (a restarted service starts with its startup config). The
+embedded stack lives only as long as its run, so it needs no halt.
 
 Exit status: 0 every agent and service answered (or none is known); 1 one could not be halted.";
 
@@ -230,11 +231,12 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
         .iter()
         .map(|url| url.trim_end_matches('/').to_owned())
         .collect();
-    let mut services: BTreeSet<String> = args
+    let given: BTreeSet<String> = args
         .services
         .iter()
         .map(|url| url.trim_end_matches('/').to_owned())
         .collect();
+    let mut services = given.clone();
     if !is_missing_file(&args.db) {
         let store = Store::open(&args.db)
             .await
@@ -281,6 +283,11 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     for service in &services {
         match client.restore_breakers(service).await {
             Ok(()) => out!("{service}: breakers back to the startup config"),
+            // A stored experiment's service that is not running any more holds no pushed config: a restarted
+            // service starts with its startup config. One given with --service must answer.
+            Err(AdminError::Transport { message, .. }) if !given.contains(service) => {
+                out!("{service}: not reachable, nothing to restore ({message})")
+            }
             Err(error) => {
                 failed += 1;
                 err_out!("{service}: breakers NOT restored: {error}");
