@@ -137,6 +137,29 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
 }
 
 #[tokio::test]
+async fn a_breaker_already_open_at_the_baseline_scrape_is_on_the_timeline() {
+    let current = Arc::new(Mutex::new("open"));
+    let url = exporter(Arc::clone(&current)).await;
+    let spec = ScrapeSpec {
+        url,
+        interval: Duration::from_millis(50),
+        service: "orders".into(),
+        mapping: StateMapping::resilience4j(),
+    };
+    let before = controller::runner::now_ms();
+    let collector = SourceCollector::start(&[SourceSpec::Prometheus(spec)], None, None)
+        .await
+        .expect("the baseline scrape works");
+    let records = collector.finish().await;
+    let found: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| (r.from.as_str(), r.to.as_str(), r.reason.as_str()))
+        .collect();
+    assert_eq!(found, vec![("closed", "open", "observed")]);
+    assert!(records[0].at_ms >= before);
+}
+
+#[tokio::test]
 async fn a_source_that_does_not_answer_names_itself() {
     let spec = ScrapeSpec {
         url: "http://127.0.0.1:9/metrics".into(),

@@ -70,8 +70,11 @@ impl SourceCollector {
             let baseline = scrape(&client, &url)
                 .await
                 .map_err(|error| format!("sources[{index}].url: no baseline scrape ({error})"))?;
-            observer.observe(&baseline, now_ms().max(0) as u64);
             let (client, keep) = (client.clone(), keep.clone());
+            // A breaker already open (or half-open) at the baseline is on the timeline from here.
+            for event in observer.observe(&baseline, now_ms().max(0) as u64) {
+                keep(event);
+            }
             tasks.push(RunTask::spawn(async move {
                 let mut ticks = tokio::time::interval(interval);
                 ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);

@@ -3,8 +3,11 @@
 //! [`TransitionEvent`] with reason `observed` and the source's name. Time is an argument: the caller says when
 //! the scrape was taken.
 //!
-//! The first scrape of a breaker is its baseline and makes no event. A change shorter than the scrape interval
-//! is not seen (a gauge) or is seen late (event counters): only what a scrape shows is counted.
+//! The first scrape that shows a breaker is its baseline: a breaker found closed makes no event, one found open
+//! or half-open makes one `closed → <state>` event at that scrape's time (reason `observed`), so the timeline,
+//! the opens and the time open are not blind to a breaker that was open before the run began. A change shorter
+//! than the scrape interval is not seen (a gauge) or is seen late (event counters): only what a scrape shows is
+//! counted.
 
 use std::collections::BTreeMap;
 
@@ -189,20 +192,24 @@ impl Observer {
                     }
                 }
                 for (breaker, now) in counts {
-                    let Some(known) = follow(&mut self.known, &breaker, || {
-                        let state = walk(State::Closed, now).last().copied();
-                        (state.unwrap_or(State::Closed), now)
-                    }) else {
+                    let Some((known, new)) = follow(&mut self.known, &breaker, now) else {
                         continue;
                     };
-                    let states = match now.minus(known.counts) {
+                    let states = match now.minus(known.counts).filter(|_| !new) {
                         Some(delta) => walk(known.state, delta),
+                        // New (its counters say where it is now), or a counter went down (the service
+                        // restarted): the state the counters lead to from closed.
                         None => {
-                            known.state = walk(State::Closed, now)
+                            let state = walk(State::Closed, now)
                                 .last()
                                 .copied()
                                 .unwrap_or(State::Closed);
-                            Vec::new()
+                            if new && state != State::Closed {
+                                vec![state]
+                            } else {
+                                known.state = state;
+                                Vec::new()
+                            }
                         }
                     };
                     known.counts = now;
@@ -265,9 +272,7 @@ impl Observer {
         events: &mut Vec<TransitionEvent>,
     ) {
         for (breaker, state) in current {
-            let Some(known) = follow(&mut self.known, &breaker, || {
-                (state, EventCounts::default())
-            }) else {
+            let Some((known, _)) = follow(&mut self.known, &breaker, EventCounts::default()) else {
                 continue;
             };
             if known.state != state {
@@ -284,28 +289,28 @@ impl Observer {
     }
 }
 
-/// The memory of `breaker`, made from `baseline` when it is new; `None` for a new breaker (its first reading is
-/// only its baseline) and for any breaker past the bound.
+/// The memory of `breaker` and whether it is new (made now, closed, with `counts`); `None` for a breaker past the
+/// bound.
 fn follow<'a>(
     known: &'a mut BTreeMap<String, Known>,
     breaker: &str,
-    baseline: impl FnOnce() -> (State, EventCounts),
-) -> Option<&'a mut Known> {
-    if !known.contains_key(breaker) {
-        if known.len() < MAX_BREAKERS_PER_SOURCE {
-            let (state, counts) = baseline();
-            known.insert(
-                breaker.to_owned(),
-                Known {
-                    state,
-                    seq: 0,
-                    counts,
-                },
-            );
+    counts: EventCounts,
+) -> Option<(&'a mut Known, bool)> {
+    let new = !known.contains_key(breaker);
+    if new {
+        if known.len() >= MAX_BREAKERS_PER_SOURCE {
+            return None;
         }
-        return None;
+        known.insert(
+            breaker.to_owned(),
+            Known {
+                state: State::Closed,
+                seq: 0,
+                counts,
+            },
+        );
     }
-    known.get_mut(breaker)
+    known.get_mut(breaker).map(|known| (known, new))
 }
 
 /// The event of `known` moving to `to` (updates `known`).
@@ -362,10 +367,10 @@ mod tests {
     fn resilience4j_state_series_become_transitions_after_a_baseline() {
         let mut observer = Observer::new(StateMapping::resilience4j(), "shop", "prometheus:x");
         let scrape = |a: &str, b: &str| parse_exposition(&(r4j("a", a) + &r4j("b", b)));
-        assert!(
-            observer
-                .observe(&scrape("closed", "open"), 1_000)
-                .is_empty()
+        // The baseline: a closed makes no event, b already open makes one.
+        assert_eq!(
+            transitions(&observer.observe(&scrape("closed", "open"), 1_000)),
+            vec![("b".into(), State::Closed, State::Open, 1_000, 1)]
         );
         assert!(
             observer
@@ -377,7 +382,7 @@ mod tests {
             transitions(&events),
             vec![
                 ("a".into(), State::Closed, State::Open, 1_500, 1),
-                ("b".into(), State::Open, State::HalfOpen, 1_500, 1),
+                ("b".into(), State::Open, State::HalfOpen, 1_500, 2),
             ]
         );
         assert_eq!(events[0].reason, Reason::Observed);
@@ -387,7 +392,7 @@ mod tests {
         let events = observer.observe(&scrape("forced_open", "disabled"), 1_750);
         assert_eq!(
             transitions(&events),
-            vec![("b".into(), State::HalfOpen, State::Closed, 1_750, 2)]
+            vec![("b".into(), State::HalfOpen, State::Closed, 1_750, 3)]
         );
         let states: Vec<(&str, State)> = observer.states().collect();
         assert_eq!(states, vec![("a", State::Open), ("b", State::Closed)]);
@@ -432,8 +437,11 @@ mod tests {
                  circuit{{name=\"pay\",event=\"close\"}} {close}\n"
             ))
         };
-        // Baseline: one full cycle done, then opened again: the breaker is open now.
-        assert!(observer.observe(&scrape(2, 1, 1), 0).is_empty());
+        // Baseline: one full cycle done, then opened again: the breaker is open now, and says so once.
+        assert_eq!(
+            transitions(&observer.observe(&scrape(2, 1, 1), 0)),
+            vec![("pay".into(), State::Closed, State::Open, 0, 1)]
+        );
         assert_eq!(observer.states().next(), Some(("pay", State::Open)));
         // Between two scrapes: half-open, a failed probe, half-open, another failed probe.
         let events = observer.observe(&scrape(4, 3, 1), 1_000);
@@ -453,8 +461,8 @@ mod tests {
         assert_eq!(
             path,
             vec![
-                (State::Open, State::HalfOpen, 5),
-                (State::HalfOpen, State::Closed, 6)
+                (State::Open, State::HalfOpen, 6),
+                (State::HalfOpen, State::Closed, 7)
             ]
         );
         // A counter reset (the service restarted) is a new baseline, not a transition.
@@ -462,7 +470,42 @@ mod tests {
         let events = observer.observe(&scrape(1, 0, 0), 3_000);
         assert_eq!(
             transitions(&events),
-            vec![("pay".into(), State::Closed, State::Open, 3_000, 7)]
+            vec![("pay".into(), State::Closed, State::Open, 3_000, 8)]
+        );
+    }
+
+    #[test]
+    fn a_breaker_first_seen_open_or_half_open_is_a_transition_at_that_scrape() {
+        let mapping = StateMapping::Value {
+            metric: "breaker_state".into(),
+            breaker_label: "breaker".into(),
+            values: StateMapping::default_values(),
+        };
+        let mut observer = Observer::new(mapping, "svc", "prometheus:y");
+        let scrape = |lines: &[(&str, u8)]| {
+            let text: String = lines
+                .iter()
+                .map(|(name, v)| format!("breaker_state{{breaker=\"{name}\"}} {v}\n"))
+                .collect();
+            parse_exposition(&text)
+        };
+        let first = observer.observe(&scrape(&[("db", 2), ("cache", 0)]), 5_000);
+        assert_eq!(
+            transitions(&first),
+            vec![("db".into(), State::Closed, State::HalfOpen, 5_000, 1)]
+        );
+        assert_eq!(first[0].reason, Reason::Observed);
+        // A breaker that shows up only in a later scrape, open: found open at that scrape.
+        let later = observer.observe(&scrape(&[("db", 2), ("cache", 0), ("queue", 1)]), 5_250);
+        assert_eq!(
+            transitions(&later),
+            vec![("queue".into(), State::Closed, State::Open, 5_250, 1)]
+        );
+        // Seen again in the same state: nothing more.
+        assert!(
+            observer
+                .observe(&scrape(&[("db", 2), ("cache", 0), ("queue", 1)]), 5_500)
+                .is_empty()
         );
     }
 
