@@ -150,7 +150,8 @@ async fn a_breaker_already_open_at_the_baseline_scrape_is_on_the_timeline() {
     let collector = SourceCollector::start(&[SourceSpec::Prometheus(spec)], None, None)
         .await
         .expect("the baseline scrape works");
-    let records = collector.finish().await;
+    let (records, panics) = collector.finish().await;
+    assert!(panics.is_empty(), "{panics:?}");
     let found: Vec<(&str, &str, &str)> = records
         .iter()
         .map(|r| (r.from.as_str(), r.to.as_str(), r.reason.as_str()))
