@@ -1,6 +1,7 @@
 //! `tolerant run`'s exit status tells how its runs ended: a spec whose fault lease is above the agent's
 //! maximum runs against the embedded stack, its fault is refused, and the command exits non-zero naming the
-//! run and why on stderr (it used to say "0 of 1 runs" and exit 0).
+//! run and why on stderr (it used to say "0 of 1 runs" and exit 0). A spec with more virtual users than the
+//! process's descriptors can hold is refused before anything is stored.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -115,4 +116,38 @@ async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
         stdout.contains("run 1 aborted: fault not applied"),
         "{stdout}"
     );
+}
+
+/// 600 users against the embedded stack with 1 024 descriptors (soft and hard, set by the shell before the
+/// binary starts, so it cannot raise them): refused before anything is stored or started, naming the field.
+#[test]
+fn users_above_the_descriptor_budget_are_refused_before_anything_is_stored() {
+    let dir = TempDir::new("budget");
+    let spec = dir.0.join("many.toml");
+    let many = LEASE_ABOVE_AGENT_MAX
+        .replace("users = 2", "users = 600")
+        .replace("lease = \"1h\"\n", "");
+    std::fs::write(&spec, many).unwrap();
+    let db = dir.db();
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(["run", spec.to_str().unwrap(), "--db", &db])
+        .current_dir(&dir.0)
+        .env_remove("TOLERANT_DB")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("load.users: 600 virtual users need more file descriptors"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("at most 0 users in a limit of 1024"),
+        "{stderr}"
+    );
+    assert!(!Path::new(&db).exists(), "nothing stored: no database made");
 }

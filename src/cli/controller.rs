@@ -85,6 +85,17 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+/// Whether this process can hold the spec's virtual users (file descriptors; the soft limit is raised to the
+/// hard one first): checked before anything is stored or started. The embedded stack runs in this process and
+/// costs more per user than targets elsewhere.
+fn users_fit(
+    spec: &ExperimentSpec,
+    compose: &ComposeArgs,
+) -> Result<(), controller::load::LoadError> {
+    let embedded = compose.compose.is_none() && spec.targets.is_empty();
+    controller::load::check_descriptor_budget(spec.load.users, embedded)
+}
+
 /// External targets from the spec's `[targets]` table.
 fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Result<Testbed> {
     let loaded = &spec.load.target;
@@ -128,6 +139,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
+    if let Err(error) = users_fit(&spec, &args.compose) {
+        err_out!("{}: {error}", args.spec.display());
+        std::process::exit(EXIT_BAD_SPEC);
+    }
     let store = Store::open(&args.db)
         .await
         .with_context(|| format!("--db {}", args.db))?;
@@ -144,6 +159,8 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
         bail!("experiment {}: not found in {}", args.id, args.db);
     };
     let spec = ExperimentSpec::parse(&row.spec_toml)
+        .with_context(|| format!("experiment {}: its stored spec", args.id))?;
+    users_fit(&spec, &args.compose)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
     execute(
         &store,

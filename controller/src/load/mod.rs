@@ -8,6 +8,7 @@
 //! a request that took longer than the pace is recorded with `record_correct`, which back-fills the
 //! samples the stall kept from being sent.
 
+mod budget;
 mod custom;
 mod mix;
 mod outcome;
@@ -27,6 +28,10 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use budget::{
+    DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
+    check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
+};
 pub use custom::{CustomTask, CustomWorkload, RequestTemplate, Template, Values};
 pub use mix::{
     CHECKOUT_FORM, CURRENCIES, InvalidPath, PRODUCT_IDS, PreparedWorkload, Step, Task, Workload,
@@ -150,6 +155,24 @@ pub enum LoadError {
     BadThinkTime { min: Duration, max: Duration },
     #[error("load.path: {0}")]
     BadPath(#[from] InvalidPath),
+    #[error(
+        "load.users: {users} virtual users need more file descriptors than this process may open: \
+         {per_user} each, at most {most} users in a limit of {soft} ({open} open now, \
+         {fixed} kept for the rest); run fewer users or raise `ulimit -n`{hard_note}",
+        hard_note = match hard {
+            Some(hard) if hard > soft => format!(" (the hard limit is {hard})"),
+            _ => String::new(),
+        }
+    )]
+    TooManyUsers {
+        users: u32,
+        most: u64,
+        per_user: u64,
+        fixed: u64,
+        soft: u64,
+        open: u64,
+        hard: Option<u64>,
+    },
 }
 
 /// Drives load as configured and returns what it saw. Closed seconds go to `seconds_sink` as they

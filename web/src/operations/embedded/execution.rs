@@ -9,11 +9,19 @@ use super::{ActiveExperiment, EmbeddedOperations, failed, now};
 use crate::hub::{LiveEvent, RunProgress};
 use crate::operations::OperationError;
 
+/// Refuses a spec whose virtual users this process cannot hold (descriptors), naming `load.users`. Counted at
+/// the embedded stack's cost per user: the dashboard cannot tell whether its targets run in its process.
+fn check_users_fit(spec: &ExperimentSpec) -> Result<(), OperationError> {
+    controller::load::check_descriptor_budget(spec.load.users, true)
+        .map_err(|error| OperationError::Invalid(error.to_string()))
+}
+
 impl EmbeddedOperations {
     /// Validates and stores a spec; returns the new experiment's id.
     pub(super) async fn create_experiment(&self, spec_toml: String) -> Result<i64, OperationError> {
         let spec = ExperimentSpec::parse(&spec_toml)
             .map_err(|error| OperationError::Invalid(error.to_string()))?;
+        check_users_fit(&spec)?;
         let id = self
             .inner
             .store
@@ -34,6 +42,7 @@ impl EmbeddedOperations {
         }
         let spec = ExperimentSpec::parse(&row.spec_toml)
             .map_err(|error| OperationError::Invalid(format!("stored spec: {error}")))?;
+        check_users_fit(&spec)?;
         let mut active = self.inner.active.lock();
         if let Some(running) = active.as_ref()
             && !running.task.is_finished()
