@@ -1068,3 +1068,63 @@ async fn container_samples_round_trip_with_their_run() {
         );
     }
 }
+
+/// A failed run (a panic, its load generator's own failures) reads back as failed with its reason and
+/// load-generator count, on both engines, and is no verdict: a resume runs its plan position again.
+#[tokio::test]
+async fn failed_runs_read_back_as_failed_with_their_load_errors() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let (spec, experiment) = new_experiment(store).await;
+        let run = store
+            .start_run(
+                experiment,
+                &spec.plan()[0],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                1,
+            )
+            .await
+            .unwrap();
+        let mut failed = record(Status::Failed, Duration::ZERO);
+        failed.abort_reason =
+            Some("load generator: 7 request(s) failed in the driver itself".into());
+        failed.load_errors = 7;
+        store.finish_run(run, &failed).await.unwrap();
+        let row = &store.runs(experiment).await.unwrap()[0];
+        assert_eq!(row.status, Status::Failed);
+        assert_eq!(
+            row.abort_reason.as_deref(),
+            Some("failed: load generator: 7 request(s) failed in the driver itself")
+        );
+        assert_eq!(row.load_errors, Some(7));
+        assert!(!row.stopped_by_condition());
+        assert!(
+            store
+                .terminal_plan_indices(experiment)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // A finished run stores its count too (0), an unfinished one has none yet.
+        let next = store
+            .start_run(
+                experiment,
+                &spec.plan()[1],
+                Duration::ZERO,
+                Duration::from_secs(10),
+                2,
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.runs(experiment).await.unwrap()[1].load_errors, None);
+        store
+            .finish_run(next, &record(Status::Finished, Duration::ZERO))
+            .await
+            .unwrap();
+        let rows = store.runs(experiment).await.unwrap();
+        assert_eq!(rows[1].status, Status::Finished);
+        assert_eq!(rows[1].load_errors, Some(0));
+    }
+}
