@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
 use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
 use super::mix::Step;
+use super::session::Body;
 
 /// Where a placeholder's values come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +76,25 @@ impl Template {
         Ok(Template { parts })
     }
 
+    /// Indices of the value lists this template draws from.
+    pub fn vars(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Var(index) => Some(*index),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// The text with every placeholder replaced by `with` (to check what it can become).
+    pub fn filled_with(&self, with: &str) -> String {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => text.as_str(),
+                Part::Var(_) => with,
+            })
+            .collect()
+    }
+
     fn render(&self, drawn: &[String]) -> String {
         let mut out = String::new();
         for part in &self.parts {
@@ -86,6 +107,30 @@ impl Template {
     }
 }
 
+/// A JSON body whose strings may hold placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonTemplate {
+    /// A number, boolean or null, sent as written.
+    Literal(serde_json::Value),
+    Text(Template),
+    Array(Vec<JsonTemplate>),
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+impl JsonTemplate {
+    fn render(&self, drawn: &[String]) -> serde_json::Value {
+        match self {
+            JsonTemplate::Literal(value) => value.clone(),
+            JsonTemplate::Text(template) => serde_json::Value::String(template.render(drawn)),
+            JsonTemplate::Array(items) => items.iter().map(|item| item.render(drawn)).collect(),
+            JsonTemplate::Object(fields) => fields
+                .iter()
+                .map(|(key, value)| (key.clone(), value.render(drawn)))
+                .collect(),
+        }
+    }
+}
+
 /// One request of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestTemplate {
@@ -95,6 +140,10 @@ pub struct RequestTemplate {
     pub path: Template,
     /// Form fields (URL-encoded into the body).
     pub form: Vec<(String, Template)>,
+    /// A JSON body (never together with `form`).
+    pub json: Option<JsonTemplate>,
+    /// Headers; every value a template can render to is a valid header value (checked by the spec).
+    pub headers: Vec<(HeaderName, Template)>,
     /// Statuses that count as success; empty = any status below 400.
     pub expect: Vec<u16>,
 }
@@ -156,15 +205,29 @@ impl CustomWorkload {
                         format!("{}={}", encode(key), encode(&value.render(&drawn)))
                     })
                     .collect();
-                Bytes::from(encoded.join("&"))
+                Body::Form(Bytes::from(encoded.join("&")))
             });
+            let json = request
+                .json
+                .as_ref()
+                .map(|json| Body::Json(Bytes::from(json.render(&drawn).to_string())));
+            let headers = request
+                .headers
+                .iter()
+                // The spec checked every value the template can take; one that still fails is left out.
+                .filter_map(|(name, value)| {
+                    let value = HeaderValue::from_str(&value.render(&drawn)).ok()?;
+                    Some((name.clone(), value))
+                })
+                .collect();
             steps.push(Step {
                 endpoint: request.endpoint,
                 method: request.method.clone(),
                 // Checked at parse time with placeholders as written; a drawn value that breaks the path is sent
                 // as `/` rather than panicking.
                 uri: Uri::try_from(path).unwrap_or_else(|_| Uri::from_static("/")),
-                form,
+                body: form.or(json),
+                headers,
                 expect: (!request.expect.is_empty()).then(|| Arc::from(request.expect.as_slice())),
             });
         }
@@ -205,6 +268,8 @@ mod tests {
                         .iter()
                         .map(|(k, v)| ((*k).to_owned(), Template::parse(v, &vars).unwrap()))
                         .collect(),
+                    json: None,
+                    headers: Vec::new(),
                     expect: expect.to_vec(),
                 }
             };
@@ -252,7 +317,8 @@ mod tests {
             counts[task] += 1;
             if task == 1 {
                 let path = steps[0].uri.path().to_owned();
-                let form = String::from_utf8(steps[1].form.clone().unwrap().to_vec()).unwrap();
+                let form =
+                    String::from_utf8(steps[1].body.as_ref().unwrap().bytes().to_vec()).unwrap();
                 let sku = path.trim_start_matches("/item/");
                 assert!(["A1", "B2"].contains(&sku), "{path}");
                 assert!(form.starts_with(&format!("sku={sku}&note=id+")), "{form}");

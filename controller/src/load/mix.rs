@@ -2,11 +2,13 @@
 //! single-URL loop for benchmarks.
 
 use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
 use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
 use super::custom::CustomWorkload;
+use super::session::Body;
 
 /// Online Boutique product ids (the catalogue's nine products): the testbed's own list.
 pub use boutique::data::PRODUCT_IDS;
@@ -103,7 +105,9 @@ pub struct Step {
     pub method: Method,
     /// Origin-form request target (path and query).
     pub uri: Uri,
-    pub form: Option<Bytes>,
+    pub body: Option<Body>,
+    /// Headers besides the session's own (a custom workload's `headers`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Statuses that count as success (a custom workload's `expect`); `None` = any status below 400.
     pub expect: Option<std::sync::Arc<[u16]>>,
 }
@@ -114,7 +118,8 @@ impl Step {
             endpoint,
             method: Method::GET,
             uri,
-            form: None,
+            body: None,
+            headers: Vec::new(),
             expect: None,
         }
     }
@@ -124,7 +129,8 @@ impl Step {
             endpoint,
             method: Method::POST,
             uri: Uri::from_static(uri),
-            form: Some(Bytes::from(form)),
+            body: Some(Body::Form(Bytes::from(form))),
+            headers: Vec::new(),
             expect: None,
         }
     }
@@ -318,7 +324,7 @@ mod tests {
             endpoints,
             vec![endpoint::PRODUCT, endpoint::ADD_TO_CART, endpoint::CHECKOUT]
         );
-        let add = String::from_utf8(steps[1].form.clone().unwrap().to_vec()).unwrap();
+        let add = String::from_utf8(steps[1].body.as_ref().unwrap().bytes().to_vec()).unwrap();
         let quantity: u32 = add.split("quantity=").nth(1).unwrap().parse().unwrap();
         assert!((1..=10).contains(&quantity));
         assert_eq!(steps[0].uri, format!("/product/{}", &add[11..21]).as_str());

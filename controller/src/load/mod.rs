@@ -32,13 +32,13 @@ pub use budget::{
     DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
     check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
 };
-pub use custom::{CustomTask, CustomWorkload, RequestTemplate, Template, Values};
+pub use custom::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
 pub use mix::{
     CHECKOUT_FORM, CURRENCIES, InvalidPath, PRODUCT_IDS, PreparedWorkload, Step, Task, Workload,
     endpoint, luhn_valid,
 };
 pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
-pub use session::{CookieJar, DriverError, Session, Target, is_drivers_own};
+pub use session::{Body, CookieJar, DriverError, Session, Target, is_drivers_own};
 pub use stats::{
     EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
     SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
@@ -330,7 +330,13 @@ impl Shared {
                 );
             }
             session
-                .request_expecting(step.method, step.uri, step.form, step.expect.as_deref())
+                .request_expecting(
+                    step.method,
+                    step.uri,
+                    step.body,
+                    &step.headers,
+                    step.expect.as_deref(),
+                )
                 .await
         })
         .await;

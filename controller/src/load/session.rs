@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -23,8 +23,40 @@ use super::outcome::{Outcome, REJECTED_HEADER};
 /// Redirects followed per request before the response is taken as final.
 pub const MAX_REDIRECTS: usize = 5;
 
-/// A form body, already URL-encoded.
-pub type Form = Bytes;
+/// A request body, already encoded, and what it is (its `Content-Type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// `application/x-www-form-urlencoded`.
+    Form(Bytes),
+    /// `application/json`.
+    Json(Bytes),
+}
+
+impl Body {
+    fn content_type(&self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Body::Form(_) => "application/x-www-form-urlencoded",
+            Body::Json(_) => "application/json",
+        })
+    }
+
+    /// The encoded body.
+    pub fn bytes(&self) -> &Bytes {
+        match self {
+            Body::Form(bytes) | Body::Json(bytes) => bytes,
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Body::Form(bytes) | Body::Json(bytes) => bytes,
+        }
+    }
+}
+
+/// Headers a request carries besides those the session sets (`Host`, `Cookie`, the body's `Content-Type`,
+/// which one of these replaces).
+pub type Headers = [(HeaderName, HeaderValue)];
 
 /// The target a session talks to.
 #[derive(Debug, Clone)]
@@ -77,20 +109,24 @@ impl Session {
         &mut self,
         method: Method,
         uri: Uri,
-        form: Option<Form>,
+        body: Option<Body>,
     ) -> Result<Outcome, DriverError> {
-        self.request_expecting(method, uri, form, None).await
+        self.request_expecting(method, uri, body, &[], None).await
     }
 
-    /// Like [`Session::request`], with the statuses that count as success (`None`: any below 400).
+    /// Like [`Session::request`], with more headers (kept on redirects) and the statuses that count as success
+    /// (`None`: any below 400).
     pub async fn request_expecting(
         &mut self,
         method: Method,
         uri: Uri,
-        form: Option<Form>,
+        body: Option<Body>,
+        headers: &Headers,
         expect: Option<&[u16]>,
     ) -> Result<Outcome, DriverError> {
-        match tokio::time::timeout(self.timeout, self.exchange(method, uri, form, expect)).await {
+        let timeout = self.timeout;
+        let exchange = self.exchange(method, uri, body, headers, expect);
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(SessionError::Connect(error))) if is_drivers_own(&error) => {
                 self.sender = None;
@@ -120,15 +156,16 @@ impl Session {
         &mut self,
         method: Method,
         uri: Uri,
-        form: Option<Form>,
+        body: Option<Body>,
+        headers: &Headers,
         expect: Option<&[u16]>,
     ) -> Result<Outcome, SessionError> {
         let mut method = method;
         let mut uri = uri;
-        let mut form = form;
+        let mut form = body;
         let mut rejected = false;
         for _ in 0..=MAX_REDIRECTS {
-            let response = self.send(method.clone(), uri, form.take()).await?;
+            let response = self.send(method.clone(), uri, form.take(), headers).await?;
             let status = response.status();
             rejected |= response.headers().contains_key(REJECTED_HEADER);
             self.cookies.store(response.headers());
@@ -172,7 +209,8 @@ impl Session {
         &mut self,
         method: Method,
         uri: Uri,
-        form: Option<Form>,
+        body: Option<Body>,
+        extra: &Headers,
     ) -> Result<hyper::Response<hyper::body::Incoming>, SessionError> {
         let mut sender = match self.sender.take() {
             Some(sender) if !sender.is_closed() => sender,
@@ -185,16 +223,16 @@ impl Session {
         if let Some(cookie) = self.cookies.header() {
             headers.insert(header::COOKIE, cookie.clone());
         }
-        let body = match form {
-            Some(form) => {
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/x-www-form-urlencoded"),
-                );
-                Full::new(form)
+        let body = match body {
+            Some(body) => {
+                headers.insert(header::CONTENT_TYPE, body.content_type());
+                Full::new(body.into_bytes())
             }
             None => Full::new(Bytes::new()),
         };
+        for (name, value) in extra {
+            headers.insert(name.clone(), value.clone());
+        }
         let request = request.body(body).map_err(SessionError::Request)?;
         let response = sender
             .send_request(request)

@@ -875,6 +875,96 @@ requests = [
 }
 
 #[test]
+fn request_headers_and_json_bodies_are_checked_and_their_errors_name_the_field() {
+    let with = |request: &str| {
+        MINIMAL.replace(
+            "users = 2",
+            &format!(
+                "users = 2\nvalues = {{ sku = [\"A1\"], bad = [\"a\\nb\"] }}\n[[load.tasks]]\nname = \"t\"\nrequests = [{request}]"
+            ),
+        )
+    };
+    let spec = ExperimentSpec::parse(&with(
+        r#"{ method = "POST", path = "/api/orders", headers = { Authorization = "Bearer t-{sku}", "X-Trace" = "1" }, json = { sku = "{sku}", qty = 2, gift = false, tags = ["a", "{sku}"], ship = { to = "x" } } }"#,
+    ))
+    .expect("headers and a json body parse");
+    let request = &spec.load.custom.as_ref().unwrap().tasks[0].requests[0];
+    let names: Vec<&str> = request.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, vec!["authorization", "x-trace"]);
+    assert!(request.json.is_some() && request.form.is_empty());
+
+    let cases = [
+        (
+            r#"{ path = "/", headers = { "Bad Name" = "x" } }"#,
+            "load.tasks[0].requests[0].headers.Bad Name",
+            "header name",
+        ),
+        (
+            r#"{ path = "/", headers = { Host = "x" } }"#,
+            "load.tasks[0].requests[0].headers.Host",
+            "load driver",
+        ),
+        (
+            r#"{ path = "/", headers = { "X-A" = "{nope}" } }"#,
+            "load.tasks[0].requests[0].headers.X-A",
+            "names no value list",
+        ),
+        (
+            r#"{ path = "/", headers = { "X-A" = "{bad}" } }"#,
+            "load.tasks[0].requests[0].headers.X-A",
+            "load.values.bad",
+        ),
+        (
+            r#"{ path = "/", headers = { "X-A" = "a\u0001b" } }"#,
+            "load.tasks[0].requests[0].headers.X-A",
+            "not a valid header value",
+        ),
+        (
+            r#"{ path = "/", form = { a = "b" }, json = { a = "b" } }"#,
+            "load.tasks[0].requests[0].json",
+            "not both",
+        ),
+        (
+            r#"{ path = "/", json = { a = [1, { b = "{nope}" }] } }"#,
+            "load.tasks[0].requests[0].json.a[1].b",
+            "names no value list",
+        ),
+        (
+            r#"{ path = "/", json = { at = 1979-05-27 } }"#,
+            "load.tasks[0].requests[0].json.at",
+            "date",
+        ),
+    ];
+    for (request, field, words) in cases {
+        let (at, _, message) = error_of(&with(request));
+        assert_eq!(at, field, "{request}: {message}");
+        assert!(message.contains(words), "{request}: {message}");
+    }
+    let many: Vec<String> = (0..=crate::spec::workload::MAX_HEADERS)
+        .map(|i| format!("\"X-{i}\" = \"v\""))
+        .collect();
+    let (at, _, message) = error_of(&with(&format!(
+        "{{ path = \"/\", headers = {{ {} }} }}",
+        many.join(", ")
+    )));
+    assert_eq!(at, "load.tasks[0].requests[0].headers", "{message}");
+    let long = "v".repeat(crate::spec::workload::MAX_HEADER_VALUE + 1);
+    let (at, _, message) = error_of(&with(&format!(
+        "{{ path = \"/\", headers = {{ \"X-Long\" = \"{long}\" }} }}"
+    )));
+    assert_eq!(at, "load.tasks[0].requests[0].headers.X-Long", "{message}");
+    let deep = format!("{}1{}", "[".repeat(20), "]".repeat(20));
+    let (at, _, message) = error_of(&with(&format!(
+        "{{ path = \"/\", json = {{ d = {deep} }} }}"
+    )));
+    assert!(
+        at.starts_with("load.tasks[0].requests[0].json.d["),
+        "{at}: {message}"
+    );
+    assert!(message.contains("nested"), "{message}");
+}
+
+#[test]
 fn container_kinds_parse_with_kills_signal() {
     let source = format!(
         "{MINIMAL}\n[fault]\ntarget = \"payment\"\nkinds = [\"pause\", \"kill\", \"restart\"]\nsignal = \"term\"\nrates = [0.0, 1.0]\n"

@@ -5,18 +5,32 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::Method;
+use http::header::{self, HeaderName, HeaderValue};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::SpecError;
 use super::raw::Checker;
-use crate::load::{CustomTask, CustomWorkload, RequestTemplate, Template, Values};
+use crate::load::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
 
 /// Bounds of a custom workload.
 pub const MAX_TASKS: usize = 64;
 pub const MAX_REQUESTS_PER_TASK: usize = 32;
 pub const MAX_WEIGHT: u32 = 10_000;
 pub const MAX_VALUES: usize = 10_000;
+pub const MAX_HEADERS: usize = 32;
+/// Longest header value as written, and longest value a placeholder in a header may put in it.
+pub const MAX_HEADER_VALUE: usize = 4_096;
+/// Deepest nesting and most values of a request's `json` body.
+pub const MAX_JSON_DEPTH: usize = 16;
+pub const MAX_JSON_VALUES: usize = 1_000;
+/// Headers the session sets itself (framing and the target), which a request cannot replace.
+const RESERVED_HEADERS: [HeaderName; 4] = [
+    header::HOST,
+    header::CONTENT_LENGTH,
+    header::TRANSFER_ENCODING,
+    header::CONNECTION,
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +49,8 @@ struct RawRequest {
     path: String,
     name: Option<String>,
     form: Option<BTreeMap<String, String>>,
+    json: Option<toml::Value>,
+    headers: Option<BTreeMap<String, String>>,
     expect: Option<Vec<u16>>,
 }
 
@@ -169,6 +185,27 @@ pub(super) fn custom(
                     .map_err(|e| check.error(&field(&format!("form.{key}")), span.clone(), e))?;
                 form.push((key.clone(), template));
             }
+            let json = match &request.json {
+                Some(_) if request.form.is_some() => {
+                    return Err(check.error(
+                        &field("json"),
+                        span,
+                        "a request has a form or a json body, not both",
+                    ));
+                }
+                Some(value) => {
+                    let mut count = 0;
+                    Some(
+                        json_template(value, &field("json"), &names, 0, &mut count)
+                            .map_err(|(at, message)| check.error(&at, span.clone(), message))?,
+                    )
+                }
+                None => None,
+            };
+            let headers = request.headers.as_ref().map_or(Ok(Vec::new()), |headers| {
+                header_templates(headers, &field("headers"), &names, &lists)
+                    .map_err(|(at, message)| check.error(&at, span.clone(), message))
+            })?;
             let expect = request.expect.clone().unwrap_or_default();
             if let Some(bad) = expect.iter().find(|status| !(100..=599).contains(*status)) {
                 return Err(check.error(
@@ -193,6 +230,8 @@ pub(super) fn custom(
                 method,
                 path,
                 form,
+                json,
+                headers,
                 expect,
             });
         }
@@ -208,6 +247,112 @@ pub(super) fn custom(
         endpoint_names,
         cookies,
         critical,
+    })
+}
+
+/// A request's `headers`: bounded in number and length, names valid and not the session's own, every value a
+/// template can render to a valid header value. An error is the field (`<field>.<name>`) and the message.
+fn header_templates(
+    headers: &BTreeMap<String, String>,
+    field: &str,
+    names: &[String],
+    lists: &[(String, Values)],
+) -> Result<Vec<(HeaderName, Template)>, (String, String)> {
+    if headers.len() > MAX_HEADERS {
+        return Err((field.to_owned(), format!("at most {MAX_HEADERS} headers")));
+    }
+    let mut built = Vec::new();
+    for (name, value) in headers {
+        let at = format!("{field}.{name}");
+        let parsed = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| (at.clone(), format!("`{name}` is not an HTTP header name")))?;
+        if RESERVED_HEADERS.contains(&parsed) {
+            return Err((at, format!("`{name}` is set by the load driver itself")));
+        }
+        if value.len() > MAX_HEADER_VALUE {
+            return Err((at, format!("longer than {MAX_HEADER_VALUE} bytes")));
+        }
+        let template = Template::parse(value, names).map_err(|e| (at.clone(), e))?;
+        if HeaderValue::from_str(&template.filled_with("x")).is_err() {
+            return Err((at, format!("`{value}` is not a valid header value")));
+        }
+        for var in template.vars() {
+            let (list, values) = &lists[var];
+            if let Values::List(values) = values {
+                if let Some(bad) = values
+                    .iter()
+                    .find(|v| v.len() > MAX_HEADER_VALUE || HeaderValue::from_str(v).is_err())
+                {
+                    return Err((
+                        at,
+                        format!("load.values.{list} holds `{bad}`, which cannot be in a header"),
+                    ));
+                }
+            }
+        }
+        built.push((parsed, template));
+    }
+    Ok(built)
+}
+
+/// A request's `json` body as a template: strings may hold placeholders; nesting and size bounded. An error is
+/// the field (`<field>.<key>[<index>]…`) and the message.
+fn json_template(
+    value: &toml::Value,
+    field: &str,
+    names: &[String],
+    depth: usize,
+    count: &mut usize,
+) -> Result<JsonTemplate, (String, String)> {
+    *count += 1;
+    if *count > MAX_JSON_VALUES {
+        return Err((
+            field.to_owned(),
+            format!("more than {MAX_JSON_VALUES} values"),
+        ));
+    }
+    if depth > MAX_JSON_DEPTH {
+        return Err((
+            field.to_owned(),
+            format!("nested deeper than {MAX_JSON_DEPTH}"),
+        ));
+    }
+    Ok(match value {
+        toml::Value::String(text) => {
+            JsonTemplate::Text(Template::parse(text, names).map_err(|e| (field.to_owned(), e))?)
+        }
+        toml::Value::Integer(number) => JsonTemplate::Literal((*number).into()),
+        toml::Value::Float(number) => JsonTemplate::Literal(
+            serde_json::Number::from_f64(*number)
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| (field.to_owned(), format!("{number} is not a JSON number")))?,
+        ),
+        toml::Value::Boolean(flag) => JsonTemplate::Literal((*flag).into()),
+        toml::Value::Datetime(_) => {
+            return Err((
+                field.to_owned(),
+                "a date is not a JSON value; write it as a string".to_owned(),
+            ));
+        }
+        toml::Value::Array(items) => JsonTemplate::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    json_template(item, &format!("{field}[{i}]"), names, depth + 1, count)
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        toml::Value::Table(table) => JsonTemplate::Object(
+            table
+                .iter()
+                .map(|(key, item)| {
+                    let template =
+                        json_template(item, &format!("{field}.{key}"), names, depth + 1, count)?;
+                    Ok::<_, (String, String)>((key.clone(), template))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
     })
 }
 
