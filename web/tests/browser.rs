@@ -673,7 +673,7 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     .await;
     page.eval(
         "document.getElementById('rate').value = '100'; \
-         document.getElementById('fault-form').submit(); true",
+         document.getElementById('fault-form').requestSubmit(); true",
     )
     .await;
     page.wait_for(
@@ -681,6 +681,14 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(15),
     )
     .await;
+    assert_eq!(
+        page.eval(
+            "[document.getElementById('rate').value, document.getElementById('rate-value').textContent]"
+        )
+        .await,
+        json!(["100", "100 %"]),
+        "the fault form keeps the rate it applied (slider and readout) after the redirect"
+    );
     page.eval("document.querySelector('#annotate-form input[name=text]').value = 'paged the payment team'; \
                document.getElementById('annotate-form').submit(); true")
         .await;
