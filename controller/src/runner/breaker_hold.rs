@@ -53,11 +53,13 @@ impl HeldBreakers {
         Ok(held)
     }
 
-    /// Stops renewing and restores every service's startup config; returns the failed renewals and restores.
-    pub async fn restore(mut self) -> Vec<FaultEventRecord> {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.stop().await;
-        }
+    /// Stops renewing and restores every service's startup config; returns the failed renewals and restores,
+    /// and the renewal task's panic message if it had panicked (the config's lease may have lapsed mid-run).
+    pub async fn restore(mut self) -> (Vec<FaultEventRecord>, Option<String>) {
+        let panicked = match self.renewal.take() {
+            Some(renewal) => renewal.stop().await,
+            None => None,
+        };
         let services = std::mem::take(&mut self.services);
         for url in &services {
             if let Err(error) = self.admin.restore_breakers(url).await {
@@ -68,7 +70,7 @@ impl HeldBreakers {
                 ));
             }
         }
-        std::mem::take(&mut *self.failures.lock())
+        (std::mem::take(&mut *self.failures.lock()), panicked)
     }
 }
 

@@ -275,8 +275,9 @@ impl RunScope {
             None => {}
         }
         if let Some(breakers) = self.breakers.take() {
-            let failures = breakers.restore().await;
+            let (failures, panicked) = breakers.restore().await;
             self.fault_events.lock().extend(failures);
+            panics.extend(panicked.map(|message| format!("breaker config renewal: {message}")));
         }
         let mut fault_events = std::mem::take(&mut *self.fault_events.lock());
         // One timeline: the runner's control calls and the agent's events, by time.
