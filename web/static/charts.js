@@ -331,7 +331,8 @@ var Charts = (function () {
     var c = fit(canvas), right = 10;
     c.ctx.font = "12px system-ui, sans-serif";
     var left = 90;
-    rows.forEach(function (row) { left = Math.max(left, c.ctx.measureText(row.label).width + 22); });
+    var badgeW = function (row) { if (!row.badge) { return 0; } c.ctx.font = "10px system-ui, sans-serif"; var w = c.ctx.measureText(row.badge).width + 10; c.ctx.font = "12px system-ui, sans-serif"; return w + 4; };
+    rows.forEach(function (row) { left = Math.max(left, c.ctx.measureText(row.label).width + badgeW(row) + 22); });
     groups.forEach(function (g) { left = Math.max(left, c.ctx.measureText(g).width + 14); });
     left = Math.min(left, c.w * 0.45);
     var x = function (t) { return left + (c.w - left - right) * (Math.min(Math.max(t, t0), t1) - t0) / Math.max(1, t1 - t0); };
@@ -346,7 +347,15 @@ var Charts = (function () {
         y += groupH;
       }
       c.ctx.font = "12px system-ui, sans-serif";
-      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.label, left - 6, y + 14);
+      var bw = badgeW(row);
+      if (bw) {
+        // The source badge: a grey pill right of the label, next to the lane.
+        c.ctx.fillStyle = "#e1e5ea"; c.ctx.fillRect(left - 4 - bw, y + 4, bw - 4, rowH - 8);
+        c.ctx.font = "10px system-ui, sans-serif"; c.ctx.fillStyle = "#3d4650"; c.ctx.textAlign = "center";
+        c.ctx.fillText(row.badge, left - 4 - bw / 2 - 2, y + 13);
+        c.ctx.font = "12px system-ui, sans-serif";
+      }
+      c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText(row.label, left - 6 - bw, y + 14);
       laneY[row.name] = y;
       row.segments.forEach(function (s) {
         if (s.to < t0) { return; }
@@ -429,9 +438,23 @@ var Charts = (function () {
       if (tile && !own.length) { state = tile.state; }
       segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
       var arrow = name.indexOf("->");
-      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : name, label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
-        segments: segments, mode: tile ? tile.mode : null };
+      // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
+      var foreign = own.filter(function (t) { return t.source; });
+      var source = foreign.length ? foreign[foreign.length - 1].source : (latest[name] && latest[name].source) || null;
+      var service = foreign.length ? foreign[foreign.length - 1].service : (latest[name] ? latest[name].service : null);
+      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : (source && service ? service : name),
+        label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
+        segments: segments, mode: tile ? tile.mode : null, source: source, badge: sourceBadge(source) };
     });
+  }
+
+  // The short badge of a foreign breaker's source: `prometheus:<url>` → "prometheus", `push:<library>` → the
+  // library, `push` → "push"; null for the testbed's own.
+  function sourceBadge(source) {
+    if (!source) { return null; }
+    var colon = source.indexOf(":");
+    var kind = colon > 0 ? source.slice(0, colon) : source;
+    return kind === "push" && colon > 0 ? source.slice(colon + 1) : kind;
   }
 
   // Fault bars: from each applied (or renewed) fault with a rate to its removal, expiry or a halt.
@@ -501,5 +524,5 @@ var Charts = (function () {
     return endpoints;
   }
 
-  return { onZoom: null, zoomable: zoomable, laneRows: laneRows, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { onZoom: null, zoomable: zoomable, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

@@ -69,7 +69,7 @@
           var p = model.progress;
           if (p && p.phase === "running" && p.measured_from_ms && event.at_ms < p.measured_from_ms) { model.warmupOpens += 1; } else { model.opens += 1; }
         }
-        model.breakers[event.breaker] = { service: event.service, state: event.to, since_ms: event.at_ms, shadow: event.shadow };
+        model.breakers[event.breaker] = { service: event.service, state: event.to, since_ms: event.at_ms, shadow: event.shadow, source: event.source || null };
         break;
       case "sample": model.samples.push(event); if (model.samples.length > 900) { model.samples.shift(); } break;
       case "progress":
@@ -91,7 +91,7 @@
         model.board = event;
         event.breakers.forEach(function (tile) {
           var known = model.breakers[tile.name];
-          if (!known || known.state !== tile.state) { model.breakers[tile.name] = { service: tile.service, state: tile.state, since_ms: event.at_ms, shadow: false }; }
+          if (!known || known.state !== tile.state) { model.breakers[tile.name] = { service: tile.service, state: tile.state, since_ms: event.at_ms, shadow: false, source: known ? known.source : null }; }
         });
         break;
       case "load":
@@ -240,14 +240,25 @@
   // Hystrix-style tiles, grouped by caller: mode, config, counters, failure rate over the window.
   function drawTiles(rows) {
     var box = document.getElementById("tiles");
-    if (!box || !model.board) { return; }
+    if (!box) { return; }
     var html = [], group = null;
+    status.sources = {};
     rows.forEach(function (row) {
-      var tile = tileOf(row.name);
-      if (!tile) { return; }
+      var tile = model.board ? tileOf(row.name) : null;
+      if (!tile && !row.source) { return; }
       if (row.group !== group) { if (group !== null) { html.push("</div>"); } group = row.group; html.push('<h3 class="tile-group">' + escapeHtml(group) + '</h3><div class="tile-row">'); }
       var last = row.segments[row.segments.length - 1];
       var look = last.state === "open" ? (last.kind === "forced" ? "forced" : "open") : last.state;
+      var badge = row.source ? '<span class="badge source" title="' + escapeHtml(row.source) + '">' + escapeHtml(row.badge) + "</span>" : "";
+      if (row.source) { status.sources[row.name] = row.badge; }
+      if (!tile) {
+        // A foreign breaker: only its state is seen from outside (a scrape or a push), not its config or counts.
+        html.push('<div class="tile ' + look + '" data-breaker="' + escapeHtml(row.name) + '" data-state="' + look + '" data-source="' + escapeHtml(row.badge) + '">' +
+          '<div class="tile-head"><b>' + escapeHtml(row.label) + '</b>' + badge + '<span class="badge">' + look.replace("_", "-") + "</span></div>" +
+          '<div class="tile-config muted">seen through ' + escapeHtml(row.source) + "</div>" +
+          '<div class="tile-counts muted">mode, config and call counts are the library\'s own, not visible here</div></div>');
+        return;
+      }
       var cfg = tile.config;
       html.push('<div class="tile ' + look + ' mode-' + tile.mode + '" data-breaker="' + escapeHtml(tile.name) + '" data-state="' + look + '">' +
         '<div class="tile-head"><b>' + escapeHtml(row.label) + '</b><span class="badge">' + (look === "forced" ? "forced open" : look.replace("_", "-")) + "</span></div>" +
@@ -263,7 +274,7 @@
     if (group !== null) { html.push("</div>"); }
     box.innerHTML = html.join("");
     status.modes = {};
-    model.board.breakers.forEach(function (t) { status.modes[t.name] = t.mode; });
+    (model.board ? model.board.breakers : []).forEach(function (t) { status.modes[t.name] = t.mode; });
   }
 
   // The faults in force: kind, rate, match and the lease counting down.

@@ -419,6 +419,23 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     );
     page.screenshots(&artifacts, "live-idle").await;
 
+    // A foreign breaker pushed to the dashboard gets a lane and a tile badged with its source.
+    let pushed = page
+        .eval(
+            "fetch('/api/breaker-events', {method: 'POST', headers: {'Authorization': 'Bearer browser-test-token', \
+             'Content-Type': 'application/json'}, body: JSON.stringify({service: 'shop', breaker: 'inventory', \
+             to: 'half_open', source: 'pybreaker'})}).then(r => r.status)",
+        )
+        .await;
+    assert!(pushed.as_u64().is_some_and(|s| s < 300), "push: {pushed}");
+    page.wait_for(
+        "window.__tolerant.sources && window.__tolerant.sources.inventory === 'pybreaker' \
+         && document.querySelector('#tiles .tile[data-source=pybreaker]') !== null",
+        Duration::from_secs(10),
+    )
+    .await;
+    page.screenshots(&artifacts, "live-foreign").await;
+
     // Create the experiment from pasted TOML, then start it now.
     page.goto(&format!("{base}experiments")).await;
     let set_spec = format!(

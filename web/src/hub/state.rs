@@ -39,6 +39,9 @@ pub struct BreakerLatest {
     pub state: State,
     pub since_ms: u64,
     pub shadow: bool,
+    /// Where a foreign breaker's state came from (`prometheus:<url>`, `push:<library>`); `None` for the
+    /// testbed's own. The lane and the tile show it as a badge.
+    pub source: Option<String>,
 }
 
 /// The dashboard's current picture, folded from events.
@@ -116,6 +119,7 @@ impl LiveState {
                         state: transition.to,
                         since_ms: transition.at_ms,
                         shadow: transition.shadow,
+                        source: transition.source.clone(),
                     },
                 );
                 push_bounded(
@@ -188,6 +192,7 @@ impl LiveState {
                                 state: tile.state,
                                 since_ms: board.at_ms,
                                 shadow: false,
+                                source: None,
                             });
                     // The sampled state is the truth; a transition that arrives later keeps its own time.
                     if latest.state != tile.state {

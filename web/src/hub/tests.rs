@@ -435,6 +435,43 @@ fn every_breaker_of_the_board_has_a_lane_before_any_transition() {
     );
 }
 
+#[test]
+fn a_foreign_breaker_keeps_its_source_for_the_lane_and_the_tile() {
+    let hub = small_hub(8);
+    let LiveEvent::Transition(mut foreign) = transition("inventory", State::Closed, State::Open, 1)
+    else {
+        unreachable!()
+    };
+    foreign.service = "shop".into();
+    foreign.reason = Reason::Observed;
+    foreign.source = Some("prometheus:http://127.0.0.1:9000/metrics".into());
+    hub.publish(LiveEvent::Transition(foreign));
+    hub.publish(transition("frontend->cart", State::Closed, State::Open, 2));
+    // A board sample (the testbed's own breakers) neither drops nor rewrites the foreign one.
+    hub.publish(LiveEvent::Breakers(super::BreakerBoard {
+        at_ms: 9_000,
+        breakers: Vec::new(),
+    }));
+    hub.flush();
+    let state = hub.state();
+    assert_eq!(
+        state.breakers["inventory"].source.as_deref(),
+        Some("prometheus:http://127.0.0.1:9000/metrics")
+    );
+    assert_eq!(state.breakers["inventory"].service, "shop");
+    assert_eq!(state.breakers["frontend->cart"].source, None);
+    let snapshot = parse(&hub.subscribe().snapshot);
+    assert_eq!(
+        snapshot["state"]["breakers"]["inventory"]["source"],
+        "prometheus:http://127.0.0.1:9000/metrics"
+    );
+    assert!(snapshot["state"]["breakers"]["frontend->cart"]["source"].is_null());
+    assert_eq!(
+        snapshot["state"]["transitions"][0]["source"],
+        "prometheus:http://127.0.0.1:9000/metrics"
+    );
+}
+
 /// The live header counts opens as the results do: after the run's warmup, shadow ones included; the warmup's
 /// apart (a breaker that tripped in the warmup and stayed open is 0 opens in the results).
 #[test]
