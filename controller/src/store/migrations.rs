@@ -67,16 +67,16 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/postgres/0006_containers.sql"),
     ),
     (
-        8,
+        7,
         "endpoint seconds split by outcome",
-        include_str!("../../../migrations/sqlite/0008_endpoint_seconds_split.sql"),
-        include_str!("../../../migrations/postgres/0008_endpoint_seconds_split.sql"),
+        include_str!("../../../migrations/sqlite/0007_endpoint_seconds_split.sql"),
+        include_str!("../../../migrations/postgres/0007_endpoint_seconds_split.sql"),
     ),
     (
-        9,
+        8,
         "load errors",
-        include_str!("../../../migrations/sqlite/0009_load_errors.sql"),
-        include_str!("../../../migrations/postgres/0009_load_errors.sql"),
+        include_str!("../../../migrations/sqlite/0008_load_errors.sql"),
+        include_str!("../../../migrations/postgres/0008_load_errors.sql"),
     ),
 ];
 

@@ -1,5 +1,5 @@
--- Per-second latency of successful requests apart from the others, SQLite flavour. Keep in step with
--- ../postgres/0008_endpoint_seconds_split.sql (identical). p95_us stays the p95 of every request of the second;
+-- Per-second latency of successful requests apart from the others, PostgreSQL flavour. Keep in step with
+-- ../sqlite/0007_endpoint_seconds_split.sql (identical). p95_us stays the p95 of every request of the second;
 -- these are the p95 of its ok requests and of its other ones (failed, rejected, timed out), NULL when the second
 -- had none of them (and for seconds stored before this migration), so a fast rejection cannot pass for a fast
 -- answer when a run's timeline is replayed.
