@@ -524,5 +524,20 @@ var Charts = (function () {
     return endpoints;
   }
 
-  return { onZoom: null, zoomable: zoomable, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  // One zoom per page: the time range last dragged across any chart, shown by every chart until the page's
+  // "Reset zoom" button (#zoom-reset). `status.zoom` mirrors it for tests; `redraw` draws the page again.
+  function pageZoom(status, redraw) {
+    var zoom = { range: null };
+    var reset = document.getElementById("zoom-reset");
+    zoom.set = function (range) {
+      zoom.range = range; status.zoom = range;
+      if (reset) { reset.hidden = !range; }
+      redraw();
+    };
+    Charts.onZoom = function (from, to) { zoom.set([from, to]); };
+    if (reset) { reset.addEventListener("click", function () { zoom.set(null); }); }
+    return zoom;
+  }
+
+  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

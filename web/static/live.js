@@ -9,15 +9,8 @@
     board: null, modeChanges: [] };
   var status = window.__tolerant = { connected: false, frames: 0, snapshots: 0, breakers: {}, lanes: [], laneKinds: {}, phase: null, modes: {} };
 
-  // A time range picked by dragging across a chart (every chart shows it until the reset), or null.
-  var zoom = null;
-  function setZoom(range) {
-    zoom = range; status.zoom = range;
-    var reset = document.getElementById("zoom-reset");
-    if (reset) { reset.hidden = !range; }
-    draw();
-  }
-  Charts.onZoom = function (from, to) { setZoom([from, to]); };
+  // The page's zoom: `zoom.range` is the time range dragged across a chart (every chart shows it), or null.
+  var zoom = Charts.pageZoom(status, function () { draw(); });
 
   var TERMINAL = ["finished", "aborted", "interrupted", "start_failed"];
 
@@ -118,7 +111,7 @@
   // The time range every chart shows: the run (or, between runs, what the page knows, up to ten minutes),
   // or the last 30 s / 5 min (the page's range picker).
   function windowBounds() {
-    if (zoom) { return zoom; }
+    if (zoom.range) { return zoom.range; }
     var now = Date.now(), picker = document.getElementById("range");
     var choice = picker ? picker.value : "run";
     var running = model.progress && TERMINAL.indexOf(model.progress.phase) < 0;
@@ -321,8 +314,6 @@
     };
   }
 
-  var resetButton = document.getElementById("zoom-reset");
-  if (resetButton) { resetButton.addEventListener("click", function () { setZoom(null); }); }
   ["range", "p95-log", "histogram-endpoint"].forEach(function (id) {
     var control = document.getElementById(id);
     if (control) { control.addEventListener("change", draw); }

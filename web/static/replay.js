@@ -6,22 +6,15 @@
   if (!picker) { return; }
   var status = window.__replay = { loaded: 0, run: null, lanes: [], samples: 0, transitions: 0, faults: 0, error: null, zoom: null };
   var data = null;
-  // A time range picked by dragging across a chart, or null (the whole run).
-  var zoom = null;
-  function setZoom(range) {
-    zoom = range; status.zoom = range;
-    var reset = document.getElementById("zoom-reset");
-    if (reset) { reset.hidden = !range; }
-    draw();
-  }
-  Charts.onZoom = function (from, to) { setZoom([from, to]); };
+  // The page's zoom: `zoom.range` is the time range dragged across a chart, or null (the whole run).
+  var zoom = Charts.pageZoom(status, function () { draw(); });
 
   function describe(f) { return f.fault_id + ": " + (f.kind || "fault") + " at " + Math.round(f.rate * 100) + " %"; }
 
   function draw() {
     if (!data) { return; }
     var t0 = data.started_at_ms, t1 = Math.max(data.ended_at_ms, t0 + 1000);
-    if (zoom) { t0 = zoom[0]; t1 = zoom[1]; }
+    if (zoom.range) { t0 = zoom.range[0]; t1 = zoom.range[1]; }
     var rows = Charts.laneRows(data.transitions, [], {}, t0, t1);
     var notes = [{ at: data.measured_from_ms, text: "warmup ends" }];
     Charts.timeline(document.getElementById("replay-timeline"), rows, Charts.faultIntervals(data.faults, {}, t0, t1, describe), notes, t0, t1, []);
@@ -60,9 +53,7 @@
       });
   }
 
-  picker.addEventListener("change", function () { zoom = null; status.zoom = null; load(); });
-  var reset = document.getElementById("zoom-reset");
-  if (reset) { reset.addEventListener("click", function () { setZoom(null); }); }
+  picker.addEventListener("change", function () { zoom.range = null; status.zoom = null; load(); });
   var log = document.getElementById("replay-log");
   if (log) { log.addEventListener("change", draw); }
   window.addEventListener("resize", draw);
