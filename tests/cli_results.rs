@@ -14,6 +14,9 @@ use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
 use http::Method;
 
+mod common;
+use common::TempDir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
 
 const SPEC: &str = r#"
@@ -33,34 +36,6 @@ rates = [0.0, 1.0]
 [breaker]
 modes = ["disabled", "enforce"]
 "#;
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let path = std::env::temp_dir().join(format!(
-            "tolerant-cli-{name}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    fn db(&self) -> String {
-        self.0.join("tolerant.db").to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// 100 requests on `GET /`: all ok at 0 %; at 100 %, round r has 90 + r ok and 10 − r failed, so
 /// the availability at 100 % is 0.90, 0.91, 0.92 over the three rounds (mean 0.91, 95 % CI

@@ -6,11 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use controller::store::{ExperimentId, RunRow, Status, Store};
+
+mod common;
+use common::TempDir;
 
 /// 2 fault rates × 1 breaker mode × 2 rounds = 4 runs of 2 s (20 s at time_scale 10).
 const SPEC: &str = r#"
@@ -48,27 +51,6 @@ const PLANNED_RUNS: usize = 4;
 
 /// Upper bound on any one wait of this test.
 const WAIT_LIMIT: Duration = Duration::from_secs(40);
-
-/// A fresh directory of its own under the system temp dir, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("tolerant-resume-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Starts `tolerant <args>` in `dir` with its output in `<log>.out` / `<log>.err`.
 fn spawn(dir: &Path, log: &str, args: &[&str]) -> Child {
@@ -182,7 +164,7 @@ async fn wait_exit(child: &mut Child, dir: &Path, log: &str) -> std::process::Ex
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkilled_sweep_resumes_to_exactly_the_plan() {
-    let scratch = Scratch::new();
+    let scratch = TempDir::new("resume");
     let dir = scratch.0.as_path();
     std::fs::write(dir.join("spec.toml"), SPEC).expect("write spec");
     let db = dir.join("t.db");

@@ -3,10 +3,13 @@
 //! run and why on stderr (it used to say "0 of 1 runs" and exit 0). A spec with more virtual users than the
 //! process's descriptors can hold is refused before anything is stored.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use controller::store::{Status, Store};
+
+mod common;
+use common::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
 
@@ -36,34 +39,6 @@ lease = "1h"
 [breaker]
 modes = ["enforce"]
 "#;
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let path = std::env::temp_dir().join(format!(
-            "tolerant-cli-{name}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    fn db(&self) -> String {
-        self.0.join("tolerant.db").to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn tolerant(args: &[&str], dir: &Path) -> Output {
     Command::new(BIN)

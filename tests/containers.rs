@@ -15,6 +15,9 @@ use controller::docker::{ContainerAction, ContainerLeases, Engine, StackContaine
 use controller::runner::now_ms;
 use controller::store::{ExperimentRow, RunId, Status, Store};
 
+mod common;
+use common::TempDir;
+
 const TOKEN: &str = "containers-test-token";
 const IMAGE: &str = "tolerant:test";
 /// Upper bound on any one wait of this test.
@@ -22,24 +25,6 @@ const WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A fresh directory of its own under the system temp dir, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(format!("tolerant-containers-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// `docker compose` when the plugin is there, else Debian's `docker-compose`.
@@ -254,7 +239,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         String::from_utf8_lossy(&built.stderr)
     );
 
-    let scratch = Scratch::new();
+    let scratch = TempDir::new("containers");
     let db = scratch.0.join("tolerant.db");
     let db_arg = db.to_str().expect("utf-8 path").to_owned();
     let project = Project {
