@@ -256,7 +256,7 @@
       html.push('<div class="tile ' + look + ' mode-' + tile.mode + '" data-breaker="' + escapeHtml(tile.name) + '" data-state="' + look + '">' +
         '<div class="tile-head"><b>' + escapeHtml(row.label) + '</b><span class="badge">' + (look === "forced" ? "forced open" : look.replace("_", "-")) + "</span></div>" +
         '<div class="tile-mode">mode <b>' + tile.mode + "</b></div>" +
-        (tile.window.failure_rate === null ? '<div class="tile-rate muted">no calls <span class="muted">in the last 10 s</span></div>'
+        (tile.window.failure_rate === null ? '<div class="tile-rate idle muted">no calls in the last 10 s</div>'
           : '<div class="tile-rate">' + pct(tile.window.failure_rate) + ' <span class="muted">failing, last 10 s</span></div>') +
         '<div class="tile-counts">' + tile.window.calls + " calls · " + tile.window.failures + " failed · " + tile.window.rejected + " rejected <span class=\"muted\">(10 s)</span></div>" +
         '<div class="tile-counts muted">since start: ' + tile.calls + " calls, " + tile.failures + " failed, " + tile.rejected + " rejected, " + tile.opens + " opens</div>" +
