@@ -115,7 +115,10 @@ async fn tower_layer_rejects_without_calling_the_service() {
     }
     for _ in 0..3 {
         let result = service.ready().await.expect("ready").call(()).await;
-        assert!(matches!(result, Err(CallError::Rejected(_))));
+        assert!(
+            matches!(result, Err(CallError::Rejected(ref r)) if r.breaker == "a->b" && r.state == State::Open),
+            "the rejection names the breaker: {result:?}"
+        );
     }
     assert_eq!(
         reached.load(Ordering::SeqCst),
@@ -123,6 +126,32 @@ async fn tower_layer_rejects_without_calling_the_service() {
         "rejected calls never reached the service"
     );
     assert_eq!(breaker.snapshot().counters.rejected, 3);
+}
+
+#[tokio::test]
+#[should_panic(expected = "polled after completion")]
+async fn tower_layer_rejection_is_handed_out_once_not_invented_again() {
+    let mut config = BreakerConfig::default();
+    config.trip.consecutive_failures = Some(1);
+    let breaker = Arc::new(CircuitBreaker::new(
+        "a->b",
+        config,
+        Arc::new(TokioClock::new()),
+    ));
+    let mut service = ServiceBuilder::new()
+        .layer(BreakerLayer::new(Arc::clone(&breaker)))
+        .service_fn(|_: ()| async { Err::<(), _>("unavailable") });
+    let failed = service.ready().await.expect("ready").call(()).await;
+    assert_eq!(failed, Err(CallError::Inner("unavailable")));
+    let mut rejected = std::pin::pin!(service.ready().await.expect("ready").call(()));
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    let first = rejected.as_mut().poll(&mut context);
+    assert!(
+        matches!(first, std::task::Poll::Ready(Err(CallError::Rejected(ref r))) if r.breaker == "a->b"),
+        "{first:?}"
+    );
+    // Polling a finished future is a caller bug: it panics rather than making up a second, nameless rejection.
+    let _ = rejected.as_mut().poll(&mut context);
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use pin_project_lite::pin_project;
 
@@ -14,28 +14,37 @@ pin_project! {
     #[derive(Debug)]
     pub struct ResponseFuture<F, C> {
         #[pin]
-        inner: Option<F>,
-        permit: Option<OwnedPermit>,
-        rejected: Option<Rejected>,
+        state: State<F>,
         classify: C,
+    }
+}
+
+pin_project! {
+    #[project = StateProjection]
+    #[project_replace = StateReplace]
+    #[derive(Debug)]
+    enum State<F> {
+        /// Admitted: waiting for the wrapped service; the permit records the outcome (dropped unrecorded, it
+        /// counts the call as ignored and frees its probe slot).
+        Running { #[pin] inner: F, permit: OwnedPermit },
+        /// Rejected by the breaker: handed out on the first poll without calling the service.
+        Rejected { rejected: Rejected },
+        /// The answer was handed out.
+        Done,
     }
 }
 
 impl<F, C> ResponseFuture<F, C> {
     pub(super) fn running(inner: F, permit: OwnedPermit, classify: C) -> Self {
         ResponseFuture {
-            inner: Some(inner),
-            permit: Some(permit),
-            rejected: None,
+            state: State::Running { inner, permit },
             classify,
         }
     }
 
     pub(super) fn rejected(rejected: Rejected, classify: C) -> Self {
         ResponseFuture {
-            inner: None,
-            permit: None,
-            rejected: Some(rejected),
+            state: State::Rejected { rejected },
             classify,
         }
     }
@@ -49,20 +58,22 @@ where
     type Output = Result<T, CallError<E>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Some(inner) = this.inner.as_pin_mut() else {
-            let rejected = this.rejected.take().map(CallError::Rejected);
-            return Poll::Ready(Err(rejected.unwrap_or_else(|| {
-                CallError::Rejected(Rejected {
-                    breaker: String::new(),
-                    state: crate::state::State::Open,
-                })
-            })));
+        let mut this = self.project();
+        let result = match this.state.as_mut().project() {
+            StateProjection::Running { inner, .. } => ready!(inner.poll(cx)),
+            StateProjection::Rejected { .. } | StateProjection::Done => {
+                return match this.state.project_replace(State::Done) {
+                    StateReplace::Rejected { rejected } => {
+                        Poll::Ready(Err(CallError::Rejected(rejected)))
+                    }
+                    _ => panic!("breaker ResponseFuture polled after completion"),
+                };
+            }
         };
-        let result = std::task::ready!(inner.poll(cx));
-        if let Some(permit) = this.permit.take() {
-            permit.record(this.classify.classify(&result));
-        }
+        let StateReplace::Running { permit, .. } = this.state.project_replace(State::Done) else {
+            unreachable!("the state was Running a moment ago");
+        };
+        permit.record(this.classify.classify(&result));
         Poll::Ready(result.map_err(CallError::Inner))
     }
 }
