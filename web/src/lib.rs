@@ -10,6 +10,8 @@ pub mod error;
 mod fault_proxy_tests;
 pub mod hub;
 pub mod live;
+#[cfg(test)]
+mod not_measured_tests;
 pub mod operations;
 pub mod pages;
 pub mod results_summary;

@@ -104,7 +104,8 @@ pub fn verdict_class(metric: &str, difference: f64, intervals_separate: bool) ->
 pub struct SummaryRow {
     pub condition: String,
     pub runs: usize,
-    /// One text per heading: `73.4 % ± 2.1`, `–` when the metric is missing.
+    /// One text per heading: `73.4 % ± 2.1`, `–` when the metric is missing, `not measured` when a target could
+    /// not measure it (the heading's [`Summary::not_measured`] says why).
     pub cells: Vec<String>,
 }
 
@@ -113,8 +114,13 @@ pub struct SummaryRow {
 pub struct Summary {
     /// `availability (%, higher is better)`.
     pub headings: Vec<String>,
+    /// Per heading, why its metric was not measured (the report's *Not measured* statement), empty when it was.
+    pub not_measured: Vec<String>,
     pub rows: Vec<SummaryRow>,
 }
+
+/// Cell text of a metric a target could not measure.
+pub const NOT_MEASURED: &str = "not measured";
 
 fn short(value: f64) -> String {
     let magnitude = value.abs();
@@ -161,6 +167,19 @@ impl Summary {
                 format!("{} ({unit}{direction})", headline.heading)
             })
             .collect();
+        // The statement that left a headline's metric out, if one did: the metric is absent, not 0.
+        let not_measured: Vec<String> = HEADLINES
+            .iter()
+            .map(|headline| {
+                let name = headline.key.split('[').next().unwrap_or(headline.key);
+                controller::stats::MetricName::ALL
+                    .into_iter()
+                    .find(|metric| metric.as_str() == name)
+                    .and_then(|metric| controller::stats::left_out(&results.not_measured, metric))
+                    .map(|line| line.statement.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
         let columns: Vec<Option<usize>> = HEADLINES
             .iter()
             .map(|headline| results.metrics.iter().position(|key| key == headline.key))
@@ -174,7 +193,11 @@ impl Summary {
                 cells: HEADLINES
                     .iter()
                     .zip(&columns)
-                    .map(|(headline, column)| {
+                    .zip(&not_measured)
+                    .map(|((headline, column), why)| {
+                        if !why.is_empty() {
+                            return NOT_MEASURED.to_owned();
+                        }
                         column
                             .and_then(|index| condition.cells.get(index).copied().flatten())
                             .map_or_else(|| "–".to_owned(), |cell| cell_text(&cell, headline.scale))
@@ -182,7 +205,11 @@ impl Summary {
                     .collect(),
             })
             .collect();
-        Summary { headings, rows }
+        Summary {
+            headings,
+            not_measured,
+            rows,
+        }
     }
 }
 
@@ -237,6 +264,7 @@ mod tests {
             }],
             verdicts: Vec::new(),
             predictions: Vec::new(),
+            not_measured: Vec::new(),
             runs: Vec::new(),
             charts: Vec::new(),
             csv: String::new(),
@@ -267,6 +295,34 @@ mod tests {
         );
         assert_eq!(row.cells[3], "0.20 ms ± 0.10");
         assert_eq!(row.cells[6], "0.01 J");
+    }
+
+    #[test]
+    fn a_metric_the_targets_could_not_measure_reads_not_measured_with_the_reason() {
+        let mut results = results();
+        // Even a stray value in the column is not shown as a measurement.
+        results.metrics.push("breaker_opens".into());
+        results.conditions[0].cells.push(Some(Cell {
+            mean: 0.0,
+            half_width: None,
+            n: 3,
+        }));
+        results.not_measured = vec![controller::stats::NotMeasured {
+            statement: "breaker opens and time open were not measured: no stream".into(),
+            metrics: vec![
+                controller::stats::MetricName::BreakerOpens,
+                controller::stats::MetricName::TimeOpenS,
+            ],
+        }];
+        let summary = Summary::of(&results);
+        assert_eq!(summary.rows[0].cells[4], NOT_MEASURED);
+        assert_eq!(
+            summary.not_measured[4],
+            "breaker opens and time open were not measured: no stream"
+        );
+        assert_eq!(summary.rows[0].cells[5], "–", "cart size is only missing");
+        assert!(summary.not_measured[5].is_empty());
+        assert_eq!(summary.rows[0].cells[0], "73.4 % ± 2.10");
     }
 
     #[test]

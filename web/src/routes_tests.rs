@@ -473,7 +473,7 @@ modes = ["enforce"]
 
 /// The dashboard over the real (embedded) operations and the database at `location`; the testbed is one
 /// nobody listens on (nothing here runs an experiment).
-async fn stored_app(location: &str) -> (AppState, Store) {
+pub(crate) async fn stored_app(location: &str) -> (AppState, Store) {
     let store = Store::open(location).await.expect("store");
     let hub = Hub::new(HubConfig::default());
     let testbed = Testbed {

@@ -9,7 +9,7 @@ use super::format::{cell, interval, mean_and_half_width, number, percent};
 use super::{PlotFile, ReportError};
 use crate::stats::{
     BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MetricKey,
-    MetricName, checkout_endpoint,
+    MetricName, checkout_endpoint, left_out,
 };
 use crate::store::AnnotationRow;
 
@@ -110,7 +110,7 @@ pub fn markdown(
     if !info.not_measured.is_empty() {
         let _ = writeln!(out, "## Not measured\n");
         for line in &info.not_measured {
-            let _ = writeln!(out, "- {}", cell(line));
+            let _ = writeln!(out, "- {}", cell(&line.statement));
         }
         let _ = writeln!(out);
     }
@@ -269,10 +269,13 @@ fn predictions_table(out: &mut String, stats: &ExperimentStats) {
         let rows = p.bands();
         for (metric, band) in rows {
             let check = predicted.checks.iter().find(|c| c.metric == metric);
-            let measured = check.map_or_else(
-                || "not measured yet".to_owned(),
-                |c| mean_and_half_width(&c.measured),
-            );
+            let measured = match check {
+                Some(c) => mean_and_half_width(&c.measured),
+                None if left_out(&stats.experiment.not_measured, metric).is_some() => {
+                    "not measured (see *Not measured*)".to_owned()
+                }
+                None => "not measured yet".to_owned(),
+            };
             let flag = match check.and_then(|c| c.flag) {
                 Some(reason) => {
                     reasons.push(format!("{} — {metric}: {reason}", cell(&predicted.label)));

@@ -206,8 +206,9 @@ pub struct ExperimentInfo {
     /// Of `other_runs`, the failed ones: the run or its load generator panicked, or the load generator
     /// failed requests itself (out of descriptors, …) — not the system's unavailability.
     pub failed_runs: usize,
-    /// What the experiment's targets could not measure, and why (see [`crate::stats::not_measured`]).
-    pub not_measured: Vec<String>,
+    /// What the experiment's targets could not measure, and why, with the metrics left out for it (see
+    /// [`crate::stats::not_measured_statements`]).
+    pub not_measured: Vec<super::NotMeasured>,
 }
 
 /// A run its stop condition aborted: a verdict on its plan position (a resume does not run it

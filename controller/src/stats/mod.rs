@@ -8,6 +8,7 @@
 mod condition;
 mod criteria;
 mod metric;
+mod not_measured;
 mod run;
 mod student;
 #[cfg(test)]
@@ -27,13 +28,16 @@ pub use metric::{
     ENDPOINT_ALIASES, MetricKey, MetricName, cart_view_endpoint, checkout_endpoint,
     resolve_endpoint,
 };
+pub use not_measured::{
+    NotMeasured, left_out, not_measured, not_measured_statements, observes_breakers,
+};
 pub use run::{RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, run_metrics};
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
 use sqlx::Row;
 
 use crate::load::OutcomeCounts;
-use crate::spec::{ExperimentSpec, SourceSpec};
+use crate::spec::ExperimentSpec;
 use crate::store::{EndpointSecondRow, ExperimentId, RunId, Status, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +68,10 @@ pub async fn load_experiment(
     let runs = store.runs(experiment).await?;
     // A spec that no longer parses (written by an older version) is reported on without the statements.
     let spec = ExperimentSpec::parse(&row.spec_toml).ok();
-    let breakers_observed = spec.as_ref().is_none_or(observes_breakers);
+    let not_measured = spec
+        .as_ref()
+        .map(not_measured_statements)
+        .unwrap_or_default();
     let mut keys = Vec::new();
     let mut metrics = Vec::new();
     let mut other_runs = 0;
@@ -102,12 +109,10 @@ pub async fn load_experiment(
                 run_metrics.values.insert(key, 1.0 - failure);
             }
         }
-        if !breakers_observed {
-            // Nothing watched a breaker: no opens is not zero opens.
-            run_metrics.values.retain(|key, _| {
-                !matches!(key.metric, MetricName::BreakerOpens | MetricName::TimeOpenS)
-            });
-        }
+        // What a target could not measure is left out, not counted as zero (no opens is not zero opens).
+        run_metrics
+            .values
+            .retain(|key, _| left_out(&not_measured, key.metric).is_none());
         metrics.push(run_metrics);
     }
     let info = ExperimentInfo {
@@ -118,7 +123,7 @@ pub async fn load_experiment(
         finished_runs: metrics.len(),
         other_runs,
         failed_runs,
-        not_measured: spec.as_ref().map(not_measured).unwrap_or_default(),
+        not_measured,
     };
     let mut stats = ExperimentStats::from_runs(info, keys, metrics);
     stats.stopped = stopped;
@@ -190,74 +195,6 @@ async fn endpoint_seconds_of(
         })
         .collect::<Result<_, sqlx::Error>>()
         .map_err(|error| StatsError::Store(StoreError::from(error)))
-}
-
-/// Whether any breaker of the experiment was watched: a target's own stream or a `[[sources]]` entry.
-pub fn observes_breakers(spec: &ExperimentSpec) -> bool {
-    spec.targets.is_empty()
-        || !spec.sources.is_empty()
-        || spec.offers.values().any(|offers| offers.breaker_stream)
-}
-
-/// What an experiment's targets could not measure, and why, one sentence each (empty on the embedded stack,
-/// which offers everything); and how often foreign breakers were scraped (a state shorter than that may be
-/// missed).
-pub fn not_measured(spec: &ExperimentSpec) -> Vec<String> {
-    let mut lines = Vec::new();
-    if !spec.targets.is_empty() {
-        let offered_by_any =
-            |capability: &str| spec.offers.values().any(|offers| offers.has(capability));
-        let lacking = |capability: &str| {
-            let names: Vec<&str> = spec
-                .offers
-                .iter()
-                .filter(|(_, offers)| !offers.has(capability))
-                .map(|(name, _)| name.as_str())
-                .collect();
-            names.join(", ")
-        };
-        for (capability, what) in [
-            ("reset", "state was not reset between runs"),
-            (
-                "breaker-config",
-                "the breaker config and modes of the spec were not applied (the breakers ran with their own settings)",
-            ),
-            (
-                "breaker-stream",
-                "no Tolerant breaker transitions were streamed",
-            ),
-            ("pool", "worker-pool occupancy was not measured"),
-            (
-                "cart-metrics",
-                "cart sizes (cart inflation) were not measured",
-            ),
-        ] {
-            if !offered_by_any(capability) {
-                lines.push(format!(
-                    "{what}: no target offers `{capability}` (lacking: {})",
-                    lacking(capability)
-                ));
-            }
-        }
-        if !observes_breakers(spec) {
-            lines.push(
-                "breaker opens and time open were not measured: no target offers `breaker-stream` and the spec has \
-                 no [[sources]]"
-                    .to_owned(),
-            );
-        }
-    }
-    for source in &spec.sources {
-        if let SourceSpec::Prometheus(scrape) = source {
-            lines.push(format!(
-                "foreign breakers of {} were scraped every {}: a state shorter than that may be missed; only what a \
-                 scrape showed is counted",
-                scrape.url,
-                humantime::format_duration(scrape.interval)
-            ));
-        }
-    }
-    lines
 }
 
 /// The spec's scheduled on-periods in seconds into the measured window (after the warmup), clipped to it; empty

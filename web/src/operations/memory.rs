@@ -179,6 +179,7 @@ impl Operations for MemoryOperations {
             }],
             verdicts: Vec::new(),
             predictions: vec![predicted_opens()],
+            not_measured: Vec::new(),
             runs: vec![super::RunLine {
                 id: 1,
                 position: 1,

@@ -143,6 +143,8 @@ pub struct Results {
     pub verdicts: Vec<VerdictResult>,
     /// The simulator's predictions stored with the experiment, beside the measurements.
     pub predictions: Vec<controller::stats::PredictedCondition>,
+    /// What the experiment's targets could not measure, and why: the report's *Not measured* statements.
+    pub not_measured: Vec<controller::stats::NotMeasured>,
     /// Every run of the experiment (attempts included), in plan order: the ones a timeline can be replayed of.
     pub runs: Vec<RunLine>,
     #[serde(skip)]

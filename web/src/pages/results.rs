@@ -31,7 +31,11 @@ struct PredictionLine {
 }
 
 impl PredictionLine {
-    fn of(predicted: &controller::stats::PredictedCondition) -> Vec<PredictionLine> {
+    /// `not_measured`: what the targets could not measure; a metric it left out reads so, not "yet".
+    fn of(
+        predicted: &controller::stats::PredictedCondition,
+        not_measured: &[controller::stats::NotMeasured],
+    ) -> Vec<PredictionLine> {
         let p = &predicted.prediction;
         let mut lines: Vec<PredictionLine> = p
             .bands()
@@ -48,7 +52,13 @@ impl PredictionLine {
                         number(band.high)
                     ),
                     measured: check.map_or_else(
-                        || "not measured yet".to_owned(),
+                        || {
+                            if controller::stats::left_out(not_measured, metric).is_some() {
+                                crate::results_summary::NOT_MEASURED.to_owned()
+                            } else {
+                                "not measured yet".to_owned()
+                            }
+                        },
                         |c| match c.measured.half_width {
                             Some(half) => format!("{} ± {}", number(c.measured.mean), number(half)),
                             None => format!("{} (n = 1)", number(c.measured.mean)),
@@ -158,7 +168,7 @@ pub async fn results(
     let predictions = results
         .predictions
         .iter()
-        .flat_map(PredictionLine::of)
+        .flat_map(|predicted| PredictionLine::of(predicted, &results.not_measured))
         .collect();
     render(&ResultsPage {
         viewer: Viewer::of(&state, &headers),

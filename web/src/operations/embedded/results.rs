@@ -99,6 +99,7 @@ impl EmbeddedOperations {
             conditions,
             verdicts,
             predictions: stats.predictions.clone(),
+            not_measured: stats.experiment.not_measured.clone(),
             runs,
             charts,
             csv: csv.text,
