@@ -159,6 +159,8 @@ pub struct CustomTask {
 /// A workload described in the spec (`[[load.tasks]]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomWorkload {
+    /// Requests each user makes once when it starts (`on_start`), before its first task.
+    pub on_start: Vec<RequestTemplate>,
     pub tasks: Vec<CustomTask>,
     /// Placeholder names and their values, in the order templates index them.
     pub values: Vec<(String, Values)>,
@@ -190,12 +192,30 @@ impl CustomWorkload {
             }
             draw -= task.weight;
         }
+        self.render(&self.tasks[index].requests, rng, steps);
+        index
+    }
+
+    /// Renders the `on_start` requests into `steps` (one draw per placeholder, as for a task).
+    pub fn on_start(&self, rng: &mut SmallRng, steps: &mut Vec<Step>) {
+        self.render(&self.on_start, rng, steps);
+    }
+
+    /// Share of the task draws that are the critical task (`None` without one).
+    pub fn critical_share(&self) -> Option<f64> {
+        let critical = &self.tasks[self.critical?];
+        let total: u32 = self.tasks.iter().map(|t| t.weight).sum();
+        Some(f64::from(critical.weight) / f64::from(total.max(1)))
+    }
+
+    /// Draws one value per placeholder and renders `requests` with them into `steps`.
+    fn render(&self, requests: &[RequestTemplate], rng: &mut SmallRng, steps: &mut Vec<Step>) {
         let drawn: Vec<String> = self
             .values
             .iter()
             .map(|(_, values)| values.draw(rng))
             .collect();
-        for request in &self.tasks[index].requests {
+        for request in requests {
             let path = request.path.render(&drawn);
             let form = (!request.form.is_empty()).then(|| {
                 let encoded: Vec<String> = request
@@ -231,7 +251,6 @@ impl CustomWorkload {
                 expect: (!request.expect.is_empty()).then(|| Arc::from(request.expect.as_slice())),
             });
         }
-        index
     }
 }
 
@@ -274,6 +293,7 @@ mod tests {
                 }
             };
         CustomWorkload {
+            on_start: Vec::new(),
             tasks: vec![
                 CustomTask {
                     name: "browse".into(),

@@ -1,10 +1,11 @@
-//! Workloads: the Online Boutique task mix (the stock Locust file's tasks and weights) and a fixed
+//! Workloads: the Online Boutique mix (the stock Locust file's tasks and weights, defined once in
+//! `online-boutique.toml` in the `[[load.tasks]]` vocabulary), a workload of the spec's own, and a fixed
 //! single-URL loop for benchmarks.
 
-use bytes::Bytes;
+use std::sync::{Arc, LazyLock};
+
 use http::header::{HeaderName, HeaderValue};
 use http::{Method, Uri};
-use rand::Rng;
 use rand::rngs::SmallRng;
 
 use super::custom::CustomWorkload;
@@ -16,71 +17,23 @@ pub use boutique::data::PRODUCT_IDS;
 /// Currencies the stock load generator picks from: the testbed's own list.
 pub use boutique::data::LOAD_GENERATOR_CURRENCIES as CURRENCIES;
 
-/// The checkout form the stock load generator posts: a Luhn-valid VISA number and a future expiry.
-pub const CHECKOUT_FORM: &str = "email=someone%40example.com\
-&street_address=1600+Amphitheatre+Parkway&zip_code=94043&city=Mountain+View&state=CA\
-&country=United+States&credit_card_number=4432801561520454\
-&credit_card_expiration_month=1&credit_card_expiration_year=2039&credit_card_cvv=672";
+/// The Online Boutique mix as written: tasks, weights, value lists, `on_start` and the checkout form.
+pub const ONLINE_BOUTIQUE_TOML: &str = include_str!("online-boutique.toml");
 
-/// A user task of the Online Boutique mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Task {
-    Index,
-    SetCurrency,
-    BrowseProduct,
-    AddToCart,
-    ViewCart,
-    Checkout,
+static ONLINE_BOUTIQUE: LazyLock<Arc<CustomWorkload>> = LazyLock::new(|| {
+    Arc::new(
+        crate::spec::parse_workload(ONLINE_BOUTIQUE_TOML)
+            .expect("the embedded Online Boutique mix is valid (checked by a unit test)"),
+    )
+});
+
+/// The Online Boutique mix, parsed once by the spec's own workload parser.
+pub fn online_boutique() -> &'static Arc<CustomWorkload> {
+    &ONLINE_BOUTIQUE
 }
 
-impl Task {
-    pub const ALL: [Task; 6] = [
-        Task::Index,
-        Task::SetCurrency,
-        Task::BrowseProduct,
-        Task::AddToCart,
-        Task::ViewCart,
-        Task::Checkout,
-    ];
-
-    /// Weights of the stock Locust file.
-    pub fn weight(self) -> u32 {
-        match self {
-            Task::Index => 1,
-            Task::SetCurrency => 2,
-            Task::BrowseProduct => 10,
-            Task::AddToCart => 2,
-            Task::ViewCart => 3,
-            Task::Checkout => 1,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Task::Index => "index",
-            Task::SetCurrency => "setCurrency",
-            Task::BrowseProduct => "browseProduct",
-            Task::AddToCart => "addToCart",
-            Task::ViewCart => "viewCart",
-            Task::Checkout => "checkout",
-        }
-    }
-
-    /// Picks a task with probability proportional to its weight.
-    pub fn pick(rng: &mut SmallRng) -> Task {
-        let total: u32 = Task::ALL.iter().map(|t| t.weight()).sum();
-        let mut draw = rng.random_range(0..total);
-        for task in Task::ALL {
-            if draw < task.weight() {
-                return task;
-            }
-            draw -= task.weight();
-        }
-        Task::BrowseProduct
-    }
-}
-
-/// Endpoints of the Online Boutique workload (index = the endpoint id used in the stats).
+/// Endpoints of the Online Boutique workload (index = the endpoint id used in the stats), as the definition
+/// names them: stored results and the critical-failure metric refer to them by these names.
 pub mod endpoint {
     pub const INDEX: usize = 0;
     pub const SET_CURRENCY: usize = 1;
@@ -109,7 +62,7 @@ pub struct Step {
     /// Headers besides the session's own (a custom workload's `headers`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Statuses that count as success (a custom workload's `expect`); `None` = any status below 400.
-    pub expect: Option<std::sync::Arc<[u16]>>,
+    pub expect: Option<Arc<[u16]>>,
 }
 
 impl Step {
@@ -123,22 +76,6 @@ impl Step {
             expect: None,
         }
     }
-
-    fn post(endpoint: usize, uri: &'static str, form: String) -> Self {
-        Step {
-            endpoint,
-            method: Method::POST,
-            uri: Uri::from_static(uri),
-            body: Some(Body::Form(Bytes::from(form))),
-            headers: Vec::new(),
-            expect: None,
-        }
-    }
-}
-
-/// `/product/{id}` for a catalogue id (ids are ASCII alphanumerics, always a valid path).
-fn product_uri(id: &str) -> Uri {
-    Uri::try_from(format!("/product/{id}")).unwrap_or_else(|_| Uri::from_static("/"))
 }
 
 /// A workload ready to draw tasks from: request targets parsed once.
@@ -156,12 +93,11 @@ impl PreparedWorkload {
             steps.push(fixed.clone());
             return 0;
         }
-        if let Workload::Custom(custom) = &self.workload {
-            return custom.next_task(rng, steps);
+        match &self.workload {
+            Workload::OnlineBoutique => online_boutique().next_task(rng, steps),
+            Workload::Custom(custom) => custom.next_task(rng, steps),
+            Workload::Fixed { .. } => 0,
         }
-        let task = Task::pick(rng);
-        boutique_steps(task, rng, steps);
-        Task::ALL.iter().position(|t| *t == task).unwrap_or(0)
     }
 
     pub fn workload(&self) -> &Workload {
@@ -180,18 +116,18 @@ pub struct InvalidPath {
 /// What the virtual users do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Workload {
-    /// The Online Boutique mix against the frontend; `on_start` visits `/`.
+    /// The Online Boutique mix ([`online_boutique`]) against the frontend.
     OnlineBoutique,
     /// `GET path` in a loop (benchmarks).
     Fixed { path: String },
     /// Tasks described in the spec (`[[load.tasks]]`).
-    Custom(std::sync::Arc<CustomWorkload>),
+    Custom(Arc<CustomWorkload>),
 }
 
 impl Workload {
     pub fn endpoint_names(&self) -> Vec<String> {
         match self {
-            Workload::OnlineBoutique => endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect(),
+            Workload::OnlineBoutique => online_boutique().endpoint_names.clone(),
             Workload::Fixed { path } => vec![format!("GET {path}")],
             Workload::Custom(custom) => custom.endpoint_names.clone(),
         }
@@ -200,17 +136,30 @@ impl Workload {
     /// Task names reported in the task counts.
     pub fn task_names(&self) -> Vec<String> {
         match self {
-            Workload::OnlineBoutique => Task::ALL.iter().map(|t| t.name().to_owned()).collect(),
+            Workload::OnlineBoutique => online_boutique()
+                .tasks
+                .iter()
+                .map(|t| t.name.clone())
+                .collect(),
             Workload::Fixed { .. } => vec!["get".to_owned()],
             Workload::Custom(custom) => custom.tasks.iter().map(|t| t.name.clone()).collect(),
         }
     }
 
-    /// The requests a user makes once when it starts.
-    pub fn on_start(&self) -> Vec<Step> {
+    /// The definition behind the Online Boutique mix or a custom workload (`None` for a fixed path).
+    pub fn definition(&self) -> Option<&Arc<CustomWorkload>> {
         match self {
-            Workload::OnlineBoutique => vec![Step::get(endpoint::INDEX, Uri::from_static("/"))],
-            Workload::Fixed { .. } | Workload::Custom(_) => Vec::new(),
+            Workload::OnlineBoutique => Some(online_boutique()),
+            Workload::Custom(custom) => Some(custom),
+            Workload::Fixed { .. } => None,
+        }
+    }
+
+    /// The requests a user makes once when it starts, into `steps` (cleared first).
+    pub fn on_start(&self, rng: &mut SmallRng, steps: &mut Vec<Step>) {
+        steps.clear();
+        if let Some(definition) = self.definition() {
+            definition.on_start(rng, steps);
         }
     }
 
@@ -239,42 +188,6 @@ impl Workload {
     }
 }
 
-fn boutique_steps(task: Task, rng: &mut SmallRng, steps: &mut Vec<Step>) {
-    let product = |rng: &mut SmallRng| PRODUCT_IDS[rng.random_range(0..PRODUCT_IDS.len())];
-    let add_to_cart = |rng: &mut SmallRng, steps: &mut Vec<Step>| {
-        let id = product(rng);
-        let quantity = rng.random_range(1..=10);
-        steps.push(Step::get(endpoint::PRODUCT, product_uri(id)));
-        steps.push(Step::post(
-            endpoint::ADD_TO_CART,
-            "/cart",
-            format!("product_id={id}&quantity={quantity}"),
-        ));
-    };
-    match task {
-        Task::Index => steps.push(Step::get(endpoint::INDEX, Uri::from_static("/"))),
-        Task::SetCurrency => {
-            let currency = CURRENCIES[rng.random_range(0..CURRENCIES.len())];
-            steps.push(Step::post(
-                endpoint::SET_CURRENCY,
-                "/setCurrency",
-                format!("currency_code={currency}"),
-            ));
-        }
-        Task::BrowseProduct => steps.push(Step::get(endpoint::PRODUCT, product_uri(product(rng)))),
-        Task::AddToCart => add_to_cart(rng, steps),
-        Task::ViewCart => steps.push(Step::get(endpoint::VIEW_CART, Uri::from_static("/cart"))),
-        Task::Checkout => {
-            add_to_cart(rng, steps);
-            steps.push(Step::post(
-                endpoint::CHECKOUT,
-                "/cart/checkout",
-                CHECKOUT_FORM.to_owned(),
-            ));
-        }
-    }
-}
-
 /// Luhn check (the checkout form's card number must pass it).
 pub fn luhn_valid(number: &str) -> bool {
     let digits: Vec<u8> = number
@@ -290,44 +203,106 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::load::Values;
+
+    fn form_of(step: &Step) -> String {
+        String::from_utf8(step.body.as_ref().unwrap().bytes().to_vec()).unwrap()
+    }
 
     #[test]
-    fn checkout_card_is_a_valid_visa() {
-        assert!(luhn_valid("4432801561520454"));
-        assert!(!luhn_valid("4432801561520455"));
-        assert!(CHECKOUT_FORM.contains("credit_card_number=4432801561520454"));
+    fn the_definition_keeps_the_stored_names_and_the_testbeds_lists() {
+        let mix = online_boutique();
+        assert_eq!(
+            mix.endpoint_names,
+            endpoint::NAMES.map(str::to_owned).to_vec()
+        );
+        let names: Vec<&str> = mix.tasks.iter().map(|t| t.name.as_str()).collect();
+        let weights: Vec<u32> = mix.tasks.iter().map(|t| t.weight).collect();
+        assert_eq!(
+            names,
+            [
+                "index",
+                "setCurrency",
+                "browseProduct",
+                "addToCart",
+                "viewCart",
+                "checkout"
+            ]
+        );
+        assert_eq!(weights, [1, 2, 10, 2, 3, 1]);
+        assert_eq!(
+            mix.critical_endpoint(),
+            Some(endpoint::NAMES[endpoint::CHECKOUT])
+        );
+        assert!(mix.cookies);
+        let list = |name: &str| {
+            let (_, values) = mix.values.iter().find(|(n, _)| n == name).unwrap();
+            values.clone()
+        };
+        let owned = |list: &[&str]| list.iter().map(|v| (*v).to_owned()).collect();
+        assert_eq!(list("id"), Values::List(owned(&PRODUCT_IDS)));
+        assert_eq!(list("currency"), Values::List(owned(&CURRENCIES)));
+        assert_eq!(list("quantity"), Values::Range { from: 1, to: 10 });
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut steps = Vec::new();
+        Workload::OnlineBoutique.on_start(&mut rng, &mut steps);
+        assert_eq!(steps.len(), 1);
+        assert_eq!(
+            (steps[0].endpoint, steps[0].uri.path()),
+            (endpoint::INDEX, "/")
+        );
     }
 
     #[test]
     fn task_draws_follow_the_weights() {
+        let prepared = Workload::OnlineBoutique.prepare().unwrap();
         let mut rng = SmallRng::seed_from_u64(3);
+        let mut steps = Vec::new();
         let draws = 190_000;
         let mut counts = [0u32; 6];
         for _ in 0..draws {
-            let task = Task::pick(&mut rng);
-            counts[Task::ALL.iter().position(|t| *t == task).unwrap()] += 1;
+            counts[prepared.next_task(&mut rng, &mut steps)] += 1;
         }
-        for (task, count) in Task::ALL.iter().zip(counts) {
-            let expected = f64::from(task.weight()) / 19.0 * f64::from(draws);
+        for (weight, count) in [1u32, 2, 10, 2, 3, 1].into_iter().zip(counts) {
+            let expected = f64::from(weight) / 19.0 * f64::from(draws);
             let error = (f64::from(count) - expected).abs() / expected;
-            assert!(error < 0.05, "{task:?}: {count} vs {expected}");
+            assert!(error < 0.05, "weight {weight}: {count} vs {expected}");
         }
     }
 
     #[test]
-    fn checkout_adds_to_cart_first() {
+    fn checkout_adds_to_cart_first_and_posts_a_valid_card() {
+        let prepared = Workload::OnlineBoutique.prepare().unwrap();
         let mut rng = SmallRng::seed_from_u64(1);
         let mut steps = Vec::new();
-        boutique_steps(Task::Checkout, &mut rng, &mut steps);
+        while prepared.next_task(&mut rng, &mut steps) != 5 {}
         let endpoints: Vec<usize> = steps.iter().map(|s| s.endpoint).collect();
         assert_eq!(
             endpoints,
             vec![endpoint::PRODUCT, endpoint::ADD_TO_CART, endpoint::CHECKOUT]
         );
-        let add = String::from_utf8(steps[1].body.as_ref().unwrap().bytes().to_vec()).unwrap();
+        let add = form_of(&steps[1]);
+        let id = add
+            .split("product_id=")
+            .nth(1)
+            .unwrap()
+            .split('&')
+            .next()
+            .unwrap();
         let quantity: u32 = add.split("quantity=").nth(1).unwrap().parse().unwrap();
-        assert!((1..=10).contains(&quantity));
-        assert_eq!(steps[0].uri, format!("/product/{}", &add[11..21]).as_str());
+        assert!((1..=10).contains(&quantity), "{add}");
+        assert_eq!(steps[0].uri, format!("/product/{id}").as_str());
+        let checkout = form_of(&steps[2]);
+        assert!(
+            checkout.contains("credit_card_number=4432801561520454"),
+            "{checkout}"
+        );
+        assert!(
+            checkout.contains("email=someone%40example.com"),
+            "{checkout}"
+        );
+        assert!(luhn_valid("4432801561520454"));
+        assert!(!luhn_valid("4432801561520455"));
     }
 
     #[test]

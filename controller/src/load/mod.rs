@@ -34,8 +34,8 @@ pub use budget::{
 };
 pub use custom::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
 pub use mix::{
-    CHECKOUT_FORM, CURRENCIES, InvalidPath, PRODUCT_IDS, PreparedWorkload, Step, Task, Workload,
-    endpoint, luhn_valid,
+    CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Step, Workload,
+    endpoint, luhn_valid, online_boutique,
 };
 pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
 pub use session::{Body, CookieJar, DriverError, Session, Target, is_drivers_own};
@@ -314,7 +314,7 @@ struct Shared {
 
 impl Shared {
     async fn step(&self, session: &mut Session, step: Step, expected_interval: Duration) {
-        if let Workload::Custom(custom) = &self.config.workload {
+        if let Some(custom) = self.config.workload.definition() {
             if !custom.cookies {
                 // Cookie sessions off: every request starts without cookies.
                 session.cookies = CookieJar::default();
@@ -405,10 +405,11 @@ async fn virtual_user(shared: &Shared, user: u32) {
     };
     tokio::time::sleep_until(next_start).await;
 
-    for step in config.workload.on_start() {
+    let mut steps = Vec::with_capacity(4);
+    config.workload.on_start(&mut rng, &mut steps);
+    for step in steps.drain(..) {
         shared.step(&mut session, step, Duration::ZERO).await;
     }
-    let mut steps = Vec::with_capacity(4);
     while Instant::now() < shared.end {
         if let Some(pace) = pace {
             tokio::time::sleep_until(next_start).await;

@@ -20,7 +20,6 @@ use std::time::Duration;
 use breaker::sim::{self, FaultKind, Pattern, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
-use crate::load::Task;
 use crate::spec::{BreakerMode, Condition, ExperimentSpec, FaultKind as SpecFault};
 use crate::stats::{MetricName, Summary};
 
@@ -124,8 +123,9 @@ pub struct Check {
 
 /// Share of the Online Boutique mix's tasks that are checkouts (the only task calling Payment).
 pub fn checkout_share() -> f64 {
-    let total: u32 = Task::ALL.iter().map(|t| t.weight()).sum();
-    f64::from(Task::Checkout.weight()) / f64::from(total)
+    crate::load::online_boutique()
+        .critical_share()
+        .unwrap_or_default()
 }
 
 /// Share of the spec's tasks that call the dependency: the Online Boutique mix's checkouts, or with
@@ -134,11 +134,7 @@ pub fn checkout_share() -> f64 {
 pub fn dependency_share(spec: &ExperimentSpec) -> Option<f64> {
     match &spec.load.custom {
         None => Some(checkout_share()),
-        Some(custom) => {
-            let critical = &custom.tasks[custom.critical?];
-            let total: u32 = custom.tasks.iter().map(|t| t.weight).sum();
-            Some(f64::from(critical.weight) / f64::from(total.max(1)))
-        }
+        Some(custom) => custom.critical_share(),
     }
 }
 

@@ -37,6 +37,7 @@ pub use sources::{
     SourceSpec,
 };
 pub use targets::{MAX_TARGET_NAME, MAX_TARGETS, Offers};
+pub use workload::parse_workload;
 
 /// The services of the boutique testbed a fault or a target may name. Mirrors `boutique::ServiceName`
 /// (the controller does not depend on the boutique crate for parsing a spec).

@@ -83,6 +83,8 @@ struct RawLoad {
     tasks: Option<Spanned<Vec<Spanned<super::workload::RawTask>>>>,
     values: Option<Spanned<BTreeMap<String, super::workload::RawValues>>>,
     cookies: Option<Spanned<bool>>,
+    /// Requests each user makes once when it starts (with `tasks`).
+    on_start: Option<super::workload::RawOnStart>,
     think_time: Option<Spanned<Vec<Spanned<String>>>>,
     mix: Option<Mix>,
     rate: Option<Spanned<f64>>,
@@ -129,7 +131,11 @@ pub(super) struct Checker<'a> {
     source: &'a str,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
+    pub(super) fn new(source: &'a str) -> Self {
+        Checker { source }
+    }
+
     pub(super) fn error(
         &self,
         field: &str,
@@ -510,6 +516,7 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
                 check,
                 tasks,
                 raw.values.as_ref(),
+                raw.on_start.as_ref(),
                 cookies,
             )?))
         }
@@ -517,6 +524,7 @@ fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
             for (name, span) in [
                 ("load.values", raw.values.as_ref().map(Spanned::span)),
                 ("load.cookies", raw.cookies.as_ref().map(Spanned::span)),
+                ("load.on_start", raw.on_start.as_ref().map(Spanned::span)),
             ] {
                 if let Some(span) = span {
                     return Err(check.error(name, span, "only used with `[[load.tasks]]`"));

@@ -819,6 +819,7 @@ fn a_workload_of_your_own_is_read_and_its_errors_name_the_field() {
         "users = 2",
         r#"users = 2
 cookies = false
+on_start = [{ method = "post", path = "/login", form = { user = "u{id}" } }]
 values = { sku = ["A1", "B2"], id = { from = 1, to = 9 } }
 
 [[load.tasks]]
@@ -840,8 +841,10 @@ requests = [
     assert_eq!(custom.tasks[0].weight, 5);
     assert_eq!(
         custom.endpoint_names,
-        vec!["GET /item/{sku}", "place order"]
+        vec!["POST /login", "GET /item/{sku}", "place order"]
     );
+    assert_eq!(custom.on_start.len(), 1);
+    assert_eq!(custom.on_start[0].method, http::Method::POST);
     assert_eq!(custom.tasks[1].requests[1].method, http::Method::POST);
     assert_eq!(custom.tasks[1].requests[1].expect, vec![201]);
     assert_eq!(custom.critical_endpoint(), Some("place order"));
@@ -872,6 +875,12 @@ requests = [
     assert_eq!(error_of(&text).0, "load.mix");
     let text = with("cookies = false");
     assert_eq!(error_of(&text).0, "load.cookies");
+    let text = with("on_start = [{ path = \"/\" }]");
+    assert_eq!(error_of(&text).0, "load.on_start");
+    let text = with(
+        "on_start = [{ path = \"/\" }, { path = \"/{nope}\" }]\n[[load.tasks]]\nname = \"t\"\nrequests = [{ path = \"/\" }]",
+    );
+    assert_eq!(error_of(&text).0, "load.on_start[1].path");
 }
 
 #[test]

@@ -44,7 +44,7 @@ pub(super) struct RawTask {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRequest {
+pub(super) struct RawRequest {
     method: Option<String>,
     path: String,
     name: Option<String>,
@@ -61,10 +61,14 @@ pub(super) enum RawValues {
     Range { from: u64, to: u64 },
 }
 
+/// The requests a user makes once when it starts (`load.on_start`).
+pub(super) type RawOnStart = Spanned<Vec<Spanned<RawRequest>>>;
+
 pub(super) fn custom(
     check: &Checker<'_>,
     tasks: &Spanned<Vec<Spanned<RawTask>>>,
     values: Option<&Spanned<BTreeMap<String, RawValues>>>,
+    on_start: Option<&RawOnStart>,
     cookies: bool,
 ) -> Result<CustomWorkload, SpecError> {
     let mut names = Vec::new();
@@ -105,6 +109,26 @@ pub(super) fn custom(
         ));
     }
     let mut endpoint_names: Vec<String> = Vec::new();
+    let mut first = Vec::new();
+    if let Some(on_start) = on_start {
+        if on_start.get_ref().len() > MAX_REQUESTS_PER_TASK {
+            return Err(check.error(
+                "load.on_start",
+                on_start.span(),
+                format!("at most {MAX_REQUESTS_PER_TASK} requests"),
+            ));
+        }
+        for (r, request) in on_start.get_ref().iter().enumerate() {
+            first.push(request_template(
+                check,
+                request,
+                &format!("load.on_start[{r}]"),
+                &names,
+                &lists,
+                &mut endpoint_names,
+            )?);
+        }
+    }
     let mut built = Vec::new();
     let mut critical = None;
     for (t, task) in tasks.get_ref().iter().enumerate() {
@@ -145,95 +169,14 @@ pub(super) fn custom(
         }
         let mut templates = Vec::new();
         for (r, request) in requests.iter().enumerate() {
-            let span = request.span();
-            let request = request.get_ref();
-            let field = |name: &str| format!("load.tasks[{t}].requests[{r}].{name}");
-            let method_text = request
-                .method
-                .as_deref()
-                .unwrap_or("GET")
-                .trim()
-                .to_ascii_uppercase();
-            let method = Method::from_bytes(method_text.as_bytes()).map_err(|_| {
-                check.error(
-                    &field("method"),
-                    span.clone(),
-                    format!("`{method_text}` is not an HTTP method"),
-                )
-            })?;
-            if !request.path.starts_with('/') {
-                return Err(check.error(
-                    &field("path"),
-                    span,
-                    format!("`{}` must start with /", request.path),
-                ));
-            }
-            let path = Template::parse(&request.path, &names)
-                .map_err(|e| check.error(&field("path"), span.clone(), e))?;
-            // The path as written (placeholders filled with a letter) must be a valid request target.
-            let sample: String = request.path.replace(['{', '}'], "x");
-            if http::Uri::try_from(sample.as_str()).is_err() || request.path.contains(' ') {
-                return Err(check.error(
-                    &field("path"),
-                    span,
-                    format!("`{}` is not a valid request path", request.path),
-                ));
-            }
-            let mut form = Vec::new();
-            for (key, value) in request.form.iter().flatten() {
-                let template = Template::parse(value, &names)
-                    .map_err(|e| check.error(&field(&format!("form.{key}")), span.clone(), e))?;
-                form.push((key.clone(), template));
-            }
-            let json = match &request.json {
-                Some(_) if request.form.is_some() => {
-                    return Err(check.error(
-                        &field("json"),
-                        span,
-                        "a request has a form or a json body, not both",
-                    ));
-                }
-                Some(value) => {
-                    let mut count = 0;
-                    Some(
-                        json_template(value, &field("json"), &names, 0, &mut count)
-                            .map_err(|(at, message)| check.error(&at, span.clone(), message))?,
-                    )
-                }
-                None => None,
-            };
-            let headers = request.headers.as_ref().map_or(Ok(Vec::new()), |headers| {
-                header_templates(headers, &field("headers"), &names, &lists)
-                    .map_err(|(at, message)| check.error(&at, span.clone(), message))
-            })?;
-            let expect = request.expect.clone().unwrap_or_default();
-            if let Some(bad) = expect.iter().find(|status| !(100..=599).contains(*status)) {
-                return Err(check.error(
-                    &field("expect"),
-                    span,
-                    format!("{bad} is not an HTTP status"),
-                ));
-            }
-            let endpoint_name = request
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("{method} {}", request.path));
-            let endpoint = match endpoint_names.iter().position(|n| *n == endpoint_name) {
-                Some(index) => index,
-                None => {
-                    endpoint_names.push(endpoint_name);
-                    endpoint_names.len() - 1
-                }
-            };
-            templates.push(RequestTemplate {
-                endpoint,
-                method,
-                path,
-                form,
-                json,
-                headers,
-                expect,
-            });
+            templates.push(request_template(
+                check,
+                request,
+                &format!("load.tasks[{t}].requests[{r}]"),
+                &names,
+                &lists,
+                &mut endpoint_names,
+            )?);
         }
         built.push(CustomTask {
             name: name.to_owned(),
@@ -242,11 +185,113 @@ pub(super) fn custom(
         });
     }
     Ok(CustomWorkload {
+        on_start: first,
         tasks: built,
         values: lists,
         endpoint_names,
         cookies,
         critical,
+    })
+}
+
+/// One request as written (in a task or in `on_start`), its errors naming `<prefix>.<field>`; its endpoint is
+/// added to `endpoint_names` when new.
+fn request_template(
+    check: &Checker<'_>,
+    request: &Spanned<RawRequest>,
+    prefix: &str,
+    names: &[String],
+    lists: &[(String, Values)],
+    endpoint_names: &mut Vec<String>,
+) -> Result<RequestTemplate, SpecError> {
+    let span = request.span();
+    let request = request.get_ref();
+    let field = |name: &str| format!("{prefix}.{name}");
+    let method_text = request
+        .method
+        .as_deref()
+        .unwrap_or("GET")
+        .trim()
+        .to_ascii_uppercase();
+    let method = Method::from_bytes(method_text.as_bytes()).map_err(|_| {
+        check.error(
+            &field("method"),
+            span.clone(),
+            format!("`{method_text}` is not an HTTP method"),
+        )
+    })?;
+    if !request.path.starts_with('/') {
+        return Err(check.error(
+            &field("path"),
+            span,
+            format!("`{}` must start with /", request.path),
+        ));
+    }
+    let path = Template::parse(&request.path, names)
+        .map_err(|e| check.error(&field("path"), span.clone(), e))?;
+    // The path as written (placeholders filled with a letter) must be a valid request target.
+    let sample: String = request.path.replace(['{', '}'], "x");
+    if http::Uri::try_from(sample.as_str()).is_err() || request.path.contains(' ') {
+        return Err(check.error(
+            &field("path"),
+            span,
+            format!("`{}` is not a valid request path", request.path),
+        ));
+    }
+    let mut form = Vec::new();
+    for (key, value) in request.form.iter().flatten() {
+        let template = Template::parse(value, names)
+            .map_err(|e| check.error(&field(&format!("form.{key}")), span.clone(), e))?;
+        form.push((key.clone(), template));
+    }
+    let json = match &request.json {
+        Some(_) if request.form.is_some() => {
+            return Err(check.error(
+                &field("json"),
+                span,
+                "a request has a form or a json body, not both",
+            ));
+        }
+        Some(value) => {
+            let mut count = 0;
+            Some(
+                json_template(value, &field("json"), names, 0, &mut count)
+                    .map_err(|(at, message)| check.error(&at, span.clone(), message))?,
+            )
+        }
+        None => None,
+    };
+    let headers = request.headers.as_ref().map_or(Ok(Vec::new()), |headers| {
+        header_templates(headers, &field("headers"), names, lists)
+            .map_err(|(at, message)| check.error(&at, span.clone(), message))
+    })?;
+    let expect = request.expect.clone().unwrap_or_default();
+    if let Some(bad) = expect.iter().find(|status| !(100..=599).contains(*status)) {
+        return Err(check.error(
+            &field("expect"),
+            span,
+            format!("{bad} is not an HTTP status"),
+        ));
+    }
+    let endpoint_name = request
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{method} {}", request.path));
+    let endpoint = match endpoint_names.iter().position(|n| *n == endpoint_name) {
+        Some(index) => index,
+        None => {
+            endpoint_names.push(endpoint_name);
+            endpoint_names.len() - 1
+        }
+    };
+    Ok(RequestTemplate {
+        endpoint,
+        method,
+        path,
+        form,
+        json,
+        headers,
+        expect,
     })
 }
 
@@ -354,6 +399,38 @@ fn json_template(
                 .collect::<Result<_, _>>()?,
         ),
     })
+}
+
+/// A file holding only a workload: its `[load]` table with `tasks`, `values`, `on_start` and `cookies`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkloadFile {
+    load: RawWorkloadLoad,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkloadLoad {
+    tasks: Spanned<Vec<Spanned<RawTask>>>,
+    values: Option<Spanned<BTreeMap<String, RawValues>>>,
+    on_start: Option<RawOnStart>,
+    cookies: Option<bool>,
+}
+
+/// Parses a workload written on its own (the embedded Online Boutique mix) with the same checks as a spec's
+/// `[load]`; errors name the field and line.
+pub fn parse_workload(source: &str) -> Result<CustomWorkload, SpecError> {
+    let raw: RawWorkloadFile =
+        toml::from_str(source).map_err(|e| SpecError::from_toml(source, &e))?;
+    let check = Checker::new(source);
+    let load = raw.load;
+    custom(
+        &check,
+        &load.tasks,
+        load.values.as_ref(),
+        load.on_start.as_ref(),
+        load.cookies.unwrap_or(true),
+    )
 }
 
 /// The workload as the load driver takes it.
