@@ -168,14 +168,31 @@
         list.appendChild(item);
       });
     }
+    var running = model.progress && TERMINAL.indexOf(model.progress.phase) < 0;
+    // What the running experiment's targets cannot measure (the report's statements): said, not shown as 0.
+    var unmeasured = running && model.progress.not_measured ? model.progress.not_measured : [];
+    var opensUnmeasured = running && model.progress.opens_not_measured;
     var opens = document.getElementById("opens");
-    if (opens) { opens.textContent = String(model.opens); }
+    if (opens) {
+      opens.textContent = opensUnmeasured ? "not measured" : String(model.opens);
+      opens.classList.toggle("unmeasured", !!opensUnmeasured);
+    }
+    var notice = document.getElementById("not-measured");
+    if (notice && notice.dataset.lines !== unmeasured.join("\n")) {
+      notice.dataset.lines = unmeasured.join("\n");
+      notice.hidden = !unmeasured.length;
+      var items = document.getElementById("not-measured-lines");
+      items.innerHTML = "";
+      unmeasured.forEach(function (line) {
+        var item = document.createElement("li"); item.textContent = line; items.appendChild(item);
+      });
+    }
     var warmupOpens = document.getElementById("warmup-opens");
     if (warmupOpens) { warmupOpens.textContent = model.warmupOpens ? "+" + model.warmupOpens + " in warmup" : ""; }
     status.opens = model.opens; status.warmupOpens = model.warmupOpens;
     var progress = document.getElementById("progress");
     var p = model.progress;
-    var running = p && TERMINAL.indexOf(p.phase) < 0;
+    status.notMeasured = unmeasured;
     status.phase = p ? p.phase : null;
     var faults = Object.keys(model.activeFaults).length;
     var load = model.load && model.load.users ? model.load : null;

@@ -180,6 +180,28 @@ pub struct RunProgress {
     /// run's breaker opens from here on, so the live header does too and shows the warmup's apart.
     #[serde(default)]
     pub measured_from_ms: Option<u64>,
+    /// What the experiment's targets cannot measure, and why: the report's *Not measured* statements
+    /// ([`controller::stats::not_measured`]); the live page shows them in a notice.
+    #[serde(default)]
+    pub not_measured: Vec<String>,
+    /// Nothing watches a breaker: the live header's opens are "not measured", not 0.
+    #[serde(default)]
+    pub opens_not_measured: bool,
+}
+
+impl RunProgress {
+    /// What `spec`'s targets cannot measure (the report's statements) and whether that includes the opens: the
+    /// two fields a running experiment's progress carries.
+    pub fn not_measured_of(spec: &controller::spec::ExperimentSpec) -> (Vec<String>, bool) {
+        let statements = controller::stats::not_measured_statements(spec);
+        let opens =
+            controller::stats::left_out(&statements, controller::stats::MetricName::BreakerOpens)
+                .is_some();
+        (
+            statements.into_iter().map(|line| line.statement).collect(),
+            opens,
+        )
+    }
 }
 
 /// A fault's life cycle event, from the agent stream or the controller's own calls.

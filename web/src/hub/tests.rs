@@ -234,6 +234,8 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
             started_at_ms: 0,
             ends_at_ms: None,
             measured_from_ms: None,
+            not_measured: Vec::new(),
+            opens_not_measured: false,
         })
     };
     hub.publish(progress(1));
@@ -365,6 +367,8 @@ fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
         started_at_ms: 1_000,
         ends_at_ms: Some(9_000),
         measured_from_ms: None,
+        not_measured: Vec::new(),
+        opens_not_measured: false,
     })
 }
 
@@ -488,6 +492,8 @@ fn opens_are_counted_after_the_warmup_as_the_results_count_them() {
         started_at_ms: 1_000,
         ends_at_ms: Some(10_000),
         measured_from_ms: Some(1_010),
+        not_measured: Vec::new(),
+        opens_not_measured: false,
     }));
     // seq 3 and 5: at 1 003 and 1 005 ms, in the warmup; seq 20 at 1 020 ms, measured.
     state.apply(&transition(
@@ -523,5 +529,55 @@ fn opens_are_counted_after_the_warmup_as_the_results_count_them() {
     assert_eq!(
         stored_opens, state.opens,
         "the results count the same opens"
+    );
+}
+
+/// A running experiment whose targets offer nothing carries the report's not-measured statements to a page that
+/// loads now, and says its opens are not measured (the header shows that, not 0); the embedded stack's carries none.
+#[test]
+fn a_running_experiment_says_what_its_targets_cannot_measure() {
+    let plain = controller::spec::ExperimentSpec::parse(
+        "name = \"plain\"\nduration = \"10s\"\n[load]\nusers = 1\ntarget = \"shop\"\n[targets]\n\
+         shop = { url = \"http://127.0.0.1:9\", offers = [] }\nagent = \"http://127.0.0.1:9\"\n",
+    )
+    .expect("spec");
+    let (not_measured, opens_not_measured) = super::RunProgress::not_measured_of(&plain);
+    assert_eq!(not_measured, controller::stats::not_measured(&plain));
+    assert!(opens_not_measured);
+    let mut state = super::LiveState::new(HistoryLimits::default());
+    state.apply(&LiveEvent::Progress(super::RunProgress {
+        experiment_id: 1,
+        experiment: "plain".into(),
+        run: 1,
+        runs: 1,
+        condition: "none".into(),
+        round: 1,
+        phase: "running".into(),
+        started_at_ms: 1_000,
+        ends_at_ms: Some(11_000),
+        measured_from_ms: Some(1_000),
+        not_measured,
+        opens_not_measured,
+    }));
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&serde_json::to_string(&state).expect("json")).expect("parse");
+    let lines = snapshot["progress"]["not_measured"]
+        .as_array()
+        .expect("lines");
+    assert!(
+        lines.iter().any(|line| line
+            .as_str()
+            .is_some_and(|l| l.starts_with("cart sizes (cart inflation) were not measured"))),
+        "{snapshot}"
+    );
+    assert_eq!(snapshot["progress"]["opens_not_measured"], true);
+
+    let embedded = controller::spec::ExperimentSpec::parse(
+        "name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n",
+    )
+    .expect("spec");
+    assert_eq!(
+        super::RunProgress::not_measured_of(&embedded),
+        (Vec::new(), false)
     );
 }

@@ -155,12 +155,15 @@ impl EmbeddedOperations {
         let total = plan.len();
         let run_length = spec.run_warmup() + spec.run_duration();
         let warmup_ms = spec.run_warmup().as_millis() as u64;
+        // Said on the live page while the experiment runs, as the report says it after.
+        let (not_measured, opens_not_measured) = RunProgress::not_measured_of(&spec);
         for planned in &plan {
             if done.contains(&planned.sequence) {
                 continue;
             }
             let hub = self.inner.hub.clone();
             let name = name.clone();
+            let not_measured = not_measured.clone();
             // The run's start, kept for its later progress events (the live timeline starts there).
             let mut run_started_ms = now() as u64;
             let mut progress = move |progress: Progress| {
@@ -188,6 +191,8 @@ impl EmbeddedOperations {
                     started_at_ms: run_started_ms,
                     ends_at_ms: ends,
                     measured_from_ms: Some(run_started_ms + warmup_ms),
+                    not_measured: not_measured.clone(),
+                    opens_not_measured,
                 }));
             };
             if let Err(error) = runner
