@@ -1,4 +1,6 @@
-//! The error boundary of every handler: a status and a short message, never internals of the controller.
+//! The error boundary of every handler: a status and a short message, never internals of the controller. A client
+//! error (4xx) keeps its message, which names the field; an internal failure (5xx) answers a generic message with
+//! an error id, and the full detail goes to the log under the same id.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -44,22 +46,41 @@ impl AppError {
             AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
             AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
             AppError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
-            AppError::Template(_) | AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Template(_)
+            | AppError::Internal(_)
+            | AppError::Operations(OperationError::Internal(_)) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
+    }
+
+    /// The status and the message the client may read. A server error is logged here with its detail under a
+    /// fresh error id, and the client reads only a generic message carrying that id.
+    fn answer(&self) -> (StatusCode, String, Option<String>) {
+        let status = self.status();
+        if !status.is_server_error() {
+            return (status, self.to_string(), None);
+        }
+        let id = format!("{:08x}", rand::random::<u32>());
+        tracing::error!(error_id = %id, status = status.as_u16(), error = %self, "dashboard request failed");
+        let what = if status == StatusCode::BAD_GATEWAY {
+            "the testbed behind the controller failed"
+        } else {
+            "internal error"
+        };
+        let message = format!("{what}; the detail is in the controller log (error id {id})");
+        (status, message, Some(id))
     }
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        if status.is_server_error() {
-            tracing::warn!(error = %self, "dashboard request failed");
-        }
-        (
-            status,
-            Json(serde_json::json!({ "error": self.to_string() })),
-        )
-            .into_response()
+        let (status, message, id) = self.answer();
+        let body = match id {
+            Some(id) => serde_json::json!({ "error": message, "error_id": id }),
+            None => serde_json::json!({ "error": message }),
+        };
+        (status, Json(body)).into_response()
     }
 }
 
@@ -85,19 +106,19 @@ struct ErrorPage {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
-        let status = self.0.status();
-        if status.is_server_error() {
-            tracing::warn!(error = %self.0, "dashboard page failed");
-        }
+        let (status, message, _) = self.0.answer();
         let page = ErrorPage {
             viewer: crate::pages::Viewer::anonymous(),
             page: "error",
             status: status.as_u16(),
-            message: self.0.to_string(),
+            message,
         };
         match askama::Template::render(&page) {
             Ok(html) => (status, axum::response::Html(html)).into_response(),
-            Err(_) => (status, self.0.to_string()).into_response(),
+            Err(error) => {
+                tracing::error!(%error, "the error page did not render");
+                (status, page.message).into_response()
+            }
         }
     }
 }

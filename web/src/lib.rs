@@ -7,6 +7,8 @@ pub mod auth;
 pub mod dashboard;
 pub mod error;
 #[cfg(test)]
+mod error_tests;
+#[cfg(test)]
 mod fault_proxy_tests;
 pub mod hub;
 pub mod live;

@@ -26,9 +26,12 @@ pub enum OperationError {
     /// The request is fine but cannot be done now (already running, already finished, …).
     #[error("{0}")]
     Conflict(String),
-    /// Something behind the controller failed (testbed, agent, database).
+    /// Something behind the controller failed (testbed, agent); the edge logs the detail and answers 502.
     #[error("{0}")]
     Failed(String),
+    /// The controller itself failed (database, report rendering); the edge logs the detail and answers 500.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// One experiment as the list shows it.

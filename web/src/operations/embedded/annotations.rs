@@ -3,7 +3,7 @@
 
 use controller::store::NewAnnotation;
 
-use super::{EmbeddedOperations, entry_of, failed, store_failed};
+use super::{EmbeddedOperations, entry_of, store_failed};
 use crate::hub::LiveEvent;
 use crate::operations::{AnnotationEntry, AnnotationRequest, OperationError};
 
@@ -17,7 +17,7 @@ impl EmbeddedOperations {
             .store
             .latest_annotations(kept)
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         if stored.is_empty() {
             return Ok(());
         }
@@ -36,7 +36,7 @@ impl EmbeddedOperations {
         controller::store::annotation_text(&request.text).map_err(store_failed)?;
         controller::store::annotation_author(request.author.as_deref()).map_err(store_failed)?;
         let store = &self.inner.store;
-        let running = store.running().await.map_err(failed)?;
+        let running = store.running().await.map_err(store_failed)?;
         let (experiment_id, run_id) = match request.experiment_id {
             None => match running {
                 Some((experiment, run)) => (Some(experiment), run),
@@ -69,7 +69,12 @@ impl EmbeddedOperations {
         experiment: i64,
     ) -> Result<Vec<AnnotationEntry>, OperationError> {
         let id = self.experiment_row(experiment).await?.id;
-        let rows = self.inner.store.annotations(id).await.map_err(failed)?;
+        let rows = self
+            .inner
+            .store
+            .annotations(id)
+            .await
+            .map_err(store_failed)?;
         Ok(rows.iter().map(entry_of).collect())
     }
 }

@@ -5,7 +5,7 @@ use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, Status};
 use tokio_util::sync::CancellationToken;
 
-use super::{ActiveExperiment, EmbeddedOperations, failed, now};
+use super::{ActiveExperiment, EmbeddedOperations, now, store_failed};
 use crate::hub::{LiveEvent, RunProgress};
 use crate::operations::OperationError;
 
@@ -27,7 +27,7 @@ impl EmbeddedOperations {
             .store
             .create_experiment(&spec, now())
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         self.publish_status(id.0, "pending");
         Ok(id.0)
     }
@@ -127,12 +127,12 @@ impl EmbeddedOperations {
             .store
             .mark_interrupted(experiment, now())
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         self.inner
             .store
             .set_experiment_status(experiment, Status::Aborted, now(), Some(reason))
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         self.publish_status(id, "aborted");
         Ok(())
     }

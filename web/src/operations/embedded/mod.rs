@@ -88,15 +88,21 @@ pub struct EmbeddedOperations {
     inner: Arc<Inner>,
 }
 
+/// The testbed (an agent, a service) failed behind the controller.
 fn failed(error: impl std::fmt::Display) -> OperationError {
     OperationError::Failed(error.to_string())
 }
 
-/// A refused field stays a bad request (it names the field); anything else is a failure behind the operations.
+/// The controller itself failed (database, report rendering).
+fn internal(error: impl std::fmt::Display) -> OperationError {
+    OperationError::Internal(error.to_string())
+}
+
+/// A refused field stays a bad request (it names the field); anything else is the controller's own failure.
 fn store_failed(error: StoreError) -> OperationError {
     match error {
         StoreError::Invalid { .. } => OperationError::Invalid(error.to_string()),
-        other => failed(other),
+        other => internal(other),
     }
 }
 
@@ -143,12 +149,12 @@ impl EmbeddedOperations {
     /// Re-arms every stored scheduled start, and marks experiments left `running` by a previous process as
     /// `interrupted` (their unfinished run is discarded; a start resumes them).
     pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, OperationError> {
-        for experiment in store.experiments().await.map_err(failed)? {
+        for experiment in store.experiments().await.map_err(store_failed)? {
             if experiment.status == Status::Running {
                 store
                     .mark_interrupted(experiment.id, now())
                     .await
-                    .map_err(failed)?;
+                    .map_err(store_failed)?;
                 store
                     .set_experiment_status(
                         experiment.id,
@@ -157,7 +163,7 @@ impl EmbeddedOperations {
                         Some("the controller stopped while it ran"),
                     )
                     .await
-                    .map_err(failed)?;
+                    .map_err(store_failed)?;
             }
         }
         let (load_seconds, live_seconds) = sampling::collect_load_seconds();
@@ -223,7 +229,7 @@ impl EmbeddedOperations {
             .store
             .experiment(ExperimentId(id))
             .await
-            .map_err(failed)?
+            .map_err(store_failed)?
             .ok_or(OperationError::NotFound(id))
     }
 
@@ -241,7 +247,7 @@ impl Operations for EmbeddedOperations {
     fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>> {
         Box::pin(async move {
             let scheduled = self.scheduled();
-            let rows = self.inner.store.experiments().await.map_err(failed)?;
+            let rows = self.inner.store.experiments().await.map_err(store_failed)?;
             let mut list = Vec::with_capacity(rows.len());
             for row in rows {
                 let finished = self
@@ -249,7 +255,7 @@ impl Operations for EmbeddedOperations {
                     .store
                     .finished_plan_indices(row.id)
                     .await
-                    .map_err(failed)?
+                    .map_err(store_failed)?
                     .len() as i64;
                 list.push(summary_of(
                     &row,
@@ -351,7 +357,7 @@ impl Operations for EmbeddedOperations {
                 .store
                 .latest_annotations(limit)
                 .await
-                .map_err(failed)?;
+                .map_err(store_failed)?;
             Ok(rows.iter().map(entry_of).collect())
         })
     }

@@ -7,7 +7,7 @@ use controller::store::{
 };
 
 use super::sampling::latency_buckets;
-use super::{EmbeddedOperations, failed};
+use super::{EmbeddedOperations, store_failed};
 use crate::hub::{EndpointSample, FaultChange, LiveSample};
 use crate::operations::{OperationError, RunLine, RunTimeline};
 
@@ -18,14 +18,17 @@ impl EmbeddedOperations {
         run: i64,
     ) -> Result<Option<RunTimeline>, OperationError> {
         let store = &self.inner.store;
-        let runs = store.runs(ExperimentId(experiment)).await.map_err(failed)?;
+        let runs = store
+            .runs(ExperimentId(experiment))
+            .await
+            .map_err(store_failed)?;
         let Some(row) = runs.into_iter().find(|row| row.id == RunId(run)) else {
             return Ok(None);
         };
-        let samples = store.samples(row.id).await.map_err(failed)?;
-        let seconds = store.endpoint_seconds(row.id).await.map_err(failed)?;
-        let transitions = store.transitions(row.id).await.map_err(failed)?;
-        let faults = store.fault_events(row.id).await.map_err(failed)?;
+        let samples = store.samples(row.id).await.map_err(store_failed)?;
+        let seconds = store.endpoint_seconds(row.id).await.map_err(store_failed)?;
+        let transitions = store.transitions(row.id).await.map_err(store_failed)?;
+        let faults = store.fault_events(row.id).await.map_err(store_failed)?;
         Ok(Some(timeline_of(
             &row,
             &samples,

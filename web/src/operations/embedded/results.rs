@@ -5,7 +5,7 @@ use controller::report::{self, Format};
 use controller::stats;
 use controller::store::ExperimentId;
 
-use super::{EmbeddedOperations, entry_of, failed, summary_of};
+use super::{EmbeddedOperations, entry_of, internal, store_failed, summary_of};
 use crate::operations::{Cell, ChartSvg, ConditionResult, OperationError, Results, VerdictResult};
 
 impl EmbeddedOperations {
@@ -13,7 +13,7 @@ impl EmbeddedOperations {
         let row = self.experiment_row(id).await?;
         let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
             .await
-            .map_err(failed)?;
+            .map_err(internal)?;
         let keys: Vec<_> = stats.metric_keys().into_iter().cloned().collect();
         let conditions = stats
             .conditions
@@ -79,16 +79,17 @@ impl EmbeddedOperations {
             .store
             .annotations(ExperimentId(id))
             .await
-            .map_err(failed)?;
-        let csv = report::render(&stats, Format::Csv).map_err(failed)?;
-        let json = report::render_annotated(&stats, &annotations, Format::Json).map_err(failed)?;
+            .map_err(store_failed)?;
+        let csv = report::render(&stats, Format::Csv).map_err(internal)?;
+        let json =
+            report::render_annotated(&stats, &annotations, Format::Json).map_err(internal)?;
         let finished = stats.experiment.finished_runs as i64;
         let runs = self
             .inner
             .store
             .runs(ExperimentId(id))
             .await
-            .map_err(failed)?
+            .map_err(store_failed)?
             .iter()
             .map(super::replay::run_line)
             .collect();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use controller::store::{ExperimentId, Status};
 
-use super::{EmbeddedOperations, failed, now};
+use super::{EmbeddedOperations, now, store_failed};
 use crate::operations::OperationError;
 
 impl EmbeddedOperations {
@@ -22,7 +22,13 @@ impl EmbeddedOperations {
 
     /// Arms a timer for every start stored by an earlier process.
     pub(super) async fn rearm_scheduled(&self) -> Result<(), OperationError> {
-        for (experiment, at_ms) in self.inner.store.scheduled_starts().await.map_err(failed)? {
+        for (experiment, at_ms) in self
+            .inner
+            .store
+            .scheduled_starts()
+            .await
+            .map_err(store_failed)?
+        {
             self.arm(experiment.0, at_ms);
         }
         Ok(())
@@ -41,7 +47,7 @@ impl EmbeddedOperations {
             .store
             .schedule_start(ExperimentId(id), at_ms)
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         self.arm(id, at_ms);
         self.publish_status(id, "scheduled");
         Ok(())
@@ -57,7 +63,7 @@ impl EmbeddedOperations {
             .store
             .unschedule_start(ExperimentId(id))
             .await
-            .map_err(failed)?;
+            .map_err(store_failed)?;
         Ok(timer.is_some())
     }
 
