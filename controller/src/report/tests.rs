@@ -528,3 +528,38 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
     let without = render(&two_kinds(), Format::Md).unwrap().text;
     assert!(!without.contains("Predicted vs measured"));
 }
+
+// A predicted metric the targets could not measure says so and points to the statement, instead of "yet".
+#[test]
+fn a_prediction_of_a_metric_the_targets_could_not_measure_says_not_measured() {
+    let mut stats = two_kinds();
+    let measured = stats.condition(1).cloned();
+    stats.predictions = vec![crate::stats::PredictedCondition::of(
+        predicted_condition_1(),
+        "error @ 50% / enforce".into(),
+        measured.as_ref(),
+    )];
+    stats.experiment.not_measured = vec![crate::stats::NotMeasured {
+        statement: "time open was not measured: nothing watched".into(),
+        metrics: vec![MetricName::TimeOpenS],
+    }];
+    let md = render(&stats, Format::Md).unwrap().text;
+    assert!(
+        md.contains("## Not measured\n\n- time open was not measured: nothing watched\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| time_open_s | 11.00 [10.00, 12.00] | [8.000, 14.00] | not measured (see *Not measured*) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] | not measured yet |"),
+        "{md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&stats, Format::Json).unwrap().text).unwrap();
+    assert_eq!(
+        json["experiment"]["not_measured"][0], "time open was not measured: nothing watched",
+        "the JSON report lists the statements as strings"
+    );
+}
