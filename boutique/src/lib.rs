@@ -14,7 +14,6 @@ pub mod context;
 pub mod cookies;
 pub mod data;
 pub mod error;
-pub mod loadgen;
 pub mod metrics;
 pub mod money;
 pub mod pool;
