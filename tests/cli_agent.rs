@@ -3,23 +3,16 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+mod common;
+use common::Running;
 
 const TOKEN: &str = "cli-agent-token";
 /// Upper bound on any one wait of this test.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
-
-/// Kills the agent when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// An upstream answering every request with `hello` and closing; counts nothing, needs nothing.
 fn start_upstream() -> SocketAddr {

@@ -2,8 +2,8 @@
 //! filled through the controller's public store API in a temp dir (and, for halt, the binary's own
 //! `tolerant agent` on a loopback port).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,9 +15,7 @@ use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
 use http::Method;
 
 mod common;
-use common::TempDir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
+use common::{BIN, TempDir, text, tolerant};
 
 const SPEC: &str = r#"
 name = "cli-results"
@@ -87,21 +85,6 @@ async fn fill_store(db: &str, spec: &str) -> i64 {
         .unwrap();
     store.close().await;
     id.0
-}
-
-fn tolerant(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOLERANT_DB")
-        .env_remove("TOLERANT_TOKEN")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Writes the spec plus one availability criterion at 100 % / enforce and returns its path.

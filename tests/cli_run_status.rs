@@ -4,14 +4,12 @@
 //! process's descriptors can hold is refused before anything is stored.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use controller::store::{Status, Store};
 
 mod common;
-use common::TempDir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
+use common::{BIN, TempDir, text, tolerant};
 
 /// Exit status of a run that did not end as planned (`src/cli/controller.rs`).
 const EXIT_RUNS_FAILED: i32 = 3;
@@ -39,21 +37,6 @@ lease = "1h"
 [breaker]
 modes = ["enforce"]
 "#;
-
-fn tolerant(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOLERANT_DB")
-        .env_remove("TOLERANT_TOKEN")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {

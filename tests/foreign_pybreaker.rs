@@ -11,25 +11,18 @@
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use controller::store::{ExperimentId, Store};
 
+mod common;
+use common::Running;
+
 const TOKEN: &str = "foreign-pybreaker-token";
 /// Upper bound on any one wait of this test.
 const WAIT_LIMIT: Duration = Duration::from_secs(60);
-
-/// Kills a child process when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A venv with pybreaker and prometheus-client, made once per target directory.
 fn python() -> PathBuf {

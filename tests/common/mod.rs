@@ -1,6 +1,40 @@
-//! What several of the binary's test files share: a scratch directory of their own.
+//! What several of the binary's test files share: a scratch directory, a child-process guard, and running the
+//! built `tolerant` with a clean environment.
+// Each test file is its own crate and uses only some of these.
+#![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_tolerant");
+
+/// Kills a child process when the test ends, however it ends.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `tolerant <args>` in `dir` to its end, without the caller's database or token settings.
+pub fn tolerant(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TOLERANT_DB")
+        .env_remove("TOLERANT_TOKEN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run tolerant")
+}
+
+/// A child's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
 
 /// A fresh directory under the system temp dir (`tolerant-<name>-<pid>-<nanos>`), removed when dropped.
 pub struct TempDir(pub PathBuf);
@@ -17,7 +51,6 @@ impl TempDir {
     }
 
     /// The SQLite database inside it, as `--db` takes it.
-    #[allow(dead_code)] // each test file is its own crate; not all of them keep a database here
     pub fn db(&self) -> String {
         self.0
             .join("tolerant.db")
