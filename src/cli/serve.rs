@@ -6,15 +6,60 @@
 //! random token, printed). With `TOLERANT_TARGETS` (comma-separated `NAME=URL`, every service plus `agent`,
 //! as in a spec's `[targets]`) no service starts here: the dashboard drives those (the compose stack's
 //! controller container runs this way).
+//!
+//! With `TOLERANT_COMPOSE` as well, the dashboard reaches the Docker Engine (`DOCKER_HOST`'s unix socket, else
+//! `/var/run/docker.sock`) and the compose project the targets run as: container faults on the game-day page
+//! and in runs, per-container stats. Its value is the project's name, or `auto`: the project of the
+//! container this runs in (the compose stack's controller, whose hostname is its container id). An engine
+//! that does not answer is said once, naming the socket, and the dashboard goes on without container faults.
 
 use crate::cli::output::out;
 use std::net::SocketAddr;
 
 use anyhow::{Context, bail};
-use web::{DashboardConfig, ExternalTestbed, RunningDashboard};
+use controller::docker::{self, Engine};
+use web::{ComposeProject, DashboardConfig, ExternalTestbed, RunningDashboard};
 
 /// The name under which `TOLERANT_TARGETS` gives the agent's control API.
 const AGENT_TARGET: &str = "agent";
+/// `TOLERANT_COMPOSE=auto`: the project of the container this process runs in.
+const OWN_PROJECT: &str = "auto";
+
+/// The compose project `TOLERANT_COMPOSE` names, on the engine; `None` (said why) when the engine does not
+/// answer or does not know the project.
+async fn compose_project(name: &str) -> Option<ComposeProject> {
+    let socket = docker::socket_from_env();
+    let found = async {
+        let engine = Engine::connect(&socket).await?;
+        let project = if name == OWN_PROJECT {
+            let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            engine.project_of(hostname.trim()).await?
+        } else {
+            name.to_owned()
+        };
+        if engine.stack(&project).await?.is_empty() {
+            return Err(docker::DockerError::Invalid {
+                field: "TOLERANT_COMPOSE".into(),
+                message: format!("the engine at {socket} has no container of project `{project}`"),
+            });
+        }
+        Ok(ComposeProject { engine, project })
+    };
+    match found.await {
+        Ok(compose) => {
+            out!(
+                "Containers: compose project `{}` on {}",
+                compose.project,
+                compose.engine.socket()
+            );
+            Some(compose)
+        }
+        Err(error) => {
+            out!("Containers: none ({error}); container faults are off");
+            None
+        }
+    }
+}
 
 /// Parses `TOLERANT_TARGETS`: `frontend` is resolved (names included) to the address the virtual users
 /// load; `agent` is the agent's control API; every other entry is a service by name.
@@ -73,6 +118,14 @@ pub async fn run() -> anyhow::Result<()> {
     let token_from_env = config.token.is_some();
     if let Ok(targets) = std::env::var("TOLERANT_TARGETS") {
         config.external = Some(external_testbed(&targets).await?);
+        if let Some(name) = std::env::var("TOLERANT_COMPOSE")
+            .ok()
+            .filter(|name| !name.trim().is_empty())
+        {
+            config.compose = compose_project(name.trim()).await;
+        }
+    } else if std::env::var_os("TOLERANT_COMPOSE").is_some() {
+        bail!("TOLERANT_COMPOSE: needs TOLERANT_TARGETS (the services the compose project runs)");
     }
 
     let dashboard = RunningDashboard::start(config)

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller::runner::Testbed;
+use controller::docker::{ContainerLeases, Engine};
+use controller::runner::{ContainerStack, Testbed, now_ms};
 use controller::store::Store;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -40,7 +41,21 @@ pub struct DashboardConfig {
     /// How long a client may take to send a request head, on the dashboard and the embedded services
     /// ([`agent::serve::HEADER_READ_TIMEOUT`] unless a test shortens it).
     pub head_read_timeout: Duration,
+    /// The compose project the external testbed runs as, on a reachable engine: container faults on the
+    /// game-day page and in runs, per-container stats. `None`: no engine is used.
+    pub compose: Option<ComposeProject>,
 }
+
+/// A compose project on a Docker Engine the dashboard reaches.
+#[derive(Debug, Clone)]
+pub struct ComposeProject {
+    pub engine: Engine,
+    /// The project's name (`com.docker.compose.project` on its containers).
+    pub project: String,
+}
+
+/// How often the dashboard sweeps for container faults whose lease has run out.
+const LEASE_SWEEP_PERIOD: Duration = Duration::from_secs(1);
 
 /// Where the services of a testbed started elsewhere answer (the token comes from the dashboard's config).
 #[derive(Debug, Clone)]
@@ -62,6 +77,7 @@ impl Default for DashboardConfig {
             hub: HubConfig::default(),
             external: None,
             head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
+            compose: None,
         }
     }
 }
@@ -142,8 +158,27 @@ impl RunningDashboard {
         let hub = Hub::new(config.hub);
         let flusher = hub.spawn_flusher();
         let shop_url = format!("http://{}/", testbed.frontend);
-        let operations = EmbeddedOperations::new(store.clone(), testbed, hub.clone()).await?;
-        let feeds = operations.spawn_live_feeds();
+        let mut sweep = None;
+        let containers = match config.compose {
+            Some(compose) => {
+                let leases = ContainerLeases::new(compose.engine, store.clone());
+                // Faults a stopped controller left behind whose lease has ended are undone first.
+                if let Err(error) = leases.sweep(now_ms()).await {
+                    tracing::warn!(%error, "container fault sweep at start failed");
+                }
+                sweep = Some(leases.spawn_watchdog(LEASE_SWEEP_PERIOD));
+                Some(ContainerStack {
+                    leases,
+                    project: compose.project,
+                })
+            }
+            None => None,
+        };
+        let operations =
+            EmbeddedOperations::with_containers(store.clone(), testbed, hub.clone(), containers)
+                .await?;
+        let mut feeds = operations.spawn_live_feeds();
+        feeds.extend(sweep);
         let state = AppState {
             hub,
             operations: Arc::new(operations.clone()),

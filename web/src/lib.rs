@@ -24,4 +24,4 @@ pub mod simulate;
 mod ws_origin_tests;
 
 pub use app::{AppState, router};
-pub use dashboard::{DashboardConfig, ExternalTestbed, RunningDashboard};
+pub use dashboard::{ComposeProject, DashboardConfig, ExternalTestbed, RunningDashboard};

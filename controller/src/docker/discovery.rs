@@ -119,6 +119,28 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The compose project container `container` (an id, a prefix of one, or a name) belongs to: how a
+    /// controller running in the stack finds its own project (its hostname is its container id).
+    pub async fn project_of(&self, container: &str) -> Result<String, DockerError> {
+        let inspected = self
+            .docker
+            .inspect_container(container, None)
+            .await
+            .map_err(|source| self.failed("inspect", container, source))?;
+        inspected
+            .config
+            .and_then(|config| config.labels)
+            .and_then(|mut labels| labels.remove(PROJECT_LABEL))
+            .ok_or_else(|| DockerError::Invalid {
+                field: "container".into(),
+                message: format!(
+                    "container {container} has no {PROJECT_LABEL} label: it was not started by compose"
+                ),
+            })
+    }
+}
+
 /// Base URLs `http://IP:PORT` of the first replica of every service that has an address, by service.
 pub fn service_urls(containers: &[StackContainer], port: u16) -> BTreeMap<String, String> {
     let mut urls = BTreeMap::new();

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use controller::load::SecondSink;
 use controller::runner::TransitionSink;
-use controller::runner::{AdminClient, Runner, Testbed, now_ms};
+use controller::runner::{AdminClient, ContainerStack, Runner, Testbed, now_ms};
 use controller::sources::PushInbox;
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
 use parking_lot::Mutex;
@@ -64,6 +64,9 @@ struct Inner {
     load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
     /// Foreign breaker events pushed to `POST /api/breaker-events`; the running run takes them too.
     push_inbox: PushInbox,
+    /// The compose project the testbed runs as, on a reachable engine (container faults, per-container
+    /// stats); `None` for the embedded stack or without an engine.
+    containers: Option<ContainerStack>,
 }
 
 /// The experiment being run: its task, and the token that ends it (the run in progress ends its scope).
@@ -149,6 +152,18 @@ impl EmbeddedOperations {
     /// Re-arms every stored scheduled start, and marks experiments left `running` by a previous process as
     /// `interrupted` (their unfinished run is discarded; a start resumes them).
     pub async fn new(store: Store, testbed: Testbed, hub: Hub) -> Result<Self, OperationError> {
+        Self::with_containers(store, testbed, hub, None).await
+    }
+
+    /// As [`EmbeddedOperations::new`], over a testbed that runs as the compose project `containers`: runs
+    /// and the game day may use container faults, and runs store per-container samples. The caller keeps
+    /// the leases' sweep running ([`controller::docker::ContainerLeases::spawn_watchdog`]).
+    pub async fn with_containers(
+        store: Store,
+        testbed: Testbed,
+        hub: Hub,
+        containers: Option<ContainerStack>,
+    ) -> Result<Self, OperationError> {
         for experiment in store.experiments().await.map_err(store_failed)? {
             if experiment.status == Status::Running {
                 store
@@ -181,6 +196,7 @@ impl EmbeddedOperations {
                 active: Mutex::new(None),
                 schedule: Mutex::new(BTreeMap::new()),
                 game_day_load: Mutex::new(None),
+                containers,
             }),
         };
         operations.rearm_scheduled().await?;
@@ -205,13 +221,23 @@ impl EmbeddedOperations {
         }
     }
 
+    /// The compose project the testbed runs as, with its engine and fault leases, when the dashboard
+    /// reaches one.
+    pub fn containers(&self) -> Option<&ContainerStack> {
+        self.inner.containers.as_ref()
+    }
+
     /// A runner over the testbed that ends when `cancel` is cancelled.
     fn runner(&self, cancel: CancellationToken) -> Runner {
-        Runner::new(self.inner.store.clone(), self.inner.testbed.clone())
+        let runner = Runner::new(self.inner.store.clone(), self.inner.testbed.clone())
             .with_live_seconds(self.inner.live_seconds.clone())
             .with_live_transitions(self.inner.live_transitions.clone())
             .with_push_inbox(self.inner.push_inbox.clone())
-            .with_cancel(cancel)
+            .with_cancel(cancel);
+        match &self.inner.containers {
+            Some(containers) => runner.with_containers(containers.clone()),
+            None => runner,
+        }
     }
 
     fn publish_status(&self, id: i64, status: &str) {

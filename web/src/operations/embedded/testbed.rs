@@ -10,9 +10,14 @@ use crate::hub::{FaultChange, LiveEvent};
 use crate::operations::{FaultRequest, OperationError};
 
 impl EmbeddedOperations {
-    /// Clears every fault on the agent and says so live, then puts every service's breakers back to their
+    /// Undoes every container fault in force (first: a paused Payment would not answer the agent's halt),
+    /// clears every fault on the agent and says so live, then puts every service's breakers back to their
     /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
+        let containers_undone = match &self.inner.containers {
+            Some(containers) => containers.leases.undo_all(now()).await.map(|_| ()),
+            None => Ok(()),
+        };
         self.inner
             .client
             .call(
@@ -32,14 +37,14 @@ impl EmbeddedOperations {
             rate: 0.0,
             ..FaultChange::default()
         }));
-        let mut first_error = None;
+        let mut first_error = containers_undone.err().map(failed);
         for (_, url) in &self.inner.testbed.services {
             if let Err(error) = self.inner.client.restore_breakers(url).await {
-                first_error.get_or_insert(error);
+                first_error.get_or_insert(failed(error));
             }
         }
         match first_error {
-            Some(error) => Err(failed(error)),
+            Some(error) => Err(error),
             None => Ok(()),
         }
     }
