@@ -5,6 +5,8 @@
 //! spec. Every problem — an unknown field, an impossible value, an unknown target — becomes a
 //! [`SpecError`] naming the dotted field and its line, before anything runs or is stored.
 
+mod bounds;
+mod checker;
 mod error;
 mod matrix;
 mod raw;
@@ -22,15 +24,15 @@ use std::time::Duration;
 use crate::stats::Criterion;
 use serde::{Deserialize, Serialize};
 
-pub use error::{Location, SpecError};
-pub use matrix::{Condition, PlannedRun, shuffle_seeded};
 /// The documented bounds and defaults a valid spec keeps to.
-pub use raw::{
+pub use bounds::{
     DEFAULT_LEASE, DEFAULT_STOP_WINDOW, DEFAULT_TIMEOUT, MAX_FAULT_DELAY, MAX_LEASE,
     MAX_NAME_BYTES, MAX_PATH_PREFIX_BYTES, MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS,
     MAX_STOP_WINDOW, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION,
     MIN_RUN_DURATION, RATE_RANGE, TIME_SCALE_RANGE,
 };
+pub use error::{Location, SpecError};
+pub use matrix::{Condition, PlannedRun, shuffle_seeded};
 pub use schedule::{MAX_PERIODS as MAX_SCHEDULE_PERIODS, MIN_PERIOD as MIN_SCHEDULE_PERIOD};
 pub use sources::{
     DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::SpecError;
-use super::raw::Checker;
+use super::checker::Checker;
 
 /// Shortest on or off period after scaling: putting and removing a fault takes a round trip to the agent.
 pub const MIN_PERIOD: Duration = Duration::from_millis(200);

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::SpecError;
-use super::raw::Checker;
+use super::checker::Checker;
 use crate::sources::{StateMapping, foreign_state};
 
 /// Bounds of a scrape interval (not scaled by `time_scale`: it is a property of the scraper).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::raw::Checker;
+use super::checker::Checker;
 use super::{AGENT_TARGET, SERVICE_NAMES, SpecError};
 
 /// What a target offers Tolerant beyond answering HTTP.

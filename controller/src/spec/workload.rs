@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::SpecError;
-use super::raw::Checker;
+use super::checker::Checker;
 use crate::load::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
 
 /// Bounds of a custom workload.

@@ -1,0 +1,100 @@
+//! The field checker every spec section uses: an error names the dotted field and points at its line.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::SpecError;
+use super::bounds::MAX_WRITTEN_DURATION;
+
+/// Collects field errors in source order; the first one is returned.
+pub(super) struct Checker<'a> {
+    source: &'a str,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(source: &'a str) -> Self {
+        Checker { source }
+    }
+
+    pub(super) fn error(
+        &self,
+        field: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> SpecError {
+        SpecError::field_at(self.source, field, span, message)
+    }
+
+    /// A duration as written, at most `max`.
+    pub(super) fn duration_at_most(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+        max: Duration,
+    ) -> Result<Duration, SpecError> {
+        let duration = humantime::parse_duration(value.get_ref().trim()).map_err(|error| {
+            self.error(
+                field,
+                value.span(),
+                format!(
+                    "`{}` is not a duration ({error}); write e.g. \"30s\", \"250ms\", \"5m\"",
+                    value.get_ref()
+                ),
+            )
+        })?;
+        if duration > max {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!(
+                    "{} is longer than the maximum {}",
+                    value.get_ref().trim(),
+                    humantime::format_duration(max)
+                ),
+            ));
+        }
+        Ok(duration)
+    }
+
+    /// A duration as written, at most [`MAX_WRITTEN_DURATION`].
+    pub(super) fn duration(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+    ) -> Result<Duration, SpecError> {
+        self.duration_at_most(field, value, MAX_WRITTEN_DURATION)
+    }
+
+    /// A finite number within `range` (inclusive).
+    pub(super) fn number_in(
+        &self,
+        field: &str,
+        value: &Spanned<f64>,
+        (min, max): (f64, f64),
+        unit: &str,
+    ) -> Result<f64, SpecError> {
+        let v = *value.get_ref();
+        if !(v.is_finite() && (min..=max).contains(&v)) {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!("{v} is not a number of {unit} between {min} and {max}"),
+            ));
+        }
+        Ok(v)
+    }
+
+    pub(super) fn fraction(&self, field: &str, value: &Spanned<f64>) -> Result<f64, SpecError> {
+        let v = *value.get_ref();
+        if !(0.0..=1.0).contains(&v) {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!("{v} is not a fraction between 0 and 1"),
+            ));
+        }
+        Ok(v)
+    }
+}

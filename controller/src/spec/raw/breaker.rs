@@ -1,0 +1,83 @@
+//! The `[breaker]` table as read and its check: the modes compared and one breaker config, valid both as
+//! written and after dividing by `time_scale`.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::spec::checker::Checker;
+use crate::spec::{BreakerMode, BreakerSpec, SpecError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBreaker {
+    pub(super) modes: Spanned<Vec<Spanned<BreakerMode>>>,
+    pub(super) trip: Option<Spanned<breaker::TripConfig>>,
+    pub(super) open: Option<Spanned<breaker::OpenConfig>>,
+    pub(super) half_open: Option<Spanned<breaker::HalfOpenConfig>>,
+}
+
+pub(super) fn breaker(
+    check: &Checker<'_>,
+    raw: &RawBreaker,
+    time_scale: f64,
+) -> Result<BreakerSpec, SpecError> {
+    if raw.modes.get_ref().is_empty() {
+        return Err(check.error("breaker.modes", raw.modes.span(), "must not be empty"));
+    }
+    let mut modes = Vec::new();
+    for (i, mode) in raw.modes.get_ref().iter().enumerate() {
+        if modes.contains(mode.get_ref()) {
+            return Err(check.error(
+                &format!("breaker.modes[{i}]"),
+                mode.span(),
+                format!("`{}` is listed twice", mode.get_ref().as_str()),
+            ));
+        }
+        modes.push(*mode.get_ref());
+    }
+    let config = breaker::BreakerConfig {
+        mode: breaker::Mode::Enforce,
+        trip: raw
+            .trip
+            .as_ref()
+            .map(|t| t.get_ref().clone())
+            .unwrap_or_default(),
+        open: raw
+            .open
+            .as_ref()
+            .map(|o| o.get_ref().clone())
+            .unwrap_or_default(),
+        half_open: raw
+            .half_open
+            .as_ref()
+            .map(|h| h.get_ref().clone())
+            .unwrap_or_default(),
+    };
+    let section_span = |field: &str| {
+        let section = match field.split('.').next() {
+            Some("trip") => raw.trip.as_ref().map(Spanned::span),
+            Some("open") => raw.open.as_ref().map(Spanned::span),
+            Some("half_open") => raw.half_open.as_ref().map(Spanned::span),
+            _ => None,
+        };
+        section.unwrap_or_else(|| raw.modes.span())
+    };
+    if let Err(error) = config.validate() {
+        return Err(check.error(
+            &format!("breaker.{}", error.field),
+            section_span(&error.field),
+            error.message,
+        ));
+    }
+    if let Err(error) = crate::spec::scale_breaker_config(&config, time_scale).validate() {
+        return Err(check.error(
+            &format!("breaker.{}", error.field),
+            section_span(&error.field),
+            format!(
+                "after dividing by time_scale {time_scale}: {}",
+                error.message
+            ),
+        ));
+    }
+    Ok(BreakerSpec { modes, config })
+}

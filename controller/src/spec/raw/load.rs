@@ -1,0 +1,129 @@
+//! The `[load]` table as read and its check: users, think time, rate, timeout, target, and the mix or
+//! the `[[load.tasks]]` of your own (checked by `spec::workload`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::spec::bounds::{DEFAULT_TIMEOUT, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, RATE_RANGE};
+use crate::spec::checker::Checker;
+use crate::spec::{LoadSpec, Mix, SpecError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    pub(super) users: Spanned<u32>,
+    pub(super) target: Option<Spanned<String>>,
+    /// A workload of your own (instead of `mix`).
+    pub(super) tasks: Option<Spanned<Vec<Spanned<crate::spec::workload::RawTask>>>>,
+    pub(super) values: Option<Spanned<BTreeMap<String, crate::spec::workload::RawValues>>>,
+    pub(super) cookies: Option<Spanned<bool>>,
+    /// Requests each user makes once when it starts (with `tasks`).
+    pub(super) on_start: Option<crate::spec::workload::RawOnStart>,
+    pub(super) think_time: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) mix: Option<Mix>,
+    pub(super) rate: Option<Spanned<f64>>,
+    pub(super) timeout: Option<Spanned<String>>,
+}
+
+pub(super) fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
+    let users = *raw.users.get_ref();
+    if users == 0 || users > MAX_USERS {
+        return Err(check.error(
+            "load.users",
+            raw.users.span(),
+            format!("{users} is not between 1 and {MAX_USERS}"),
+        ));
+    }
+    let think_time = match &raw.think_time {
+        Some(range) => {
+            let [min, max] = range.get_ref().as_slice() else {
+                return Err(check.error(
+                    "load.think_time",
+                    range.span(),
+                    "must be [min, max], e.g. [\"1s\", \"10s\"]",
+                ));
+            };
+            let min_value = check.duration_at_most("load.think_time[0]", min, MAX_THINK_TIME)?;
+            let max_value = check.duration_at_most("load.think_time[1]", max, MAX_THINK_TIME)?;
+            if min_value > max_value {
+                return Err(check.error(
+                    "load.think_time",
+                    range.span(),
+                    format!(
+                        "minimum {} is above maximum {}",
+                        min.get_ref(),
+                        max.get_ref()
+                    ),
+                ));
+            }
+            (min_value, max_value)
+        }
+        None => (Duration::from_secs(1), Duration::from_secs(10)),
+    };
+    let rate = match &raw.rate {
+        Some(rate) => Some(check.number_in("load.rate", rate, RATE_RANGE, "tasks per second")?),
+        None => None,
+    };
+    let timeout = match &raw.timeout {
+        Some(timeout) => {
+            let v = check.duration_at_most("load.timeout", timeout, MAX_TIMEOUT)?;
+            if v.is_zero() {
+                return Err(check.error("load.timeout", timeout.span(), "must be above zero"));
+            }
+            v
+        }
+        None => DEFAULT_TIMEOUT,
+    };
+    let target = match &raw.target {
+        Some(target) if target.get_ref().trim().is_empty() => {
+            return Err(check.error("load.target", target.span(), "must not be empty"));
+        }
+        Some(target) => target.get_ref().trim().to_owned(),
+        None => "frontend".to_owned(),
+    };
+    let custom = match &raw.tasks {
+        Some(tasks) => {
+            if raw.mix.is_some() {
+                return Err(check.error(
+                    "load.mix",
+                    tasks.span(),
+                    "give either `mix` or `tasks`, not both",
+                ));
+            }
+            let cookies = raw.cookies.as_ref().is_none_or(|c| *c.get_ref());
+            Some(crate::spec::workload::shared(
+                crate::spec::workload::custom(
+                    check,
+                    tasks,
+                    raw.values.as_ref(),
+                    raw.on_start.as_ref(),
+                    cookies,
+                )?,
+            ))
+        }
+        None => {
+            for (name, span) in [
+                ("load.values", raw.values.as_ref().map(Spanned::span)),
+                ("load.cookies", raw.cookies.as_ref().map(Spanned::span)),
+                ("load.on_start", raw.on_start.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(span) = span {
+                    return Err(check.error(name, span, "only used with `[[load.tasks]]`"));
+                }
+            }
+            None
+        }
+    };
+    Ok(LoadSpec {
+        users,
+        target,
+        custom,
+        think_time,
+        mix: raw.mix.unwrap_or_default(),
+        rate,
+        timeout,
+    })
+}

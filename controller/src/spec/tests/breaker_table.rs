@@ -1,0 +1,57 @@
+//! The `[breaker]` table: the breaker's vocabulary, scaling, and its errors.
+
+use super::*;
+
+#[test]
+fn breaker_sections_use_the_breaker_vocabulary_and_scale() {
+    let spec = ExperimentSpec::parse(&format!(
+        "time_scale = 10\n{MINIMAL}[breaker]\nmodes = [\"shadow\"]\n[breaker.trip]\nfailure_rate = {{ threshold = 0.5, window = \"20s\", min_calls = 20 }}\n[breaker.open]\nbase = \"30s\"\nmax = \"5m\"\n"
+    ))
+    .unwrap();
+    let config = spec.breaker_config(BreakerMode::Shadow);
+    assert_eq!(config.mode, breaker::Mode::Shadow);
+    assert_eq!(config.open.base, Duration::from_secs(3));
+    assert_eq!(config.open.max, Duration::from_secs(30));
+    assert_eq!(
+        config.trip.failure_rate.as_ref().unwrap().window,
+        Duration::from_secs(2)
+    );
+    // Unscaled as written.
+    assert_eq!(spec.breaker.config.open.base, Duration::from_secs(30));
+    assert!(config.to_toml_string().contains("mode = \"shadow\""));
+}
+
+#[test]
+fn unknown_breaker_field_names_field_and_line() {
+    let source = format!(
+        "{MINIMAL}[breaker]\nmodes = [\"enforce\"]\n[breaker.trip]\nconsecutive_failure = 5\n"
+    );
+    let (field, line, message) = error_of(&source);
+    assert_eq!(
+        (field.as_str(), line),
+        ("breaker.trip.consecutive_failure", 10),
+        "{message}"
+    );
+}
+
+#[test]
+fn invalid_breaker_value_is_named_by_the_breaker_validation() {
+    let source = format!(
+        "{MINIMAL}[breaker]\nmodes = [\"enforce\"]\n[breaker.half_open]\nsuccesses_to_close = 0\n"
+    );
+    let (field, line, message) = error_of(&source);
+    assert_eq!(field, "breaker.half_open.successes_to_close", "{message}");
+    assert_eq!(line, 9, "{message}");
+}
+
+#[test]
+fn bad_breaker_duration_names_field() {
+    let source =
+        format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\n[breaker.open]\nbase = \"soon\"\n");
+    let (field, line, message) = error_of(&source);
+    assert_eq!(
+        (field.as_str(), line),
+        ("breaker.open.base", 10),
+        "{message}"
+    );
+}
