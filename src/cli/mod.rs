@@ -9,6 +9,7 @@ pub(crate) mod output;
 mod results;
 mod serve;
 mod simulate;
+mod stored;
 
 use clap::{Parser, Subcommand};
 
@@ -31,9 +32,9 @@ pub enum Command {
     /// Resume a stored experiment: clear faults, discard the interrupted run, run what is left.
     Resume(controller::ResumeArgs),
     /// List stored experiments.
-    List(controller::ListArgs),
+    List(stored::ListArgs),
     /// Show one stored experiment and its runs.
-    Show(controller::ShowArgs),
+    Show(stored::ShowArgs),
     /// Report a stored experiment: markdown with SVG plots, CSV or JSON.
     Report(results::ReportArgs),
     /// Judge a spec's validation criteria on stored intervals (exit 0 pass, 1 fail, 2 bad spec).
@@ -58,8 +59,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Boutique(args)) => boutique::run(args).await,
         Some(Command::Run(args)) => controller::run(args).await,
         Some(Command::Resume(args)) => controller::resume(args).await,
-        Some(Command::List(args)) => controller::list(args).await,
-        Some(Command::Show(args)) => controller::show(args).await,
+        Some(Command::List(args)) => stored::list(args).await,
+        Some(Command::Show(args)) => stored::show(args).await,
         Some(Command::Report(args)) => results::report(args).await,
         Some(Command::Validate(args)) => results::validate(args).await,
         Some(Command::Halt(args)) => results::halt(args).await,

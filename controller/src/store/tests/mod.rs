@@ -1,0 +1,177 @@
+//! Storage tests against a temporary SQLite file, and against PostgreSQL too when
+//! `TOLERANT_TEST_PG_URL` is set (e.g. `postgres://tolerant@127.0.0.1/tolerant_test`): the stores, the spec and
+//! the records they share; one topic per file beside this one.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::writing::ROWS_PER_INSERT;
+use super::*;
+use crate::load::{EndpointReport, Outcome, Recorder, deserialize_histogram, endpoint};
+use crate::spec::ExperimentSpec;
+
+mod annotations;
+mod containers;
+mod experiments;
+mod opening;
+mod runs;
+
+const SPEC: &str = r#"
+name = "store-test"
+rounds = 2
+duration = "10s"
+warmup = "2s"
+seed = 9
+
+[load]
+users = 3
+
+[fault]
+target = "payment"
+rates = [0.0, 1.0]
+
+[breaker]
+modes = ["disabled", "enforce"]
+"#;
+
+/// A fresh SQLite file in the temp dir (removed with its WAL files when dropped).
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "tolerant-store-{}-{}.db",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        TempDb(path)
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// The stores every scenario runs against: SQLite always, PostgreSQL when configured.
+async fn stores() -> (Vec<Store>, TempDb) {
+    let file = TempDb::new();
+    let mut stores = vec![Store::open(file.0.to_str().unwrap()).await.unwrap()];
+    if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
+        stores.push(
+            Store::open(&url)
+                .await
+                .expect("TOLERANT_TEST_PG_URL must be reachable"),
+        );
+    }
+    (stores, file)
+}
+
+fn record(status: Status, warmup: Duration) -> RunRecord {
+    let names: Vec<String> = endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect();
+    let mut recorder = Recorder::new(names.len(), warmup, None);
+    let ms = Duration::from_millis(1);
+    for i in 0..40u32 {
+        let at = ms * (i * 100);
+        let outcome = match i % 4 {
+            0 | 1 => Outcome::Ok,
+            2 => Outcome::Failed,
+            _ => Outcome::Rejected,
+        };
+        recorder.record(endpoint::PRODUCT, at, outcome, ms * (i + 1), Duration::ZERO);
+        recorder.record(endpoint::CHECKOUT, at, Outcome::Ok, ms * 3, Duration::ZERO);
+    }
+    let (seconds, totals) = recorder.finish(4);
+    RunRecord {
+        status,
+        abort_reason: (status == Status::Aborted).then(|| "availability below 0.2 for 10s".into()),
+        load_errors: 0,
+        finished_at_ms: 2_000,
+        endpoint_names: names.clone(),
+        seconds,
+        endpoints: names
+            .into_iter()
+            .zip(totals)
+            .map(|(name, stats)| EndpointReport { name, stats })
+            .collect(),
+        collector: vec![CollectorSample {
+            second: 1,
+            cart_mean_items: Some(2.5),
+            carts: Some(3),
+            pool_in_flight: Some(4),
+            pool_queued: Some(0),
+            cpu_seconds: Some(0.25),
+            energy_joules: Some(12.5),
+            extra: Some(json!({"agent_injected": 7})),
+        }],
+        transitions: vec![
+            TransitionRecord {
+                at_ms: 1_500,
+                service: "checkout".into(),
+                breaker: "checkout->payment".into(),
+                from: "closed".into(),
+                to: "open".into(),
+                reason: "consecutive_failures".into(),
+                detail: json!({"failures": 5}),
+                seq: 1,
+                shadow: false,
+                source: None,
+            },
+            TransitionRecord {
+                at_ms: 1_700,
+                service: "shop".into(),
+                breaker: "inventory".into(),
+                from: "closed".into(),
+                to: "open".into(),
+                reason: "observed".into(),
+                detail: json!({}),
+                seq: 1,
+                shadow: false,
+                source: Some("prometheus:http://127.0.0.1:9000/metrics".into()),
+            },
+        ],
+        fault_events: vec![
+            FaultEventRecord {
+                at_ms: 1_000,
+                event: "applied".into(),
+                fault_id: "run-1".into(),
+                detail: json!({"kind": "error", "status": 500, "rate": 1.0}),
+            },
+            FaultEventRecord {
+                at_ms: 1_900,
+                event: "removed".into(),
+                fault_id: "run-1".into(),
+                detail: json!({}),
+            },
+        ],
+        energy: Some((40.0, EnergySource::Modelled)),
+    }
+}
+
+async fn new_experiment(store: &Store) -> (ExperimentSpec, ExperimentId) {
+    let spec = ExperimentSpec::parse(SPEC).unwrap();
+    let id = store.create_experiment(&spec, 1_000).await.unwrap();
+    (spec, id)
+}
+
+/// A new experiment's run at plan position `index`, started (no rows yet).
+async fn started_run(store: &Store, index: usize) -> RunId {
+    let (spec, experiment) = new_experiment(store).await;
+    store
+        .start_run(
+            experiment,
+            &spec.plan()[index],
+            Duration::from_secs(2),
+            Duration::from_secs(10),
+            1_000,
+        )
+        .await
+        .unwrap()
+}

@@ -1,0 +1,200 @@
+//! `tolerant list | show`: look at stored experiments — the list, and one experiment with its runs, failed or
+//! aborted runs with their reasons, and its predictions beside the measurements.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use controller::stats::{PredictedCondition, load_experiment};
+use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
+use serde_json::json;
+
+use crate::cli::output::out;
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Experiment id (from `tolerant list`).
+    pub id: i64,
+    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
+    pub db: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Energy per successful request of a run, labelled measured or modelled.
+fn joules_per_ok(run: &RunRow) -> String {
+    match (run.energy, run.outcomes) {
+        (Some((joules, source)), Some(outcomes)) if outcomes.ok > 0 => {
+            format!("{:.4} {}", joules / outcomes.ok as f64, source.as_str())
+        }
+        _ => "-".into(),
+    }
+}
+
+fn rfc3339(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+pub async fn list(args: ListArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let experiments = store.experiments().await?;
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&experiments)?);
+        return Ok(());
+    }
+    out!(
+        "{:>4}  {:<24} {:<11} {:>5}  created",
+        "id",
+        "name",
+        "status",
+        "runs"
+    );
+    for experiment in experiments {
+        out!(
+            "{:>4}  {:<24} {:<11} {:>5}  {}",
+            experiment.id,
+            experiment.name,
+            experiment.status.as_str(),
+            experiment.planned_runs,
+            rfc3339(experiment.created_at_ms)
+        );
+    }
+    Ok(())
+}
+
+pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
+    let store = Store::open(&args.db)
+        .await
+        .with_context(|| format!("--db {}", args.db))?;
+    let id = ExperimentId(args.id);
+    let Some(experiment) = store.experiment(id).await? else {
+        bail!("experiment {}: not found in {}", args.id, args.db);
+    };
+    let runs = store.runs(id).await?;
+    let predictions = load_experiment(&store, id).await?.predictions;
+    if args.json {
+        out!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({ "experiment": experiment, "runs": runs, "predictions": predictions })
+            )?
+        );
+        return Ok(());
+    }
+    out!(
+        "experiment {} · {} · {} · created {}",
+        experiment.id,
+        experiment.name,
+        experiment.status.as_str(),
+        rfc3339(experiment.created_at_ms)
+    );
+    if let Some(reason) = &experiment.abort_reason {
+        out!("aborted: {reason}");
+    }
+    out!(
+        "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
+        "run",
+        "round",
+        "condition",
+        "status",
+        "requests",
+        "availability",
+        "rejected",
+        "J per ok request"
+    );
+    for run in &runs {
+        out!(
+            "{:>5} {:>5} {:<36} {:<11} {:>9} {:>12} {:>9} {:>22}",
+            run.id,
+            run.round_index + 1,
+            run.condition_label,
+            run.status.as_str(),
+            run.outcomes.map_or("-".into(), |o| o.total().to_string()),
+            run.outcomes
+                .and_then(|o| o.availability())
+                .map_or("-".into(), |a| format!("{a:.3}")),
+            run.outcomes.map_or("-".into(), |o| o.rejected.to_string()),
+            joules_per_ok(run),
+        );
+    }
+    out!(
+        "{} of {} planned runs finished, {} stopped by the stop condition, {} failed (not a \
+         measurement: left out of every mean)",
+        runs.iter().filter(|r| r.status == Status::Finished).count(),
+        experiment.planned_runs,
+        runs.iter().filter(|r| r.stopped_by_condition()).count(),
+        runs.iter().filter(|r| r.status == Status::Failed).count(),
+    );
+    for run in runs
+        .iter()
+        .filter(|r| matches!(r.status, Status::Failed | Status::Aborted))
+    {
+        let load_errors = match run.load_errors {
+            Some(count) if count > 0 => {
+                format!(" [{count} request(s) failed in the load generator]")
+            }
+            _ => String::new(),
+        };
+        out!(
+            "  run {} {}: {}{load_errors}",
+            run.id,
+            run.status.as_str(),
+            run.abort_reason.as_deref().unwrap_or("no reason given"),
+        );
+    }
+    print_predictions(&predictions);
+    Ok(())
+}
+
+/// Each condition's prediction (made from the spec before any run) beside its measured mean ± 95 % CI.
+fn print_predictions(predictions: &[PredictedCondition]) {
+    if predictions.is_empty() {
+        return;
+    }
+    out!(
+        "\npredicted by breaker::sim from the spec (mean [lowest, highest]) vs measured (mean ± 95 % CI):"
+    );
+    for predicted in predictions {
+        let p = &predicted.prediction;
+        out!("  {}", predicted.label);
+        for (metric, band) in p.bands() {
+            let check = predicted.checks.iter().find(|c| c.metric == metric);
+            let measured = check.map_or("not measured yet".to_owned(), |c| {
+                match c.measured.half_width {
+                    Some(h) => format!("{:.3} ± {h:.3}", c.measured.mean),
+                    None => format!("{:.3} (n = 1)", c.measured.mean),
+                }
+            });
+            let verdict = match check.map(|c| c.flag) {
+                Some(Some(reason)) => format!("OUTSIDE the band: {reason}"),
+                Some(None) => "within".to_owned(),
+                None => String::new(),
+            };
+            out!(
+                "    {:<18} predicted {:>10.3} [{:.3}, {:.3}]  measured {:<20} {verdict}",
+                metric.as_str(),
+                band.mean,
+                band.low,
+                band.high,
+                measured
+            );
+        }
+        if let Some(bound) = p.opens_bound {
+            let estimate = p
+                .opens_estimate
+                .map(|e| format!(", estimate ≈ {e:.1}"))
+                .unwrap_or_default();
+            out!("    opens bound ≤ {bound}{estimate}");
+        }
+    }
+}

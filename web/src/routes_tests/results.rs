@@ -1,0 +1,82 @@
+//! The results page: downloads, a one-round experiment saying intervals need two rounds, replaying a stored run.
+
+use super::*;
+
+/// With one round there is no interval and no verdict, and the page says why instead of promising intervals.
+#[tokio::test]
+async fn one_round_results_say_intervals_need_two_rounds() {
+    let (state, operations) = app();
+    operations.set_rounds(1);
+    let create = post("/api/experiments")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(SPEC))
+        .expect("request");
+    assert_eq!(send(&state, create).await.status(), StatusCode::CREATED);
+    let page = text(send(&state, get("/experiments/1/results")).await).await;
+    assert!(page.contains("id=\"results-table\""));
+    assert!(!page.contains("with its 95 % confidence interval (Student t)"));
+    assert!(page.contains("id=\"one-round\""));
+    assert!(page.contains("Intervals need at least two rounds"));
+    assert!(page.contains("id=\"no-verdict\""));
+}
+
+#[tokio::test]
+async fn results_page_and_downloads() {
+    let (state, _) = app();
+    let create = post("/api/experiments")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(SPEC))
+        .expect("request");
+    assert_eq!(send(&state, create).await.status(), StatusCode::CREATED);
+    let page = text(send(&state, get("/experiments/1/results")).await).await;
+    assert!(page.contains("id=\"results-table\""));
+    assert!(page.contains("error@1.00/enforce"));
+    assert!(page.contains("0.500"));
+    assert!(page.contains("± 0.100 (n = 2)"));
+    assert!(page.contains("95 % confidence interval"));
+    // The stored prediction sits beside the measurements.
+    assert!(page.contains("id=\"predictions\""), "{page}");
+    assert!(page.contains("58.00 [56.00, 60.00]"), "{page}");
+    assert!(page.contains("≤ 62 (estimate ≈ 57.98)"), "{page}");
+    assert!(page.contains("not measured yet"), "{page}");
+    assert!(!page.contains("id=\"one-round\""));
+    let csv = send(&state, get("/api/experiments/1/results.csv")).await;
+    assert!(
+        csv.headers()["content-disposition"]
+            .to_str()
+            .expect("ascii")
+            .contains("experiment-1.csv")
+    );
+    assert!(text(csv).await.starts_with("condition,availability"));
+    let list = text(send(&state, get("/experiments")).await).await;
+    assert!(list.contains("smoke"));
+    assert!(list.contains("Start now"));
+}
+
+/// The results page lists the runs to replay and the timeline comes from its own endpoint; a run the
+/// experiment does not have is a 404 naming the run.
+#[tokio::test]
+async fn results_page_replays_a_stored_run() {
+    let (state, _) = app();
+    let create = post("/api/experiments")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::from(SPEC))
+        .expect("request");
+    assert_eq!(send(&state, create).await.status(), StatusCode::CREATED);
+    let page = text(send(&state, get("/experiments/1/results")).await).await;
+    assert!(page.contains("id=\"replay-run\""), "{page}");
+    assert!(
+        page.contains("1 · error@1.00/enforce · round 1 · finished"),
+        "{page}"
+    );
+    assert!(page.contains("/static/replay.js"), "{page}");
+    let timeline = json(send(&state, get("/api/experiments/1/runs/1/timeline")).await).await;
+    assert_eq!(timeline["run"]["id"], 1);
+    assert_eq!(timeline["measured_from_ms"], 1_002_000);
+    assert!(timeline["samples"].is_array() && timeline["transitions"].is_array());
+    let missing = send(&state, get("/api/experiments/1/runs/9/timeline")).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(text(missing).await.contains("no run 9"));
+    let asset = send(&state, get("/static/replay.js")).await;
+    assert_eq!(asset.status(), StatusCode::OK);
+}
