@@ -1,11 +1,15 @@
 //! Load driver throughput bench: one current-thread runtime (pin it with `taskset -c N`) driving
 //! `--users` closed-loop users with no think time against `--target` (e.g. nginx serving 2 bytes).
 //! Prints one JSON line: requests per second and latency percentiles. Driven by `bench/run.sh`.
+//! `--serve ADDR` runs the trivial loopback server instead (one current-thread runtime, every request
+//! answered `200 ok` as soon as its head is read), for machines without nginx.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use controller::load::{LoadConfig, Workload, run};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 struct Args {
     target: SocketAddr,
@@ -13,6 +17,7 @@ struct Args {
     users: u32,
     seconds: u64,
     warmup: u64,
+    serve: Option<SocketAddr>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -22,6 +27,7 @@ fn parse_args() -> Result<Args, String> {
         users: 32,
         seconds: 10,
         warmup: 1,
+        serve: None,
     };
     let mut iter = std::env::args().skip(1);
     while let Some(flag) = iter.next() {
@@ -34,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
                 args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?
             }
             "--warmup" => args.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
+            "--serve" => args.serve = Some(value()?.parse().map_err(|e| format!("--serve: {e}"))?),
             // `cargo bench` passes `--bench`; ignore flags meant for a harness.
             _ => {}
         }
@@ -53,6 +60,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("a current-thread runtime builds");
+    if let Some(address) = args.serve {
+        runtime.block_on(serve(address));
+        return;
+    }
     let report = runtime
         .block_on(run(
             LoadConfig {
@@ -83,4 +94,41 @@ fn main() {
         latency.value_at_quantile(0.99),
         latency.max(),
     );
+}
+
+/// Answers every request on `address` with `200 ok` until killed.
+async fn serve(address: SocketAddr) {
+    let listener = TcpListener::bind(address)
+        .await
+        .unwrap_or_else(|error| panic!("--serve {address}: {error}"));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(answer(stream));
+    }
+}
+
+/// Reads request heads (no bodies: the bench sends `GET`s) and answers each at once.
+async fn answer(mut stream: TcpStream) {
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let _ = stream.set_nodelay(true);
+    let mut buffer = vec![0u8; 16 * 1024];
+    let mut filled = 0;
+    loop {
+        match stream.read(&mut buffer[filled..]).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => filled += read,
+        }
+        while let Some(end) = buffer[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
+            if stream.write_all(RESPONSE).await.is_err() {
+                return;
+            }
+            buffer.copy_within(end + 4..filled, 0);
+            filled -= end + 4;
+        }
+        if filled == buffer.len() {
+            return;
+        }
+    }
 }

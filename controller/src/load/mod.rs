@@ -16,6 +16,7 @@ mod session;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod user_log;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use stats::{
     EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
     SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
 };
+pub use user_log::{Sample, UserLog, UserLogs};
 
 /// How a load run is driven.
 #[derive(Debug, Clone)]
@@ -212,13 +214,11 @@ pub async fn run_until(
     let task_names = config.workload.task_names();
     let start = Instant::now();
     let end = instant_after(start, config.warmup.saturating_add(config.duration));
+    // Owned by this loop alone: the users write their own logs, moved in here once a second.
+    let mut recorder = Recorder::new(endpoint_names.len(), config.warmup, seconds_sink);
+    let mut batch = Vec::new();
     let shared = Arc::new(Shared {
-        recorder: Mutex::new(Recorder::new(
-            endpoint_names.len(),
-            config.warmup,
-            seconds_sink,
-        )),
-        task_counts: Mutex::new(vec![0; task_names.len()]),
+        logs: UserLogs::new(config.users, task_names.len()),
         driver_failures: Mutex::new(DriverFailures::default()),
         start,
         end,
@@ -237,20 +237,10 @@ pub async fn run_until(
     // Closes seconds on time even when no request completes (e.g. everything hangs). Polled beside the
     // users in this future, so it ends with the run whatever ends it.
     let stopped_at = {
-        let ticker = async {
-            let mut second = 1u64;
-            loop {
-                let at = start + Duration::from_secs(second);
-                if at > end {
-                    break;
-                }
-                tokio::time::sleep_until(at).await;
-                shared.recorder.lock().advance_to(second);
-                second += 1;
-            }
-        };
-        tokio::pin!(ticker);
-        let mut ticking = true;
+        let mut second = 1u64;
+        let tick = tokio::time::sleep_until(start + Duration::from_secs(second));
+        tokio::pin!(tick);
+        let mut ticking = start + Duration::from_secs(second) <= end;
         let mut stopped_at = None;
         tokio::pin!(stop);
         loop {
@@ -272,7 +262,13 @@ pub async fn run_until(
                     stopped_at = Some(Instant::now());
                     users.abort_all();
                 }
-                () = &mut ticker, if ticking => ticking = false,
+                () = &mut tick, if ticking => {
+                    shared.logs.collect(&mut recorder, second, &mut batch);
+                    second += 1;
+                    let at = start + Duration::from_secs(second);
+                    ticking = at <= end;
+                    tick.as_mut().reset(at);
+                }
             }
         }
         stopped_at
@@ -286,8 +282,9 @@ pub async fn run_until(
         None => planned,
     };
     let end_second = total.as_secs() + u64::from(total.subsec_nanos() > 0);
-    let (seconds, totals) = shared.recorder.into_inner().finish(end_second);
-    let task_counts = shared.task_counts.into_inner();
+    shared.logs.collect(&mut recorder, 0, &mut batch);
+    let (seconds, totals) = recorder.finish(end_second);
+    let task_counts = shared.logs.task_counts();
     Ok(LoadReport {
         endpoints: endpoint_names
             .into_iter()
@@ -302,8 +299,8 @@ pub async fn run_until(
 }
 
 struct Shared {
-    recorder: Mutex<Recorder>,
-    task_counts: Mutex<Vec<u64>>,
+    logs: UserLogs,
+    /// Only requests the driver itself failed take this lock, never a measured one.
     driver_failures: Mutex<DriverFailures>,
     start: Instant,
     end: Instant,
@@ -313,7 +310,13 @@ struct Shared {
 }
 
 impl Shared {
-    async fn step(&self, session: &mut Session, step: Step, expected_interval: Duration) {
+    async fn step(
+        &self,
+        log: &UserLog,
+        session: &mut Session,
+        step: Step,
+        expected_interval: Duration,
+    ) {
         if let Some(custom) = self.config.workload.definition() {
             if !custom.cookies {
                 // Cookie sessions off: every request starts without cookies.
@@ -356,13 +359,13 @@ impl Shared {
             }
         };
         let done = Instant::now();
-        self.recorder.lock().record(
-            step.endpoint,
-            done - self.start,
+        log.record(Sample {
+            endpoint: step.endpoint,
+            since_start: done - self.start,
             outcome,
-            done - sent,
+            latency: done - sent,
             expected_interval,
-        );
+        });
     }
 }
 
@@ -383,6 +386,7 @@ async fn virtual_user(shared: &Shared, user: u32) {
     let config = &shared.config;
     let mut rng = SmallRng::seed_from_u64(user_seed(config.seed, user));
     let mut session = Session::new(shared.target.clone(), config.timeout);
+    let log = shared.logs.user(user);
 
     // Open model: a fixed pace per user, users staggered evenly over one pace.
     // (Saturating: a rate of almost nothing paces a user past the end of the run, not into a panic.)
@@ -408,7 +412,7 @@ async fn virtual_user(shared: &Shared, user: u32) {
     let mut steps = Vec::with_capacity(4);
     config.workload.on_start(&mut rng, &mut steps);
     for step in steps.drain(..) {
-        shared.step(&mut session, step, Duration::ZERO).await;
+        shared.step(log, &mut session, step, Duration::ZERO).await;
     }
     while Instant::now() < shared.end {
         if let Some(pace) = pace {
@@ -416,10 +420,10 @@ async fn virtual_user(shared: &Shared, user: u32) {
             next_start = instant_after(next_start, pace);
         }
         let task = shared.workload.next_task(&mut rng, &mut steps);
-        shared.task_counts.lock()[task] += 1;
+        log.count_task(task);
         for step in steps.drain(..) {
             shared
-                .step(&mut session, step, pace.unwrap_or(Duration::ZERO))
+                .step(log, &mut session, step, pace.unwrap_or(Duration::ZERO))
                 .await;
         }
         if pace.is_none() {

@@ -1,7 +1,8 @@
 //! Per-endpoint latency histograms (HDR) and outcome counts, per second and per run.
 //!
-//! Every completed request is recorded once into a shared [`Recorder`]: into the histogram of the
-//! second it completed in and, past the warmup, into the run's totals. A second that has closed is
+//! Every completed request is recorded once into the run's [`Recorder`] (owned by the run loop, fed once a
+//! second from the users' own logs, see `user_log`): into the histogram of the second it completed in and,
+//! past the warmup, into the run's totals. A second that has closed is
 //! compacted at once (summary percentiles plus the histogram serialised in HDR's V2 format, a few
 //! hundred bytes) and the live histogram reused, so a 30-minute run holds 1 800 small records rather
 //! than 1 800 full histograms.
@@ -164,8 +165,8 @@ impl SecondStats {
 /// Where closed seconds go.
 pub type SecondSink = tokio::sync::mpsc::UnboundedSender<SecondStats>;
 
-/// Shared by all virtual users of one run (behind a mutex; the critical section is a few HDR
-/// increments).
+/// One run's per-second and total figures. The load driver's run loop owns it and records the users'
+/// samples into it once a second ([`super::UserLogs::collect`]); no user ever waits on it.
 pub struct Recorder {
     warmup_seconds: u64,
     warmup: Duration,
