@@ -392,20 +392,27 @@ async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config(
         token: Some(TOKEN.into()),
         ..boutique::StackConfig::default()
     };
-    config.agent.token = Some(TOKEN.into());
+    config.agent = agent::RawAgentConfig {
+        token: Some(TOKEN.into()),
+        ..config.agent.into_raw()
+    }
+    .build()
+    .expect("a valid agent config");
     let stack = boutique::RunningStack::start(config).await.unwrap();
     let checkout = stack.url(boutique::ServiceName::Checkout);
     let client = AdminClient::new(TOKEN);
-    let disabled = breaker::BreakerConfig {
-        mode: breaker::Mode::Disabled,
-        ..breaker::BreakerConfig::default()
-    };
+    let disabled = breaker::BreakerConfig::default().with_mode(breaker::Mode::Disabled);
     client
         .set_breakers(&checkout, &disabled, Some(Duration::from_secs(600)))
         .await
         .unwrap();
     assert_eq!(
-        client.breaker_config(&checkout).await.unwrap().config.mode,
+        client
+            .breaker_config(&checkout)
+            .await
+            .unwrap()
+            .config
+            .mode(),
         breaker::Mode::Disabled
     );
     let absent = dir.0.join("absent.db");

@@ -43,15 +43,10 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{
     AgentEvent, FaultKind, FaultSpec, FaultView, RemovalReason, SpecError, validate_fault_id,
 };
+use crate::config::AgentConfig;
 use crate::metrics::Counters;
 use crate::rng::RequestRng;
 
-/// Default lease of a fault put without one.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-/// Default cap on a requested lease.
-pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(10 * 60);
-/// Default cap on how long a `hang` fault holds a request.
-pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60);
 /// Path prefix of the control API; requests under it are never faulted nor counted.
 pub const FAULT_API_PREFIX: &str = "/_agent/";
 
@@ -60,34 +55,6 @@ pub const MAX_FAULTS: usize = 256;
 
 /// How many events a slow websocket subscriber may fall behind before it misses some.
 const EVENT_BUFFER: usize = 1024;
-
-/// Settings of one agent.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// Bearer token every mutation must carry; `None` refuses every mutation.
-    pub token: Option<String>,
-    /// Lease of a fault put without a `lease` field (clamped to `max_lease`).
-    pub default_lease: Duration,
-    /// Longest lease a put or renew may ask for; longer ones are refused naming `lease`.
-    pub max_lease: Duration,
-    /// How long a `hang` fault holds a request before the connection is closed; also the longest `delay`
-    /// (delay + jitter) a fault may ask for.
-    pub max_hold: Duration,
-    /// Seed of the per-request random draws.
-    pub seed: u64,
-}
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        AgentConfig {
-            token: None,
-            default_lease: DEFAULT_LEASE,
-            max_lease: DEFAULT_MAX_LEASE,
-            max_hold: DEFAULT_MAX_HOLD,
-            seed: 0,
-        }
-    }
-}
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -218,8 +185,7 @@ impl std::fmt::Debug for Agent {
 impl Agent {
     /// A new agent with no faults. Inside a tokio runtime the lease reaper starts at once; otherwise at the first
     /// put made inside one.
-    pub fn new(mut config: AgentConfig) -> Self {
-        config.default_lease = config.default_lease.min(config.max_lease);
+    pub fn new(config: AgentConfig) -> Self {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let agent = Agent {
             shared: Arc::new(Shared {
@@ -436,7 +402,7 @@ impl Agent {
             return None;
         }
         let now = self.now_nanos();
-        let mut rng = RequestRng::new(self.shared.config.seed, request_index);
+        let mut rng = RequestRng::new(self.shared.config.seed(), request_index);
         let fault = snapshot.iter().find(|fault| {
             fault.is_live(now)
                 && fault.spec.matcher.matches(method.as_str(), path)
@@ -450,12 +416,12 @@ impl Agent {
                 body: fault.error_body.clone(),
             },
             FaultKind::Hang => Injection::Hang {
-                hold: self.shared.config.max_hold,
+                hold: self.shared.config.max_hold(),
                 released: fault.released.clone(),
             },
             FaultKind::Delay { delay, jitter } => Injection::Delay {
                 wait: delay_with_jitter(*delay, *jitter, rng.next_unit())
-                    .min(self.shared.config.max_hold),
+                    .min(self.shared.config.max_hold()),
                 released: fault.released.clone(),
             },
             FaultKind::Reset => Injection::Reset,
@@ -463,9 +429,9 @@ impl Agent {
     }
 
     fn checked_lease(&self, requested: Option<Duration>) -> Result<Duration, AgentError> {
-        let max = self.shared.config.max_lease;
+        let max = self.shared.config.max_lease();
         match requested {
-            None => Ok(self.shared.config.default_lease),
+            None => Ok(self.shared.config.default_lease()),
             Some(requested) if requested > max => Err(AgentError::LeaseOverCap { requested, max }),
             Some(requested) if requested < crate::api::MIN_LEASE => {
                 Err(SpecError::new("lease", "must be at least 1ms").into())
@@ -479,7 +445,7 @@ impl Agent {
         let FaultKind::Delay { delay, jitter } = kind else {
             return Ok(());
         };
-        let max = self.shared.config.max_hold;
+        let max = self.shared.config.max_hold();
         let over = |field: &str, what: Duration| {
             SpecError::new(
                 field,

@@ -111,7 +111,7 @@ impl IntoResponse for ControlError {
 /// Checks `Authorization: Bearer <token>` against the agent's token in constant time (only the length of the
 /// token can leak through timing).
 fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), ControlError> {
-    let Some(expected) = agent.config().token.as_deref() else {
+    let Some(expected) = agent.config().token() else {
         return Err(ControlError::Unauthorized(
             "this agent has no token configured, so every mutation is refused",
         ));

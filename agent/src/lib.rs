@@ -18,6 +18,7 @@
 
 mod agent;
 pub mod api;
+mod config;
 mod fault_api;
 pub mod inject;
 mod metrics;
@@ -27,9 +28,10 @@ pub mod serve;
 pub mod sidecar;
 pub mod stream;
 
-pub use agent::{
-    Agent, AgentConfig, AgentError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,
-    FAULT_API_PREFIX, MAX_FAULTS, PutOutcome,
+pub use agent::{Agent, AgentError, FAULT_API_PREFIX, MAX_FAULTS, PutOutcome};
+pub use config::{
+    AgentConfig, AgentConfigError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,
+    MAX_AGENT_DURATION, MAX_TOKEN_BYTES, RawAgentConfig,
 };
 pub use fault_api::PROMETHEUS_CONTENT_TYPE;
 pub use inject::{FaultBody, FaultLayer, FaultService};

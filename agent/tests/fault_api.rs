@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use agent::api::{AgentEvent, ErrorBody, FaultView, HaltResponse, RemovalReason};
-use agent::{Agent, AgentConfig};
+use agent::{Agent, AgentConfig, RawAgentConfig};
 use axum::body::Body;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -14,12 +14,16 @@ use tower::ServiceExt;
 const TOKEN: &str = "s3cret-token";
 
 fn agent() -> Agent {
-    Agent::new(AgentConfig {
-        token: Some(TOKEN.into()),
-        default_lease: Duration::from_secs(30),
-        max_lease: Duration::from_secs(120),
-        ..AgentConfig::default()
-    })
+    Agent::new(
+        RawAgentConfig {
+            token: Some(TOKEN.into()),
+            default_lease: Duration::from_secs(30),
+            max_lease: Duration::from_secs(120),
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    )
 }
 
 fn mutation(

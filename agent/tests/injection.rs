@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agent::api::{FaultKind, FaultSpec, MatchRule};
 use agent::inject::{AbortReason, FaultBody, INJECTED_HEADER};
-use agent::{Agent, AgentConfig};
+use agent::{Agent, RawAgentConfig};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -25,11 +25,15 @@ fn counting_service(calls: Arc<AtomicUsize>) -> Upstream {
 }
 
 fn agent_with_seed(seed: u64) -> Agent {
-    Agent::new(AgentConfig {
-        seed,
-        max_hold: Duration::from_secs(5),
-        ..AgentConfig::default()
-    })
+    Agent::new(
+        RawAgentConfig {
+            seed,
+            max_hold: Duration::from_secs(5),
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    )
 }
 
 fn request(method: Method, path: &str) -> Request<Full<Bytes>> {
@@ -412,10 +416,14 @@ impl FaultEnd {
 /// Puts fault `id` of `kind` (2 s lease, hold cap 60 s), sends one request, ends the fault `end`'s way 1 s
 /// into the hold and returns what the caller saw, how long it was held and how often the service was called.
 async fn hold_then_end(kind: FaultKind, end: FaultEnd) -> (Seen, Duration, usize) {
-    let agent = Agent::new(AgentConfig {
-        max_hold: Duration::from_secs(60),
-        ..AgentConfig::default()
-    });
+    let agent = Agent::new(
+        RawAgentConfig {
+            max_hold: Duration::from_secs(60),
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    );
     let spec = FaultSpec {
         kind,
         lease: Some(Duration::from_secs(2)),

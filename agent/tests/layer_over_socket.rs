@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use agent::api::{FaultKind, FaultSpec};
-use agent::{Agent, AgentConfig};
+use agent::{Agent, AgentConfig, RawAgentConfig};
 use axum::Router;
 use axum::routing::get;
 use common::PATIENCE;
@@ -71,10 +71,14 @@ async fn a_reset_in_the_layer_closes_the_connection_before_any_response_byte() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hang_in_the_layer_closes_the_connection_at_the_hold_cap() {
     let hold_cap = Duration::from_millis(300);
-    let agent = Agent::new(AgentConfig {
-        max_hold: hold_cap,
-        ..AgentConfig::default()
-    });
+    let agent = Agent::new(
+        RawAgentConfig {
+            max_hold: hold_cap,
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    );
     agent.put("h", fault(FaultKind::Hang)).unwrap();
     let address = serve_app(&agent).await;
     let started = std::time::Instant::now();

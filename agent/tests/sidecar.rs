@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agent::api::{FaultKind, FaultSpec};
 use agent::sidecar::Sidecar;
-use agent::{Agent, AgentConfig};
+use agent::{Agent, AgentConfig, RawAgentConfig};
 use bytes::Bytes;
 use common::{
     BIG_BODY_BYTES, PATIENCE, UpstreamProbe, big_byte, client, full, read_all, start_upstream,
@@ -32,12 +32,16 @@ struct Running {
 
 async fn start(max_hold: Duration) -> Running {
     let (upstream, probe) = start_upstream().await;
-    let agent = Agent::new(AgentConfig {
-        token: Some(TOKEN.into()),
-        max_hold,
-        seed: 11,
-        ..AgentConfig::default()
-    });
+    let agent = Agent::new(
+        RawAgentConfig {
+            token: Some(TOKEN.into()),
+            max_hold,
+            seed: 11,
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    );
     let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let sidecar = Sidecar::bind(
         agent.clone(),

@@ -203,7 +203,6 @@ pub fn parse_breaker_config(
     } else {
         breaker::BreakerConfig::from_toml_str(text).map_err(|err| err.to_string())?
     };
-    config.validate().map_err(|err| err.to_string())?;
     Ok(config)
 }
 
@@ -302,8 +301,7 @@ async fn switch_breaker_mode(
     }
     match lease_of(query).and_then(|lease| Ok((parse_mode_switch(&body)?, lease))) {
         Ok((mode, lease)) => {
-            let mut config = state.ctx.registry.config();
-            config.mode = mode;
+            let config = state.ctx.registry.config().with_mode(mode);
             state.lease.push(config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }

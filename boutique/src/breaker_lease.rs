@@ -187,10 +187,7 @@ mod tests {
     }
 
     fn disabled() -> breaker::BreakerConfig {
-        breaker::BreakerConfig {
-            mode: breaker::Mode::Disabled,
-            ..breaker::BreakerConfig::default()
-        }
+        breaker::BreakerConfig::default().with_mode(breaker::Mode::Disabled)
     }
 
     fn modes(lease: &BreakerLease) -> Vec<breaker::Mode> {
@@ -198,8 +195,8 @@ mod tests {
             .registry
             .breakers()
             .iter()
-            .map(|breaker| breaker.config().mode)
-            .chain([lease.registry.config().mode])
+            .map(|breaker| breaker.config().mode())
+            .chain([lease.registry.config().mode()])
             .collect()
     }
 
@@ -239,10 +236,7 @@ mod tests {
     async fn a_push_without_a_lease_stays_and_ends_the_lease_before_it() {
         let lease = lease_over(breaker::BreakerConfig::default());
         lease.push(disabled(), Some(Duration::from_secs(2)));
-        let shadow = breaker::BreakerConfig {
-            mode: breaker::Mode::Shadow,
-            ..breaker::BreakerConfig::default()
-        };
+        let shadow = breaker::BreakerConfig::default().with_mode(breaker::Mode::Shadow);
         lease.push(shadow, None);
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert_eq!(modes(&lease), [breaker::Mode::Shadow; 2]);

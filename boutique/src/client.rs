@@ -335,8 +335,9 @@ mod tests {
                 sockets.push(socket);
             }
         });
-        let mut config = breaker::BreakerConfig::default();
+        let mut config = breaker::RawBreakerConfig::default();
         config.trip.consecutive_failures = Some(5);
+        let config = config.build().expect("a valid test config");
         let breaker = Arc::new(breaker::CircuitBreaker::new(
             "checkout->payment",
             config,

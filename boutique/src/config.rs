@@ -89,9 +89,6 @@ impl StackConfig {
                 return Err(StackError::config("token", "must not be empty when set"));
             }
         }
-        self.breaker
-            .validate()
-            .map_err(|err| StackError::config("breaker", err.to_string()))?;
         let mut seen = BTreeMap::new();
         for (service, port) in &self.ports {
             if *port == 0 {

@@ -19,7 +19,12 @@ fn hang_config(breaker_toml: &str) -> StackConfig {
         queue: QUEUE,
     };
     config.breaker = breaker::BreakerConfig::from_toml_str(breaker_toml).unwrap();
-    config.agent.max_hold = Duration::from_secs(3);
+    config.agent = agent::RawAgentConfig {
+        max_hold: Duration::from_secs(3),
+        ..config.agent.into_raw()
+    }
+    .build()
+    .expect("a valid agent config");
     config
 }
 

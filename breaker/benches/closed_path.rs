@@ -43,14 +43,14 @@ fn ours_consecutive() -> CircuitBreaker {
 }
 
 fn window_config() -> BreakerConfig {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
     config.trip.failure_rate = Some(FailureRateConfig {
         threshold: 0.5,
         window: Duration::from_secs(10),
         min_calls: 20,
     });
-    config
+    config.build().expect("a valid test config")
 }
 
 #[inline]
@@ -183,10 +183,11 @@ fn shared_threads(c: &mut Criterion) {
 
 fn open_reject(c: &mut Criterion) {
     let mut group = c.benchmark_group("open_reject");
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = Some(1);
     config.open.base = Duration::from_secs(3600);
     config.open.max = Duration::from_secs(3600);
+    let config = config.build().expect("a valid test config");
     for (name, clock) in [
         (
             "tolerant_system_clock",

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use breaker::{BreakerConfig, CircuitBreaker, Outcome, Probes, SystemClock};
+use breaker::{CircuitBreaker, Outcome, Probes, SystemClock};
 use failsafe::CircuitBreaker as _;
 
 const CALLERS: usize = 1000;
@@ -46,9 +46,10 @@ fn herd(before_release: impl FnOnce(), call: &(dyn Fn(Dependency<'_>) + Sync)) -
 }
 
 fn ours(probes: Probes) -> usize {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.open.base = OPEN;
     config.half_open.probes = probes;
+    let config = config.build().expect("a valid test config");
     let breaker = CircuitBreaker::new("herd", config, Arc::new(SystemClock));
     for _ in 0..5 {
         breaker

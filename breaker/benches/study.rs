@@ -39,10 +39,7 @@ fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
             latency: Duration::from_millis(20),
             warmup: None,
         },
-        breaker: BreakerConfig {
-            mode,
-            ..BreakerConfig::default()
-        },
+        breaker: BreakerConfig::default().with_mode(mode),
         instances: 1,
         workers: None,
         seed: 42 + round,

@@ -332,13 +332,13 @@ impl Drop for OwnedPermit {
 pub const DEFAULT_SEED: u64 = 0x746f_6c65_7261_6e74;
 
 impl CircuitBreaker {
-    /// A closed breaker named `name` (by convention `caller->dependency`). `config` should have passed
-    /// [`BreakerConfig::validate`]. Events go nowhere until [`CircuitBreaker::with_sink`].
+    /// A closed breaker named `name` (by convention `caller->dependency`). `config` is checked by its type.
+    /// Events go nowhere until [`CircuitBreaker::with_sink`].
     pub fn new(name: impl Into<String>, config: BreakerConfig, clock: Arc<dyn Clock>) -> Self {
         let name = name.into();
         let seed = DEFAULT_SEED;
         let policy = Policy::compile(&config, seed, &name);
-        let word = Word::initial(config.mode, policy.timed(), policy.windowed());
+        let word = Word::initial(config.mode(), policy.timed(), policy.windowed());
         let now = clock.now();
         let state = word.state();
         let breaker = CircuitBreaker {
@@ -759,7 +759,7 @@ impl CircuitBreaker {
     pub fn set_config(&self, config: BreakerConfig) {
         let mut current = self.config.lock();
         let policy = Policy::compile(&config, self.seed, &self.name);
-        let (mode, timed, windowed) = (config.mode, policy.timed(), policy.windowed());
+        let (mode, timed, windowed) = (config.mode(), policy.timed(), policy.windowed());
         self.arm(&policy, false);
         self.policy.store(Arc::new(policy));
         *current = config;

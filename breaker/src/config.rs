@@ -1,7 +1,9 @@
 //! Breaker configuration in the Resilience4j-like vocabulary of the design (TOML, durations as "30s" / "250ms").
 //!
-//! Parsing rejects unknown keys, and every error — a parse error or a failed [`BreakerConfig::validate`] — names the
-//! field it is about (`half_open.probes: must be at least 1`), so a mistyped experiment file fails loudly.
+//! A [`BreakerConfig`] can only be built valid: it is made from the unchecked [`RawBreakerConfig`] (the wire and
+//! file shape) by `TryFrom`, which serde uses too, so deserialising an invalid config fails. Parsing rejects unknown
+//! keys, and every error — a parse error or a failed check — names the field it is about
+//! (`half_open.probes: must be at least 1`), so a mistyped experiment file fails loudly.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -95,10 +97,11 @@ impl Mode {
     }
 }
 
-/// The whole breaker configuration.
+/// The whole breaker configuration as written, nothing checked yet: the wire and file shape. The breaker takes only
+/// a [`BreakerConfig`], made from this by `BreakerConfig::try_from`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BreakerConfig {
+pub struct RawBreakerConfig {
     /// Enforce, shadow, forced-open or disabled.
     #[serde(default)]
     pub mode: Mode,
@@ -113,15 +116,50 @@ pub struct BreakerConfig {
     pub half_open: HalfOpenConfig,
 }
 
-impl Default for BreakerConfig {
+impl Default for RawBreakerConfig {
     /// The study's breaker: 5 consecutive failures, 30 s open, 1 probe, 2 successes to close.
     fn default() -> Self {
-        BreakerConfig {
+        RawBreakerConfig {
             mode: Mode::Enforce,
             trip: TripConfig::default(),
             open: OpenConfig::default(),
             half_open: HalfOpenConfig::default(),
         }
+    }
+}
+
+/// A checked breaker configuration: every value within its bounds. Serialises exactly as its [`RawBreakerConfig`];
+/// deserialising checks it, and an invalid one is an error naming the field.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(try_from = "RawBreakerConfig")]
+pub struct BreakerConfig(RawBreakerConfig);
+
+impl TryFrom<RawBreakerConfig> for BreakerConfig {
+    type Error = ConfigError;
+
+    /// Check every value; the error names the first offending field.
+    fn try_from(raw: RawBreakerConfig) -> Result<Self, ConfigError> {
+        check(&raw)?;
+        Ok(BreakerConfig(raw))
+    }
+}
+
+impl RawBreakerConfig {
+    /// The checked config (`BreakerConfig::try_from(self)`); the error names the first offending field.
+    pub fn build(self) -> Result<BreakerConfig, ConfigError> {
+        BreakerConfig::try_from(self)
+    }
+}
+
+impl From<BreakerConfig> for RawBreakerConfig {
+    fn from(config: BreakerConfig) -> Self {
+        config.0
+    }
+}
+
+impl Serialize for BreakerConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
     }
 }
 
@@ -344,10 +382,10 @@ mod humantime_serde_duration {
 }
 
 impl BreakerConfig {
-    /// Parse a TOML document and validate it. Errors name the field.
+    /// Parse a TOML document and check it. Errors name the field.
     pub fn from_toml_str(s: &str) -> Result<Self, ConfigError> {
         let deserializer = toml::Deserializer::new(s);
-        let config: BreakerConfig =
+        let raw: RawBreakerConfig =
             serde_path_to_error::deserialize(deserializer).map_err(|err| {
                 let path = err.path().to_string();
                 let field = if path == "." || path.is_empty() {
@@ -357,93 +395,153 @@ impl BreakerConfig {
                 };
                 ConfigError::new(field, first_line(err.inner().message()))
             })?;
-        config.validate()?;
-        Ok(config)
+        BreakerConfig::try_from(raw)
     }
 
     /// The config as a TOML document that [`BreakerConfig::from_toml_str`] reads back.
     pub fn to_toml_string(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+        toml::to_string(&self.0).unwrap_or_default()
     }
 
-    /// Check every value; the error names the first offending field.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let trip = &self.trip;
-        if trip.consecutive_failures.is_none()
-            && trip.failure_rate.is_none()
-            && trip.slow_call.is_none()
-        {
-            return Err(ConfigError::new(
-                "trip",
-                "at least one detector is needed (consecutive_failures, failure_rate or slow_call)",
-            ));
-        }
-        if trip.consecutive_failures == Some(0) {
-            return Err(ConfigError::new(
-                "trip.consecutive_failures",
-                "must be at least 1",
-            ));
-        }
-        if let Some(rate) = &trip.failure_rate {
-            check_fraction("trip.failure_rate.threshold", rate.threshold)?;
-            check_window("trip.failure_rate.window", rate.window)?;
-            check_min_calls("trip.failure_rate.min_calls", rate.min_calls)?;
-        }
-        if let Some(slow) = &trip.slow_call {
-            if slow.duration.is_zero() || slow.duration > MAX_WINDOW {
-                return Err(ConfigError::new(
-                    "trip.slow_call.duration",
-                    "must be greater than zero and at most a day",
-                ));
-            }
-            check_fraction("trip.slow_call.rate", slow.rate)?;
-            check_window("trip.slow_call.window", slow.window)?;
-            check_min_calls("trip.slow_call.min_calls", slow.min_calls)?;
-        }
-        let open = &self.open;
-        if open.base < Duration::from_millis(1) {
-            return Err(ConfigError::new("open.base", "must be at least 1ms"));
-        }
-        if !(open.backoff.is_finite() && open.backoff >= 1.0) {
-            return Err(ConfigError::new(
-                "open.backoff",
-                format!("must be a number ≥ 1.0, got {}", open.backoff),
-            ));
-        }
-        if open.max < open.base {
-            return Err(ConfigError::new("open.max", "must be at least open.base"));
-        }
-        if open.max > Duration::from_secs(365 * 24 * 3600) {
-            return Err(ConfigError::new("open.max", "must be at most a year"));
-        }
-        if !(open.jitter.is_finite() && (0.0..1.0).contains(&open.jitter)) {
-            return Err(ConfigError::new(
-                "open.jitter",
-                format!("must be in [0, 1), got {}", open.jitter),
-            ));
-        }
-        if self.half_open.successes_to_close == 0 {
-            return Err(ConfigError::new(
-                "half_open.successes_to_close",
-                "must be at least 1",
-            ));
-        }
-        if self.half_open.successes_to_close > MAX_SUCCESSES_TO_CLOSE {
-            return Err(ConfigError::new(
-                "half_open.successes_to_close",
-                format!("must be at most {MAX_SUCCESSES_TO_CLOSE}"),
-            ));
-        }
-        if let Probes::Limited(n) = self.half_open.probes {
-            if n.get() > MAX_PROBES {
-                return Err(ConfigError::new(
-                    "half_open.probes",
-                    format!("must be at most {MAX_PROBES} (or \"all\")"),
-                ));
-            }
-        }
-        Ok(())
+    /// Enforce, shadow, forced-open or disabled.
+    pub fn mode(&self) -> Mode {
+        self.0.mode
     }
+
+    /// The detectors (at least one is set).
+    pub fn trip(&self) -> &TripConfig {
+        &self.0.trip
+    }
+
+    /// The open window.
+    pub fn open(&self) -> &OpenConfig {
+        &self.0.open
+    }
+
+    /// Half-open probing.
+    pub fn half_open(&self) -> &HalfOpenConfig {
+        &self.0.half_open
+    }
+
+    /// The same config in another mode (every mode is valid with every config).
+    pub fn with_mode(self, mode: Mode) -> Self {
+        BreakerConfig(RawBreakerConfig { mode, ..self.0 })
+    }
+
+    /// The config's values, to change and check again with `BreakerConfig::try_from`.
+    pub fn into_raw(self) -> RawBreakerConfig {
+        self.0
+    }
+
+    /// The config with its time windows divided by `time_scale` (open durations and detector windows shrink with
+    /// a sped-up study; the slow-call threshold does not, service latencies do not scale), checked again: the error
+    /// names the field a window fell out of bounds in. A non-positive or NaN scale saturates every window.
+    pub fn time_scaled(&self, time_scale: f64) -> Result<Self, ConfigError> {
+        let scale = |duration: Duration| scale_duration(duration, time_scale);
+        let mut raw = self.0.clone();
+        raw.open.base = scale(raw.open.base);
+        raw.open.max = scale(raw.open.max);
+        if let Some(rate) = &mut raw.trip.failure_rate {
+            rate.window = scale(rate.window);
+        }
+        if let Some(slow) = &mut raw.trip.slow_call {
+            slow.window = scale(slow.window);
+        }
+        BreakerConfig::try_from(raw)
+    }
+}
+
+/// `duration / time_scale`, saturating: never panics, whatever the numbers (a result too large for a `Duration`
+/// is `Duration::MAX`, a non-positive or NaN scale gives `Duration::MAX` too).
+pub fn scale_duration(duration: Duration, time_scale: f64) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() / time_scale).unwrap_or(Duration::MAX)
+}
+
+/// Check every value of `config`; the error names the first offending field.
+fn check(config: &RawBreakerConfig) -> Result<(), ConfigError> {
+    let trip = &config.trip;
+    if trip.consecutive_failures.is_none()
+        && trip.failure_rate.is_none()
+        && trip.slow_call.is_none()
+    {
+        return Err(ConfigError::new(
+            "trip",
+            "at least one detector is needed (consecutive_failures, failure_rate or slow_call)",
+        ));
+    }
+    if trip.consecutive_failures == Some(0) {
+        return Err(ConfigError::new(
+            "trip.consecutive_failures",
+            "must be at least 1",
+        ));
+    }
+    if let Some(rate) = &trip.failure_rate {
+        check_fraction("trip.failure_rate.threshold", rate.threshold)?;
+        check_window("trip.failure_rate.window", rate.window)?;
+        check_min_calls("trip.failure_rate.min_calls", rate.min_calls)?;
+    }
+    if let Some(slow) = &trip.slow_call {
+        if slow.duration.is_zero() || slow.duration > MAX_WINDOW {
+            return Err(ConfigError::new(
+                "trip.slow_call.duration",
+                "must be greater than zero and at most a day",
+            ));
+        }
+        check_fraction("trip.slow_call.rate", slow.rate)?;
+        check_window("trip.slow_call.window", slow.window)?;
+        check_min_calls("trip.slow_call.min_calls", slow.min_calls)?;
+    }
+    check_open(&config.open)?;
+    check_half_open(&config.half_open)
+}
+
+fn check_open(open: &OpenConfig) -> Result<(), ConfigError> {
+    if open.base < Duration::from_millis(1) {
+        return Err(ConfigError::new("open.base", "must be at least 1ms"));
+    }
+    if !(open.backoff.is_finite() && open.backoff >= 1.0) {
+        return Err(ConfigError::new(
+            "open.backoff",
+            format!("must be a number ≥ 1.0, got {}", open.backoff),
+        ));
+    }
+    if open.max < open.base {
+        return Err(ConfigError::new("open.max", "must be at least open.base"));
+    }
+    if open.max > Duration::from_secs(365 * 24 * 3600) {
+        return Err(ConfigError::new("open.max", "must be at most a year"));
+    }
+    if !(open.jitter.is_finite() && (0.0..1.0).contains(&open.jitter)) {
+        return Err(ConfigError::new(
+            "open.jitter",
+            format!("must be in [0, 1), got {}", open.jitter),
+        ));
+    }
+    Ok(())
+}
+
+fn check_half_open(half_open: &HalfOpenConfig) -> Result<(), ConfigError> {
+    if half_open.successes_to_close == 0 {
+        return Err(ConfigError::new(
+            "half_open.successes_to_close",
+            "must be at least 1",
+        ));
+    }
+    if half_open.successes_to_close > MAX_SUCCESSES_TO_CLOSE {
+        return Err(ConfigError::new(
+            "half_open.successes_to_close",
+            format!("must be at most {MAX_SUCCESSES_TO_CLOSE}"),
+        ));
+    }
+    if let Probes::Limited(n) = half_open.probes {
+        if n.get() > MAX_PROBES {
+            return Err(ConfigError::new(
+                "half_open.probes",
+                format!("must be at most {MAX_PROBES} (or \"all\")"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Largest limited probe count (the in-flight count has 20 bits in the state word).

@@ -25,7 +25,7 @@ fn classify<T, E>(result: &Result<T, E>) -> Outcome {
 
 #[tokio::test(start_paused = true)]
 async fn call_trips_on_slow_calls_timed_by_paused_tokio_time() {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
     config.trip.slow_call = Some(SlowCallConfig {
         duration: Duration::from_millis(100),
@@ -33,6 +33,7 @@ async fn call_trips_on_slow_calls_timed_by_paused_tokio_time() {
         window: Duration::from_secs(10),
         min_calls: 2,
     });
+    let config = config.build().expect("a valid test config");
     let breaker = CircuitBreaker::new("a->b", config, Arc::new(TokioClock::new()));
     for _ in 0..2 {
         let answer = breaker
@@ -61,9 +62,10 @@ async fn call_trips_on_slow_calls_timed_by_paused_tokio_time() {
 
 #[tokio::test(start_paused = true)]
 async fn call_passes_inner_errors_and_a_cancelled_call_frees_its_probe() {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = Some(1);
     config.half_open.probes = Probes::limited(1).expect("1");
+    let config = config.build().expect("a valid test config");
     let breaker = CircuitBreaker::new("a->b", config, Arc::new(TokioClock::new()));
     let failed = breaker.call(async { Err::<(), _>("boom") }, classify).await;
     assert_eq!(failed, Err(CallError::Inner("boom")));
@@ -131,8 +133,9 @@ async fn tower_layer_rejects_without_calling_the_service() {
 #[tokio::test]
 #[should_panic(expected = "polled after completion")]
 async fn tower_layer_rejection_is_handed_out_once_not_invented_again() {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = Some(1);
+    let config = config.build().expect("a valid test config");
     let breaker = Arc::new(CircuitBreaker::new(
         "a->b",
         config,
@@ -213,8 +216,9 @@ async fn registry_shares_config_and_broadcasts_transitions() {
         ("frontend", "frontend->checkout")
     );
     assert_eq!(event.reason, Reason::ConsecutiveFailures);
-    let mut strict = BreakerConfig::default();
+    let mut strict = breaker::RawBreakerConfig::default();
     strict.trip.consecutive_failures = Some(1);
+    let strict = strict.build().expect("a valid test config");
     registry.set_config(strict.clone());
     let cart = registry.get("frontend->cart");
     assert_eq!(cart.config(), strict);

@@ -13,9 +13,10 @@ use breaker::{
 const THREADS: usize = 8;
 
 fn half_open_breaker(probes: u32) -> (Arc<ManualClock>, CircuitBreaker, Arc<MemorySink>) {
-    let mut config = BreakerConfig::default();
+    let mut config = breaker::RawBreakerConfig::default();
     config.half_open.probes = Probes::limited(probes).expect("≥1");
     config.half_open.successes_to_close = 1_000_000;
+    let config = config.build().expect("a valid test config");
     let clock = Arc::new(ManualClock::new());
     let sink = MemorySink::new();
     let breaker = CircuitBreaker::new("a->b", config, clock.clone()).with_sink(sink.clone());

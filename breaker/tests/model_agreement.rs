@@ -8,7 +8,7 @@ mod model;
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker::{BreakerConfig, CircuitBreaker, ManualClock, MemorySink, Mode, Outcome, Permit};
+use breaker::{CircuitBreaker, ManualClock, MemorySink, Mode, Outcome, Permit, RawBreakerConfig};
 use model::{Kind, Model, ModelPermit};
 use proptest::prelude::*;
 
@@ -60,21 +60,22 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn config() -> impl Strategy<Value = BreakerConfig> {
+fn config() -> impl Strategy<Value = RawBreakerConfig> {
     (
         model::breaker_config(),
         prop_oneof![3 => Just(Mode::Enforce), 1 => Just(Mode::Shadow)],
     )
-        .prop_map(|(config, mode)| BreakerConfig { mode, ..config })
+        .prop_map(|(config, mode)| RawBreakerConfig { mode, ..config })
 }
 
-fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    config
-        .validate()
+fn run(config: RawBreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let checked = config
+        .clone()
+        .build()
         .map_err(|e| TestCaseError::reject(e.to_string()))?;
     let clock = Arc::new(ManualClock::new());
     let sink = MemorySink::new();
-    let breaker = CircuitBreaker::new("svc->dep", config.clone(), clock.clone())
+    let breaker = CircuitBreaker::new("svc->dep", checked, clock.clone())
         .with_service("svc")
         .with_sink(sink.clone());
     let mut model = Model::new(config);
@@ -127,10 +128,7 @@ fn run(config: BreakerConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::State => prop_assert_eq!(breaker.state(), model.observe(), "step {}", step),
             Op::SetMode { mode } => {
-                breaker.set_config(BreakerConfig {
-                    mode,
-                    ..breaker.config()
-                });
+                breaker.set_config(breaker.config().with_mode(mode));
                 model.set_mode(mode);
             }
             Op::Reset => {

@@ -17,12 +17,12 @@ use std::time::Duration;
 use breaker::sim::{
     self, Decision, FaultKind, Pattern, Scenario, Schedule, Upstream, Warmup, Workload,
 };
-use breaker::{BreakerConfig, CircuitBreaker, ManualClock, Outcome, OwnedPermit};
+use breaker::{CircuitBreaker, ManualClock, Outcome, OwnedPermit, RawBreakerConfig};
 use model::{Kind, Model, ModelPermit};
 use proptest::prelude::*;
 
 /// A random breaker config whose slow calls are slower than `latency_ms` (so only failing calls can be slow).
-fn breaker_config(latency_ms: u64, jitter: bool) -> impl Strategy<Value = BreakerConfig> {
+fn breaker_config(latency_ms: u64, jitter: bool) -> impl Strategy<Value = RawBreakerConfig> {
     let jitter = if jitter {
         (0.0f64..0.9).boxed()
     } else {
@@ -116,7 +116,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                             length: Duration::from_millis(length_ms),
                         }),
                     },
-                    breaker,
+                    breaker: breaker.build().expect("the model's configs are valid"),
                     instances,
                     workers,
                     seed,
@@ -163,8 +163,7 @@ fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
     logged.log_calls = true;
     let run = sim::simulate(&logged).map_err(|e| TestCaseError::reject(e.to_string()))?;
     let clock = Arc::new(ManualClock::with_unix_origin_ms(0));
-    let mut config = scenario.breaker.clone();
-    config.mode = breaker::Mode::Enforce;
+    let config = scenario.breaker.clone().with_mode(breaker::Mode::Enforce);
     let breakers: Vec<Arc<CircuitBreaker>> = (0..scenario.instances)
         .map(|_| {
             Arc::new(CircuitBreaker::new(
@@ -175,7 +174,7 @@ fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
         })
         .collect();
     let mut models: Vec<(Model, u64)> = (0..scenario.instances)
-        .map(|_| (Model::new(config.clone()), 0))
+        .map(|_| (Model::new(config.clone().into_raw()), 0))
         .collect();
     let advance = |models: &mut Vec<(Model, u64)>, instance: usize, to_ms: u64| {
         let (model, now) = &mut models[instance];
@@ -327,7 +326,7 @@ fn whole_ms_scenario() -> impl Strategy<Value = Scenario> {
                         latency: Duration::from_millis(latency_ms),
                         warmup: None,
                     },
-                    breaker,
+                    breaker: breaker.build().expect("the model's configs are valid"),
                     instances,
                     workers: None,
                     seed,

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use breaker::{
     BreakerConfig, CircuitBreaker, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock,
-    MemorySink, Mode, Outcome, Probes, Reason, SlowCallConfig, State, TransitionEvent,
+    MemorySink, Mode, Outcome, Probes, RawBreakerConfig, Reason, SlowCallConfig, State,
+    TransitionEvent,
 };
 
 struct Fixture {
@@ -14,8 +15,8 @@ struct Fixture {
     sink: Arc<MemorySink>,
 }
 
-fn fixture(config: BreakerConfig) -> Fixture {
-    config.validate().expect("test config is valid");
+fn fixture(config: RawBreakerConfig) -> Fixture {
+    let config = config.build().expect("test config is valid");
     let clock = Arc::new(ManualClock::new());
     let sink = MemorySink::new();
     let breaker = CircuitBreaker::new("frontend->checkout", config, clock.clone())
@@ -68,7 +69,7 @@ fn secs(s: u64) -> Duration {
 
 #[test]
 fn consecutive_failures_trip_and_a_success_resets_the_count() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     f.fail(4);
     assert!(f.call(Outcome::Success));
     f.fail(4);
@@ -116,7 +117,7 @@ fn consecutive_failures_trip_and_a_success_resets_the_count() {
 
 #[test]
 fn open_becomes_half_open_without_a_call_with_one_event() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     f.fail(5);
     let snapshot = f.breaker.snapshot();
     assert_eq!(
@@ -147,7 +148,7 @@ fn open_becomes_half_open_without_a_call_with_one_event() {
 
 #[test]
 fn half_open_admits_n_probes_and_closes_after_s_successes() {
-    let mut config = BreakerConfig::default();
+    let mut config = RawBreakerConfig::default();
     config.half_open.probes = Probes::limited(2).expect("2");
     config.half_open.successes_to_close = 3;
     let f = fixture(config);
@@ -175,7 +176,7 @@ fn half_open_admits_n_probes_and_closes_after_s_successes() {
 
 #[test]
 fn probe_failure_reopens_with_backoff_capped_and_a_close_resets_it() {
-    let mut config = BreakerConfig::default();
+    let mut config = RawBreakerConfig::default();
     config.open.base = secs(10);
     config.open.backoff = 2.0;
     config.open.max = secs(35);
@@ -213,7 +214,7 @@ fn probe_failure_reopens_with_backoff_capped_and_a_close_resets_it() {
 
 #[test]
 fn a_dropped_permit_frees_its_probe_slot_and_counts_as_ignored() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     f.fail(5);
     f.advance(secs(30));
     let probe = f.breaker.try_acquire().expect("probe");
@@ -228,7 +229,7 @@ fn a_dropped_permit_frees_its_probe_slot_and_counts_as_ignored() {
 
 #[test]
 fn stale_outcomes_do_not_move_the_machine() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     let slow_closed_call = f.breaker.try_acquire().expect("closed");
     f.fail(5);
     f.advance(secs(30));
@@ -248,8 +249,8 @@ fn stale_outcomes_do_not_move_the_machine() {
     );
 }
 
-fn rate_config(threshold: f64, window: Duration, min_calls: u32) -> BreakerConfig {
-    let mut config = BreakerConfig::default();
+fn rate_config(threshold: f64, window: Duration, min_calls: u32) -> RawBreakerConfig {
+    let mut config = RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
     config.trip.failure_rate = Some(FailureRateConfig {
         threshold,
@@ -323,8 +324,8 @@ fn the_window_is_cleared_by_a_close() {
     );
 }
 
-fn slow_config() -> BreakerConfig {
-    let mut config = BreakerConfig::default();
+fn slow_config() -> RawBreakerConfig {
+    let mut config = RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
     config.trip.slow_call = Some(SlowCallConfig {
         duration: Duration::from_millis(100),
@@ -401,7 +402,7 @@ fn a_permit_dropped_after_waiting_past_the_slow_call_threshold_counts_as_a_failu
 /// too long).
 #[test]
 fn without_a_slow_call_detector_a_dropped_permit_is_ignored() {
-    let mut config = BreakerConfig::default();
+    let mut config = RawBreakerConfig::default();
     config.trip.consecutive_failures = Some(1);
     let f = fixture(config);
     let permit = f.breaker.try_acquire().expect("closed");
@@ -431,9 +432,9 @@ fn detectors_combine_and_the_first_to_fire_names_the_reason() {
 
 #[test]
 fn shadow_mode_never_rejects_but_reports_what_it_would_do() {
-    let config = BreakerConfig {
+    let config = RawBreakerConfig {
         mode: Mode::Shadow,
-        ..BreakerConfig::default()
+        ..RawBreakerConfig::default()
     };
     let f = fixture(config);
     f.fail(5);
@@ -471,12 +472,12 @@ fn shadow_mode_never_rejects_but_reports_what_it_would_do() {
 
 #[test]
 fn forced_open_rejects_and_config_changes_emit_their_reason() {
-    let f = fixture(BreakerConfig::default());
-    let forced = BreakerConfig {
+    let f = fixture(RawBreakerConfig::default());
+    let forced = RawBreakerConfig {
         mode: Mode::ForcedOpen,
-        ..BreakerConfig::default()
+        ..RawBreakerConfig::default()
     };
-    f.breaker.set_config(forced);
+    f.breaker.set_config(forced.build().expect("valid"));
     assert_eq!(f.breaker.state(), State::Open);
     f.advance(secs(3600));
     assert!(
@@ -496,18 +497,18 @@ fn forced_open_rejects_and_config_changes_emit_their_reason() {
     assert_eq!(f.sink.events()[0].detail.mode, Some(Mode::ForcedOpen));
     // Same mode, other thresholds: the state is kept and nothing is emitted.
     f.fail(5);
-    let mut gentler = BreakerConfig::default();
+    let mut gentler = RawBreakerConfig::default();
     gentler.trip.consecutive_failures = Some(50);
-    f.breaker.set_config(gentler);
+    f.breaker.set_config(gentler.build().expect("valid"));
     assert_eq!(f.breaker.state(), State::Open);
     assert_eq!(f.sink.events().len(), 3);
 }
 
 #[test]
 fn disabled_admits_everything_and_detects_nothing() {
-    let config = BreakerConfig {
+    let config = RawBreakerConfig {
         mode: Mode::Disabled,
-        ..BreakerConfig::default()
+        ..RawBreakerConfig::default()
     };
     let f = fixture(config);
     f.fail(100);
@@ -519,7 +520,7 @@ fn disabled_admits_everything_and_detects_nothing() {
 
 #[test]
 fn reset_closes_and_clears_counters() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     f.fail(5);
     f.breaker.reset();
     assert_eq!(f.breaker.state(), State::Closed);
@@ -543,7 +544,7 @@ fn reset_closes_and_clears_counters() {
 
 #[test]
 fn time_in_each_state_is_accounted() {
-    let f = fixture(BreakerConfig::default());
+    let f = fixture(RawBreakerConfig::default());
     f.advance(secs(10));
     f.fail(5);
     f.advance(secs(40));
@@ -563,7 +564,7 @@ fn time_in_each_state_is_accounted() {
 
 #[test]
 fn probes_all_admits_every_caller() {
-    let mut config = BreakerConfig::default();
+    let mut config = RawBreakerConfig::default();
     config.half_open.probes = Probes::All;
     let f = fixture(config);
     f.fail(5);
@@ -579,7 +580,7 @@ fn probes_all_admits_every_caller() {
 #[test]
 fn jitter_is_seeded() {
     let open_ms = |seed: u64| {
-        let mut config = BreakerConfig::default();
+        let mut config = RawBreakerConfig::default();
         config.open.jitter = 0.5;
         config.open.seed = Some(seed);
         let f = fixture(config);

@@ -122,7 +122,12 @@ fn main() {
         token: Some(TOKEN.into()),
         ..StackConfig::default()
     };
-    config.agent.token = Some(TOKEN.into());
+    config.agent = agent::RawAgentConfig {
+        token: Some(TOKEN.into()),
+        ..config.agent.into_raw()
+    }
+    .build()
+    .expect("a valid agent config");
     let stack: RunningStack = stack_runtime
         .block_on(RunningStack::start(config))
         .expect("stack starts");

@@ -83,7 +83,7 @@ async fn wait_for(
 }
 
 fn leased_and_disabled(view: &BreakerConfigView) -> bool {
-    view.config.mode == breaker::Mode::Disabled && view.lease.is_some()
+    view.config.mode() == breaker::Mode::Disabled && view.lease.is_some()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,7 +93,7 @@ async fn a_run_holds_its_config_past_the_lease_and_restores_the_startup_config_a
         .unwrap();
     let admin = AdminClient::new(testbed.token.clone());
     let startup = view(&admin, &testbed).await;
-    assert_eq!(startup.config.mode, breaker::Mode::Enforce);
+    assert_eq!(startup.config.mode(), breaker::Mode::Enforce);
     assert_eq!(startup.lease, None);
 
     let db = temp_db("breaker-lease-end");

@@ -455,10 +455,14 @@ const AGENT_TOKEN: &str = "resume-test-token";
 
 /// An agent serving only its control API on a loopback port, like a deployed sidecar's.
 async fn agent_over_http() -> (agent::Agent, String, tokio::task::JoinHandle<()>) {
-    let agent = agent::Agent::new(agent::AgentConfig {
-        token: Some(AGENT_TOKEN.into()),
-        ..agent::AgentConfig::default()
-    });
+    let agent = agent::Agent::new(
+        agent::RawAgentConfig {
+            token: Some(AGENT_TOKEN.into()),
+            ..agent::RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");

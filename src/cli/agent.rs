@@ -44,9 +44,10 @@ pub struct AgentArgs {
     pub threads: Option<NonZeroUsize>,
 }
 
-/// Reads the token from `--token-file`, else from `TOLERANT_TOKEN`; `None` when neither is set.
+/// Reads the token from `--token-file`, else from `TOLERANT_TOKEN`; `None` when neither is set. The agent's
+/// config refuses an empty one.
 fn read_token(token_file: Option<&PathBuf>) -> anyhow::Result<Option<String>> {
-    let token = match token_file {
+    Ok(match token_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("token-file: cannot read {}", path.display()))?;
@@ -55,11 +56,7 @@ fn read_token(token_file: Option<&PathBuf>) -> anyhow::Result<Option<String>> {
         None => std::env::var(TOKEN_ENV)
             .ok()
             .map(|token| token.trim().to_owned()),
-    };
-    match token {
-        Some(token) if token.is_empty() => anyhow::bail!("token: the token is empty"),
-        other => Ok(other),
-    }
+    })
 }
 
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
@@ -72,16 +69,14 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     if !args.control.ip().is_loopback() {
         tracing::warn!(control = %args.control, "the control API listens beyond loopback");
     }
-    if args.max_lease.is_zero() || args.max_hold.is_zero() {
-        anyhow::bail!("max-lease and max-hold must be longer than zero");
-    }
-    let config = agent::AgentConfig {
+    let config = agent::RawAgentConfig {
         token,
         default_lease: args.default_lease,
         max_lease: args.max_lease,
         max_hold: args.max_hold,
         seed: args.seed,
-    };
+    }
+    .build()?;
     let sidecar = agent::sidecar::Sidecar::bind(
         agent::Agent::new(config),
         args.listen,

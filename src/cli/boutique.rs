@@ -106,11 +106,12 @@ fn stack_config(args: &BoutiqueArgs) -> anyhow::Result<StackConfig> {
         None => breaker::BreakerConfig::default(),
     };
     let token = read_token(args)?;
-    let agent = agent::AgentConfig {
+    let agent = agent::RawAgentConfig {
         token: token.clone(),
         seed: args.seed,
-        ..agent::AgentConfig::default()
-    };
+        ..agent::RawAgentConfig::default()
+    }
+    .build()?;
     let config = StackConfig {
         host: args.host,
         ports,

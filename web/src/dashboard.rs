@@ -139,12 +139,15 @@ impl RunningDashboard {
                 },
             ),
             None => {
+                let agent = agent::RawAgentConfig {
+                    token: Some(token.clone()),
+                    ..agent::RawAgentConfig::default()
+                }
+                .build()
+                .map_err(|error| DashboardError::Testbed(error.to_string()))?;
                 let stack = boutique::RunningStack::start(boutique::StackConfig {
                     token: Some(token.clone()),
-                    agent: agent::AgentConfig {
-                        token: Some(token.clone()),
-                        ..agent::AgentConfig::default()
-                    },
+                    agent,
                     head_read_timeout: config.head_read_timeout,
                     ..boutique::StackConfig::default()
                 })

@@ -11,7 +11,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use agent::{Agent, AgentConfig};
+use agent::{Agent, RawAgentConfig};
 use controller::runner::Testbed;
 use controller::sources::{PushInbox, RateLimit};
 use controller::store::Store;
@@ -29,11 +29,15 @@ const TOKEN: &str = "proxy-token";
 async fn dashboard_over_agent(
     database: &TempDatabase,
 ) -> (AppState, Agent, String, tokio::task::JoinHandle<()>) {
-    let agent = Agent::new(AgentConfig {
-        token: Some("testbed-token".into()),
-        max_lease: Duration::from_secs(60),
-        ..AgentConfig::default()
-    });
+    let agent = Agent::new(
+        RawAgentConfig {
+            token: Some("testbed-token".into()),
+            max_lease: Duration::from_secs(60),
+            ..RawAgentConfig::default()
+        }
+        .build()
+        .expect("a valid agent config"),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

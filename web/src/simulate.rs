@@ -258,12 +258,13 @@ mod tests {
                 ExperimentSpec::parse(&text).unwrap_or_else(|e| panic!("{query}: {e}\n{text}"));
             assert_eq!(spec.duration, settings.window, "{query}");
             assert_eq!(
-                spec.breaker.config.trip.consecutive_failures,
+                spec.breaker.config.trip().consecutive_failures,
                 Some(settings.threshold),
                 "{query}"
             );
             assert_eq!(
-                spec.breaker.config.open.base, settings.open_window,
+                spec.breaker.config.open().base,
+                settings.open_window,
                 "{query}"
             );
         }
@@ -302,7 +303,7 @@ mod tests {
         assert_eq!(response.status(), StatusCode::OK);
         let spec = ExperimentSpec::parse(&text(response).await).expect("a spec the parser accepts");
         assert_eq!(
-            spec.breaker.config.open.base,
+            spec.breaker.config.open().base,
             std::time::Duration::from_secs(15)
         );
 

@@ -30,7 +30,12 @@ pub fn config() -> StackConfig {
         token: Some(TOKEN.into()),
         ..StackConfig::default()
     };
-    config.agent.token = Some(TOKEN.into());
+    config.agent = agent::RawAgentConfig {
+        token: Some(TOKEN.into()),
+        ..config.agent.into_raw()
+    }
+    .build()
+    .expect("a valid agent config");
     config
 }
 

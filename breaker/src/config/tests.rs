@@ -13,11 +13,11 @@ fn error_of(toml: &str) -> ConfigError {
 fn empty_document_is_the_study_breaker() {
     let config = BreakerConfig::from_toml_str("").expect("empty is valid");
     assert_eq!(config, BreakerConfig::default());
-    assert_eq!(config.trip.consecutive_failures, Some(5));
-    assert_eq!(config.open.base, Duration::from_secs(30));
-    assert_eq!(config.open.max, Duration::from_secs(300));
-    assert_eq!(config.half_open.probes, Probes::limited(1).expect("1"));
-    assert_eq!(config.half_open.successes_to_close, 2);
+    assert_eq!(config.trip().consecutive_failures, Some(5));
+    assert_eq!(config.open().base, Duration::from_secs(30));
+    assert_eq!(config.open().max, Duration::from_secs(300));
+    assert_eq!(config.half_open().probes, Probes::limited(1).expect("1"));
+    assert_eq!(config.half_open().successes_to_close, 2);
 }
 
 #[test]
@@ -41,18 +41,18 @@ successes_to_close = 3
 "#,
     )
     .expect("valid");
-    assert_eq!(config.mode, Mode::Shadow);
-    assert_eq!(config.trip.consecutive_failures, Some(3));
-    let rate = config.trip.failure_rate.as_ref().expect("failure rate");
+    assert_eq!(config.mode(), Mode::Shadow);
+    assert_eq!(config.trip().consecutive_failures, Some(3));
+    let rate = config.trip().failure_rate.as_ref().expect("failure rate");
     assert_eq!(
         (rate.threshold, rate.window, rate.min_calls),
         (0.5, Duration::from_secs(2), 20)
     );
-    let slow = config.trip.slow_call.as_ref().expect("slow call");
+    let slow = config.trip().slow_call.as_ref().expect("slow call");
     assert_eq!(slow.duration, Duration::from_secs(1));
-    assert_eq!(config.open.base, Duration::from_millis(250));
-    assert_eq!(config.open.seed, Some(42));
-    assert_eq!(config.half_open.probes, Probes::All);
+    assert_eq!(config.open().base, Duration::from_millis(250));
+    assert_eq!(config.open().seed, Some(42));
+    assert_eq!(config.half_open().probes, Probes::All);
     let again = BreakerConfig::from_toml_str(&config.to_toml_string()).expect("round trip");
     assert_eq!(again, config);
 }
@@ -63,8 +63,8 @@ fn trip_table_lists_only_the_detectors_it_names() {
         "[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 10 }\n",
     )
     .expect("valid");
-    assert_eq!(config.trip.consecutive_failures, None);
-    assert!(config.trip.failure_rate.is_some());
+    assert_eq!(config.trip().consecutive_failures, None);
+    assert!(config.trip().failure_rate.is_some());
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn modes_parse() {
         ("disabled", Mode::Disabled),
     ] {
         let config = BreakerConfig::from_toml_str(&format!("mode = \"{text}\"")).expect("valid");
-        assert_eq!(config.mode, mode);
+        assert_eq!(config.mode(), mode);
         assert_eq!(mode.as_str(), text);
     }
 }
@@ -180,4 +180,80 @@ fn probes_display_and_serialise() {
     })
     .expect("json");
     assert_eq!(json, r#"{"probes":"all","successes_to_close":1}"#);
+}
+
+#[test]
+fn an_invalid_config_cannot_be_deserialised_and_the_error_names_the_field() {
+    let json = r#"{"mode":"enforce","trip":{"consecutive_failures":0}}"#;
+    let error = serde_json::from_str::<BreakerConfig>(json).expect_err("invalid");
+    assert!(
+        error
+            .to_string()
+            .starts_with("trip.consecutive_failures: must be at least 1"),
+        "{error}"
+    );
+    // Nested in another document (a spec, a settings file) the path of the outer field comes first.
+    #[derive(Debug, serde::Deserialize)]
+    struct Outer {
+        #[allow(dead_code)]
+        breaker: BreakerConfig,
+    }
+    let nested = "[breaker.open]\nbase = \"10m\"\nmax = \"5m\"\n";
+    let error = toml::from_str::<Outer>(nested).expect_err("invalid");
+    assert!(
+        error
+            .to_string()
+            .contains("open.max: must be at least open.base"),
+        "{error}"
+    );
+    // The same values written raw are accepted as raw, refused as a config.
+    let raw: RawBreakerConfig = serde_json::from_str(json).expect("raw is unchecked");
+    assert_eq!(raw.trip.consecutive_failures, Some(0));
+    let error = BreakerConfig::try_from(raw).expect_err("invalid");
+    assert_eq!(error.field, "trip.consecutive_failures");
+}
+
+#[test]
+fn a_config_serialises_as_its_raw_values_and_reads_back() {
+    let mut raw = RawBreakerConfig::default();
+    raw.open.jitter = 0.25;
+    raw.half_open.probes = Probes::All;
+    let config = raw.clone().build().expect("valid");
+    let json = serde_json::to_string(&config).expect("json");
+    assert_eq!(json, serde_json::to_string(&raw).expect("json"));
+    assert_eq!(
+        serde_json::from_str::<BreakerConfig>(&json).expect("valid"),
+        config
+    );
+    assert_eq!(config.clone().into_raw(), raw);
+    assert_eq!(config.with_mode(Mode::Shadow).mode(), Mode::Shadow);
+}
+
+#[test]
+fn time_scaling_divides_the_windows_and_checks_the_result() {
+    let config = BreakerConfig::from_toml_str(
+        "[trip]\nfailure_rate = { threshold = 0.5, window = \"20s\", min_calls = 5 }\nslow_call = { duration = \"1s\", rate = 0.5, window = \"20s\", min_calls = 5 }\n[open]\nbase = \"30s\"\nmax = \"5m\"\n",
+    )
+    .expect("valid");
+    let scaled = config.time_scaled(10.0).expect("valid");
+    assert_eq!(
+        (scaled.open().base, scaled.open().max),
+        (Duration::from_secs(3), Duration::from_secs(30))
+    );
+    let trip = scaled.trip();
+    assert_eq!(
+        trip.failure_rate.as_ref().map(|r| r.window),
+        Some(Duration::from_secs(2))
+    );
+    let slow = trip.slow_call.as_ref().expect("slow call");
+    assert_eq!(
+        (slow.window, slow.duration),
+        (Duration::from_secs(2), Duration::from_secs(1))
+    );
+    let error = config.time_scaled(10_000.0).expect_err("a 2ms window");
+    assert_eq!(error.field, "trip.failure_rate.window");
+    assert_eq!(
+        config.time_scaled(0.0).expect_err("saturated").field,
+        "trip.failure_rate.window"
+    );
 }

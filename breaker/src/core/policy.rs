@@ -52,12 +52,13 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// Compile a (validated) config; `seed` is used when the config has none, `name` decorrelates breakers.
+    /// Compile a (checked) config; `seed` is used when the config has none, `name` decorrelates breakers.
     pub(crate) fn compile(config: &BreakerConfig, seed: u64, name: &str) -> Policy {
-        let trip = &config.trip;
-        let seed = config.open.seed.unwrap_or(seed);
+        let trip = config.trip();
+        let open = config.open();
+        let seed = open.seed.unwrap_or(seed);
         Policy {
-            mode: config.mode,
+            mode: config.mode(),
             consecutive_failures: trip.consecutive_failures,
             failure_rate: trip
                 .failure_rate
@@ -71,16 +72,16 @@ impl Policy {
                 .slow_call
                 .as_ref()
                 .map_or(u64::MAX, |s| duration_nanos(s.duration)),
-            open_base_ns: duration_nanos(config.open.base),
-            open_backoff: config.open.backoff,
-            open_max_ns: duration_nanos(config.open.max),
-            open_jitter: config.open.jitter,
+            open_base_ns: duration_nanos(open.base),
+            open_backoff: open.backoff,
+            open_max_ns: duration_nanos(open.max),
+            open_jitter: open.jitter,
             jitter_seed: splitmix64(seed ^ fnv1a(name)),
-            probes: match config.half_open.probes {
+            probes: match config.half_open().probes {
                 Probes::Limited(n) => Some(n.get()),
                 Probes::All => None,
             },
-            successes_to_close: config.half_open.successes_to_close,
+            successes_to_close: config.half_open().successes_to_close,
         }
     }
 
@@ -135,13 +136,15 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::config::RawBreakerConfig;
 
     fn policy(base: u64, backoff: f64, max: u64, jitter: f64) -> Policy {
-        let mut config = BreakerConfig::default();
+        let mut config = RawBreakerConfig::default();
         config.open.base = Duration::from_secs(base);
         config.open.backoff = backoff;
         config.open.max = Duration::from_secs(max);
         config.open.jitter = jitter;
+        let config = BreakerConfig::try_from(config).expect("a valid test config");
         Policy::compile(&config, 7, "a->b")
     }
 
@@ -169,10 +172,11 @@ mod tests {
         }
         assert!(seen_low && seen_high);
         let other_seed = {
-            let mut config = BreakerConfig::default();
+            let mut config = RawBreakerConfig::default();
             config.open.jitter = 0.2;
             config.open.base = Duration::from_secs(10);
             config.open.seed = Some(99);
+            let config = BreakerConfig::try_from(config).expect("a valid test config");
             Policy::compile(&config, 7, "a->b")
         };
         assert_ne!(other_seed.open_window_ns(1, 5), p.open_window_ns(1, 5));

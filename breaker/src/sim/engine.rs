@@ -376,8 +376,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
     let seconds = usize::try_from(window_ns.div_ceil(NANOS_PER_SECOND)).unwrap_or(0);
     let instances = scenario.instances as usize;
     let clock = Arc::new(ManualClock::with_unix_origin_ms(0));
-    let mut config = scenario.breaker.clone();
-    config.mode = Mode::Enforce;
+    let config = scenario.breaker.clone().with_mode(Mode::Enforce);
     let breakers: Vec<(Arc<CircuitBreaker>, Arc<MemorySink>)> = if guarded {
         (0..instances)
             .map(|i| {

@@ -250,7 +250,7 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         .iter()
         .map(|(start, end)| (end - start) as f64 / NANOS)
         .sum();
-    let open = &scenario.breaker.open;
+    let open = scenario.breaker.open();
     let fixed_window = open.backoff == 1.0 && open.jitter == 0.0;
     let opens_estimate = (up.failure_rate == 1.0 && fixed_window && up.warmup.is_none())
         .then(|| instances * active_s / (open.base.as_secs_f64() + time_to_trip_s));
@@ -275,7 +275,7 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         (Some(workers), FaultKind::Hang) => Some(f64::from(workers) / dependency_rate_per_instance),
         _ => None,
     };
-    let jitter_needed_s = match (up.warmup, scenario.breaker.half_open.probes) {
+    let jitter_needed_s = match (up.warmup, scenario.breaker.half_open().probes) {
         (Some(warm), Probes::Limited(probes)) => {
             Some(instances * f64::from(probes.get()) / warm.capacity)
         }

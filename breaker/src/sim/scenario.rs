@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::clock::duration_nanos;
-use crate::config::BreakerConfig;
+use crate::config::{BreakerConfig, ConfigError};
 
 /// Longest simulated window.
 pub const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
@@ -207,6 +207,11 @@ impl ScenarioError {
             message: message.into(),
         }
     }
+
+    /// A breaker config error, its field under `breaker.`.
+    pub(crate) fn of_breaker(error: ConfigError) -> Self {
+        ScenarioError::new(format!("breaker.{}", error.field), error.message)
+    }
 }
 
 fn check_share(field: &str, value: f64, zero_allowed: bool) -> Result<(), ScenarioError> {
@@ -380,9 +385,6 @@ impl Scenario {
                 ));
             }
         }
-        self.breaker
-            .validate()
-            .map_err(|e| ScenarioError::new(format!("breaker.{}", e.field), e.message))?;
         Ok(())
     }
 }

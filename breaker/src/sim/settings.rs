@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::config::{BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, TripConfig};
+use crate::config::{
+    BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, TripConfig,
+};
 use crate::sim::scenario::{
     FaultKind, MAX_WINDOW, Pattern, Scenario, ScenarioError, Schedule, Upstream, Warmup, Workload,
 };
@@ -221,15 +223,16 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The breaker these settings describe (consecutive-failure detector).
-    pub fn breaker_config(&self) -> BreakerConfig {
-        let mut config = BreakerConfig {
+    /// The breaker these settings describe (consecutive-failure detector), unchecked: [`Settings::scenario`]
+    /// checks it.
+    pub fn breaker_config(&self) -> RawBreakerConfig {
+        let mut config = RawBreakerConfig {
             trip: TripConfig {
                 consecutive_failures: Some(self.threshold),
                 failure_rate: None,
                 slow_call: None,
             },
-            ..BreakerConfig::default()
+            ..RawBreakerConfig::default()
         };
         config.open.base = self.open_window;
         config.open.backoff = self.backoff;
@@ -327,7 +330,8 @@ impl Settings {
                     length: self.warmup,
                 }),
             },
-            breaker: self.breaker_config(),
+            breaker: BreakerConfig::try_from(self.breaker_config())
+                .map_err(ScenarioError::of_breaker)?,
             instances: self.instances,
             workers: (self.workers > 0).then_some(self.workers),
             seed: self.seed,

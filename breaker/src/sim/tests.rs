@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{BreakerConfig, Probes};
+use crate::config::{BreakerConfig, Probes, RawBreakerConfig};
 use crate::state::State;
 
 const S: Duration = Duration::from_secs(1);
@@ -19,12 +19,13 @@ fn idealised(
     start: u32,
     length: u32,
 ) -> Scenario {
-    let mut breaker = BreakerConfig::default();
+    let mut breaker = RawBreakerConfig::default();
     breaker.trip.consecutive_failures = Some(threshold);
     breaker.open.base = open;
     breaker.open.max = open;
     breaker.half_open.probes = probes;
     breaker.half_open.successes_to_close = 2;
+    let breaker = BreakerConfig::try_from(breaker).expect("a valid test breaker");
     Scenario {
         window: 60 * S,
         workload: Workload::Open {
@@ -225,8 +226,10 @@ fn instances_recovering_together_probe_in_the_same_second() {
     assert_eq!(run.closed_form.jitter_needed_s, Some(2.5));
     assert!(run.totals.opens <= run.closed_form.opens_bound);
 
-    scenario.breaker.open.jitter = 0.9;
-    scenario.breaker.open.max = 20 * S;
+    let mut breaker = scenario.breaker.clone().into_raw();
+    breaker.open.jitter = 0.9;
+    breaker.open.max = 20 * S;
+    scenario.breaker = BreakerConfig::try_from(breaker).expect("valid");
     let spread = simulate(&scenario).expect("valid");
     // ±9 s of jitter, far more than the 2.5 s needed: no second sees more probes than the capacity.
     assert!(

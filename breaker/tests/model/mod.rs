@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use breaker::{
-    BreakerConfig, Counters, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes,
-    Reason, SlowCallConfig, State, TransitionDetail, TransitionEvent,
+    Counters, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes,
+    RawBreakerConfig, Reason, SlowCallConfig, State, TransitionDetail, TransitionEvent,
 };
 use proptest::prelude::*;
 
@@ -58,7 +58,7 @@ struct Window {
 }
 
 pub struct Model {
-    config: BreakerConfig,
+    config: RawBreakerConfig,
     phase: Phase,
     episode: u64,
     now_ns: u64,
@@ -90,7 +90,7 @@ fn nanos(d: std::time::Duration) -> u64 {
 }
 
 impl Model {
-    pub fn new(config: BreakerConfig) -> Self {
+    pub fn new(config: RawBreakerConfig) -> Self {
         let phase = if config.mode == Mode::ForcedOpen {
             Phase::Open {
                 until_ms: NEVER_MS,
@@ -502,7 +502,7 @@ impl Model {
 }
 
 /// Random enforce-mode configs the model covers: any mix of detectors (at least one), backoff, probe limits.
-pub fn breaker_config() -> impl Strategy<Value = BreakerConfig> {
+pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
     (
         (
             prop::option::of(1u32..6),
@@ -524,7 +524,7 @@ pub fn breaker_config() -> impl Strategy<Value = BreakerConfig> {
     )
         .prop_map(
             |((consecutive, rate), slow, (base_ms, backoff, max_factor), (probes, successes))| {
-                let mut config = BreakerConfig::default();
+                let mut config = RawBreakerConfig::default();
                 config.trip.consecutive_failures = consecutive;
                 config.trip.failure_rate =
                     rate.map(|(threshold, window_s, min_calls)| FailureRateConfig {

@@ -180,7 +180,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             latency: Duration::ZERO,
             warmup: None,
         },
-        breaker: spec.breaker_config(BreakerMode::Enforce),
+        breaker: spec.breaker_config(BreakerMode::Enforce).ok()?,
         instances: 1,
         workers: None,
         seed,

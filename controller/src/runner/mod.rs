@@ -90,13 +90,15 @@ pub async fn start_embedded_stack(
     }
     let token = random_token();
     let config = boutique::StackConfig {
-        breaker: spec.breaker_config(spec.breaker.modes[0]),
+        breaker: spec.breaker_config(spec.breaker.modes[0])?,
         token: Some(token.clone()),
-        agent: agent::AgentConfig {
+        agent: agent::RawAgentConfig {
             token: Some(token.clone()),
             seed: spec.seed,
-            ..agent::AgentConfig::default()
-        },
+            ..agent::RawAgentConfig::default()
+        }
+        .build()
+        .map_err(|error| RunnerError::Testbed(error.to_string()))?,
         seed: spec.seed,
         ..boutique::StackConfig::default()
     };
@@ -125,6 +127,9 @@ pub enum RunnerError {
     Admin(#[from] AdminError),
     #[error("load: {0}")]
     Load(#[from] load::LoadError),
+    /// The spec's breaker config for a condition, scaled, is out of bounds (a parsed spec never is).
+    #[error("breaker.{0}")]
+    BreakerConfig(#[from] breaker::ConfigError),
     /// The run was cancelled (an abort, Ctrl-C): its fault is off, its tasks ended, nothing stored.
     #[error("cancelled")]
     Cancelled,
@@ -306,7 +311,7 @@ impl Runner {
                 configured.push(url.clone());
             }
         }
-        let config = spec.breaker_config(planned.condition.breaker_mode);
+        let config = spec.breaker_config(planned.condition.breaker_mode)?;
         Ok(HeldBreakers::push(&self.admin, configured, &config, spec.fault.lease).await?)
     }
 

@@ -251,37 +251,13 @@ pub struct BreakerSpec {
 impl BreakerSpec {
     /// The unscaled breaker config for one mode.
     pub fn config_for(&self, mode: BreakerMode) -> breaker::BreakerConfig {
-        breaker::BreakerConfig {
-            mode,
-            ..self.config.clone()
-        }
+        self.config.clone().with_mode(mode)
     }
 }
 
-/// Divides a breaker config's time windows by `time_scale`: open durations and detector windows
-/// shrink with the study; the slow-call threshold does not (service latencies do not scale).
-pub fn scale_breaker_config(
-    config: &breaker::BreakerConfig,
-    time_scale: f64,
-) -> breaker::BreakerConfig {
-    let mut scaled = config.clone();
-    scaled.open.base = scale_duration(scaled.open.base, time_scale);
-    scaled.open.max = scale_duration(scaled.open.max, time_scale);
-    if let Some(rate) = &mut scaled.trip.failure_rate {
-        rate.window = scale_duration(rate.window, time_scale);
-    }
-    if let Some(slow) = &mut scaled.trip.slow_call {
-        slow.window = scale_duration(slow.window, time_scale);
-    }
-    scaled
-}
-
-/// `duration / time_scale`, saturating: never panics, whatever the numbers (a result too large
-/// for a `Duration` is `Duration::MAX`, a non-positive or NaN scale gives `Duration::MAX` too).
+/// `duration / time_scale`, saturating (the breaker's, which scales its config's windows the same way).
 /// Validation keeps both within bounds, so a parsed spec never saturates.
-pub fn scale_duration(duration: Duration, time_scale: f64) -> Duration {
-    Duration::try_from_secs_f64(duration.as_secs_f64() / time_scale).unwrap_or(Duration::MAX)
-}
+pub use breaker::scale_duration;
 
 /// Abort a run when a steady-state condition is violated (enforced by the runner).
 #[derive(Debug, Clone, PartialEq)]
@@ -356,9 +332,14 @@ impl ExperimentSpec {
             .collect()
     }
 
-    /// The breaker config a condition with `mode` applies, with its windows scaled.
-    pub fn breaker_config(&self, mode: BreakerMode) -> breaker::BreakerConfig {
-        scale_breaker_config(&self.breaker.config_for(mode), self.time_scale)
+    /// The breaker config a condition with `mode` applies, with its windows scaled
+    /// ([`breaker::BreakerConfig::time_scaled`]). Parsing checked the scaled config, so a parsed spec never
+    /// fails here; the error names the field a window fell out of bounds in.
+    pub fn breaker_config(
+        &self,
+        mode: BreakerMode,
+    ) -> Result<breaker::BreakerConfig, breaker::ConfigError> {
+        self.breaker.config_for(mode).time_scaled(self.time_scale)
     }
 
     /// Scaled think-time range.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::{BreakerConfig, Probes};
+use crate::config::{BreakerConfig, Probes, RawBreakerConfig};
 
 fn policy(config: &BreakerConfig) -> Policy {
     Policy::compile(config, 1, "a->b")
@@ -52,9 +52,9 @@ fn observe_is_idempotent_and_dated_at_the_window_end() {
 
 #[test]
 fn acquire_in_half_open_counts_slots() {
-    let mut config = BreakerConfig::default();
+    let mut config = RawBreakerConfig::default();
     config.half_open.probes = Probes::limited(2).expect("2");
-    let p = policy(&config);
+    let p = policy(&BreakerConfig::try_from(config).expect("valid"));
     let word = Word::initial(Mode::Enforce, false, false).transition_to(Phase::Open {
         until_ms: 1_000,
         trips: 1,

@@ -35,7 +35,7 @@ pub(super) fn breaker(
         }
         modes.push(*mode.get_ref());
     }
-    let config = breaker::BreakerConfig {
+    let config = breaker::RawBreakerConfig {
         mode: breaker::Mode::Enforce,
         trip: raw
             .trip
@@ -62,14 +62,14 @@ pub(super) fn breaker(
         };
         section.unwrap_or_else(|| raw.modes.span())
     };
-    if let Err(error) = config.validate() {
-        return Err(check.error(
+    let config = config.build().map_err(|error| {
+        check.error(
             &format!("breaker.{}", error.field),
             section_span(&error.field),
             error.message,
-        ));
-    }
-    if let Err(error) = crate::spec::scale_breaker_config(&config, time_scale).validate() {
+        )
+    })?;
+    if let Err(error) = config.time_scaled(time_scale) {
         return Err(check.error(
             &format!("breaker.{}", error.field),
             section_span(&error.field),

@@ -8,16 +8,16 @@ fn breaker_sections_use_the_breaker_vocabulary_and_scale() {
         "time_scale = 10\n{MINIMAL}[breaker]\nmodes = [\"shadow\"]\n[breaker.trip]\nfailure_rate = {{ threshold = 0.5, window = \"20s\", min_calls = 20 }}\n[breaker.open]\nbase = \"30s\"\nmax = \"5m\"\n"
     ))
     .unwrap();
-    let config = spec.breaker_config(BreakerMode::Shadow);
-    assert_eq!(config.mode, breaker::Mode::Shadow);
-    assert_eq!(config.open.base, Duration::from_secs(3));
-    assert_eq!(config.open.max, Duration::from_secs(30));
+    let config = spec.breaker_config(BreakerMode::Shadow).unwrap();
+    assert_eq!(config.mode(), breaker::Mode::Shadow);
+    assert_eq!(config.open().base, Duration::from_secs(3));
+    assert_eq!(config.open().max, Duration::from_secs(30));
     assert_eq!(
-        config.trip.failure_rate.as_ref().unwrap().window,
+        config.trip().failure_rate.as_ref().unwrap().window,
         Duration::from_secs(2)
     );
     // Unscaled as written.
-    assert_eq!(spec.breaker.config.open.base, Duration::from_secs(30));
+    assert_eq!(spec.breaker.config.open().base, Duration::from_secs(30));
     assert!(config.to_toml_string().contains("mode = \"shadow\""));
 }
 

@@ -29,7 +29,7 @@ fn percent(fraction: f64) -> String {
 
 /// A breaker config as a tile shows it.
 pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
-    let trip = &config.trip;
+    let trip = config.trip();
     let mut detectors = Vec::new();
     if let Some(count) = trip.consecutive_failures {
         detectors.push(format!("{count} failures in a row"));
@@ -51,7 +51,7 @@ pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
             short_duration(slow.window)
         ));
     }
-    let open = &config.open;
+    let open = config.open();
     let open_window = if open.backoff > 1.0 {
         format!(
             "{} ×{} up to {}",
@@ -62,7 +62,7 @@ pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
     } else {
         short_duration(open.base)
     };
-    let probes = match config.half_open.probes {
+    let probes = match config.half_open().probes {
         Probes::All => "every caller".to_owned(),
         Probes::Limited(count) if count.get() == 1 => "1 probe".to_owned(),
         Probes::Limited(count) => format!("{count} probes"),
@@ -76,7 +76,7 @@ pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
         open_window,
         probes: format!(
             "{probes}, {} successes close",
-            config.half_open.successes_to_close
+            config.half_open().successes_to_close
         ),
     }
 }
