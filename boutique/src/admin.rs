@@ -270,22 +270,39 @@ async fn renew_breaker_lease(State(state): State<AdminState>, headers: HeaderMap
     }
 }
 
-/// Reads the body of `PUT /_admin/breakers/mode`, `{"mode": "shadow"}`; errors name the field.
-pub fn parse_mode_switch(body: &[u8]) -> Result<breaker::Mode, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|err| format!("body: not JSON ({err})"))?;
-    let object = value
-        .as_object()
-        .ok_or(r#"body: expected a JSON object like {"mode": "shadow"}"#)?;
-    if let Some(unknown) = object.keys().find(|key| *key != "mode") {
-        return Err(format!(
-            "{unknown}: unknown field (the only field is `mode`)"
-        ));
+/// The body of `PUT /_admin/breakers/mode`, `{"mode": "shadow"}`: what the controller's admin client sends and
+/// the service reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModeSwitch {
+    pub mode: breaker::Mode,
+}
+
+impl ModeSwitch {
+    /// Reads a body; errors name the field.
+    pub fn parse(body: &[u8]) -> Result<ModeSwitch, String> {
+        serde_json::from_slice(body).map_err(|_| ModeSwitch::why_refused(body))
     }
-    let mode = object.get("mode").ok_or("mode: missing")?;
-    serde_json::from_value(mode.clone()).map_err(|_| {
-        format!("mode: {mode} is not one of \"enforce\", \"shadow\", \"forced-open\", \"disabled\"")
-    })
+
+    /// Why `body` is not a mode switch, naming the field.
+    fn why_refused(body: &[u8]) -> String {
+        let value: serde_json::Value = match serde_json::from_slice(body) {
+            Ok(value) => value,
+            Err(err) => return format!("body: not JSON ({err})"),
+        };
+        let Some(object) = value.as_object() else {
+            return r#"body: expected a JSON object like {"mode": "shadow"}"#.to_owned();
+        };
+        if let Some(unknown) = object.keys().find(|key| *key != "mode") {
+            return format!("{unknown}: unknown field (the only field is `mode`)");
+        }
+        match object.get("mode") {
+            None => "mode: missing".to_owned(),
+            Some(mode) => format!(
+                "mode: {mode} is not one of \"enforce\", \"shadow\", \"forced-open\", \"disabled\""
+            ),
+        }
+    }
 }
 
 /// Switches every breaker's mode and keeps the rest of its config (detectors, open window, probes), as a game
@@ -299,7 +316,7 @@ async fn switch_breaker_mode(
     if let Err(denied) = authorize(&state.ctx, &headers) {
         return denied.into_response();
     }
-    match lease_of(query).and_then(|lease| Ok((parse_mode_switch(&body)?, lease))) {
+    match lease_of(query).and_then(|lease| Ok((ModeSwitch::parse(&body)?.mode, lease))) {
         Ok((mode, lease)) => {
             let config = state.ctx.registry.config().with_mode(mode);
             state.lease.push(config, lease);
@@ -320,7 +337,48 @@ async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response 
 
 #[cfg(test)]
 mod tests {
-    use super::parse_breaker_config;
+    use super::{ModeSwitch, parse_breaker_config};
+
+    /// What the admin client sends for each mode is what the service reads back: one type on both sides.
+    #[test]
+    fn every_mode_switch_reads_back_as_sent() {
+        for mode in breaker::Mode::ALL {
+            let body = serde_json::to_vec(&ModeSwitch { mode }).expect("serialises");
+            assert_eq!(ModeSwitch::parse(&body), Ok(ModeSwitch { mode }));
+        }
+        assert_eq!(
+            ModeSwitch::parse(br#"{"mode":"forced-open"}"#).map(|switch| switch.mode),
+            Ok(breaker::Mode::ForcedOpen)
+        );
+    }
+
+    /// A body that is not a mode switch is refused naming the field, as before the type existed.
+    #[test]
+    fn a_bad_mode_switch_is_refused_naming_the_field() {
+        for (body, error) in [
+            ("{}", "mode: missing".to_owned()),
+            (
+                r#"{"mode":"off"}"#,
+                r#"mode: "off" is not one of "enforce", "shadow", "forced-open", "disabled""#
+                    .to_owned(),
+            ),
+            (
+                r#"{"mode":"shadow","lease":1}"#,
+                "lease: unknown field (the only field is `mode`)".to_owned(),
+            ),
+            (
+                "[]",
+                r#"body: expected a JSON object like {"mode": "shadow"}"#.to_owned(),
+            ),
+        ] {
+            assert_eq!(ModeSwitch::parse(body.as_bytes()), Err(error), "{body}");
+        }
+        assert!(
+            ModeSwitch::parse(b"mode")
+                .unwrap_err()
+                .starts_with("body: not JSON")
+        );
+    }
 
     /// An empty body is refused naming it, not taken as "every default" (which reset every breaker).
     #[test]

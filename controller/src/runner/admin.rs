@@ -266,7 +266,8 @@ impl AdminClient {
         service_url: &str,
         mode: breaker::Mode,
     ) -> Result<(), AdminError> {
-        let body = serde_json::json!({ "mode": mode.as_str() }).to_string();
+        let body = serde_json::to_vec(&boutique::admin::ModeSwitch { mode })
+            .expect("a mode switch serialises");
         self.call(
             Method::PUT,
             &format!("{service_url}/_admin/breakers/mode"),
