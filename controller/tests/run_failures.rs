@@ -100,7 +100,7 @@ async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
         .await
         .unwrap()
         .into_iter()
-        .map(|event| event.event)
+        .map(|event| event.event.as_str().to_owned())
         .filter(|event| !event.starts_with("agent:"))
         .collect();
     assert_eq!(

@@ -82,7 +82,7 @@ async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
     let at = |name: &str| {
         events
             .iter()
-            .filter(|e| e.event == name)
+            .filter(|e| e.event.as_str() == name)
             .map(|e| e.at_ms)
             .collect::<Vec<_>>()
     };

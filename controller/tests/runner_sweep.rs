@@ -199,7 +199,7 @@ window = "3s"
         .await
         .unwrap()
         .into_iter()
-        .map(|f| f.event)
+        .map(|f| f.event.as_str().to_owned())
         .filter(|e| !e.starts_with("agent:"))
         .collect();
     assert_eq!(

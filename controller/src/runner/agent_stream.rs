@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::Message;
 use agent::api::AgentEvent;
 
 use super::task::RunTask;
-use crate::store::FaultEventRecord;
+use crate::store::{FaultEvent, FaultEventRecord};
 
 /// A subscription to the agent's event stream.
 pub struct AgentStream {
@@ -58,7 +58,7 @@ impl AgentStream {
                 .events
                 .lock()
                 .iter()
-                .any(|e| e.fault_id == fault_id && e.event == "agent:removed");
+                .any(|e| e.fault_id == fault_id && e.event == FaultEvent::AgentRemoved);
             if removed || tokio::time::Instant::now() >= deadline || self.reader.is_finished() {
                 break;
             }
@@ -80,11 +80,11 @@ impl AgentStream {
 pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
     let event: AgentEvent = serde_json::from_str(text).ok()?;
     let name = match &event {
-        AgentEvent::Applied { renewed: true, .. } => "agent:renewed",
-        AgentEvent::Applied { .. } => "agent:applied",
-        AgentEvent::Expired { .. } => "agent:expired",
-        AgentEvent::Removed { .. } => "agent:removed",
-        AgentEvent::Lagged { .. } => "agent:lagged",
+        AgentEvent::Applied { renewed: true, .. } => FaultEvent::AgentRenewed,
+        AgentEvent::Applied { .. } => FaultEvent::AgentApplied,
+        AgentEvent::Expired { .. } => FaultEvent::AgentExpired,
+        AgentEvent::Removed { .. } => FaultEvent::AgentRemoved,
+        AgentEvent::Lagged { .. } => FaultEvent::AgentLagged,
     };
     let at_ms = match &event {
         AgentEvent::Applied { at_ms, .. }
@@ -95,7 +95,7 @@ pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
     .unwrap_or_else(super::now_ms);
     Some(FaultEventRecord {
         at_ms,
-        event: name.to_owned(),
+        event: name,
         fault_id: event.fault_id().unwrap_or("").to_owned(),
         detail: serde_json::to_value(&event).ok()?,
     })
@@ -123,12 +123,12 @@ mod tests {
             r#"{"event":"applied","id":"f1","fault":{"kind":"error","status":500,"rate":1.0},"lease_ms":30000,"renewed":true,"at_ms":20,"seq":2}"#,
         )
         .unwrap();
-        assert_eq!(renewed.event, "agent:renewed");
+        assert_eq!(renewed.event.as_str(), "agent:renewed");
         let removed = parse_agent_event(
             r#"{"event":"removed","id":"f1","reason":"deleted","at_ms":30,"seq":3}"#,
         )
         .unwrap();
-        assert_eq!(removed.event, "agent:removed");
+        assert_eq!(removed.event.as_str(), "agent:removed");
         assert_eq!(removed.detail["reason"], "deleted");
         let lagged = parse_agent_event(r#"{"event":"lagged","missed":3}"#).unwrap();
         assert_eq!(

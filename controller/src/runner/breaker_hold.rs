@@ -14,7 +14,7 @@ use serde_json::json;
 use super::admin::{AdminClient, AdminError};
 use super::scope::fault_event;
 use super::task::RunTask;
-use crate::store::FaultEventRecord;
+use crate::store::{FaultEvent, FaultEventRecord};
 
 /// Services holding a run's leased breaker config.
 pub struct HeldBreakers {
@@ -64,7 +64,7 @@ impl HeldBreakers {
         for url in &services {
             if let Err(error) = self.admin.restore_breakers(url).await {
                 self.failures.lock().push(fault_event(
-                    "breakers:restore_failed",
+                    FaultEvent::BreakersRestoreFailed,
                     "",
                     json!({ "service": url, "error": error.to_string() }),
                 ));
@@ -110,7 +110,7 @@ fn spawn_renewal(
             for url in &services {
                 if let Err(error) = admin.renew_breakers(url).await {
                     failures.lock().push(fault_event(
-                        "breakers:renew_failed",
+                        FaultEvent::BreakersRenewFailed,
                         "",
                         json!({ "service": url, "error": error.to_string() }),
                     ));

@@ -14,7 +14,7 @@ use super::scope::fault_event;
 use super::task::RunTask;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
-use crate::store::{ContainerSampleRecord, FaultEventRecord, RunId};
+use crate::store::{ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId};
 
 /// How often every container's stats are read.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -120,7 +120,7 @@ impl ContainerStack {
                 .map_err(|error| format!("container fault not applied: {error}"))?;
             let fault_id = format!("container-{id}");
             events.lock().push(fault_event(
-                "applied",
+                FaultEvent::Applied,
                 &fault_id,
                 json!({ "container": container.name, "action": action }),
             ));
@@ -148,9 +148,9 @@ fn spawn_renewal(
             tokio::time::sleep(lease / 3).await;
             for (id, fault_id) in &ids {
                 let event = match leases.renew(*id, lease, now_ms()).await {
-                    Ok(()) => fault_event("renewed", fault_id, json!({})),
+                    Ok(()) => fault_event(FaultEvent::Renewed, fault_id, json!({})),
                     Err(error) => fault_event(
-                        "renew_failed",
+                        FaultEvent::RenewFailed,
                         fault_id,
                         json!({ "error": error.to_string() }),
                     ),
@@ -173,9 +173,9 @@ impl ContainerRun {
         }
         for (id, fault_id) in std::mem::take(&mut self.faults.ids) {
             let event = match self.faults.leases.undo(id, now_ms()).await {
-                Ok(_) => fault_event("removed", &fault_id, json!({})),
+                Ok(_) => fault_event(FaultEvent::Removed, &fault_id, json!({})),
                 Err(error) => fault_event(
-                    "remove_failed",
+                    FaultEvent::RemoveFailed,
                     &fault_id,
                     json!({ "error": error.to_string() }),
                 ),
@@ -184,9 +184,11 @@ impl ContainerRun {
         }
         let (samples, errors) = self.sampler.stop();
         for error in errors {
-            events
-                .lock()
-                .push(fault_event("stats_failed", "", json!({ "error": error })));
+            events.lock().push(fault_event(
+                FaultEvent::StatsFailed,
+                "",
+                json!({ "error": error }),
+            ));
         }
         samples
     }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::admin::AdminClient;
 use super::scope::{fault_event, spawn_renewal};
 use super::task::RunTask;
-use crate::store::FaultEventRecord;
+use crate::store::{FaultEvent, FaultEventRecord};
 
 /// A schedule running for one run.
 pub(super) struct ScheduledFault {
@@ -50,10 +50,14 @@ impl ScheduledFault {
                     let mut detail = fault.to_json_value();
                     detail["period"] = json!(period);
                     match admin.put_fault(&agent_url, &id, &fault).await {
-                        Ok(()) => events.lock().push(fault_event("applied", &id, detail)),
+                        Ok(()) => events
+                            .lock()
+                            .push(fault_event(FaultEvent::Applied, &id, detail)),
                         Err(error) => {
                             detail["error"] = json!(error.to_string());
-                            events.lock().push(fault_event("apply_failed", &id, detail));
+                            events
+                                .lock()
+                                .push(fault_event(FaultEvent::ApplyFailed, &id, detail));
                         }
                     }
                     let renewal = spawn_renewal(
@@ -68,10 +72,10 @@ impl ScheduledFault {
                     let event = match admin.delete_fault(&agent_url, &id).await {
                         Ok(()) => {
                             maybe_on.store(false, Ordering::SeqCst);
-                            fault_event("removed", &id, json!({ "period": period }))
+                            fault_event(FaultEvent::Removed, &id, json!({ "period": period }))
                         }
                         Err(error) => fault_event(
-                            "remove_failed",
+                            FaultEvent::RemoveFailed,
                             &id,
                             json!({ "period": period, "error": error.to_string() }),
                         ),

@@ -31,7 +31,7 @@ use super::{RunnerError, Testbed, now_ms};
 use crate::energy::EnergySource;
 use crate::spec::{ExperimentSpec, Offers, PlannedRun};
 use crate::store::{
-    CollectorSample, ContainerSampleRecord, FaultEventRecord, RunId, TransitionRecord,
+    CollectorSample, ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId, TransitionRecord,
 };
 
 /// What a run collected besides its load, once its scope has ended.
@@ -158,7 +158,7 @@ impl RunScope {
             .put_fault(&self.agent_url, fault_id, fault)
             .await
             .map_err(|error| format!("fault not applied: {error}"))?;
-        self.record("applied", fault_id, fault.to_json_value());
+        self.record(FaultEvent::Applied, fault_id, fault.to_json_value());
         let renewal = spawn_renewal(
             self.admin.clone(),
             self.agent_url.clone(),
@@ -269,9 +269,11 @@ impl RunScope {
                 self.fault_events.lock().extend(events);
                 panics.extend(panicked.map(|message| format!("agent stream reader: {message}")));
             }
-            Some(Err(error)) => {
-                self.record("agent:stream_unavailable", "", json!({ "error": error }))
-            }
+            Some(Err(error)) => self.record(
+                FaultEvent::AgentStreamUnavailable,
+                "",
+                json!({ "error": error }),
+            ),
             None => {}
         }
         if let Some(breakers) = self.breakers.take() {
@@ -314,13 +316,17 @@ impl RunScope {
             id
         };
         match self.admin.delete_fault(&self.agent_url, &id).await {
-            Ok(()) => self.record("removed", &id, json!({})),
-            Err(error) => self.record("remove_failed", &id, json!({ "error": error.to_string() })),
+            Ok(()) => self.record(FaultEvent::Removed, &id, json!({})),
+            Err(error) => self.record(
+                FaultEvent::RemoveFailed,
+                &id,
+                json!({ "error": error.to_string() }),
+            ),
         }
         Some(id)
     }
 
-    fn record(&self, event: &str, fault_id: &str, detail: serde_json::Value) {
+    fn record(&self, event: FaultEvent, fault_id: &str, detail: serde_json::Value) {
         self.fault_events
             .lock()
             .push(fault_event(event, fault_id, detail));
@@ -371,9 +377,9 @@ pub(super) fn spawn_renewal(
         loop {
             tokio::time::sleep(period).await;
             let event = match admin.renew_fault(&agent_url, &fault_id).await {
-                Ok(()) => fault_event("renewed", &fault_id, json!({})),
+                Ok(()) => fault_event(FaultEvent::Renewed, &fault_id, json!({})),
                 Err(error) => fault_event(
-                    "renew_failed",
+                    FaultEvent::RenewFailed,
                     &fault_id,
                     json!({ "error": error.to_string() }),
                 ),
@@ -384,13 +390,13 @@ pub(super) fn spawn_renewal(
 }
 
 pub(super) fn fault_event(
-    event: &str,
+    event: FaultEvent,
     fault_id: &str,
     detail: serde_json::Value,
 ) -> FaultEventRecord {
     FaultEventRecord {
         at_ms: now_ms(),
-        event: event.to_owned(),
+        event,
         fault_id: fault_id.to_owned(),
         detail,
     }

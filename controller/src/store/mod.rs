@@ -32,7 +32,7 @@ pub use containers::{ContainerFaultRow, ContainerSampleRecord, NewContainerFault
 pub use migrations::{Backend, MIGRATIONS};
 pub use records::{
     AnnotationId, AnnotationRow, CollectorSample, EndpointHistogramRow, EndpointSecondRow,
-    EnergySource, ExperimentId, ExperimentRow, FaultEventRecord, MAX_ANNOTATION_CHARS,
+    EnergySource, ExperimentId, ExperimentRow, FaultEvent, FaultEventRecord, MAX_ANNOTATION_CHARS,
     MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
 };
 pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};

@@ -6,8 +6,8 @@ use sqlx::any::AnyRow;
 
 use super::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
-    ExperimentRow, FAILED_REASON, FaultEventRecord, RunId, RunRow, STOP_CONDITION_REASON,
-    SampleRow, Status, Store, StoreError, TransitionRecord, status_of, uint,
+    ExperimentRow, FAILED_REASON, FaultEvent, FaultEventRecord, RunId, RunRow,
+    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, TransitionRecord, status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -210,7 +210,7 @@ impl Store {
                 let detail: String = row.try_get("detail_json")?;
                 Ok(FaultEventRecord {
                     at_ms: row.try_get("at_ms")?,
-                    event: row.try_get("event")?,
+                    event: fault_event_of(row.try_get("event")?)?,
                     fault_id: row.try_get("fault_id")?,
                     detail: json_of("fault_events.detail_json", detail)?,
                 })
@@ -353,4 +353,11 @@ fn energy_source_of(text: String) -> Result<EnergySource, StoreError> {
             value: text,
         }),
     }
+}
+
+fn fault_event_of(text: String) -> Result<FaultEvent, StoreError> {
+    FaultEvent::parse(&text).ok_or(StoreError::Corrupt {
+        column: "fault_events.event",
+        value: text,
+    })
 }

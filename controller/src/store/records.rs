@@ -1,6 +1,6 @@
 //! What storage writes and reads: statuses, the per-run record handed over when a run ends, and rows.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::load::{EndpointReport, OutcomeCounts, SecondStats};
 
@@ -24,8 +24,8 @@ impl std::fmt::Display for RunId {
     }
 }
 
-/// Life cycle of an experiment or a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Life cycle of an experiment or a run; serialised as [`Status::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pending,
@@ -73,6 +73,12 @@ impl Status {
             "failed" => Status::Failed,
             _ => return None,
         })
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -153,9 +159,113 @@ impl TransitionRecord {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FaultEventRecord {
     pub at_ms: i64,
-    pub event: String,
+    pub event: FaultEvent,
     pub fault_id: String,
     pub detail: serde_json::Value,
+}
+
+/// What happened to a run's fault (or its breaker config, or its container stats), stored as
+/// [`FaultEvent::as_str`]: the runner's own calls by name, the agent's account of them prefixed `agent:`, the
+/// breaker config's lease `breakers:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FaultEvent {
+    /// The runner put the fault (agent or container).
+    #[serde(rename = "applied")]
+    Applied,
+    #[serde(rename = "apply_failed")]
+    ApplyFailed,
+    /// The runner renewed its lease.
+    #[serde(rename = "renewed")]
+    Renewed,
+    #[serde(rename = "renew_failed")]
+    RenewFailed,
+    /// The runner removed it.
+    #[serde(rename = "removed")]
+    Removed,
+    #[serde(rename = "remove_failed")]
+    RemoveFailed,
+    /// A container's stats could not be read.
+    #[serde(rename = "stats_failed")]
+    StatsFailed,
+    #[serde(rename = "agent:applied")]
+    AgentApplied,
+    #[serde(rename = "agent:renewed")]
+    AgentRenewed,
+    /// The agent dropped the fault when its lease ran out.
+    #[serde(rename = "agent:expired")]
+    AgentExpired,
+    #[serde(rename = "agent:removed")]
+    AgentRemoved,
+    /// The agent's stream skipped events (a slow reader).
+    #[serde(rename = "agent:lagged")]
+    AgentLagged,
+    /// The agent's stream could not be opened: its account is missing.
+    #[serde(rename = "agent:stream_unavailable")]
+    AgentStreamUnavailable,
+    #[serde(rename = "breakers:renew_failed")]
+    BreakersRenewFailed,
+    #[serde(rename = "breakers:restore_failed")]
+    BreakersRestoreFailed,
+}
+
+impl FaultEvent {
+    /// Every event, for reading stored text back.
+    pub const ALL: [FaultEvent; 15] = [
+        FaultEvent::Applied,
+        FaultEvent::ApplyFailed,
+        FaultEvent::Renewed,
+        FaultEvent::RenewFailed,
+        FaultEvent::Removed,
+        FaultEvent::RemoveFailed,
+        FaultEvent::StatsFailed,
+        FaultEvent::AgentApplied,
+        FaultEvent::AgentRenewed,
+        FaultEvent::AgentExpired,
+        FaultEvent::AgentRemoved,
+        FaultEvent::AgentLagged,
+        FaultEvent::AgentStreamUnavailable,
+        FaultEvent::BreakersRenewFailed,
+        FaultEvent::BreakersRestoreFailed,
+    ];
+
+    /// The stored (and serialised) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultEvent::Applied => "applied",
+            FaultEvent::ApplyFailed => "apply_failed",
+            FaultEvent::Renewed => "renewed",
+            FaultEvent::RenewFailed => "renew_failed",
+            FaultEvent::Removed => "removed",
+            FaultEvent::RemoveFailed => "remove_failed",
+            FaultEvent::StatsFailed => "stats_failed",
+            FaultEvent::AgentApplied => "agent:applied",
+            FaultEvent::AgentRenewed => "agent:renewed",
+            FaultEvent::AgentExpired => "agent:expired",
+            FaultEvent::AgentRemoved => "agent:removed",
+            FaultEvent::AgentLagged => "agent:lagged",
+            FaultEvent::AgentStreamUnavailable => "agent:stream_unavailable",
+            FaultEvent::BreakersRenewFailed => "breakers:renew_failed",
+            FaultEvent::BreakersRestoreFailed => "breakers:restore_failed",
+        }
+    }
+
+    /// The event stored as `text`, if it is one.
+    pub fn parse(text: &str) -> Option<FaultEvent> {
+        FaultEvent::ALL
+            .into_iter()
+            .find(|event| event.as_str() == text)
+    }
+
+    /// Reported by the agent itself (`agent:…`), not a call of the runner.
+    pub fn is_agent(self) -> bool {
+        self.as_str().starts_with("agent:")
+    }
+}
+
+impl std::fmt::Display for FaultEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A time the fault was on the agent during a run, in seconds from the run's start.
@@ -173,15 +283,15 @@ pub fn applied_periods(events: &[FaultEventRecord], origin_ms: i64) -> Vec<Appli
     let mut periods: Vec<AppliedPeriod> = Vec::new();
     let mut on: Option<&str> = None;
     for event in events {
-        match (event.event.as_str(), on) {
-            ("applied", None) => {
+        match (event.event, on) {
+            (FaultEvent::Applied, None) => {
                 on = Some(&event.fault_id);
                 periods.push(AppliedPeriod {
                     from_s: seconds(event.at_ms),
                     to_s: None,
                 });
             }
-            ("removed" | "agent:expired", Some(id)) if id == event.fault_id => {
+            (FaultEvent::Removed | FaultEvent::AgentExpired, Some(id)) if id == event.fault_id => {
                 on = None;
                 if let Some(last) = periods.last_mut() {
                     last.to_s = Some(seconds(event.at_ms));
@@ -348,4 +458,32 @@ pub struct AnnotationRow {
     pub author: Option<String>,
     pub experiment_id: Option<ExperimentId>,
     pub run_id: Option<RunId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FaultEvent, Status};
+
+    /// The serialised name (what the dashboard and the JSON report carry) is the stored one.
+    #[test]
+    fn serialised_names_are_the_stored_ones() {
+        for event in FaultEvent::ALL {
+            let json = serde_json::to_string(&event).unwrap();
+            assert_eq!(json, format!("\"{}\"", event.as_str()));
+            assert_eq!(serde_json::from_str::<FaultEvent>(&json).unwrap(), event);
+            assert_eq!(FaultEvent::parse(event.as_str()), Some(event));
+        }
+        for status in [
+            Status::Pending,
+            Status::Running,
+            Status::Finished,
+            Status::Aborted,
+            Status::Interrupted,
+            Status::Failed,
+        ] {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+            assert_eq!(serde_json::from_str::<Status>(&json).unwrap(), status);
+        }
+    }
 }

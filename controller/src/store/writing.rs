@@ -407,7 +407,7 @@ impl Store {
                     .bind(run.0)
                     .bind(int(ordinal as u64))
                     .bind(event.at_ms)
-                    .bind(&event.event)
+                    .bind(event.event.as_str())
                     .bind(&event.fault_id)
                     .bind(event.detail.to_string())
             },

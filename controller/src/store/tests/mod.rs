@@ -140,13 +140,13 @@ fn record(status: Status, warmup: Duration) -> RunRecord {
         fault_events: vec![
             FaultEventRecord {
                 at_ms: 1_000,
-                event: "applied".into(),
+                event: FaultEvent::Applied,
                 fault_id: "run-1".into(),
                 detail: json!({"kind": "error", "status": 500, "rate": 1.0}),
             },
             FaultEventRecord {
                 at_ms: 1_900,
-                event: "removed".into(),
+                event: FaultEvent::Removed,
                 fault_id: "run-1".into(),
                 detail: json!({}),
             },
