@@ -230,7 +230,7 @@ mod tests {
             experiment: ExperimentSummary {
                 id: 1,
                 name: "outage".into(),
-                status: "finished".into(),
+                status: crate::hub::ExperimentStatus::Finished,
                 planned_runs: 2,
                 finished_runs: Some(2),
                 created_at_ms: 0,

@@ -69,7 +69,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     first.start(id, Some(due)).await.expect("scheduled");
     let listed = first.experiments().await.expect("list");
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].status, "scheduled");
+    assert_eq!(listed[0].status.as_str(), "scheduled");
     assert_eq!(listed[0].scheduled_at_ms, Some(due));
     first.stop_active().await;
     drop(first);
@@ -83,12 +83,12 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
         "the queue came back"
     );
     let listed = second.experiments().await.expect("list");
-    assert_eq!(listed[0].status, "scheduled");
+    assert_eq!(listed[0].status.as_str(), "scheduled");
 
     second.abort(id).await.expect("unqueue");
     assert!(second.scheduled().is_empty());
     let listed = second.experiments().await.expect("list");
-    assert_eq!(listed[0].status, "pending");
+    assert_eq!(listed[0].status.as_str(), "pending");
     let not_running = second.abort(id).await;
     assert!(not_running.is_err(), "nothing left to abort");
     second.stop_active().await;

@@ -6,6 +6,8 @@
 use breaker::TransitionEvent;
 use serde::{Deserialize, Serialize};
 
+use super::status::{ExperimentStatus, FaultChangeEvent};
+
 /// Upper bounds (µs) of the latency histogram buckets carried by a [`LiveSample`]; a last, open bucket
 /// counts everything slower. Fixed and coarse on purpose: the browser adds them up per endpoint.
 pub const LATENCY_BUCKET_BOUNDS_US: [u64; 12] = [
@@ -208,8 +210,7 @@ impl RunProgress {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultChange {
     pub at_ms: u64,
-    /// `applied`, `renewed`, `expired`, `removed`, `halted`.
-    pub event: String,
+    pub event: FaultChangeEvent,
     pub fault_id: String,
     /// Service the fault sits in (`payment`).
     pub target: String,
@@ -230,7 +231,10 @@ pub struct FaultChange {
 impl FaultChange {
     /// Whether the fault is in force after this event.
     pub fn is_active(&self) -> bool {
-        matches!(self.event.as_str(), "applied" | "renewed") && self.rate > 0.0
+        matches!(
+            self.event,
+            FaultChangeEvent::Applied | FaultChangeEvent::Renewed
+        ) && self.rate > 0.0
     }
 }
 
@@ -253,7 +257,7 @@ pub struct Annotation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExperimentChange {
     pub experiment_id: i64,
-    pub status: String,
+    pub status: ExperimentStatus,
     pub at_ms: u64,
 }
 

@@ -21,6 +21,7 @@
 mod event;
 pub mod socket;
 mod state;
+mod status;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +39,7 @@ pub use event::{
     PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow, bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
+pub use status::{ExperimentStatus, FaultChangeEvent};
 
 /// Tuning of the hub.
 #[derive(Debug, Clone, Copy)]

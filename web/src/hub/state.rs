@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::event::{
     Annotation, BreakerBoard, FaultChange, LiveEvent, LiveSample, ModeChange, RunProgress,
 };
+use super::status::FaultChangeEvent;
 
 /// How much history a snapshot carries.
 #[derive(Debug, Clone, Copy)]
@@ -146,7 +147,7 @@ impl LiveState {
                 self.progress = Some(progress.clone());
             }
             LiveEvent::Fault(change) => {
-                if change.event == "halted" {
+                if change.event == FaultChangeEvent::Halted {
                     self.active_faults.clear();
                 } else if change.is_active() {
                     self.active_faults
@@ -168,12 +169,9 @@ impl LiveState {
                 // says so, for the live page and for a page loaded later.
                 if let Some(progress) = self.progress.as_mut()
                     && progress.experiment_id == change.experiment_id
-                    && matches!(
-                        change.status.as_str(),
-                        "finished" | "aborted" | "interrupted" | "start_failed"
-                    )
+                    && change.status.has_ended()
                 {
-                    progress.phase = change.status.clone();
+                    progress.phase = change.status.to_string();
                     progress.ends_at_ms = None;
                 }
                 push_bounded(

@@ -92,7 +92,7 @@ async fn late_joiner_gets_the_current_state_then_exactly_the_next_frame() {
     ));
     hub.publish(LiveEvent::Fault(FaultChange {
         at_ms: 5,
-        event: "applied".into(),
+        event: FaultChangeEvent::Applied,
         fault_id: "f1".into(),
         target: "payment".into(),
         kind: "error".into(),
@@ -372,30 +372,33 @@ fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
     })
 }
 
-fn status(experiment_id: i64, status: &str) -> LiveEvent {
+fn status(experiment_id: i64, status: ExperimentStatus) -> LiveEvent {
     LiveEvent::Experiment(super::ExperimentChange {
         experiment_id,
-        status: status.into(),
+        status,
         at_ms: 5_000,
     })
 }
 
 #[test]
 fn an_aborted_or_finished_experiment_is_not_running_any_more_for_a_late_joiner() {
-    for end in ["aborted", "finished"] {
+    for end in [ExperimentStatus::Aborted, ExperimentStatus::Finished] {
         let hub = small_hub(8);
         hub.publish(progress(3, 2, "running"));
         hub.publish(status(3, end));
         hub.flush();
         let snapshot = parse(&hub.subscribe().snapshot);
-        assert_eq!(snapshot["state"]["progress"]["phase"], end);
+        assert_eq!(snapshot["state"]["progress"]["phase"], end.as_str());
         assert_eq!(snapshot["state"]["progress"]["ends_at_ms"], Value::Null);
-        assert_eq!(snapshot["state"]["experiment_changes"][0]["status"], end);
+        assert_eq!(
+            snapshot["state"]["experiment_changes"][0]["status"],
+            end.as_str()
+        );
     }
     // Another experiment's status leaves the running one alone.
     let hub = small_hub(8);
     hub.publish(progress(3, 2, "running"));
-    hub.publish(status(4, "aborted"));
+    hub.publish(status(4, ExperimentStatus::Aborted));
     hub.flush();
     assert_eq!(hub.state().progress.expect("progress").phase, "running");
 }

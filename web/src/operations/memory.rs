@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use controller::store::{annotation_author, annotation_text};
+use controller::store::{Status, annotation_author, annotation_text};
+
+use crate::hub::ExperimentStatus;
 
 use super::{
     AnnotationEntry, AnnotationRequest, Cell, ConditionResult, ExperimentSummary, FaultRequest,
@@ -122,7 +124,7 @@ impl Operations for MemoryOperations {
             ExperimentSummary {
                 id,
                 name,
-                status: "pending".into(),
+                status: ExperimentStatus::Pending,
                 planned_runs: 4,
                 finished_runs: Some(0),
                 created_at_ms: 0,
@@ -144,18 +146,17 @@ impl Operations for MemoryOperations {
         self.record(Call::Start(id, at_ms));
         ready(self.with_experiment(id, |summary, _| {
             summary.status = if at_ms.is_some() {
-                "scheduled"
+                ExperimentStatus::Scheduled
             } else {
-                "running"
-            }
-            .into();
+                ExperimentStatus::Running
+            };
             summary.scheduled_at_ms = at_ms;
         }))
     }
 
     fn abort(&self, id: i64) -> OperationFuture<'_, ()> {
         self.record(Call::Abort(id));
-        ready(self.with_experiment(id, |summary, _| summary.status = "aborted".into()))
+        ready(self.with_experiment(id, |summary, _| summary.status = ExperimentStatus::Aborted))
     }
 
     fn results(&self, id: i64) -> OperationFuture<'_, Results> {
@@ -185,7 +186,7 @@ impl Operations for MemoryOperations {
                 position: 1,
                 condition: "error@1.00/enforce".into(),
                 round: 1,
-                status: "finished".into(),
+                status: Status::Finished,
             }],
             charts: Vec::new(),
             csv: "condition,availability\nerror@1.00/enforce,0.5\n".into(),
@@ -207,7 +208,7 @@ impl Operations for MemoryOperations {
                     position: 1,
                     condition: "error@1.00/enforce".into(),
                     round: 1,
-                    status: "finished".into(),
+                    status: Status::Finished,
                 },
                 started_at_ms: 1_000_000,
                 measured_from_ms: 1_002_000,
@@ -271,7 +272,7 @@ impl Operations for MemoryOperations {
             None => memory
                 .experiments
                 .iter()
-                .find(|(summary, _)| summary.status == "running")
+                .find(|(summary, _)| summary.status == ExperimentStatus::Running)
                 .map(|(summary, _)| summary.id),
         };
         let entry = AnnotationEntry {

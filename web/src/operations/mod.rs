@@ -11,7 +11,7 @@ pub mod memory;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::hub::{Annotation, FaultChange, LiveSample};
+use crate::hub::{Annotation, ExperimentStatus, FaultChange, LiveSample};
 
 /// The future every operation returns.
 pub type OperationFuture<'a, T> = BoxFuture<'a, Result<T, OperationError>>;
@@ -39,8 +39,7 @@ pub enum OperationError {
 pub struct ExperimentSummary {
     pub id: i64,
     pub name: String,
-    /// `pending`, `scheduled`, `running`, `finished`, `aborted`, `interrupted`.
-    pub status: String,
+    pub status: ExperimentStatus,
     pub planned_runs: i64,
     pub finished_runs: Option<i64>,
     pub created_at_ms: i64,
@@ -169,7 +168,7 @@ pub struct RunLine {
     pub condition: String,
     /// 1-based round.
     pub round: i64,
-    pub status: String,
+    pub status: controller::store::Status,
 }
 
 /// A stored run's timeline in the live page's own shapes, so the page that replays it draws it with the same

@@ -3,6 +3,7 @@
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::Response;
+use controller::store::Status;
 use http::HeaderMap;
 
 use super::{AnnotationLine, Viewer, number, page, render};

@@ -60,7 +60,7 @@ async fn game_day_actions_say_what_they_did_once() {
         .hub
         .publish(crate::hub::LiveEvent::Fault(crate::hub::FaultChange {
             at_ms: 1,
-            event: "applied".into(),
+            event: crate::hub::FaultChangeEvent::Applied,
             fault_id: "gameday".into(),
             target: "payment".into(),
             kind: "error".into(),

@@ -6,7 +6,7 @@ use controller::store::{ExperimentId, Status};
 use tokio_util::sync::CancellationToken;
 
 use super::{ActiveExperiment, EmbeddedOperations, now, store_failed};
-use crate::hub::{LiveEvent, RunProgress};
+use crate::hub::{ExperimentStatus, LiveEvent, RunProgress};
 use crate::operations::OperationError;
 
 /// Refuses a spec whose virtual users this process cannot hold (descriptors), naming `load.users`. Counted at
@@ -28,7 +28,7 @@ impl EmbeddedOperations {
             .create_experiment(&spec, now())
             .await
             .map_err(store_failed)?;
-        self.publish_status(id.0, "pending");
+        self.publish_status(id.0, ExperimentStatus::Pending);
         Ok(id.0)
     }
 
@@ -133,7 +133,7 @@ impl EmbeddedOperations {
             .set_experiment_status(experiment, Status::Aborted, now(), Some(reason))
             .await
             .map_err(store_failed)?;
-        self.publish_status(id, "aborted");
+        self.publish_status(id, ExperimentStatus::Aborted);
         Ok(())
     }
 
@@ -150,7 +150,7 @@ impl EmbeddedOperations {
                 return;
             }
         };
-        self.publish_status(id, "running");
+        self.publish_status(id, ExperimentStatus::Running);
         let plan = spec.plan();
         let total = plan.len();
         let run_length = spec.run_warmup() + spec.run_duration();
@@ -211,13 +211,13 @@ impl EmbeddedOperations {
                         Some(&error.to_string()),
                     )
                     .await;
-                self.publish_status(id, "aborted");
+                self.publish_status(id, ExperimentStatus::Aborted);
                 return;
             }
         }
         let _ = store
             .set_experiment_status(experiment, Status::Finished, now(), None)
             .await;
-        self.publish_status(id, "finished");
+        self.publish_status(id, ExperimentStatus::Finished);
     }
 }

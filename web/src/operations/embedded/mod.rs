@@ -39,7 +39,7 @@ use super::{
     AnnotationEntry, AnnotationRequest, ExperimentSummary, FaultRequest, OperationError,
     OperationFuture, Operations, Results,
 };
-use crate::hub::{ExperimentChange, Hub, LiveEvent};
+use crate::hub::{ExperimentChange, ExperimentStatus, Hub, LiveEvent};
 use sampling::LoadSeconds;
 
 /// The service whose agent the embedded stack runs.
@@ -130,9 +130,9 @@ fn summary_of(
     scheduled: Option<i64>,
 ) -> ExperimentSummary {
     let status = if scheduled.is_some() && row.status == Status::Pending {
-        "scheduled".to_owned()
+        ExperimentStatus::Scheduled
     } else {
-        row.status.as_str().to_owned()
+        row.status.into()
     };
     ExperimentSummary {
         id: row.id.0,
@@ -240,12 +240,12 @@ impl EmbeddedOperations {
         }
     }
 
-    fn publish_status(&self, id: i64, status: &str) {
+    fn publish_status(&self, id: i64, status: ExperimentStatus) {
         self.inner
             .hub
             .publish(LiveEvent::Experiment(ExperimentChange {
                 experiment_id: id,
-                status: status.to_owned(),
+                status,
                 at_ms: now() as u64,
             }));
     }
@@ -316,7 +316,7 @@ impl Operations for EmbeddedOperations {
     fn abort(&self, id: i64) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             if self.unschedule(id).await? {
-                self.publish_status(id, "pending");
+                self.publish_status(id, ExperimentStatus::Pending);
                 return Ok(());
             }
             self.abort_running(id).await

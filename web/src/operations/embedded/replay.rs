@@ -8,7 +8,7 @@ use controller::store::{
 
 use super::sampling::latency_buckets;
 use super::{EmbeddedOperations, store_failed};
-use crate::hub::{EndpointSample, FaultChange, LiveSample};
+use crate::hub::{EndpointSample, FaultChange, FaultChangeEvent, LiveSample};
 use crate::operations::{OperationError, RunLine, RunTimeline};
 
 impl EmbeddedOperations {
@@ -46,7 +46,7 @@ pub(super) fn run_line(row: &RunRow) -> RunLine {
         position: row.plan_index + 1,
         condition: row.condition_label.clone(),
         round: row.round_index + 1,
-        status: row.status.as_str().to_owned(),
+        status: row.status,
     }
 }
 
@@ -117,7 +117,6 @@ pub(super) fn timeline_of(
 /// A stored fault event as the live page's fault change: the agent's own events (`agent:applied`, …) and the
 /// runner's (`applied`, `removed`, …) both; the rate is the fault's (stored in the agent's event, else the run's).
 fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
-    let name = event.event.strip_prefix("agent:").unwrap_or(&event.event);
     let rate = event
         .detail
         .pointer("/fault/rate")
@@ -125,7 +124,7 @@ fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
         .unwrap_or(run.fault_rate);
     FaultChange {
         at_ms: u64::try_from(event.at_ms).unwrap_or(0),
-        event: name.to_owned(),
+        event: FaultChangeEvent::of_stored(event.event),
         fault_id: event.fault_id.clone(),
         target: String::new(),
         kind: run.fault_kind.clone(),
@@ -140,7 +139,7 @@ fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
 mod tests {
     use super::*;
     use controller::load::{OutcomeCounts, new_histogram, serialize_histogram};
-    use controller::store::{CollectorSample, Status};
+    use controller::store::{CollectorSample, FaultEvent, Status};
 
     fn run() -> RunRow {
         RunRow {
@@ -218,13 +217,13 @@ mod tests {
         };
         let applied = FaultEventRecord {
             at_ms: 99_900,
-            event: "agent:applied".into(),
+            event: FaultEvent::AgentApplied,
             fault_id: "run-7".into(),
             detail: serde_json::json!({"fault": {"rate": 0.5}}),
         };
         let removed = FaultEventRecord {
             at_ms: 105_100,
-            event: "removed".into(),
+            event: FaultEvent::Removed,
             fault_id: "run-7".into(),
             detail: serde_json::json!({}),
         };

@@ -7,6 +7,7 @@ use std::time::Duration;
 use controller::store::{ExperimentId, Status};
 
 use super::{EmbeddedOperations, now, store_failed};
+use crate::hub::ExperimentStatus;
 use crate::operations::OperationError;
 
 impl EmbeddedOperations {
@@ -49,7 +50,7 @@ impl EmbeddedOperations {
             .await
             .map_err(store_failed)?;
         self.arm(id, at_ms);
-        self.publish_status(id, "scheduled");
+        self.publish_status(id, ExperimentStatus::Scheduled);
         Ok(())
     }
 
@@ -87,7 +88,7 @@ impl EmbeddedOperations {
                 .await;
             if let Err(error) = operations.start_now(id).await {
                 tracing::warn!(experiment = id, %error, "scheduled start failed");
-                operations.publish_status(id, "start_failed");
+                operations.publish_status(id, ExperimentStatus::StartFailed);
             }
         });
         if let Some((_, previous)) = self

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::{AGENT_SERVICE, EmbeddedOperations};
 use controller::runner::TransitionSink;
 
-use crate::hub::{FaultChange, Hub, LiveEvent};
+use crate::hub::{FaultChange, FaultChangeEvent, Hub, LiveEvent};
 
 /// A sink whose transitions (foreign breakers a run's `[[sources]]` scrapes see) go to the hub as they come.
 pub(super) fn publish_transitions(hub: Hub) -> TransitionSink {
@@ -63,9 +63,9 @@ impl EmbeddedOperations {
 /// An agent stream message, decoded into the agent's own [`AgentEvent`], as a fault change (`None` for
 /// `lagged` and for what is not an agent event).
 fn fault_change(text: &str) -> Option<FaultChange> {
-    let change = |event: &str, id: String, at_ms: u64| FaultChange {
+    let change = |event: FaultChangeEvent, id: String, at_ms: u64| FaultChange {
         at_ms,
-        event: event.to_owned(),
+        event,
         fault_id: id,
         target: AGENT_SERVICE.into(),
         kind: String::new(),
@@ -99,10 +99,18 @@ fn fault_change(text: &str) -> Option<FaultChange> {
                 (method, path) => format!("{method} {path}…").trim_start().to_owned(),
             },
             expires_at_ms: Some(at_ms + lease_ms),
-            ..change(if renewed { "renewed" } else { "applied" }, id, at_ms)
+            ..change(
+                if renewed {
+                    FaultChangeEvent::Renewed
+                } else {
+                    FaultChangeEvent::Applied
+                },
+                id,
+                at_ms,
+            )
         },
-        AgentEvent::Expired { id, at_ms, .. } => change("expired", id, at_ms),
-        AgentEvent::Removed { id, at_ms, .. } => change("removed", id, at_ms),
+        AgentEvent::Expired { id, at_ms, .. } => change(FaultChangeEvent::Expired, id, at_ms),
+        AgentEvent::Removed { id, at_ms, .. } => change(FaultChangeEvent::Removed, id, at_ms),
         AgentEvent::Lagged { .. } => return None,
     })
 }

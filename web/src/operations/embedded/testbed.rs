@@ -6,7 +6,7 @@ use http::Method;
 use controller::runner::AdminError;
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
-use crate::hub::{FaultChange, LiveEvent};
+use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{FaultRequest, OperationError};
 
 impl EmbeddedOperations {
@@ -30,7 +30,7 @@ impl EmbeddedOperations {
             .map_err(failed)?;
         self.inner.hub.publish(LiveEvent::Fault(FaultChange {
             at_ms: now() as u64,
-            event: "halted".into(),
+            event: FaultChangeEvent::Halted,
             fault_id: String::new(),
             target: AGENT_SERVICE.into(),
             kind: String::new(),
