@@ -26,13 +26,21 @@ pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 pub const HEADER_READ_TIMEOUT_RANGE: (Duration, Duration) =
     (Duration::from_millis(10), Duration::from_secs(600));
 
+/// A configured head-read timeout outside [`HEADER_READ_TIMEOUT_RANGE`]; `Display` says the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{timeout:?} is outside {min:?}..={max:?}", min = HEADER_READ_TIMEOUT_RANGE.0, max = HEADER_READ_TIMEOUT_RANGE.1)]
+pub struct HeadReadTimeoutOutOfRange {
+    /// The refused timeout.
+    pub timeout: Duration,
+}
+
 /// Checks a configured head-read timeout; the error says the bounds.
-pub fn check_header_read_timeout(timeout: Duration) -> Result<(), String> {
+pub fn check_header_read_timeout(timeout: Duration) -> Result<(), HeadReadTimeoutOutOfRange> {
     let (min, max) = HEADER_READ_TIMEOUT_RANGE;
     if (min..=max).contains(&timeout) {
         Ok(())
     } else {
-        Err(format!("{timeout:?} is outside {min:?}..={max:?}"))
+        Err(HeadReadTimeoutOutOfRange { timeout })
     }
 }
 

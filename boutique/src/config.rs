@@ -80,7 +80,7 @@ impl StackConfig {
             ));
         }
         agent::serve::check_header_read_timeout(self.head_read_timeout)
-            .map_err(|message| StackError::config("head_read_timeout", message))?;
+            .map_err(|error| StackError::config("head_read_timeout", error.to_string()))?;
         if self.pool.capacity == 0 {
             return Err(StackError::config("pool.capacity", "must be at least 1"));
         }

@@ -71,7 +71,7 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = sim::parse_duration)]
     pub latency: Option<Duration>,
     /// Half-open policy: every-arrival (the idealised model) or probes:N (at most N probes at once).
-    #[arg(long, value_parser = parse_half_open)]
+    #[arg(long, value_parser = <HalfOpen as std::str::FromStr>::from_str)]
     pub half_open: Option<HalfOpen>,
     /// How failing calls fail.
     #[arg(long, value_enum)]
@@ -100,10 +100,6 @@ pub struct SimulateArgs {
     /// Print the totals and the per-second series as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_half_open(text: &str) -> Result<HalfOpen, String> {
-    text.parse()
 }
 
 impl SimulateArgs {

@@ -91,7 +91,7 @@ pub enum DashboardError {
     #[error("controller: {0}")]
     Operations(#[from] crate::operations::OperationError),
     #[error("head_read_timeout: {0}")]
-    HeadReadTimeout(String),
+    HeadReadTimeout(#[from] agent::serve::HeadReadTimeoutOutOfRange),
     #[error("listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,

@@ -35,7 +35,9 @@ pub use scenario::{
     MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, Scenario, ScenarioError, Schedule, Upstream,
     Warmup, Workload,
 };
-pub use settings::{HalfOpen, MAX_THRESHOLD, Settings, parse_duration};
+pub use settings::{
+    HalfOpen, InvalidDuration, InvalidHalfOpen, MAX_THRESHOLD, Settings, parse_duration,
+};
 
 /// Simulate `scenario` with a breaker per instance and without one. The scenario is validated first.
 pub fn simulate(scenario: &Scenario) -> Result<Simulation, ScenarioError> {

@@ -38,20 +38,34 @@ impl fmt::Display for HalfOpen {
     }
 }
 
+/// A half-open setting that is not `every-arrival` nor `probes:N` with N in 1..=[`MAX_PROBES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidHalfOpen {
+    /// Neither `every-arrival` nor `probes:…`.
+    #[error("expected every-arrival or probes:N, got \"{0}\"")]
+    Unknown(String),
+    /// `probes:` followed by something that is not a whole number.
+    #[error("expected probes:N with N a whole number, got \"{0}\"")]
+    NotANumber(String),
+    /// `probes:N` with N outside 1..=MAX_PROBES.
+    #[error("N must be between 1 and {MAX_PROBES}, got {0}")]
+    OutOfRange(u32),
+}
+
 impl FromStr for HalfOpen {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = InvalidHalfOpen;
+    fn from_str(text: &str) -> Result<Self, InvalidHalfOpen> {
         if text == "every-arrival" {
             return Ok(HalfOpen::EveryArrival);
         }
         let count = text
             .strip_prefix("probes:")
-            .ok_or_else(|| format!("expected every-arrival or probes:N, got \"{text}\""))?;
+            .ok_or_else(|| InvalidHalfOpen::Unknown(text.to_owned()))?;
         let n: u32 = count
             .parse()
-            .map_err(|_| format!("expected probes:N with N a whole number, got \"{text}\""))?;
+            .map_err(|_| InvalidHalfOpen::NotANumber(text.to_owned()))?;
         if n == 0 || n > MAX_PROBES {
-            return Err(format!("N must be between 1 and {MAX_PROBES}, got {n}"));
+            return Err(InvalidHalfOpen::OutOfRange(n));
         }
         Ok(HalfOpen::Probes(n))
     }
@@ -70,25 +84,43 @@ impl<'de> Deserialize<'de> for HalfOpen {
     }
 }
 
+/// A simulator duration that could not be read or is out of bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidDuration {
+    /// Longer than a day.
+    #[error("must be at most {} seconds", MAX_WINDOW.as_secs())]
+    TooLong,
+    /// A negative (or infinite) number of seconds.
+    #[error("must be a duration of 0 or more, got {0}")]
+    Negative(String),
+    /// Neither a number of seconds nor a humantime duration.
+    #[error("invalid duration \"{text}\" ({reason}); write e.g. 30 or \"30s\"")]
+    Unreadable {
+        /// The text as written.
+        text: String,
+        /// Why humantime refused it.
+        reason: String,
+    },
+}
+
 /// Parse a duration written as seconds (`30`, `0.5`) or with a unit (`30s`, `250ms`); at most a day.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, InvalidDuration> {
     let text = text.trim();
     let duration = match text.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => {
             if seconds > MAX_WINDOW.as_secs_f64() {
-                return Err(format!("must be at most {} seconds", MAX_WINDOW.as_secs()));
+                return Err(InvalidDuration::TooLong);
             }
             Duration::from_secs_f64(seconds)
         }
-        Ok(seconds) => return Err(format!("must be a duration of 0 or more, got {seconds}")),
-        Err(_) => humantime::parse_duration(text)
-            .map_err(|e| format!("invalid duration \"{text}\" ({e}); write e.g. 30 or \"30s\""))?,
+        Ok(seconds) => return Err(InvalidDuration::Negative(seconds.to_string())),
+        Err(_) => humantime::parse_duration(text).map_err(|e| InvalidDuration::Unreadable {
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?,
     };
     if duration > MAX_WINDOW {
-        return Err(format!(
-            "must be at most {}",
-            humantime::format_duration(MAX_WINDOW)
-        ));
+        return Err(InvalidDuration::TooLong);
     }
     Ok(duration)
 }
