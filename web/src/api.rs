@@ -15,6 +15,7 @@ use agent::api::FaultSpec;
 use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::post;
+use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
 
 use crate::app::AppState;
@@ -167,11 +168,11 @@ pub async fn results_csv(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let results = state.operations.results(id).await?;
+    let csv = state.operations.report(id, Format::Csv).await?;
     Ok(download(
         "text/csv; charset=utf-8",
         format!("experiment-{id}.csv"),
-        results.csv,
+        csv,
     ))
 }
 
@@ -179,11 +180,11 @@ pub async fn results_json(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    let results = state.operations.results(id).await?;
+    let json = state.operations.report(id, Format::Json).await?;
     Ok(download(
         "application/json",
         format!("experiment-{id}.json"),
-        results.json,
+        json,
     ))
 }
 

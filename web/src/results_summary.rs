@@ -267,8 +267,6 @@ mod tests {
             not_measured: Vec::new(),
             runs: Vec::new(),
             charts: Vec::new(),
-            csv: String::new(),
-            json: String::new(),
         }
     }
 

@@ -1,8 +1,9 @@
 //! The schedule queue of the embedded operations lives in the experiment database: a scheduled start survives a
 //! restart of the controller, and aborting a scheduled experiment removes it from the queue.
 
+use controller::report::Format;
 use controller::runner::Testbed;
-use controller::store::Store;
+use controller::store::{ExperimentId, Store};
 use web::hub::{Hub, HubConfig};
 use web::operations::Operations;
 use web::operations::embedded::EmbeddedOperations;
@@ -65,7 +66,16 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
         .await
         .expect("results of an experiment without runs");
     assert!(results.conditions.is_empty());
-    assert!(results.csv.lines().count() >= 1, "a CSV header at least");
+    // A download renders its one format, the same text `tolerant report` writes.
+    for format in [Format::Csv, Format::Json, Format::Md] {
+        let download = first.report(id, format).await.expect("report");
+        let stored = controller::report::report(&store, ExperimentId(id), format)
+            .await
+            .expect("stored report");
+        assert_eq!(download, stored.text, "{format:?}");
+    }
+    let csv = first.report(id, Format::Csv).await.expect("csv");
+    assert!(csv.lines().count() >= 1, "a CSV header at least");
     first.start(id, Some(due)).await.expect("scheduled");
     let listed = first.experiments().await.expect("list");
     assert_eq!(listed.len(), 1);

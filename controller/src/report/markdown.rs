@@ -46,6 +46,25 @@ fn plot_file_name(stats: &ExperimentStats, figure: &Figure) -> String {
     format!("experiment-{}-{}.svg", stats.experiment.id, figure.slug)
 }
 
+/// `figure` drawn as the SVG file the markdown links; `None` when it has no data.
+fn plot_of(stats: &ExperimentStats, figure: &Figure) -> Result<Option<PlotFile>, ReportError> {
+    Ok(figure.chart().to_svg()?.map(|svg| PlotFile {
+        file_name: plot_file_name(stats, figure),
+        title: figure.title.to_owned(),
+        svg,
+    }))
+}
+
+/// The report's figures as SVG files, as the markdown links them, without rendering the markdown (the
+/// results page shows them beside its own tables).
+pub fn charts(stats: &ExperimentStats) -> Result<Vec<PlotFile>, ReportError> {
+    let mut plots = Vec::new();
+    for figure in figures(stats) {
+        plots.extend(plot_of(stats, &figure)?);
+    }
+    Ok(plots)
+}
+
 /// The markdown text and the SVG files it links; `annotations` get a section when there are any.
 pub fn markdown(
     stats: &ExperimentStats,
@@ -124,15 +143,10 @@ pub fn markdown(
     let _ = writeln!(out, "## Figures\n");
     for figure in figures(stats) {
         let _ = writeln!(out, "### {}\n", figure.title);
-        match figure.chart().to_svg()? {
-            Some(svg) => {
-                let file_name = plot_file_name(stats, &figure);
-                let _ = writeln!(out, "![{}]({file_name})\n", figure.title);
-                plots.push(PlotFile {
-                    file_name,
-                    title: figure.title.to_owned(),
-                    svg,
-                });
+        match plot_of(stats, &figure)? {
+            Some(plot) => {
+                let _ = writeln!(out, "![{}]({})\n", figure.title, plot.file_name);
+                plots.push(plot);
             }
             None => {
                 let _ = writeln!(out, "No data.\n");

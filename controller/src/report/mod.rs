@@ -21,6 +21,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 pub use figures::{Figure, figures};
+pub use markdown::charts;
 pub use plot::{Chart, Point, Series};
 pub use table::CSV_HEADER;
 pub use validation::validation_markdown;

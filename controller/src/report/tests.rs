@@ -248,6 +248,15 @@ fn markdown_escapes_pipes_and_says_when_a_figure_has_no_data() {
     );
 }
 
+/// The results page draws the charts alone: the same SVG files the markdown links, without the markdown.
+#[test]
+fn charts_are_the_markdowns_plots() {
+    let stats = two_kinds();
+    let charts = charts(&stats).unwrap();
+    assert_eq!(charts.len(), 4, "every figure with data");
+    assert_eq!(charts, render(&stats, Format::Md).unwrap().plots);
+}
+
 #[test]
 fn csv_has_one_row_per_condition_and_metric() {
     let stats = two_kinds();

@@ -26,6 +26,8 @@ pub enum Call {
     BreakerMode(Option<String>, breaker::Mode),
     Load(Option<super::LoadRequest>),
     Annotate(AnnotationRequest),
+    /// A report asked for in one format (a download).
+    Report(i64, controller::report::Format),
 }
 
 #[derive(Debug, Default)]
@@ -189,8 +191,16 @@ impl Operations for MemoryOperations {
                 status: Status::Finished,
             }],
             charts: Vec::new(),
-            csv: "condition,availability\nerror@1.00/enforce,0.5\n".into(),
-            json: "{}".into(),
+        }))
+    }
+
+    fn report(&self, id: i64, format: controller::report::Format) -> OperationFuture<'_, String> {
+        use controller::report::Format;
+        self.record(Call::Report(id, format));
+        ready(self.with_experiment(id, |_, _| match format {
+            Format::Csv => "condition,availability\nerror@1.00/enforce,0.5\n".into(),
+            Format::Json => "{}".into(),
+            Format::Md => "# Experiment\n".into(),
         }))
     }
 

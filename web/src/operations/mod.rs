@@ -151,12 +151,6 @@ pub struct Results {
     pub runs: Vec<RunLine>,
     #[serde(skip)]
     pub charts: Vec<ChartSvg>,
-    /// The report as CSV (download).
-    #[serde(skip)]
-    pub csv: String,
-    /// The report as JSON (download).
-    #[serde(skip)]
-    pub json: String,
 }
 
 /// One run as the results page lists it for replay.
@@ -258,6 +252,8 @@ pub trait Operations: Send + Sync + 'static {
     /// Stops a running experiment (faults cleared) or removes it from the queue.
     fn abort(&self, id: i64) -> OperationFuture<'_, ()>;
     fn results(&self, id: i64) -> OperationFuture<'_, Results>;
+    /// The experiment's report in `format` (the downloads), rendered in that format only.
+    fn report(&self, id: i64, format: controller::report::Format) -> OperationFuture<'_, String>;
     /// The stored timeline of run `run` of experiment `experiment` (`None`: the experiment has no such run).
     fn run_timeline(&self, experiment: i64, run: i64) -> OperationFuture<'_, Option<RunTimeline>>;
     /// Clears every fault on every known agent.

@@ -22,7 +22,7 @@ async fn one_round_results_say_intervals_need_two_rounds() {
 
 #[tokio::test]
 async fn results_page_and_downloads() {
-    let (state, _) = app();
+    let (state, operations) = app();
     let create = post("/api/experiments")
         .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
         .body(Body::from(SPEC))
@@ -48,6 +48,21 @@ async fn results_page_and_downloads() {
             .contains("experiment-1.csv")
     );
     assert!(text(csv).await.starts_with("condition,availability"));
+    let json = send(&state, get("/api/experiments/1/results.json")).await;
+    assert_eq!(text(json).await, "{}");
+    // Each download asks for its own format and nothing else: no markdown, no other format.
+    let reports: Vec<Call> = operations
+        .calls()
+        .into_iter()
+        .filter(|call| matches!(call, Call::Report(..)))
+        .collect();
+    assert_eq!(
+        reports,
+        [
+            Call::Report(1, controller::report::Format::Csv),
+            Call::Report(1, controller::report::Format::Json)
+        ]
+    );
     let list = text(send(&state, get("/experiments")).await).await;
     assert!(list.contains("smoke"));
     assert!(list.contains("Start now"));

@@ -327,6 +327,10 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.results_of(id))
     }
 
+    fn report(&self, id: i64, format: controller::report::Format) -> OperationFuture<'_, String> {
+        Box::pin(self.report_of(id, format))
+    }
+
     fn run_timeline(
         &self,
         experiment: i64,

@@ -1,5 +1,7 @@
-//! The results page's content: per-condition figures, verdicts, charts and the downloads, from the
-//! controller's statistics and report.
+//! The results page's content: per-condition figures, verdicts and charts, and the downloads, from the
+//! controller's statistics and report. Each request renders what it shows and nothing else (the page its
+//! charts, a download its one format), on a blocking thread: drawing and rendering are CPU work that would
+//! stall the async runtime's other requests.
 
 use controller::report::{self, Format};
 use controller::stats;
@@ -14,6 +16,11 @@ impl EmbeddedOperations {
         let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
             .await
             .map_err(internal)?;
+        let row_summary = summary_of(
+            &row,
+            Some(stats.experiment.finished_runs as i64),
+            self.scheduled().get(&id).copied(),
+        );
         let keys: Vec<_> = stats.metric_keys().into_iter().cloned().collect();
         let conditions = stats
             .conditions
@@ -54,14 +61,30 @@ impl EmbeddedOperations {
                 })
             })
             .collect();
+        let annotations = self
+            .inner
+            .store
+            .annotations(ExperimentId(id))
+            .await
+            .map_err(store_failed)?;
+        let runs = self
+            .inner
+            .store
+            .runs(ExperimentId(id))
+            .await
+            .map_err(store_failed)?
+            .iter()
+            .map(super::replay::run_line)
+            .collect();
+        let predictions = stats.predictions.clone();
+        let not_measured = stats.experiment.not_measured.clone();
         // The charts are a bonus on the page: a report that cannot draw them (no finished run yet)
         // still shows the table.
         let charts = if stats.conditions.is_empty() {
             Vec::new()
         } else {
-            match report::render(&stats, Format::Md) {
-                Ok(markdown) => markdown
-                    .plots
+            match rendered(move || report::charts(&stats)).await {
+                Ok(plots) => plots
                     .into_iter()
                     .map(|plot| ChartSvg {
                         title: plot.title,
@@ -74,37 +97,48 @@ impl EmbeddedOperations {
                 }
             }
         };
+        Ok(Results {
+            experiment: row_summary,
+            annotations: annotations.iter().map(entry_of).collect(),
+            metrics: keys.iter().map(ToString::to_string).collect(),
+            conditions,
+            verdicts,
+            predictions,
+            not_measured,
+            runs,
+            charts,
+        })
+    }
+
+    /// Experiment `id`'s report in `format` alone, with its annotations (what `tolerant report` writes).
+    pub(super) async fn report_of(
+        &self,
+        id: i64,
+        format: Format,
+    ) -> Result<String, OperationError> {
+        self.experiment_row(id).await?;
+        let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
+            .await
+            .map_err(internal)?;
         let annotations = self
             .inner
             .store
             .annotations(ExperimentId(id))
             .await
             .map_err(store_failed)?;
-        let csv = report::render(&stats, Format::Csv).map_err(internal)?;
-        let json =
-            report::render_annotated(&stats, &annotations, Format::Json).map_err(internal)?;
-        let finished = stats.experiment.finished_runs as i64;
-        let runs = self
-            .inner
-            .store
-            .runs(ExperimentId(id))
+        let report = rendered(move || report::render_annotated(&stats, &annotations, format))
             .await
-            .map_err(store_failed)?
-            .iter()
-            .map(super::replay::run_line)
-            .collect();
-        Ok(Results {
-            experiment: summary_of(&row, Some(finished), self.scheduled().get(&id).copied()),
-            annotations: annotations.iter().map(entry_of).collect(),
-            metrics: keys.iter().map(ToString::to_string).collect(),
-            conditions,
-            verdicts,
-            predictions: stats.predictions.clone(),
-            not_measured: stats.experiment.not_measured.clone(),
-            runs,
-            charts,
-            csv: csv.text,
-            json: json.text,
-        })
+            .map_err(internal)?;
+        Ok(report.text)
+    }
+}
+
+/// Runs a rendering on the blocking pool; a rendering that panicked is an error, not a crash.
+async fn rendered<T: Send + 'static>(
+    render: impl FnOnce() -> Result<T, report::ReportError> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(render).await {
+        Ok(rendered) => rendered.map_err(|error| error.to_string()),
+        Err(error) => Err(format!("rendering the report stopped: {error}")),
     }
 }
