@@ -49,7 +49,8 @@ use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 pub struct Testbed {
     /// The frontend the virtual users load.
     pub frontend: SocketAddr,
-    /// Every service's base URL (`http://…`), by name: reset, breaker config, transition streams.
+    /// Every service's base URL (`http://…`), by name: reset, breaker config, transition streams. The names are
+    /// text, not [`boutique::ServiceName`]: a spec's `[targets]` may name services that are not the boutique's.
     pub services: Vec<(String, String)>,
     /// Base URL of the fault agent's control API.
     pub agent: String,

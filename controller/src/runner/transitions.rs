@@ -60,28 +60,11 @@ impl TransitionCollector {
     }
 }
 
-/// One transition event (the JSON shape of design.md) as a stored record.
+/// One message of `/_breakers/stream`, decoded into the breaker's own [`breaker::TransitionEvent`], as a
+/// stored record; `None` for what is not a transition event.
 pub fn parse_transition(text: &str) -> Option<TransitionRecord> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    let string = |key: &str| value.get(key)?.as_str().map(str::to_owned);
-    Some(TransitionRecord {
-        at_ms: i64::try_from(value.get("at_ms")?.as_u64()?).ok()?,
-        service: string("service")?,
-        breaker: string("breaker")?,
-        from: string("from")?,
-        to: string("to")?,
-        reason: string("reason")?,
-        detail: value
-            .get("detail")
-            .cloned()
-            .unwrap_or(serde_json::Value::Null),
-        seq: i64::try_from(value.get("seq")?.as_u64()?).ok()?,
-        shadow: value.get("shadow")?.as_bool()?,
-        source: value
-            .get("source")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-    })
+    let event: breaker::TransitionEvent = serde_json::from_str(text).ok()?;
+    Some(TransitionRecord::from_event(&event))
 }
 
 #[cfg(test)]
@@ -107,5 +90,19 @@ mod tests {
         );
         assert!(parse_transition("{\"service\":\"x\"}").is_none());
         assert!(parse_transition("not json").is_none());
+    }
+
+    /// A message that is not the breaker's shape (a state or reason it does not have) is not guessed at.
+    #[test]
+    fn a_message_not_of_the_breakers_shape_is_not_stored() {
+        let event = |from: &str, reason: &str| {
+            format!(
+                r#"{{"service":"frontend","breaker":"frontend->checkout","from":"{from}","to":"open",
+                    "reason":"{reason}","detail":{{}},"at_ms":1,"seq":1,"shadow":false}}"#
+            )
+        };
+        assert!(parse_transition(&event("closed", "consecutive_failures")).is_some());
+        assert!(parse_transition(&event("ajar", "consecutive_failures")).is_none());
+        assert!(parse_transition(&event("closed", "bad_luck")).is_none());
     }
 }

@@ -1,10 +1,12 @@
 //! A stored run's timeline for the results page's replay, in the live page's shapes (so one drawing code
 //! serves both): a live sample per stored second, the stored transitions, the fault's changes.
 
+use agent::api::AgentEvent;
 use controller::load::endpoint;
 use controller::store::{
     EndpointSecondRow, ExperimentId, FaultEventRecord, RunId, RunRow, SampleRow, TransitionRecord,
 };
+use serde::Deserialize;
 
 use super::sampling::latency_buckets;
 use super::{EmbeddedOperations, store_failed};
@@ -115,13 +117,13 @@ pub(super) fn timeline_of(
 }
 
 /// A stored fault event as the live page's fault change: the agent's own events (`agent:applied`, …) and the
-/// runner's (`applied`, `removed`, …) both; the rate is the fault's (stored in the agent's event, else the run's).
+/// runner's (`applied`, `removed`, …) both; the rate is the fault's (stored in the agent's event, decoded into
+/// the agent's own [`AgentEvent`], else the run's).
 fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
-    let rate = event
-        .detail
-        .pointer("/fault/rate")
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(run.fault_rate);
+    let rate = match AgentEvent::deserialize(&event.detail) {
+        Ok(AgentEvent::Applied { fault, .. }) => fault.rate,
+        _ => run.fault_rate,
+    };
     FaultChange {
         at_ms: u64::try_from(event.at_ms).unwrap_or(0),
         event: FaultChangeEvent::of_stored(event.event),
@@ -219,7 +221,11 @@ mod tests {
             at_ms: 99_900,
             event: FaultEvent::AgentApplied,
             fault_id: "run-7".into(),
-            detail: serde_json::json!({"fault": {"rate": 0.5}}),
+            // The agent's event as the runner stores it.
+            detail: serde_json::json!({
+                "event": "applied", "id": "run-7", "lease_ms": 30_000, "renewed": false, "at_ms": 99_900,
+                "seq": 1, "fault": {"kind": "error", "status": 500, "rate": 0.5}
+            }),
         };
         let removed = FaultEventRecord {
             at_ms: 105_100,
