@@ -11,6 +11,7 @@
 mod connection;
 pub mod framing;
 pub mod head;
+mod relay;
 pub mod upstream;
 
 use std::io;

@@ -1,0 +1,145 @@
+//! Tests of the fault document: parsing, every refusal naming its field, round trips.
+
+use super::*;
+use serde_json::json;
+
+fn field_of(value: Value) -> String {
+    FaultSpec::from_json_value(value).unwrap_err().field
+}
+
+#[test]
+fn the_design_example_parses() {
+    let spec = FaultSpec::from_json_slice(
+        br#"{"kind":"error","status":500,"rate":0.5,"match":{"method":"POST","path_prefix":"/charge"},"lease":"30s"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        spec.kind,
+        FaultKind::Error {
+            status: 500,
+            body: None
+        }
+    );
+    assert_eq!(spec.rate, 0.5);
+    assert_eq!(spec.matcher.method.as_deref(), Some("POST"));
+    assert_eq!(spec.matcher.path_prefix.as_deref(), Some("/charge"));
+    assert_eq!(spec.lease, Some(Duration::from_secs(30)));
+}
+
+#[test]
+fn every_kind_round_trips_through_json() {
+    let specs = [
+        json!({"kind":"error","status":503,"body":"down","rate":0.25}),
+        json!({"kind":"hang","rate":1.0,"lease":"5s"}),
+        json!({"kind":"delay","delay":"250ms","jitter":"50ms","rate":0.75,"match":{"method":"GET"}}),
+        json!({"kind":"reset","rate":0.0,"match":{"path_prefix":"/x"}}),
+    ];
+    for value in specs {
+        let spec = FaultSpec::from_json_value(value).unwrap();
+        let again = FaultSpec::from_json_value(spec.to_json_value()).unwrap();
+        assert_eq!(spec, again);
+    }
+}
+
+#[test]
+fn bad_documents_name_their_field() {
+    assert_eq!(
+        field_of(json!({"kind":"error","status":500,"rate":1.5})),
+        "rate"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"error","status":500,"rate":-0.1})),
+        "rate"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"error","status":500,"rate":"half"})),
+        "rate"
+    );
+    assert_eq!(field_of(json!({"kind":"error","status":99})), "status");
+    assert_eq!(field_of(json!({"kind":"error","status":600})), "status");
+    assert_eq!(field_of(json!({"kind":"error"})), "status");
+    assert_eq!(field_of(json!({"kind":"explode"})), "kind");
+    assert_eq!(field_of(json!({"rate":0.5})), "kind");
+    assert_eq!(field_of(json!({"kind":"hang","colour":"red"})), "colour");
+    assert_eq!(
+        field_of(json!({"kind":"delay","delay":"1s","status":500})),
+        "status"
+    );
+    assert_eq!(field_of(json!({"kind":"delay"})), "delay");
+    assert_eq!(field_of(json!({"kind":"delay","delay":"soon"})), "delay");
+    assert_eq!(
+        field_of(json!({"kind":"delay","delay":"1s","jitter":5})),
+        "jitter"
+    );
+    assert_eq!(field_of(json!({"kind":"hang","lease":"0s"})), "lease");
+    // Found by tests/fuzz_fault_json.rs: a 1 ns lease was held and listed as a 0 ms lease.
+    assert_eq!(field_of(json!({"kind":"hang","lease":"999us"})), "lease");
+    assert_eq!(
+        field_of(
+            json!({"kind":"hang","match":{"path_prefix":format!("/{}", "p".repeat(MAX_PATH_PREFIX_BYTES))}})
+        ),
+        "match.path_prefix"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"hang","match":{"method":"A".repeat(MAX_METHOD_BYTES + 1)}})),
+        "match.method"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"hang","match":{"verb":"GET"}})),
+        "match.verb"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"hang","match":{"path_prefix":"charge"}})),
+        "match.path_prefix"
+    );
+    assert_eq!(
+        field_of(json!({"kind":"hang","match":{"method":"G E T"}})),
+        "match.method"
+    );
+    assert_eq!(field_of(json!([1, 2])), "body");
+    assert_eq!(
+        FaultSpec::from_json_slice(b"{\"kind\":").unwrap_err().field,
+        "body"
+    );
+}
+
+#[test]
+fn rate_defaults_to_one_and_method_is_upper_cased() {
+    let spec =
+        FaultSpec::from_json_value(json!({"kind":"reset","match":{"method":"post"}})).unwrap();
+    assert_eq!(spec.rate, 1.0);
+    assert_eq!(spec.matcher.method.as_deref(), Some("POST"));
+}
+
+#[test]
+fn match_rules_compare_method_and_prefix() {
+    let rule = MatchRule {
+        method: Some("POST".into()),
+        path_prefix: Some("/charge".into()),
+    };
+    assert!(rule.matches("POST", "/charge/123"));
+    assert!(!rule.matches("GET", "/charge"));
+    assert!(!rule.matches("POST", "/refund"));
+    assert!(MatchRule::default().matches("DELETE", "/anything"));
+}
+
+#[test]
+fn fault_ids_are_checked() {
+    assert!(validate_fault_id("payment-errors_1.v2").is_ok());
+    assert_eq!(validate_fault_id("").unwrap_err().field, "id");
+    assert_eq!(validate_fault_id("a/b").unwrap_err().field, "id");
+    assert_eq!(validate_fault_id(&"x".repeat(200)).unwrap_err().field, "id");
+}
+
+#[test]
+fn events_serialize_tagged() {
+    let event = AgentEvent::Expired {
+        id: "f1".into(),
+        at_ms: 5,
+        seq: 1,
+    };
+    let text = serde_json::to_string(&event).unwrap();
+    assert_eq!(text, r#"{"event":"expired","id":"f1","at_ms":5,"seq":1}"#);
+    let back: AgentEvent = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, event);
+}
