@@ -23,6 +23,7 @@
 //! assert!(run.totals.opens <= run.closed_form.opens_bound);
 //! ```
 
+mod arrivals;
 mod engine;
 mod output;
 mod scenario;
