@@ -8,10 +8,12 @@
 //! absent, `running` (no rows yet), or complete.
 //!
 //! [`writing`] holds what changes the database, [`reading`] what reads it back (a stored value that
-//! does not decode is [`StoreError::Corrupt`]), [`annotations`] the game-day notes, [`schedule`] the queue
-//! of scheduled starts, [`containers`] the container faults' leases and per-container samples.
+//! does not decode is [`StoreError::Corrupt`]), both through [`columns`] (each per-run table's columns, listed
+//! once), [`annotations`] the game-day notes, [`schedule`] the queue of scheduled starts, [`containers`] the
+//! container faults' leases and per-container samples.
 
 mod annotations;
+mod columns;
 mod containers;
 mod migrations;
 mod predictions;

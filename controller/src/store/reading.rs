@@ -7,7 +7,8 @@ use sqlx::any::AnyRow;
 use super::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
     ExperimentRow, FAILED_REASON, FaultEvent, FaultEventRecord, RunId, RunRow,
-    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, TransitionRecord, status_of, uint,
+    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, TransitionRecord, columns,
+    status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -81,141 +82,44 @@ impl Store {
     }
 
     pub async fn samples(&self, run: RunId) -> Result<Vec<SampleRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT second, warmup, ok, failed, rejected, timeout, connection_error, client_error, \
-             cart_mean_items, carts, pool_in_flight, pool_queued, cpu_seconds, energy_joules, \
-             extra_json FROM samples WHERE run_id = $1 ORDER BY second",
-        )
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let second: i64 = row.try_get("second")?;
-                let extra: Option<String> = row.try_get("extra_json")?;
-                Ok(SampleRow {
-                    second,
-                    warmup: row.try_get::<i64, _>("warmup")? != 0,
-                    outcomes: outcomes_of(row)?,
-                    collector: CollectorSample {
-                        second: uint(second),
-                        cart_mean_items: row.try_get("cart_mean_items")?,
-                        carts: row.try_get::<Option<i64>, _>("carts")?.map(uint),
-                        pool_in_flight: row.try_get::<Option<i64>, _>("pool_in_flight")?.map(uint),
-                        pool_queued: row.try_get::<Option<i64>, _>("pool_queued")?.map(uint),
-                        cpu_seconds: row.try_get("cpu_seconds")?,
-                        energy_joules: row.try_get("energy_joules")?,
-                        extra: extra
-                            .map(|text| json_of("samples.extra_json", text))
-                            .transpose()?,
-                    },
-                })
-            })
-            .collect()
+        let sql = columns::select_of_run(&columns::samples(), "samples", "second");
+        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
+        rows.iter().map(sample_of).collect()
     }
 
     pub async fn endpoint_seconds(&self, run: RunId) -> Result<Vec<EndpointSecondRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT second, endpoint, ok, failed, rejected, timeout, connection_error, \
-             client_error, p50_us, p95_us, p99_us, max_us, histogram, p95_ok_us, p95_failed_us \
-             FROM endpoint_seconds WHERE run_id = $1 ORDER BY second, endpoint",
-        )
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(EndpointSecondRow {
-                    second: row.try_get("second")?,
-                    endpoint: row.try_get("endpoint")?,
-                    outcomes: outcomes_of(row)?,
-                    p50_us: row.try_get("p50_us")?,
-                    p95_us: row.try_get("p95_us")?,
-                    p99_us: row.try_get("p99_us")?,
-                    max_us: row.try_get("max_us")?,
-                    p95_ok_us: row.try_get("p95_ok_us")?,
-                    p95_failed_us: row.try_get("p95_failed_us")?,
-                    histogram_v2: row.try_get("histogram")?,
-                })
-            })
-            .collect()
+        let sql = columns::select_of_run(
+            &columns::endpoint_seconds(),
+            "endpoint_seconds",
+            "second, endpoint",
+        );
+        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
+        rows.iter().map(endpoint_second_of).collect()
     }
 
     pub async fn endpoint_histograms(
         &self,
         run: RunId,
     ) -> Result<Vec<EndpointHistogramRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT endpoint, ok, failed, rejected, timeout, connection_error, client_error, \
-             p50_us, p95_us, p99_us, max_us, mean_us, histogram, histogram_ok \
-             FROM endpoint_histograms WHERE run_id = $1 ORDER BY endpoint",
-        )
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(EndpointHistogramRow {
-                    endpoint: row.try_get("endpoint")?,
-                    outcomes: outcomes_of(row)?,
-                    p50_us: row.try_get("p50_us")?,
-                    p95_us: row.try_get("p95_us")?,
-                    p99_us: row.try_get("p99_us")?,
-                    max_us: row.try_get("max_us")?,
-                    mean_us: row.try_get("mean_us")?,
-                    histogram_v2: row.try_get("histogram")?,
-                    histogram_ok_v2: row.try_get("histogram_ok")?,
-                })
-            })
-            .collect()
+        let sql = columns::select_of_run(
+            &columns::endpoint_histograms(),
+            "endpoint_histograms",
+            "endpoint",
+        );
+        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
+        rows.iter().map(endpoint_histogram_of).collect()
     }
 
     pub async fn transitions(&self, run: RunId) -> Result<Vec<TransitionRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT at_ms, service, breaker, from_state, to_state, reason, detail_json, seq, shadow, \
-             source FROM transitions WHERE run_id = $1 ORDER BY ordinal",
-        )
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let detail: String = row.try_get("detail_json")?;
-                Ok(TransitionRecord {
-                    at_ms: row.try_get("at_ms")?,
-                    service: row.try_get("service")?,
-                    breaker: row.try_get("breaker")?,
-                    from: row.try_get("from_state")?,
-                    to: row.try_get("to_state")?,
-                    reason: row.try_get("reason")?,
-                    detail: json_of("transitions.detail_json", detail)?,
-                    seq: row.try_get("seq")?,
-                    shadow: row.try_get::<i64, _>("shadow")? != 0,
-                    source: row.try_get("source")?,
-                })
-            })
-            .collect()
+        let sql = columns::select_of_run(&columns::TRANSITIONS, "transitions", "ordinal");
+        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
+        rows.iter().map(transition_of).collect()
     }
 
     pub async fn fault_events(&self, run: RunId) -> Result<Vec<FaultEventRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT at_ms, event, fault_id, detail_json FROM fault_events WHERE run_id = $1 \
-             ORDER BY ordinal",
-        )
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let detail: String = row.try_get("detail_json")?;
-                Ok(FaultEventRecord {
-                    at_ms: row.try_get("at_ms")?,
-                    event: fault_event_of(row.try_get("event")?)?,
-                    fault_id: row.try_get("fault_id")?,
-                    detail: json_of("fault_events.detail_json", detail)?,
-                })
-            })
-            .collect()
+        let sql = columns::select_of_run(&columns::FAULT_EVENTS, "fault_events", "ordinal");
+        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
+        rows.iter().map(fault_event_record_of).collect()
     }
 
     /// The periods the run's fault was actually on (see [`super::applied_periods`]), from the run's start.
@@ -251,6 +155,101 @@ impl Store {
             run.map(RunId),
         )))
     }
+}
+
+/// A row of [`columns::samples`].
+fn sample_of(row: &AnyRow) -> Result<SampleRow, StoreError> {
+    let second: i64 = row.try_get("second")?;
+    let extra: Option<String> = row.try_get("extra_json")?;
+    Ok(SampleRow {
+        second,
+        warmup: row.try_get::<i64, _>("warmup")? != 0,
+        outcomes: outcomes_of(row)?,
+        collector: CollectorSample {
+            second: uint(second),
+            cart_mean_items: row.try_get("cart_mean_items")?,
+            carts: row.try_get::<Option<i64>, _>("carts")?.map(uint),
+            pool_in_flight: row.try_get::<Option<i64>, _>("pool_in_flight")?.map(uint),
+            pool_queued: row.try_get::<Option<i64>, _>("pool_queued")?.map(uint),
+            cpu_seconds: row.try_get("cpu_seconds")?,
+            energy_joules: row.try_get("energy_joules")?,
+            extra: extra
+                .map(|text| json_of("samples.extra_json", text))
+                .transpose()?,
+        },
+    })
+}
+
+/// A row of [`columns::endpoint_seconds`].
+fn endpoint_second_of(row: &AnyRow) -> Result<EndpointSecondRow, StoreError> {
+    let [p50_us, p95_us, p99_us, max_us] = latency_of(row)?;
+    Ok(EndpointSecondRow {
+        second: row.try_get("second")?,
+        endpoint: row.try_get("endpoint")?,
+        outcomes: outcomes_of(row)?,
+        p50_us,
+        p95_us,
+        p99_us,
+        max_us,
+        p95_ok_us: row.try_get("p95_ok_us")?,
+        p95_failed_us: row.try_get("p95_failed_us")?,
+        histogram_v2: row.try_get("histogram")?,
+    })
+}
+
+/// A row of [`columns::endpoint_histograms`].
+fn endpoint_histogram_of(row: &AnyRow) -> Result<EndpointHistogramRow, StoreError> {
+    let [p50_us, p95_us, p99_us, max_us] = latency_of(row)?;
+    Ok(EndpointHistogramRow {
+        endpoint: row.try_get("endpoint")?,
+        outcomes: outcomes_of(row)?,
+        p50_us,
+        p95_us,
+        p99_us,
+        max_us,
+        mean_us: row.try_get("mean_us")?,
+        histogram_v2: row.try_get("histogram")?,
+        histogram_ok_v2: row.try_get("histogram_ok")?,
+    })
+}
+
+/// A row of [`columns::TRANSITIONS`].
+fn transition_of(row: &AnyRow) -> Result<TransitionRecord, StoreError> {
+    let detail: String = row.try_get("detail_json")?;
+    Ok(TransitionRecord {
+        at_ms: row.try_get("at_ms")?,
+        service: row.try_get("service")?,
+        breaker: row.try_get("breaker")?,
+        from: row.try_get("from_state")?,
+        to: row.try_get("to_state")?,
+        reason: row.try_get("reason")?,
+        detail: json_of("transitions.detail_json", detail)?,
+        seq: row.try_get("seq")?,
+        shadow: row.try_get::<i64, _>("shadow")? != 0,
+        source: row.try_get("source")?,
+    })
+}
+
+/// A row of [`columns::FAULT_EVENTS`].
+fn fault_event_record_of(row: &AnyRow) -> Result<FaultEventRecord, StoreError> {
+    let detail: String = row.try_get("detail_json")?;
+    Ok(FaultEventRecord {
+        at_ms: row.try_get("at_ms")?,
+        event: fault_event_of(row.try_get("event")?)?,
+        fault_id: row.try_get("fault_id")?,
+        detail: json_of("fault_events.detail_json", detail)?,
+    })
+}
+
+/// The [`columns::LATENCY`] of a row, in that order.
+fn latency_of(row: &AnyRow) -> Result<[i64; 4], sqlx::Error> {
+    let [p50, p95, p99, max] = columns::LATENCY;
+    Ok([
+        row.try_get(p50)?,
+        row.try_get(p95)?,
+        row.try_get(p99)?,
+        row.try_get(max)?,
+    ])
 }
 
 fn outcomes_of(row: &AnyRow) -> Result<OutcomeCounts, sqlx::Error> {

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use sqlx::Row;
 
-use super::predictions;
 use super::{
     CollectorSample, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store, StoreError,
     duration_ms, int,
 };
+use super::{columns, predictions};
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
@@ -84,15 +84,6 @@ fn bind_outcomes<'q>(query: AnyQuery<'q>, outcomes: &OutcomeCounts) -> AnyQuery<
         .bind(int(outcomes.connection_error))
         .bind(int(outcomes.client_error))
 }
-
-const OUTCOME_COLUMNS: [&str; 6] = [
-    "ok",
-    "failed",
-    "rejected",
-    "timeout",
-    "connection_error",
-    "client_error",
-];
 
 impl Store {
     /// Stores a validated experiment (its spec text included) as `pending`, with the simulator's predictions for
@@ -224,22 +215,11 @@ impl Store {
         }
 
         // Per-second samples: the load driver's seconds joined with the collector's.
-        let mut sample_columns = vec!["run_id", "second", "warmup", "requests"];
-        sample_columns.extend(OUTCOME_COLUMNS);
-        sample_columns.extend([
-            "cart_mean_items",
-            "carts",
-            "pool_in_flight",
-            "pool_queued",
-            "cpu_seconds",
-            "energy_joules",
-            "extra_json",
-        ]);
         let empty = CollectorSample::default();
         insert_chunked(
             &mut tx,
             "samples",
-            &sample_columns,
+            &columns::keyed(&["run_id"], &columns::samples()),
             &record.seconds,
             |query, _, second| {
                 let outcomes = second.outcomes();
@@ -268,17 +248,6 @@ impl Store {
         .await?;
 
         // Per-endpoint, per-second histograms.
-        let mut second_columns = vec!["run_id", "second", "endpoint"];
-        second_columns.extend(OUTCOME_COLUMNS);
-        second_columns.extend([
-            "p50_us",
-            "p95_us",
-            "p99_us",
-            "max_us",
-            "histogram",
-            "p95_ok_us",
-            "p95_failed_us",
-        ]);
         let endpoint_seconds: Vec<_> = record
             .seconds
             .iter()
@@ -292,7 +261,7 @@ impl Store {
         insert_chunked(
             &mut tx,
             "endpoint_seconds",
-            &second_columns,
+            &columns::keyed(&["run_id"], &columns::endpoint_seconds()),
             &endpoint_seconds,
             |query, _, (second, endpoint)| {
                 let name = record
@@ -319,21 +288,10 @@ impl Store {
         .await?;
 
         // Whole-run histograms per endpoint (measured part).
-        let mut histogram_columns = vec!["run_id", "endpoint"];
-        histogram_columns.extend(OUTCOME_COLUMNS);
-        histogram_columns.extend([
-            "p50_us",
-            "p95_us",
-            "p99_us",
-            "max_us",
-            "mean_us",
-            "histogram",
-            "histogram_ok",
-        ]);
         insert_chunked(
             &mut tx,
             "endpoint_histograms",
-            &histogram_columns,
+            &columns::keyed(&["run_id"], &columns::endpoint_histograms()),
             &record.endpoints,
             |query, _, endpoint| {
                 let summary = LatencySummary::of(&endpoint.stats.latency);
@@ -352,24 +310,10 @@ impl Store {
         )
         .await?;
 
-        let transition_columns = [
-            "run_id",
-            "ordinal",
-            "at_ms",
-            "service",
-            "breaker",
-            "from_state",
-            "to_state",
-            "reason",
-            "detail_json",
-            "seq",
-            "shadow",
-            "source",
-        ];
         insert_chunked(
             &mut tx,
             "transitions",
-            &transition_columns,
+            &columns::keyed(&["run_id", "ordinal"], &columns::TRANSITIONS),
             &record.transitions,
             |query, ordinal, transition| {
                 query
@@ -389,18 +333,10 @@ impl Store {
         )
         .await?;
 
-        let fault_columns = [
-            "run_id",
-            "ordinal",
-            "at_ms",
-            "event",
-            "fault_id",
-            "detail_json",
-        ];
         insert_chunked(
             &mut tx,
             "fault_events",
-            &fault_columns,
+            &columns::keyed(&["run_id", "ordinal"], &columns::FAULT_EVENTS),
             &record.fault_events,
             |query, ordinal, event| {
                 query
