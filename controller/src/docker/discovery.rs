@@ -8,6 +8,15 @@ use bollard::models::ContainerSummary;
 
 use super::{DockerError, Engine, NUMBER_LABEL, PROJECT_LABEL, SERVICE_LABEL};
 
+/// How replica `number` of `service` is named: `checkout` for the first, `checkout#2` for the second.
+pub fn replica_label(service: &str, number: u32) -> String {
+    if number <= 1 {
+        service.to_owned()
+    } else {
+        format!("{service}#{number}")
+    }
+}
+
 /// One container of a compose project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackContainer {
@@ -27,11 +36,7 @@ pub struct StackContainer {
 impl StackContainer {
     /// A label that tells replicas apart: `checkout` for the first, `checkout#2` for the second.
     pub fn replica(&self) -> String {
-        if self.number <= 1 {
-            self.service.clone()
-        } else {
-            format!("{}#{}", self.service, self.number)
-        }
+        replica_label(&self.service, self.number)
     }
 
     /// Its address on any network (networks in name order), if it has one.

@@ -7,10 +7,8 @@
 //! | `kill` | one signal (default SIGKILL) | start, when the signal ended it |
 //! | `restart` | stop then start | nothing to undo (the lease only bounds the step) |
 //! | `disconnect` | detach from one network: every packet to and from it is lost | reconnect with its aliases |
-//!
-//! Network delay or partial loss would need `tc netem` inside the container's network namespace: the engine
-//! has no API for it, the images hold no `tc`, and a helper image cannot be pulled. So the only network fault
-//! offered is total loss on one network (`disconnect`).
+//! | `net_delay` | `tc netem delay` on its interfaces (see [`super::netem`]) | `tc qdisc del` |
+//! | `net_loss` | `tc netem loss` on its interfaces | `tc qdisc del` |
 
 use bollard::container::{KillContainerOptions, StartContainerOptions, StopContainerOptions};
 use bollard::models::EndpointSettings;
@@ -27,8 +25,8 @@ pub const SIGNALS: &[&str] = &[
 const STOP_GRACE_SECS: i64 = 2;
 
 /// One container-level fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
 pub enum ContainerAction {
     Pause,
     Stop,
@@ -43,10 +41,26 @@ pub enum ContainerAction {
         #[serde(default)]
         aliases: Vec<String>,
     },
+    /// Every packet out of the container delayed by `delay_ms` (bounded by [`super::netem::MAX_NET_DELAY`]).
+    NetDelay {
+        delay_ms: u64,
+    },
+    /// Each packet out of the container lost with probability `percent` / 100 (in (0, 100]).
+    NetLoss {
+        percent: f64,
+    },
 }
 
 /// The action names, as specs and the game-day form spell them.
-pub const ACTION_NAMES: &[&str] = &["pause", "stop", "kill", "restart", "disconnect"];
+pub const ACTION_NAMES: &[&str] = &[
+    "pause",
+    "stop",
+    "kill",
+    "restart",
+    "disconnect",
+    "net_delay",
+    "net_loss",
+];
 
 impl ContainerAction {
     /// Parses an action by name; `signal` is `kill`'s (default SIGKILL), `network` is `disconnect`'s
@@ -80,6 +94,9 @@ impl ContainerAction {
                 }
                 Ok(ContainerAction::Kill { signal })
             }
+            "net_delay" | "net_loss" => Err(invalid(format!(
+                "`{name}` takes its delay or loss: use ContainerAction::net_delay or net_loss"
+            ))),
             "disconnect" => {
                 let network = network
                     .map(str::trim)
@@ -99,6 +116,34 @@ impl ContainerAction {
         }
     }
 
+    /// A `net_delay` of `delay` (in (0, 60 s]); the error names `field`.
+    pub fn net_delay(field: &str, delay: std::time::Duration) -> Result<Self, DockerError> {
+        let delay = super::netem::checked_delay(field, delay)?;
+        Ok(ContainerAction::NetDelay {
+            delay_ms: delay.as_millis() as u64,
+        })
+    }
+
+    /// A `net_loss` of `percent` (in (0, 100]); the error names `field`.
+    pub fn net_loss(field: &str, percent: f64) -> Result<Self, DockerError> {
+        Ok(ContainerAction::NetLoss {
+            percent: super::netem::checked_loss(field, percent)?,
+        })
+    }
+
+    /// What the action does beyond its name, for people: `SIGKILL`, `delay 200ms`, `loss 10 %`.
+    pub fn detail(&self) -> String {
+        match self {
+            ContainerAction::Kill { signal } => signal.clone(),
+            ContainerAction::Disconnect { network, .. } => format!("from {network}"),
+            ContainerAction::NetDelay { delay_ms } => format!("delay {delay_ms}ms"),
+            ContainerAction::NetLoss { percent } => format!("loss {percent} %"),
+            ContainerAction::Pause | ContainerAction::Stop | ContainerAction::Restart => {
+                String::new()
+            }
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             ContainerAction::Pause => "pause",
@@ -106,6 +151,8 @@ impl ContainerAction {
             ContainerAction::Kill { .. } => "kill",
             ContainerAction::Restart => "restart",
             ContainerAction::Disconnect { .. } => "disconnect",
+            ContainerAction::NetDelay { .. } => "net_delay",
+            ContainerAction::NetLoss { .. } => "net_loss",
         }
     }
 }
@@ -198,12 +245,27 @@ impl Engine {
                 )
                 .await
                 .map_err(|source| self.failed("disconnect", container, source))?,
+            ContainerAction::NetDelay { delay_ms } => {
+                let delay = std::time::Duration::from_millis(*delay_ms);
+                self.apply_netem(container, &super::netem::netem_args(Some(delay), None))
+                    .await?
+            }
+            ContainerAction::NetLoss { percent } => {
+                self.apply_netem(container, &super::netem::netem_args(None, Some(*percent)))
+                    .await?
+            }
         }
         Ok(())
     }
 
     /// Undoes `action` on `container`; a container already back in its state counts as undone.
     pub async fn undo(&self, container: &str, action: &ContainerAction) -> Result<(), DockerError> {
+        if matches!(
+            action,
+            ContainerAction::NetDelay { .. } | ContainerAction::NetLoss { .. }
+        ) {
+            return self.undo_netem(container).await;
+        }
         let docker = &self.docker;
         let result = match action {
             ContainerAction::Pause => docker.unpause_container(container).await,
@@ -212,7 +274,9 @@ impl Engine {
                     .start_container(container, None::<StartContainerOptions<String>>)
                     .await
             }
-            ContainerAction::Restart => Ok(()),
+            ContainerAction::Restart
+            | ContainerAction::NetDelay { .. }
+            | ContainerAction::NetLoss { .. } => Ok(()),
             ContainerAction::Disconnect { network, aliases } => {
                 docker
                     .connect_network(

@@ -12,6 +12,7 @@
 pub mod discovery;
 pub mod fault;
 pub mod lease;
+pub mod netem;
 pub mod stats;
 #[cfg(test)]
 mod tests;
@@ -61,6 +62,9 @@ pub enum DockerError {
     NoSuchService { project: String, service: String },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
+    /// The container (its capabilities, its image, the host's kernel) cannot take this fault.
+    #[error("container {container}: {message}")]
+    Unsupported { container: String, message: String },
     #[error("store: {0}")]
     Store(#[from] StoreError),
 }
