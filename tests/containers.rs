@@ -2,7 +2,11 @@
 //! made (`scripts/images`, cached by the binary's hash), `docker-compose.yml` is brought up under a project of
 //! the test's own, and the `tolerant` binary runs experiments against it through `--compose`: one pausing
 //! Payment through the engine, one injecting 500s through the agent. Then a pause whose lease runs out is
-//! undone by the sweep, and a pause left by a SIGKILLed controller is undone by the next one. Everything the
+//! undone by the sweep, and a pause left by a SIGKILLed controller is undone by the next one. Last, the
+//! stack's own dashboard reaches the engine (socket mounted, its project found from its own labels): a pause
+//! from its game-day API ends with its lease, a network delay slows Payment's answers by at least the delay
+//! (or, on a kernel without `netem`, is refused naming the container and what is missing) and its undo
+//! restores them, and its halt undoes a container fault at once. Everything the
 //! test made (containers, networks, the volume) is removed at the end; the image stays as the build cache.
 //!
 //! Without an engine the test is skipped, unless `CI` is set: then it fails.
@@ -65,6 +69,7 @@ impl Project {
             .env("TOLERANT_IMAGE", IMAGE)
             .env("TOLERANT_TOKEN", TOKEN)
             .env("TOLERANT_DASHBOARD_PORT", self.dashboard_port.to_string())
+            .env("TOLERANT_DOCKER_GID", docker_gid().to_string())
             .stdin(Stdio::null());
         command
     }
@@ -88,6 +93,12 @@ impl Drop for Project {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// The group that owns the engine's socket (the compose controller joins it to reach the engine).
+fn docker_gid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(controller::docker::socket_from_env()).map_or(65534, |meta| meta.gid())
 }
 
 /// Runs `tolerant <args>` to the end; panics with its output when it fails.
@@ -406,7 +417,118 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     assert_eq!(payment(&engine, &name).await.state, "running");
     store.close().await;
 
+    // 6. The stack's own dashboard reaches the engine.
+    game_day_container_faults(&engine, &name, project.dashboard_port).await;
+
     // Down: containers, networks and the volume go.
     drop(project);
     assert!(engine.stack(&name).await.expect("stack").is_empty());
+}
+
+/// The compose controller's game-day API over the engine: a pause under a lease, a network delay and its
+/// undo, a halt.
+async fn game_day_container_faults(engine: &Engine, project: &str, port: u16) {
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let listing: serde_json::Value = client
+        .get(format!("{base}/api/containers"))
+        .send()
+        .await
+        .expect("GET /api/containers")
+        .json()
+        .await
+        .expect("JSON");
+    let replicas = listing["containers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the dashboard reaches no engine: {listing}"));
+    assert!(
+        replicas.iter().any(|c| c["replica"] == "payment"),
+        "{listing}"
+    );
+    let apply = |body: serde_json::Value| {
+        client
+            .post(format!("{base}/api/containers"))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+    };
+
+    // A pause from the game day ends with its lease.
+    let response =
+        apply(serde_json::json!({"container": "payment", "kind": "pause", "lease": "2s"}))
+            .await
+            .expect("pause");
+    assert!(
+        response.status().is_success(),
+        "{:?}",
+        response.text().await
+    );
+    assert_eq!(payment(engine, project).await.state, "paused");
+    wait_for_state(engine, project, "running").await;
+
+    // A network delay on Payment: its answers take at least the delay, and the undo takes it off.
+    let address = payment(engine, project)
+        .await
+        .address()
+        .expect("payment's address");
+    let health = format!("http://{address}:8080/_healthz");
+    let timed = || async {
+        let started = Instant::now();
+        let response = client.get(&health).send().await.expect("payment answers");
+        assert!(response.status().is_success());
+        started.elapsed()
+    };
+    let delay = Duration::from_millis(400);
+    let response = apply(serde_json::json!({
+        "container": "payment", "kind": "net_delay", "net_delay": "400ms", "lease": "30s"
+    }))
+    .await
+    .expect("net_delay");
+    let status = response.status();
+    let answer: serde_json::Value = response.json().await.expect("JSON");
+    if status == reqwest::StatusCode::CONFLICT {
+        // This host's kernel has no netem: the refusal names the container and what is missing.
+        let message = answer["error"].as_str().unwrap_or_default().to_owned();
+        eprintln!("net_delay refused on this engine: {message}");
+        assert!(
+            message.contains("payment") && message.contains("netem"),
+            "{answer}"
+        );
+    } else {
+        assert!(status.is_success(), "{answer}");
+        let slowed = timed().await;
+        assert!(
+            slowed >= delay,
+            "a request through the delayed Payment took {slowed:?}"
+        );
+        let id = answer["id"].as_i64().expect("id");
+        let undone = client
+            .delete(format!("{base}/api/containers/faults/{id}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("undo");
+        assert!(undone.status().is_success());
+        let restored = timed().await;
+        assert!(
+            restored < delay,
+            "after the undo a request still took {restored:?}"
+        );
+    }
+
+    // Halt undoes a container fault long before its lease ends.
+    let response =
+        apply(serde_json::json!({"container": "payment", "kind": "pause", "lease": "10m"}))
+            .await
+            .expect("pause");
+    assert!(response.status().is_success());
+    assert_eq!(payment(engine, project).await.state, "paused");
+    let halted = client
+        .post(format!("{base}/api/halt"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("halt");
+    assert!(halted.status().is_success(), "{:?}", halted.text().await);
+    assert_eq!(payment(engine, project).await.state, "running");
 }

@@ -323,6 +323,38 @@ pub async fn clear_fault(
     Ok(Json(json!({ "id": id, "cleared": true })).into_response())
 }
 
+/// `GET /api/containers`: the compose project's containers (`null` when the dashboard reaches no engine).
+pub async fn containers(State(state): State<AppState>) -> Result<Response, AppError> {
+    let containers = state.operations.containers().await?;
+    Ok(Json(json!({ "containers": containers })).into_response())
+}
+
+/// `POST /api/containers`, body: `{"container": "payment", "kind": "pause", "lease": "30s"}` (and `signal`,
+/// `net_delay`, `loss` as the game-day form has them, as text): applies a container fault, returns its id.
+pub async fn set_container_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    let form: crate::pages::ContainerFaultForm = serde_json::from_str(&body)
+        .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
+    let request = crate::pages::container_fault_of_form(&form)?;
+    let id = state.operations.set_container_fault(request).await?;
+    Ok(Json(json!({ "id": id, "fault_id": format!("container-{id}") })).into_response())
+}
+
+/// `DELETE /api/containers/faults/{id}`: undoes a container fault now.
+pub async fn clear_container_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> Result<Response, AppError> {
+    state.auth.authorize(&headers, None)?;
+    state.operations.clear_container_fault(id).await?;
+    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerModeBody {

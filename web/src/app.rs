@@ -64,6 +64,14 @@ pub fn router(state: AppState) -> Router {
             "/api/faults/{id}",
             put(api::set_fault).delete(api::clear_fault),
         )
+        .route(
+            "/api/containers",
+            get(api::containers).post(api::set_container_fault),
+        )
+        .route(
+            "/api/containers/faults/{id}",
+            axum::routing::delete(api::clear_container_fault),
+        )
         .route("/api/breakers", post(api::set_breaker_mode))
         .route("/api/breaker-events", post(api::breaker_events))
         .route("/api/simulate", get(simulate::simulate))
@@ -85,6 +93,11 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/halt", post(pages::halt))
         .route("/ui/fault", post(pages::set_fault))
         .route("/ui/fault/clear", post(pages::clear_fault))
+        .route("/ui/container-fault", post(pages::set_container_fault))
+        .route(
+            "/ui/container-fault/clear",
+            post(pages::clear_container_fault),
+        )
         .route("/ui/breakers", post(pages::set_breaker_mode))
         .route("/ui/annotate", post(pages::annotate))
         .route("/ui/load", post(pages::set_load))

@@ -293,11 +293,17 @@
     if (!box) { return; }
     var ids = Object.keys(model.activeFaults).sort();
     if (!ids.length) { box.innerHTML = '<li class="muted">No fault is active.</li>'; return; }
+    // A container fault can be undone from here when the page holds a CSRF token (logged in).
+    var csrf = document.querySelector('meta[name="csrf-token"]');
     box.innerHTML = ids.map(function (id) {
       var f = model.activeFaults[id];
       var left = f.expires_at_ms ? Math.max(0, Math.round((f.expires_at_ms - Date.now()) / 1000)) : null;
+      var container = /^container-(\d+)$/.exec(id);
+      var undo = container && csrf && csrf.content ?
+        ' <form method="post" action="/ui/container-fault/clear" class="inline"><input type="hidden" name="csrf" value="' + escapeHtml(csrf.content) +
+        '"><input type="hidden" name="id" value="' + container[1] + '"><button type="submit" class="secondary small-button">Undo</button></form>' : "";
       return '<li data-fault="' + escapeHtml(id) + '"><b>' + escapeHtml(describeFault(f)) + "</b>" +
-        (left !== null ? ' <span class="lease">lease ' + left + " s left</span>" : "") + "</li>";
+        (left !== null ? ' <span class="lease">lease ' + left + " s left</span>" : "") + undo + "</li>";
     }).join("");
   }
 

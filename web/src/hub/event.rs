@@ -37,6 +37,31 @@ pub enum LiveEvent {
     Mode(ModeChange),
     /// The game day's background load started, changed or stopped.
     Load(GameDayLoad),
+    /// Every container of the compose project over the last second (when the dashboard reaches an engine).
+    Containers(ContainerStats),
+}
+
+/// Each container's use of the last second, from the engine's stats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerStats {
+    pub at_ms: u64,
+    pub containers: Vec<ContainerUse>,
+}
+
+/// One container's second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerUse {
+    /// `checkout`, `checkout#2`.
+    pub replica: String,
+    pub service: String,
+    /// CPU time over wall time, in percent of one core.
+    pub cpu_percent: f64,
+    pub memory_bytes: u64,
+    /// Bytes received and sent per second, over every network.
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    /// Modelled: the machine's modelled power at the stack's CPU use, split by this container's CPU share.
+    pub modelled_watts: f64,
 }
 
 /// The game day's background load.

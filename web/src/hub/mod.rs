@@ -34,9 +34,10 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, broadcast};
 
 pub use event::{
-    Annotation, BreakerBoard, BreakerTile, EndpointSample, ExperimentChange, FaultChange,
-    GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample, ModeChange, OutcomeCounts,
-    PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow, bucketize,
+    Annotation, BreakerBoard, BreakerTile, ContainerStats, ContainerUse, EndpointSample,
+    ExperimentChange, FaultChange, GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample,
+    ModeChange, OutcomeCounts, PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow,
+    bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
 pub use status::{ExperimentStatus, FaultChangeEvent};

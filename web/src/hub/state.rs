@@ -68,6 +68,8 @@ pub struct LiveState {
     pub mode_changes: VecDeque<ModeChange>,
     /// The game day's background load (`None` or 0 users: off).
     pub load: Option<super::event::GameDayLoad>,
+    /// The compose project's containers in their latest second (`None`: no engine, or not sampled yet).
+    pub containers: Option<super::event::ContainerStats>,
     /// Experiment status changes since the dashboard started, for the events list.
     pub experiment_changes: VecDeque<super::event::ExperimentChange>,
     #[serde(skip)]
@@ -202,6 +204,9 @@ impl LiveState {
             }
             LiveEvent::Load(load) => {
                 self.load = Some(load.clone());
+            }
+            LiveEvent::Containers(stats) => {
+                self.containers = Some(stats.clone());
             }
             LiveEvent::Mode(change) => {
                 push_bounded(

@@ -28,6 +28,8 @@ pub enum Call {
     Annotate(AnnotationRequest),
     /// A report asked for in one format (a download).
     Report(i64, controller::report::Format),
+    ContainerFault(super::ContainerFaultRequest),
+    ClearContainerFault(i64),
 }
 
 #[derive(Debug, Default)]
@@ -261,6 +263,40 @@ impl Operations for MemoryOperations {
 
     fn services(&self) -> Vec<String> {
         vec!["frontend".into(), "checkout".into(), "payment".into()]
+    }
+
+    /// Two replicas of checkout and one payment, all running.
+    fn containers(&self) -> OperationFuture<'_, Option<Vec<super::ContainerLine>>> {
+        let line = |replica: &str, service: &str, name: &str| super::ContainerLine {
+            replica: replica.into(),
+            service: service.into(),
+            name: name.into(),
+            state: "running".into(),
+        };
+        ready(Ok(Some(vec![
+            line("checkout", "checkout", "shop_checkout_1"),
+            line("checkout#2", "checkout", "shop_checkout_2"),
+            line("payment", "payment", "shop_payment_1"),
+        ])))
+    }
+
+    /// Records the request; its id is the number of container faults asked for so far.
+    fn set_container_fault(
+        &self,
+        request: super::ContainerFaultRequest,
+    ) -> OperationFuture<'_, i64> {
+        self.record(Call::ContainerFault(request));
+        let count = self
+            .calls()
+            .iter()
+            .filter(|call| matches!(call, Call::ContainerFault(_)))
+            .count();
+        ready(Ok(count as i64))
+    }
+
+    fn clear_container_fault(&self, id: i64) -> OperationFuture<'_, ()> {
+        self.record(Call::ClearContainerFault(id));
+        ready(Ok(()))
     }
 
     /// Validates like the store; an unnamed experiment is the one whose status is `running`, if any.

@@ -193,6 +193,33 @@ pub struct FaultRequest {
     pub fault: agent::api::FaultSpec,
 }
 
+/// A container of the testbed's compose project, as the game-day form lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerLine {
+    /// `checkout` for the first replica, `checkout#2` for the second: what a container fault names.
+    pub replica: String,
+    pub service: String,
+    /// The engine's name for it (`shop_checkout_2`).
+    pub name: String,
+    /// `running`, `paused`, `exited`, …
+    pub state: String,
+}
+
+/// A container fault from the game-day page: one replica, one action, for one lease (not renewed: it is
+/// undone when the lease ends unless undone earlier).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerFaultRequest {
+    /// A [`ContainerLine::replica`].
+    pub replica: String,
+    pub action: controller::docker::ContainerAction,
+    /// Within [`controller::docker::lease::MIN_LEASE`]..=[`controller::docker::lease::MAX_LEASE`].
+    pub lease: std::time::Duration,
+}
+
+/// What is said when container faults are asked of a dashboard that reaches no engine.
+pub const NO_ENGINE: &str = "container faults need the dashboard to reach the Docker Engine of a compose \
+                             project (TOLERANT_COMPOSE): this one reaches none";
+
 /// Background load for a game day: virtual users on the Online Boutique mix, thinking between tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LoadRequest {
@@ -272,6 +299,21 @@ pub trait Operations: Send + Sync + 'static {
     fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form).
     fn services(&self) -> Vec<String>;
+    /// The compose project's containers, or `None` when the dashboard reaches no engine.
+    fn containers(&self) -> OperationFuture<'_, Option<Vec<ContainerLine>>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// Applies a container fault under its lease (recorded in the store first, undone when the lease ends,
+    /// on [`Operations::clear_container_fault`] and on halt); returns its id. Said live as a fault change.
+    fn set_container_fault(&self, request: ContainerFaultRequest) -> OperationFuture<'_, i64> {
+        let _ = request;
+        Box::pin(async { Err(OperationError::Conflict(NO_ENGINE.into())) })
+    }
+    /// Undoes container fault `id` now.
+    fn clear_container_fault(&self, id: i64) -> OperationFuture<'_, ()> {
+        let _ = id;
+        Box::pin(async { Err(OperationError::Conflict(NO_ENGINE.into())) })
+    }
     /// Stores an annotation (tied to the running experiment and run unless it names an experiment) and
     /// returns it as stored. Publishing it live is the caller's part.
     fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry>;

@@ -1,4 +1,5 @@
-//! The game day page and its posts: halt, fault, breaker mode, annotation and the background load.
+//! The game day page and its posts: halt, fault (on the agent, or on a container of the compose project when
+//! the dashboard reaches its engine), breaker mode, annotation and the background load.
 
 use std::time::Duration;
 
@@ -16,7 +17,9 @@ use crate::api::{parse_mode, store_annotation};
 use crate::app::AppState;
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
-use crate::operations::{FaultRequest, LoadRequest};
+use crate::operations::{ContainerFaultRequest, ContainerLine, FaultRequest, LoadRequest};
+use controller::docker::ContainerAction;
+use controller::docker::lease::{MAX_LEASE, MIN_LEASE};
 
 page!(GameDayPage);
 
@@ -29,6 +32,10 @@ struct GameDayPage {
     modes: [&'static str; 4],
     /// The latest stored annotations, newest first.
     annotations: Vec<AnnotationLine>,
+    /// The compose project's containers (empty without an engine, see `containers_note`).
+    containers: Vec<ContainerLine>,
+    /// Why container faults are not offered, when they are not.
+    containers_note: String,
 }
 
 /// Stored annotations the game day page lists.
@@ -46,7 +53,18 @@ pub async fn gameday(
         .rev()
         .map(AnnotationLine::of)
         .collect();
+    let (containers, containers_note) = match state.operations.containers().await {
+        Ok(Some(containers)) => (containers, String::new()),
+        Ok(None) => (
+            Vec::new(),
+            "The dashboard reaches no Docker Engine: container faults need a compose stack (TOLERANT_COMPOSE)."
+                .to_owned(),
+        ),
+        Err(error) => (Vec::new(), format!("The Docker Engine did not answer: {error}")),
+    };
     render(&GameDayPage {
+        containers,
+        containers_note,
         viewer: Viewer::of(&state, &headers),
         page: "gameday",
         services: state.operations.services(),
@@ -341,4 +359,121 @@ pub async fn set_load(
             Err(AppError::BadRequest(format!("action: `{other}` is not start or stop")).into())
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ContainerFaultForm {
+    #[serde(default)]
+    csrf: String,
+    /// A replica: `payment`, `checkout#2`.
+    container: String,
+    /// `pause`, `stop`, `kill`, `restart`, `net_delay`, `net_loss`.
+    kind: String,
+    /// `kill`'s signal (SIGKILL when empty).
+    #[serde(default)]
+    signal: String,
+    /// `net_delay`'s delay, `200ms`.
+    #[serde(default)]
+    net_delay: String,
+    /// `net_loss`'s percentage, in (0, 100].
+    #[serde(default)]
+    loss: String,
+    lease: String,
+}
+
+/// The container fault a form (or `POST /api/container-faults`) describes; errors name the field.
+pub fn container_fault_of_form(
+    form: &ContainerFaultForm,
+) -> Result<ContainerFaultRequest, AppError> {
+    let bad = |error: controller::docker::DockerError| AppError::BadRequest(error.to_string());
+    let duration = |field: &str, text: &str| {
+        agent::api::parse_duration(text.trim())
+            .map_err(|error| AppError::BadRequest(format!("{field}: {error}")))
+    };
+    let container = form.container.trim();
+    if container.is_empty() {
+        return Err(AppError::BadRequest("container: choose one".into()));
+    }
+    let lease = duration("lease", &form.lease)?;
+    if !(MIN_LEASE..=MAX_LEASE).contains(&lease) {
+        return Err(AppError::BadRequest(format!(
+            "lease: {} is outside {}..={}",
+            humantime::format_duration(lease),
+            humantime::format_duration(MIN_LEASE),
+            humantime::format_duration(MAX_LEASE)
+        )));
+    }
+    let action = match form.kind.as_str() {
+        "net_delay" => {
+            ContainerAction::net_delay("net_delay", duration("net_delay", &form.net_delay)?)
+                .map_err(bad)?
+        }
+        "net_loss" => {
+            let percent: f64 = form.loss.trim().parse().map_err(|_| {
+                AppError::BadRequest(format!("loss: expected a percentage, got `{}`", form.loss))
+            })?;
+            ContainerAction::net_loss("loss", percent).map_err(bad)?
+        }
+        "kill" => {
+            let signal = Some(form.signal.trim()).filter(|signal| !signal.is_empty());
+            ContainerAction::parse("signal", "kill", signal, None).map_err(bad)?
+        }
+        "pause" | "stop" | "restart" => {
+            ContainerAction::parse("kind", &form.kind, None, None).map_err(bad)?
+        }
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "kind: `{other}` is not one of pause, stop, kill, restart, net_delay, net_loss"
+            )));
+        }
+    };
+    Ok(ContainerFaultRequest {
+        replica: container.to_owned(),
+        action,
+        lease,
+    })
+}
+
+/// `POST /ui/container-fault`.
+pub async fn set_container_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<ContainerFaultForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    let request = container_fault_of_form(&form)?;
+    let what = match request.action.detail() {
+        detail if detail.is_empty() => request.action.name().to_owned(),
+        detail => format!("{} ({detail})", request.action.name()),
+    };
+    let replica = request.replica.clone();
+    let id = state.operations.set_container_fault(request).await?;
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!(
+            "Applied container fault container-{id} on {replica}: {what}, lease {} (undone then, or on undo or halt).",
+            form.lease.trim()
+        ),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ClearContainerFaultForm {
+    #[serde(default)]
+    csrf: String,
+    id: i64,
+}
+
+/// `POST /ui/container-fault/clear`.
+pub async fn clear_container_fault(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<ClearContainerFaultForm>,
+) -> Result<Response, PageError> {
+    state.auth.authorize(&headers, Some(&form.csrf))?;
+    state.operations.clear_container_fault(form.id).await?;
+    Ok(redirect_with_notice(
+        "/gameday",
+        &format!("Undid container fault container-{}.", form.id),
+    ))
 }

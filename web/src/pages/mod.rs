@@ -22,8 +22,9 @@ pub use experiments::{
     experiments, start_experiment,
 };
 pub use gameday::{
-    AnnotateForm, BreakerForm, ClearFaultForm, FaultForm, GAME_DAY_FAULT_ID, HaltForm, LoadForm,
-    annotate, clear_fault, fault_of_form, gameday, halt, set_breaker_mode, set_fault, set_load,
+    AnnotateForm, BreakerForm, ClearFaultForm, ContainerFaultForm, FaultForm, GAME_DAY_FAULT_ID,
+    HaltForm, LoadForm, annotate, clear_container_fault, clear_fault, container_fault_of_form,
+    fault_of_form, gameday, halt, set_breaker_mode, set_container_fault, set_fault, set_load,
 };
 pub use live::live;
 pub use login::{CsrfForm, LoginForm, NextQuery, login, login_form, logout};

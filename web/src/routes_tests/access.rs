@@ -43,6 +43,10 @@ async fn every_mutation_without_the_token_is_refused() {
         ("/api/annotations", "{\"text\":\"hi\"}"),
         ("/api/breakers", "{\"mode\":\"enforce\"}"),
         ("/api/breaker-events", "{\"breaker\":\"b\",\"to\":\"open\"}"),
+        (
+            "/api/containers",
+            "{\"container\":\"payment\",\"kind\":\"pause\",\"lease\":\"5s\"}",
+        ),
     ];
     for (uri, body) in api {
         let response = send(&state, post(uri).body(Body::from(body)).expect("request")).await;
@@ -53,6 +57,13 @@ async fn every_mutation_without_the_token_is_refused() {
         .body(Body::from("{\"kind\":\"hang\"}"))
         .expect("request");
     assert_eq!(send(&state, put).await.status(), StatusCode::UNAUTHORIZED);
+    let delete = Request::delete("/api/containers/faults/1")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(
+        send(&state, delete).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
     let forms = [
         ("/ui/experiments", "spec=x"),
         ("/ui/experiments/1/start", "at="),
@@ -63,6 +74,11 @@ async fn every_mutation_without_the_token_is_refused() {
             "target=payment&kind=error&status=500&rate=100&lease=30s",
         ),
         ("/ui/fault/clear", "target=payment"),
+        (
+            "/ui/container-fault",
+            "container=payment&kind=pause&lease=5s",
+        ),
+        ("/ui/container-fault/clear", "id=1"),
         ("/ui/breakers", "mode=enforce"),
         ("/ui/annotate", "text=hello"),
     ];

@@ -14,6 +14,7 @@
 
 mod annotations;
 mod board;
+mod containers;
 mod execution;
 mod gameday_load;
 mod replay;
@@ -67,6 +68,8 @@ struct Inner {
     /// The compose project the testbed runs as, on a reachable engine (container faults, per-container
     /// stats); `None` for the embedded stack or without an engine.
     containers: Option<ContainerStack>,
+    /// The game day's container faults in force: id → the task that undoes it at the end of its lease.
+    container_faults: Mutex<BTreeMap<i64, AbortHandle>>,
 }
 
 /// The experiment being run: its task, and the token that ends it (the run in progress ends its scope).
@@ -197,6 +200,7 @@ impl EmbeddedOperations {
                 schedule: Mutex::new(BTreeMap::new()),
                 game_day_load: Mutex::new(None),
                 containers,
+                container_faults: Mutex::new(BTreeMap::new()),
             }),
         };
         operations.rearm_scheduled().await?;
@@ -370,6 +374,21 @@ impl Operations for EmbeddedOperations {
             .iter()
             .map(|(name, _)| name.clone())
             .collect()
+    }
+
+    fn containers(&self) -> OperationFuture<'_, Option<Vec<crate::operations::ContainerLine>>> {
+        Box::pin(self.container_lines())
+    }
+
+    fn set_container_fault(
+        &self,
+        request: crate::operations::ContainerFaultRequest,
+    ) -> OperationFuture<'_, i64> {
+        Box::pin(self.apply_container_fault(request))
+    }
+
+    fn clear_container_fault(&self, id: i64) -> OperationFuture<'_, ()> {
+        Box::pin(self.remove_container_fault(id))
     }
 
     fn annotate(&self, request: AnnotationRequest) -> OperationFuture<'_, AnnotationEntry> {

@@ -56,6 +56,12 @@ impl EmbeddedOperations {
         tasks.push(tokio::spawn(
             async move { operations.sample_forever().await },
         ));
+        if self.inner.containers.is_some() {
+            let operations = self.clone();
+            tasks.push(tokio::spawn(async move {
+                operations.sample_containers_forever().await
+            }));
+        }
         tasks
     }
 }

@@ -14,6 +14,7 @@ impl EmbeddedOperations {
     /// clears every fault on the agent and says so live, then puts every service's breakers back to their
     /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
+        self.forget_container_faults();
         let containers_undone = match &self.inner.containers {
             Some(containers) => containers.leases.undo_all(now()).await.map(|_| ()),
             None => Ok(()),

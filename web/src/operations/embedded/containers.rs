@@ -1,0 +1,319 @@
+//! Game-day container faults on the compose project the dashboard reaches: applied through the controller's
+//! [`controller::docker::ContainerLeases`] (recorded in the store first, so the once-a-second sweep undoes
+//! them whoever applied them), said live as fault changes, undone when their lease ends, on request and on
+//! halt. The running experiment's run, if any, is recorded with them. And once a second, each container's
+//! CPU, memory, network and modelled power for the live page's per-container panel.
+
+use std::time::Duration;
+
+use controller::docker::discovery::replica_label;
+use controller::docker::stats::samples_between;
+use controller::docker::{ContainerAction, ContainerLeases, ContainerReading, DockerError};
+use controller::energy::CpuModel;
+use controller::store::{ContainerSampleRecord, RunId};
+
+use super::{EmbeddedOperations, now};
+use crate::hub::{ContainerStats, ContainerUse, FaultChange, FaultChangeEvent, LiveEvent};
+use crate::operations::{ContainerFaultRequest, ContainerLine, NO_ENGINE, OperationError};
+
+/// The live fault id of container fault `id` (as runs record theirs).
+pub fn fault_id(id: i64) -> String {
+    format!("container-{id}")
+}
+
+/// The engine refused or could not do it: a field the request got wrong stays a 400 naming it; what the
+/// container cannot take (capability, image, kernel) is a conflict saying so; the rest is a failure behind
+/// the dashboard.
+fn engine_failed(error: DockerError) -> OperationError {
+    match error {
+        DockerError::Invalid { .. } | DockerError::NoSuchService { .. } => {
+            OperationError::Invalid(error.to_string())
+        }
+        DockerError::Unsupported { .. } => OperationError::Conflict(error.to_string()),
+        other => OperationError::Failed(other.to_string()),
+    }
+}
+
+fn change(
+    event: FaultChangeEvent,
+    id: i64,
+    replica: &str,
+    action: Option<&ContainerAction>,
+) -> FaultChange {
+    FaultChange {
+        at_ms: now() as u64,
+        event,
+        fault_id: fault_id(id),
+        target: replica.to_owned(),
+        kind: action
+            .map(|action| action.name().to_owned())
+            .unwrap_or_default(),
+        rate: if event == FaultChangeEvent::Applied {
+            1.0
+        } else {
+            0.0
+        },
+        detail: action.map(ContainerAction::detail).unwrap_or_default(),
+        matches: "the whole container".into(),
+        expires_at_ms: None,
+    }
+}
+
+impl EmbeddedOperations {
+    fn leases(&self) -> Result<(&ContainerLeases, &str), OperationError> {
+        self.inner
+            .containers
+            .as_ref()
+            .map(|stack| (&stack.leases, stack.project.as_str()))
+            .ok_or_else(|| OperationError::Conflict(NO_ENGINE.into()))
+    }
+
+    pub(super) async fn container_lines(
+        &self,
+    ) -> Result<Option<Vec<ContainerLine>>, OperationError> {
+        let Some(stack) = &self.inner.containers else {
+            return Ok(None);
+        };
+        let containers = stack
+            .leases
+            .engine()
+            .stack(&stack.project)
+            .await
+            .map_err(engine_failed)?;
+        Ok(Some(
+            containers
+                .into_iter()
+                .map(|container| ContainerLine {
+                    replica: container.replica(),
+                    service: container.service,
+                    name: container.name,
+                    state: container.state,
+                })
+                .collect(),
+        ))
+    }
+
+    pub(super) async fn apply_container_fault(
+        &self,
+        request: ContainerFaultRequest,
+    ) -> Result<i64, OperationError> {
+        let (leases, project) = self.leases()?;
+        let containers = leases
+            .engine()
+            .stack(project)
+            .await
+            .map_err(engine_failed)?;
+        let container = containers
+            .iter()
+            .find(|container| container.replica() == request.replica)
+            .ok_or_else(|| {
+                OperationError::Invalid(format!(
+                    "container: compose project `{project}` has no `{}` (one of {})",
+                    request.replica,
+                    containers
+                        .iter()
+                        .map(|container| container.replica())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        let run = self.active_run().await;
+        let started = now();
+        let id = leases
+            .inject(container, &request.action, request.lease, run, started)
+            .await
+            .map_err(engine_failed)?;
+        let until = started.saturating_add(request.lease.as_millis() as i64);
+        self.inner.hub.publish(LiveEvent::Fault(FaultChange {
+            expires_at_ms: Some(until as u64),
+            ..change(
+                FaultChangeEvent::Applied,
+                id,
+                &request.replica,
+                Some(&request.action),
+            )
+        }));
+        // At the lease's end the fault is undone here (or was by the sweep already) and said live.
+        let operations = self.clone();
+        let (replica, action, lease) = (request.replica, request.action, request.lease);
+        let expiry = tokio::spawn(async move {
+            tokio::time::sleep(lease).await;
+            operations
+                .expire_container_fault(id, &replica, &action)
+                .await;
+        });
+        self.inner
+            .container_faults
+            .lock()
+            .insert(id, expiry.abort_handle());
+        Ok(id)
+    }
+
+    /// Undoes fault `id` at the end of its lease (whoever undoes it first) and says it expired.
+    async fn expire_container_fault(&self, id: i64, replica: &str, action: &ContainerAction) {
+        self.inner.container_faults.lock().remove(&id);
+        if let Ok((leases, _)) = self.leases()
+            && let Err(error) = leases.undo(id, now()).await
+        {
+            tracing::warn!(%error, id, "undoing a game-day container fault");
+        }
+        self.inner.hub.publish(LiveEvent::Fault(change(
+            FaultChangeEvent::Expired,
+            id,
+            replica,
+            Some(action),
+        )));
+    }
+
+    pub(super) async fn remove_container_fault(&self, id: i64) -> Result<(), OperationError> {
+        let (leases, _) = self.leases()?;
+        let row = self
+            .inner
+            .store
+            .container_fault(id)
+            .await
+            .map_err(super::store_failed)?
+            .ok_or_else(|| OperationError::Invalid(format!("id: no container fault {id}")))?;
+        if let Some(expiry) = self.inner.container_faults.lock().remove(&id) {
+            expiry.abort();
+        }
+        let undone = leases.undo(id, now()).await.map_err(engine_failed)?;
+        let action = serde_json::from_str::<ContainerAction>(&row.fault.action).ok();
+        let replica = replica_of(&row.fault.service, &row.fault.container_name);
+        if undone {
+            self.inner.hub.publish(LiveEvent::Fault(change(
+                FaultChangeEvent::Removed,
+                id,
+                &replica,
+                action.as_ref(),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Forgets every game-day container fault's expiry (halt undid them all).
+    pub(super) fn forget_container_faults(&self) {
+        for (_, expiry) in std::mem::take(&mut *self.inner.container_faults.lock()) {
+            expiry.abort();
+        }
+    }
+
+    /// The run of the running experiment, if one runs now.
+    async fn active_run(&self) -> Option<RunId> {
+        self.inner.store.running().await.ok().flatten()?.1
+    }
+}
+
+/// How often the live panel's containers are read.
+const LIVE_PERIOD: Duration = Duration::from_secs(1);
+/// How often the list of containers is read again (replicas come and go).
+const RELIST_EVERY: u32 = 10;
+
+/// One second of samples as the live panel shows them: rates over `elapsed`.
+pub fn uses_of(samples: &[ContainerSampleRecord], elapsed: Duration) -> Vec<ContainerUse> {
+    let seconds = elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    samples
+        .iter()
+        .map(|sample| ContainerUse {
+            replica: replica_label(&sample.service, sample.replica),
+            service: sample.service.clone(),
+            cpu_percent: sample.cpu_seconds / seconds * 100.0,
+            memory_bytes: sample.memory_bytes,
+            rx_bytes_per_s: sample.rx_bytes as f64 / seconds,
+            tx_bytes_per_s: sample.tx_bytes as f64 / seconds,
+            modelled_watts: sample.energy_joules / seconds,
+        })
+        .collect()
+}
+
+impl EmbeddedOperations {
+    /// Reads every container's stats once a second and publishes the last second's use; returns at once
+    /// without an engine. Engine errors are logged and the next second tried.
+    pub(super) async fn sample_containers_forever(&self) {
+        let Some(stack) = self.inner.containers.clone() else {
+            return;
+        };
+        let engine = stack.leases.engine().clone();
+        let model = CpuModel::for_this_machine();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut ticks = tokio::time::interval(LIVE_PERIOD);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut containers = Vec::new();
+        let mut previous: Option<(tokio::time::Instant, Vec<ContainerReading>)> = None;
+        for tick in 0u32.. {
+            ticks.tick().await;
+            if tick % RELIST_EVERY == 0 {
+                match engine.stack(&stack.project).await {
+                    Ok(list) => containers = list,
+                    Err(error) => tracing::debug!(%error, "listing the containers"),
+                }
+            }
+            let readings = match engine.read_stats(&containers).await {
+                Ok(readings) => readings,
+                Err(error) => {
+                    tracing::debug!(%error, "reading the containers' stats");
+                    continue;
+                }
+            };
+            let now_at = tokio::time::Instant::now();
+            if let Some((then, before)) = &previous {
+                let elapsed = now_at - *then;
+                let samples = samples_between(before, &readings, elapsed, tick, model, cpus);
+                self.inner
+                    .hub
+                    .publish(LiveEvent::Containers(ContainerStats {
+                        at_ms: now() as u64,
+                        containers: uses_of(&samples, elapsed),
+                    }));
+            }
+            previous = Some((now_at, readings));
+        }
+    }
+}
+
+/// The replica label of a recorded container (`shop_checkout_2` of `checkout` → `checkout#2`).
+fn replica_of(service: &str, container_name: &str) -> String {
+    let number = container_name
+        .rsplit(['_', '-'])
+        .next()
+        .and_then(|number| number.parse::<u32>().ok())
+        .unwrap_or(1);
+    replica_label(service, number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_of_samples_becomes_rates_per_second() {
+        let sample = ContainerSampleRecord {
+            second: 1,
+            container: "shop_checkout_2".into(),
+            service: "checkout".into(),
+            replica: 2,
+            cpu_seconds: 0.25,
+            memory_bytes: 10 << 20,
+            rx_bytes: 4_000,
+            tx_bytes: 1_000,
+            energy_joules: 3.0,
+        };
+        let uses = uses_of(&[sample], Duration::from_millis(500));
+        assert_eq!(uses.len(), 1);
+        let only = &uses[0];
+        assert_eq!(only.replica, "checkout#2");
+        assert!((only.cpu_percent - 50.0).abs() < 1e-9, "{only:?}");
+        assert!((only.rx_bytes_per_s - 8_000.0).abs() < 1e-9);
+        assert!((only.tx_bytes_per_s - 2_000.0).abs() < 1e-9);
+        assert!((only.modelled_watts - 6.0).abs() < 1e-9);
+        assert_eq!(only.memory_bytes, 10 << 20);
+    }
+
+    #[test]
+    fn a_recorded_container_names_its_replica() {
+        assert_eq!(replica_of("checkout", "shop_checkout_1"), "checkout");
+        assert_eq!(replica_of("checkout", "shop_checkout_2"), "checkout#2");
+        assert_eq!(replica_of("checkout", "shop-checkout-3"), "checkout#3");
+        assert_eq!(replica_of("payment", "payment"), "payment");
+    }
+}
