@@ -39,6 +39,7 @@
     if (list) { list.innerHTML = ""; eventLines(state).slice(-100).forEach(addEventLine); }
     model.board = state.board || null;
     model.load = state.load || null;
+    model.containers = state.containers || null;
     model.modeChanges = state.mode_changes || [];
     model.transitions = state.transitions || [];
     model.samples = state.samples || [];
@@ -87,6 +88,7 @@
           if (!known || known.state !== tile.state) { model.breakers[tile.name] = { service: tile.service, state: tile.state, since_ms: event.at_ms, shadow: false, source: known ? known.source : null }; }
         });
         break;
+      case "containers": model.containers = event; break;
       case "load":
         model.load = event;
         addEventLine(Charts.clock(event.at_ms) + (event.users ? " load on: " + event.users + " users" : " load stopped"));
@@ -154,6 +156,7 @@
     rows.forEach(function (r) { var last = r.segments[r.segments.length - 1]; status.laneKinds[r.name] = last.state === "open" ? last.kind : last.state; });
     drawTiles(rows);
     drawActiveFaults();
+    drawContainers();
     status.activeFaults = Object.keys(model.activeFaults).length;
     status.notes = model.notes.length;
     status.breakers = {};
@@ -305,6 +308,28 @@
       return '<li data-fault="' + escapeHtml(id) + '"><b>' + escapeHtml(describeFault(f)) + "</b>" +
         (left !== null ? ' <span class="lease">lease ' + left + " s left</span>" : "") + undo + "</li>";
     }).join("");
+  }
+
+  function bytes(value) {
+    if (value >= 1048576) { return (value / 1048576).toFixed(1) + " MiB"; }
+    if (value >= 1024) { return (value / 1024).toFixed(1) + " KiB"; }
+    return Math.round(value) + " B";
+  }
+
+  // Each container's last second (the compose project on the engine the dashboard reaches; hidden without).
+  function drawContainers() {
+    var card = document.getElementById("containers-card"), stats = model.containers;
+    if (!card) { return; }
+    card.hidden = !stats;
+    status.containers = stats ? stats.containers.length : 0;
+    if (!stats) { return; }
+    card.querySelector("tbody").innerHTML = stats.containers.map(function (c) {
+      return '<tr data-container="' + escapeHtml(c.replica) + '"><td>' + escapeHtml(c.replica) + "</td><td>" + c.cpu_percent.toFixed(1) +
+        "</td><td>" + bytes(c.memory_bytes) + "</td><td>" + bytes(c.rx_bytes_per_s) + "/s</td><td>" + bytes(c.tx_bytes_per_s) +
+        "/s</td><td>" + c.modelled_watts.toFixed(2) + " W</td></tr>";
+    }).join("");
+    document.getElementById("containers-at").textContent = "The second to " + Charts.clock(stats.at_ms) +
+      ", from the Docker Engine's stats; power is modelled (CPU share of the machine's modelled power).";
   }
 
   function escapeHtml(text) {

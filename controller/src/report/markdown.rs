@@ -65,10 +65,11 @@ pub fn charts(stats: &ExperimentStats) -> Result<Vec<PlotFile>, ReportError> {
     Ok(plots)
 }
 
-/// The markdown text and the SVG files it links; `annotations` get a section when there are any.
+/// The markdown text and the SVG files it links; `annotations` and `containers` get a section when there are any.
 pub fn markdown(
     stats: &ExperimentStats,
     annotations: &[AnnotationRow],
+    containers: &[super::ContainerUsage],
 ) -> Result<(String, Vec<PlotFile>), ReportError> {
     let mut out = String::new();
     let mut plots = Vec::new();
@@ -162,6 +163,7 @@ pub fn markdown(
     }
 
     endpoint_table(&mut out, stats);
+    super::containers::containers_table(&mut out, containers);
     details(&mut out, stats);
     Ok((out, plots))
 }

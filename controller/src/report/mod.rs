@@ -6,6 +6,7 @@
 //! [`render`] is pure (statistics in, text and SVG documents out); [`report`] reads the store first.
 //! Nothing is written to disk until [`Report::write`] is asked to.
 
+mod containers;
 mod figures;
 mod format;
 mod markdown;
@@ -20,6 +21,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+pub use containers::{ContainerUsage, container_usage};
 pub use figures::{Figure, figures};
 pub use markdown::charts;
 pub use plot::{Chart, Point, Series};
@@ -130,11 +132,14 @@ struct JsonReport<'a> {
     stats: &'a ExperimentStats,
     #[serde(skip_serializing_if = "Option::is_none")]
     annotations: Option<&'a [AnnotationRow]>,
+    /// Per service, from the stored per-container samples (compose stacks only).
+    #[serde(skip_serializing_if = "<[ContainerUsage]>::is_empty")]
+    containers: &'a [ContainerUsage],
 }
 
 /// Renders `stats` in `format` (the JSON without annotations; see [`render_annotated`]).
 pub fn render(stats: &ExperimentStats, format: Format) -> Result<Report, ReportError> {
-    render_with(stats, None, format)
+    render_with(stats, None, &[], format)
 }
 
 /// Renders `stats` in `format` with the experiment's `annotations` (oldest first): an `annotations`
@@ -145,22 +150,35 @@ pub fn render_annotated(
     annotations: &[AnnotationRow],
     format: Format,
 ) -> Result<Report, ReportError> {
-    render_with(stats, Some(annotations), format)
+    render_with(stats, Some(annotations), &[], format)
+}
+
+/// As [`render_annotated`], with a *Containers* section (markdown) or `containers` array (JSON) when the
+/// experiment ran on a compose stack and stored per-container samples.
+pub fn render_with_containers(
+    stats: &ExperimentStats,
+    annotations: &[AnnotationRow],
+    containers: &[ContainerUsage],
+    format: Format,
+) -> Result<Report, ReportError> {
+    render_with(stats, Some(annotations), containers, format)
 }
 
 fn render_with(
     stats: &ExperimentStats,
     annotations: Option<&[AnnotationRow]>,
+    containers: &[ContainerUsage],
     format: Format,
 ) -> Result<Report, ReportError> {
     let (text, plots) = match format {
-        Format::Md => markdown::markdown(stats, annotations.unwrap_or_default())?,
+        Format::Md => markdown::markdown(stats, annotations.unwrap_or_default(), containers)?,
         Format::Csv => (table::csv(stats)?, Vec::new()),
         Format::Json => {
             let document = JsonReport {
                 confidence: CONFIDENCE,
                 stats,
                 annotations,
+                containers,
             };
             (serde_json::to_string_pretty(&document)? + "\n", Vec::new())
         }
@@ -172,7 +190,8 @@ fn render_with(
     })
 }
 
-/// Reads experiment `experiment` (its annotations included) from `store` and renders its report.
+/// Reads experiment `experiment` (its annotations and its finished runs' per-container samples included)
+/// from `store` and renders its report.
 pub async fn report(
     store: &Store,
     experiment: ExperimentId,
@@ -183,5 +202,16 @@ pub async fn report(
         .annotations(experiment)
         .await
         .map_err(StatsError::from)?;
-    render_annotated(&stats, &annotations, format)
+    let mut samples = Vec::new();
+    for run in store.runs(experiment).await.map_err(StatsError::from)? {
+        if run.status == crate::store::Status::Finished {
+            samples.extend(
+                store
+                    .container_samples(run.id)
+                    .await
+                    .map_err(StatsError::from)?,
+            );
+        }
+    }
+    render_with_containers(&stats, &annotations, &container_usage(&samples), format)
 }

@@ -572,3 +572,80 @@ fn a_prediction_of_a_metric_the_targets_could_not_measure_says_not_measured() {
         "the JSON report lists the statements as strings"
     );
 }
+
+#[tokio::test]
+async fn the_stored_report_sums_up_finished_runs_per_container_samples_per_service() {
+    use crate::spec::ExperimentSpec;
+    use crate::store::{ContainerSampleRecord, Status};
+    let path = std::env::temp_dir().join(format!(
+        "tolerant-report-containers-{}.db",
+        std::process::id()
+    ));
+    let store = Store::open(path.to_str().unwrap()).await.unwrap();
+    let spec = ExperimentSpec::parse(
+        "name = \"containers\"\nrounds = 1\nduration = \"10s\"\n\n[fault]\ntarget = \"payment\"\nkind = \"pause\"\nrates = [0.0, 1.0]\n\n[load]\nusers = 1\n",
+    )
+    .unwrap();
+    let id = store.create_experiment(&spec, 1).await.unwrap();
+    let sample = |second: u32, container: &str, cpu_seconds: f64| ContainerSampleRecord {
+        second,
+        container: container.into(),
+        service: "payment".into(),
+        replica: 1,
+        cpu_seconds,
+        memory_bytes: 8 << 20,
+        rx_bytes: 1 << 20,
+        tx_bytes: 1 << 19,
+        energy_joules: 1.25,
+    };
+    let plan = spec.plan();
+    let warmup = std::time::Duration::from_secs(1);
+    let window = std::time::Duration::from_secs(10);
+    // A finished run's samples count; an interrupted run's do not.
+    let finished = store
+        .start_run(id, &plan[0], warmup, window, 1_000)
+        .await
+        .unwrap();
+    store
+        .insert_container_samples(
+            finished,
+            &[
+                sample(1, "shop_payment_1", 0.1),
+                sample(2, "shop_payment_1", 0.3),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .finish_run(
+            finished,
+            &crate::store::tests::record(Status::Finished, warmup),
+        )
+        .await
+        .unwrap();
+    let interrupted = store
+        .start_run(id, &plan[1], warmup, window, 3_000)
+        .await
+        .unwrap();
+    store
+        .insert_container_samples(interrupted, &[sample(1, "shop_payment_1", 0.9)])
+        .await
+        .unwrap();
+    store.mark_interrupted(id, 4_000).await.unwrap();
+
+    let markdown = report(&store, id, Format::Md).await.unwrap().text;
+    assert!(markdown.contains("## Containers"), "{markdown}");
+    assert!(markdown.contains("energy, modelled (J)"));
+    assert!(
+        markdown.contains("| payment | 1 | 2 | 20.0 | 8.0 | 2.0 | 1.0 | 2.5 |"),
+        "{markdown}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&store, id, Format::Json).await.unwrap().text).unwrap();
+    assert_eq!(json["containers"][0]["service"], "payment");
+    assert_eq!(json["containers"][0]["seconds"], 2);
+    store.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

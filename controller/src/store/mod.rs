@@ -21,7 +21,7 @@ mod reading;
 mod records;
 mod schedule;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod writing;
 
 use std::time::Duration;

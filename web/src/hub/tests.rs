@@ -584,3 +584,38 @@ fn a_running_experiment_says_what_its_targets_cannot_measure() {
         (Vec::new(), false)
     );
 }
+
+#[test]
+fn the_latest_container_second_is_in_the_snapshot_and_sent_as_a_containers_event() {
+    let hub = Hub::new(HubConfig::default());
+    let second = |at_ms: u64, cpu_percent: f64| {
+        LiveEvent::Containers(ContainerStats {
+            at_ms,
+            containers: vec![ContainerUse {
+                replica: "checkout#2".into(),
+                service: "checkout".into(),
+                cpu_percent,
+                memory_bytes: 12 << 20,
+                rx_bytes_per_s: 2_048.0,
+                tx_bytes_per_s: 512.0,
+                modelled_watts: 1.5,
+            }],
+        })
+    };
+    let mut early = hub.subscribe();
+    hub.publish(second(1_000, 10.0));
+    hub.publish(second(2_000, 30.0));
+    hub.flush();
+    let Some(Next::Frame(frame)) = early.try_next() else {
+        panic!("a frame for the early subscriber")
+    };
+    let frame = parse(&frame);
+    assert_eq!(frame["events"][0]["type"], "containers");
+    assert_eq!(frame["events"][0]["containers"][0]["replica"], "checkout#2");
+
+    let late = hub.subscribe();
+    let state = &parse(&late.snapshot)["state"];
+    assert_eq!(state["containers"]["at_ms"], 2_000);
+    assert_eq!(state["containers"]["containers"][0]["cpu_percent"], 30.0);
+    assert_eq!(state["containers"]["containers"][0]["modelled_watts"], 1.5);
+}

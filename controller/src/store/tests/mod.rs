@@ -74,7 +74,7 @@ async fn stores() -> (Vec<Store>, TempDb) {
     (stores, file)
 }
 
-fn record(status: Status, warmup: Duration) -> RunRecord {
+pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
     let names: Vec<String> = endpoint::NAMES.iter().map(|n| (*n).to_owned()).collect();
     let mut recorder = Recorder::new(names.len(), warmup, None);
     let ms = Duration::from_millis(1);
