@@ -198,8 +198,9 @@ pub struct RunProgress {
     /// Condition label, e.g. `error@1.00/enforce`.
     pub condition: String,
     pub round: u64,
-    /// `warmup`, `measuring`, `finished`, `aborted`.
-    pub phase: String,
+    /// `running` while the run runs, then how it ended (the run's status), or the experiment's status once it
+    /// ended.
+    pub phase: ExperimentStatus,
     pub started_at_ms: u64,
     /// When the current run is expected to end.
     pub ends_at_ms: Option<u64>,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::event::{
     Annotation, BreakerBoard, FaultChange, LiveEvent, LiveSample, ModeChange, RunProgress,
 };
-use super::status::FaultChangeEvent;
+use super::status::{ExperimentStatus, FaultChangeEvent};
 
 /// How much history a snapshot carries.
 #[derive(Debug, Clone, Copy)]
@@ -97,7 +97,7 @@ impl LiveState {
     /// Whether `at_ms` lies in the running run's warmup.
     fn in_warmup(&self, at_ms: u64) -> bool {
         self.progress.as_ref().is_some_and(|progress| {
-            progress.phase == "running"
+            progress.phase == ExperimentStatus::Running
                 && progress
                     .measured_from_ms
                     .is_some_and(|measured_from| at_ms < measured_from)
@@ -173,7 +173,7 @@ impl LiveState {
                     && progress.experiment_id == change.experiment_id
                     && change.status.has_ended()
                 {
-                    progress.phase = change.status.to_string();
+                    progress.phase = change.status;
                     progress.ends_at_ms = None;
                 }
                 push_bounded(

@@ -230,7 +230,7 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
             runs: 4,
             condition: "error@1.00/enforce".into(),
             round: 1,
-            phase: "warmup".into(),
+            phase: ExperimentStatus::Running,
             started_at_ms: 0,
             ends_at_ms: None,
             measured_from_ms: None,
@@ -355,7 +355,7 @@ async fn the_flusher_cuts_frames_on_its_interval() {
         .expect("flusher task");
 }
 
-fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
+fn progress(experiment_id: i64, run: u64, phase: ExperimentStatus) -> LiveEvent {
     LiveEvent::Progress(super::RunProgress {
         experiment_id,
         experiment: "outage".into(),
@@ -363,7 +363,7 @@ fn progress(experiment_id: i64, run: u64, phase: &str) -> LiveEvent {
         runs: 4,
         condition: "error@1.00/enforce".into(),
         round: 1,
-        phase: phase.into(),
+        phase,
         started_at_ms: 1_000,
         ends_at_ms: Some(9_000),
         measured_from_ms: None,
@@ -384,7 +384,7 @@ fn status(experiment_id: i64, status: ExperimentStatus) -> LiveEvent {
 fn an_aborted_or_finished_experiment_is_not_running_any_more_for_a_late_joiner() {
     for end in [ExperimentStatus::Aborted, ExperimentStatus::Finished] {
         let hub = small_hub(8);
-        hub.publish(progress(3, 2, "running"));
+        hub.publish(progress(3, 2, ExperimentStatus::Running));
         hub.publish(status(3, end));
         hub.flush();
         let snapshot = parse(&hub.subscribe().snapshot);
@@ -397,10 +397,13 @@ fn an_aborted_or_finished_experiment_is_not_running_any_more_for_a_late_joiner()
     }
     // Another experiment's status leaves the running one alone.
     let hub = small_hub(8);
-    hub.publish(progress(3, 2, "running"));
+    hub.publish(progress(3, 2, ExperimentStatus::Running));
     hub.publish(status(4, ExperimentStatus::Aborted));
     hub.flush();
-    assert_eq!(hub.state().progress.expect("progress").phase, "running");
+    assert_eq!(
+        hub.state().progress.expect("progress").phase,
+        ExperimentStatus::Running
+    );
 }
 
 #[test]
@@ -491,7 +494,7 @@ fn opens_are_counted_after_the_warmup_as_the_results_count_them() {
         runs: 1,
         condition: "error@1.00/enforce".into(),
         round: 1,
-        phase: "running".into(),
+        phase: ExperimentStatus::Running,
         started_at_ms: 1_000,
         ends_at_ms: Some(10_000),
         measured_from_ms: Some(1_010),
@@ -555,7 +558,7 @@ fn a_running_experiment_says_what_its_targets_cannot_measure() {
         runs: 1,
         condition: "none".into(),
         round: 1,
-        phase: "running".into(),
+        phase: ExperimentStatus::Running,
         started_at_ms: 1_000,
         ends_at_ms: Some(11_000),
         measured_from_ms: Some(1_000),

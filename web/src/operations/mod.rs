@@ -297,7 +297,8 @@ pub trait Operations: Send + Sync + 'static {
     /// Starts (or replaces) the game day's background load, or stops it with `None`. Refused while an
     /// experiment runs (its own load is on); starting an experiment stops it.
     fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;
-    /// Services that have breakers / agents (for the game day form).
+    /// Services that have breakers / agents (for the game day form). Names are text, not
+    /// [`boutique::ServiceName`]: over `TOLERANT_TARGETS` they are the targets' own names.
     fn services(&self) -> Vec<String>;
     /// The compose project's containers, or `None` when the dashboard reaches no engine.
     fn containers(&self) -> OperationFuture<'_, Option<Vec<ContainerLine>>> {

@@ -173,12 +173,12 @@ impl EmbeddedOperations {
                 let (planned, phase, ends) = match &progress {
                     Progress::RunStarted { planned, .. } => (
                         planned,
-                        "running".to_owned(),
+                        ExperimentStatus::Running,
                         Some(now() as u64 + run_length.as_millis() as u64),
                     ),
                     Progress::RunFinished {
                         planned, status, ..
-                    } => (planned, status.as_str().to_owned(), None),
+                    } => (planned, ExperimentStatus::from(*status), None),
                 };
                 hub.publish(LiveEvent::Progress(RunProgress {
                     experiment_id: id,
