@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use controller::load::{LoadConfig, Workload};
+use controller::load::{LoadSettings, Workload};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -457,7 +457,7 @@ async fn the_stack_serves_shoppers_through_30_seconds_of_abuse_and_is_alive_afte
     let findings = Arc::new(Findings::default());
     let until = Instant::now() + ABUSE;
     let shoppers = tokio::spawn(controller::load::run(
-        LoadConfig {
+        LoadSettings {
             target: shop,
             workload: Workload::OnlineBoutique,
             users: 4,
@@ -467,7 +467,9 @@ async fn the_stack_serves_shoppers_through_30_seconds_of_abuse_and_is_alive_afte
             warmup: Duration::ZERO,
             duration: ABUSE,
             seed: 14,
-        },
+        }
+        .try_into()
+        .expect("valid load config"),
         None,
     ));
     let mut abusers = tokio::task::JoinSet::new();
@@ -488,7 +490,7 @@ async fn the_stack_serves_shoppers_through_30_seconds_of_abuse_and_is_alive_afte
     let ws_dashboard = tokio::spawn(never_reading_websockets(dashboard, "/ws", until));
     let ws_breakers = tokio::spawn(never_reading_websockets(shop, "/_breakers/stream", until));
 
-    let report = shoppers.await.expect("joined").expect("shoppers ran");
+    let report = shoppers.await.expect("joined");
     while let Some(joined) = abusers.join_next().await {
         joined.expect("an abuser panicked");
     }

@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use controller::load::{LoadConfig, Workload, run};
+use controller::load::{LoadSettings, Workload, run};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -64,22 +64,22 @@ fn main() {
         runtime.block_on(serve(address));
         return;
     }
-    let report = runtime
-        .block_on(run(
-            LoadConfig {
-                target: args.target,
-                workload: Workload::Fixed { path: args.path },
-                users: args.users,
-                think_time: (Duration::ZERO, Duration::ZERO),
-                rate: None,
-                timeout: Duration::from_secs(5),
-                warmup: Duration::from_secs(args.warmup),
-                duration: Duration::from_secs(args.seconds),
-                seed: 1,
-            },
-            None,
-        ))
-        .expect("valid load config");
+    let report = runtime.block_on(run(
+        LoadSettings {
+            target: args.target,
+            workload: Workload::Fixed { path: args.path },
+            users: args.users,
+            think_time: (Duration::ZERO, Duration::ZERO),
+            rate: None,
+            timeout: Duration::from_secs(5),
+            warmup: Duration::from_secs(args.warmup),
+            duration: Duration::from_secs(args.seconds),
+            seed: 1,
+        }
+        .try_into()
+        .expect("valid load config"),
+        None,
+    ));
     let endpoint = &report.endpoints[0];
     let latency = &endpoint.stats.latency;
     let outcomes = report.outcomes();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use boutique::{RunningStack, ServiceName, StackConfig};
 use controller::load::{
-    LatencySummary, LoadConfig, OutcomeCounts, Workload, check_descriptor_budget, new_histogram,
+    LatencySummary, LoadSettings, OutcomeCounts, Workload, check_descriptor_budget, new_histogram,
     run,
 };
 use controller::runner::AdminClient;
@@ -160,7 +160,7 @@ fn main() {
         let window_start = begin + warmup;
         let window_end = window_start + options.measure;
         let load = load_runtime.spawn(run(
-            LoadConfig {
+            LoadSettings {
                 target: frontend,
                 workload: Workload::OnlineBoutique,
                 users: users_u32,
@@ -170,7 +170,9 @@ fn main() {
                 warmup,
                 duration: options.measure,
                 seed: users as u64,
-            },
+            }
+            .try_into()
+            .expect("valid load config"),
             None,
         ));
         // CPU sampled at the window's edges.
@@ -183,10 +185,7 @@ fn main() {
         let stack_ticks = thread_cpu_ticks("stack-w") - stack_before;
         let process_ticks = thread_cpu_ticks("") - process_before;
 
-        let report = load_runtime
-            .block_on(load)
-            .expect("load task")
-            .expect("load runs");
+        let report = load_runtime.block_on(load).expect("load task");
         let mut outcomes = OutcomeCounts::default();
         let mut ok_latency = new_histogram();
         for endpoint in &report.endpoints {

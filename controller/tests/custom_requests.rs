@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
-use controller::load::{LoadConfig, Workload, run};
+use controller::load::{LoadSettings, Workload, run};
 use controller::spec::ExperimentSpec;
 use parking_lot::Mutex;
 
@@ -66,7 +66,7 @@ async fn a_request_carries_its_headers_and_json_body() {
     let seen = Seen::default();
     let addr = serve(Arc::clone(&seen)).await;
     let report = run(
-        LoadConfig {
+        LoadSettings {
             target: addr,
             workload,
             users: 2,
@@ -76,11 +76,12 @@ async fn a_request_carries_its_headers_and_json_body() {
             warmup: Duration::ZERO,
             duration: Duration::from_millis(300),
             seed: 3,
-        },
+        }
+        .try_into()
+        .expect("valid load config"),
         None,
     )
-    .await
-    .expect("the load runs");
+    .await;
     assert!(report.outcomes().total() > 0);
     assert_eq!(report.outcomes().ok, report.outcomes().total());
 

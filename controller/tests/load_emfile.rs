@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use controller::load::{LoadConfig, Workload, open_descriptors, run};
+use controller::load::{LoadSettings, Workload, open_descriptors, run};
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,7 +26,7 @@ async fn connects_without_a_descriptor_are_the_drivers_failures() {
     )
     .expect("lower the soft limit");
     let report = run(
-        LoadConfig {
+        LoadSettings {
             target: addr,
             workload: Workload::Fixed { path: "/".into() },
             users: 40,
@@ -36,11 +36,12 @@ async fn connects_without_a_descriptor_are_the_drivers_failures() {
             warmup: Duration::ZERO,
             duration: Duration::from_millis(500),
             seed: 1,
-        },
+        }
+        .try_into()
+        .expect("valid load config"),
         None,
     )
-    .await
-    .unwrap();
+    .await;
     setrlimit(Resource::Nofile, before).expect("restore the limit");
 
     let failures = &report.driver_failures;

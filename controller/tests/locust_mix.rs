@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use boutique::{RunningStack, ServiceName, StackConfig};
-use controller::load::{LoadConfig, Workload, endpoint, run};
+use controller::load::{LoadSettings, Workload, endpoint, run};
 
 const USERS: u32 = 12;
 
@@ -20,7 +20,7 @@ async fn the_stock_task_mix_runs_unchanged_with_no_unexpected_status() {
     .expect("the stack starts");
     let frontend = stack.addrs()[&ServiceName::Frontend];
     let report = run(
-        LoadConfig {
+        LoadSettings {
             target: frontend,
             workload: Workload::OnlineBoutique,
             users: USERS,
@@ -30,11 +30,12 @@ async fn the_stock_task_mix_runs_unchanged_with_no_unexpected_status() {
             warmup: Duration::ZERO,
             duration: Duration::from_secs(4),
             seed: 7,
-        },
+        }
+        .try_into()
+        .expect("valid load config"),
         None,
     )
-    .await
-    .expect("the load runs");
+    .await;
     assert_eq!(report.endpoints.len(), endpoint::NAMES.len());
     for (report, name) in report.endpoints.iter().zip(endpoint::NAMES) {
         assert_eq!(report.name, name);

@@ -29,6 +29,8 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::spec::{MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, RATE_RANGE};
+
 pub use budget::{
     DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
     check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
@@ -46,9 +48,10 @@ pub use stats::{
 };
 pub use user_log::{Sample, UserLog, UserLogs};
 
-/// How a load run is driven.
+/// How a load run is to be driven, as its caller puts it. The driver takes only a [`LoadConfig`], made
+/// from these by `LoadConfig::try_from`, which checks every field.
 #[derive(Debug, Clone)]
-pub struct LoadConfig {
+pub struct LoadSettings {
     /// The frontend (or any HTTP/1.1 server) to load.
     pub target: SocketAddr,
     pub workload: Workload,
@@ -65,6 +68,54 @@ pub struct LoadConfig {
     pub duration: Duration,
     /// Seeds every user's random choices (user `i` uses a seed derived from `seed` and `i`).
     pub seed: u64,
+}
+
+/// A load run's config, valid by construction: only [`LoadSettings`] through `TryFrom` make one, each
+/// field checked with an error naming it, so the driver is never handed users it cannot start, a rate
+/// it cannot pace, a think time it cannot draw or a path it cannot request.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    settings: LoadSettings,
+    /// The workload with its request targets parsed.
+    prepared: PreparedWorkload,
+}
+
+impl TryFrom<LoadSettings> for LoadConfig {
+    type Error = LoadError;
+
+    fn try_from(settings: LoadSettings) -> Result<Self, LoadError> {
+        if settings.users == 0 {
+            return Err(LoadError::NoUsers);
+        }
+        if settings.users > MAX_USERS {
+            return Err(LoadError::UsersAbove(settings.users));
+        }
+        if let Some(rate) = settings.rate {
+            let (min, max) = RATE_RANGE;
+            if !(rate.is_finite() && (min..=max).contains(&rate)) {
+                return Err(LoadError::BadRate(rate));
+            }
+        }
+        let (min, max) = settings.think_time;
+        if min > max {
+            return Err(LoadError::BadThinkTime { min, max });
+        }
+        if max > MAX_WRITTEN_DURATION {
+            return Err(LoadError::LongThinkTime(max));
+        }
+        if settings.timeout.is_zero() || settings.timeout > MAX_TIMEOUT {
+            return Err(LoadError::BadTimeout(settings.timeout));
+        }
+        let prepared = settings.workload.prepare()?;
+        Ok(LoadConfig { settings, prepared })
+    }
+}
+
+impl LoadConfig {
+    /// What the config was made from.
+    pub fn settings(&self) -> &LoadSettings {
+        &self.settings
+    }
 }
 
 /// One endpoint's figures over the measured part of a run.
@@ -151,10 +202,21 @@ pub struct EndpointSummary {
 pub enum LoadError {
     #[error("load.users: must be at least 1")]
     NoUsers,
-    #[error("load.rate: {0} is not a positive number of tasks per second")]
+    #[error("load.users: {0} is more than the maximum {MAX_USERS}")]
+    UsersAbove(u32),
+    #[error(
+        "load.rate: {0} is not a number of tasks per second between {min} and {max}",
+        min = RATE_RANGE.0,
+        max = RATE_RANGE.1
+    )]
     BadRate(f64),
     #[error("load.think_time: minimum {min:?} is above maximum {max:?}")]
     BadThinkTime { min: Duration, max: Duration },
+    /// (A year: a spec's think time divided by the smallest `time_scale` stays below it.)
+    #[error("load.think_time: maximum {0:?} is longer than {MAX_WRITTEN_DURATION:?}")]
+    LongThinkTime(Duration),
+    #[error("load.timeout: {0:?} is not above zero and at most {MAX_TIMEOUT:?}")]
+    BadTimeout(Duration),
     #[error("load.path: {0}")]
     BadPath(#[from] InvalidPath),
     #[error(
@@ -179,10 +241,7 @@ pub enum LoadError {
 
 /// Drives load as configured and returns what it saw. Closed seconds go to `seconds_sink` as they
 /// close when one is given (the report then holds no seconds).
-pub async fn run(
-    config: LoadConfig,
-    seconds_sink: Option<SecondSink>,
-) -> Result<LoadReport, LoadError> {
+pub async fn run(config: LoadConfig, seconds_sink: Option<SecondSink>) -> LoadReport {
     run_until(config, seconds_sink, std::future::pending()).await
 }
 
@@ -193,23 +252,11 @@ pub async fn run_until(
     config: LoadConfig,
     seconds_sink: Option<SecondSink>,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<LoadReport, LoadError> {
-    if config.users == 0 {
-        return Err(LoadError::NoUsers);
-    }
-    if let Some(rate) = config.rate {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(LoadError::BadRate(rate));
-        }
-    }
-    if config.think_time.0 > config.think_time.1 {
-        return Err(LoadError::BadThinkTime {
-            min: config.think_time.0,
-            max: config.think_time.1,
-        });
-    }
-
-    let workload = config.workload.prepare()?;
+) -> LoadReport {
+    let LoadConfig {
+        settings: config,
+        prepared: workload,
+    } = config;
     let endpoint_names = config.workload.endpoint_names();
     let task_names = config.workload.task_names();
     let start = Instant::now();
@@ -285,7 +332,7 @@ pub async fn run_until(
     shared.logs.collect(&mut recorder, 0, &mut batch);
     let (seconds, totals) = recorder.finish(end_second);
     let task_counts = shared.logs.task_counts();
-    Ok(LoadReport {
+    LoadReport {
         endpoints: endpoint_names
             .into_iter()
             .zip(totals)
@@ -295,7 +342,7 @@ pub async fn run_until(
         tasks: task_names.into_iter().zip(task_counts).collect(),
         measured: total.saturating_sub(shared.config.warmup),
         driver_failures: shared.driver_failures.into_inner(),
-    })
+    }
 }
 
 struct Shared {
@@ -306,7 +353,7 @@ struct Shared {
     end: Instant,
     target: Target,
     workload: PreparedWorkload,
-    config: LoadConfig,
+    config: LoadSettings,
 }
 
 impl Shared {

@@ -196,12 +196,13 @@ fn histogram_round_trips_through_v2() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn config_errors_name_the_field() {
-    let config = LoadConfig {
+/// A config is checked when it is made, before the driver can be handed it: every refusal names its field.
+#[test]
+fn config_errors_name_the_field() {
+    let valid = LoadSettings {
         target: "127.0.0.1:9".parse().unwrap(),
         workload: Workload::OnlineBoutique,
-        users: 0,
+        users: 1,
         think_time: (Duration::ZERO, Duration::ZERO),
         rate: None,
         timeout: Duration::from_secs(1),
@@ -209,26 +210,126 @@ async fn config_errors_name_the_field() {
         duration: Duration::from_secs(1),
         seed: 0,
     };
-    let error = run(config.clone(), None).await.unwrap_err();
-    assert!(error.to_string().starts_with("load.users"));
-    let error = run(
-        LoadConfig {
-            users: 1,
-            rate: Some(0.0),
-            ..config
+    let error_of = |settings: LoadSettings| {
+        LoadConfig::try_from(settings)
+            .expect_err("refused")
+            .to_string()
+    };
+    let year = Duration::from_secs(366 * 24 * 3600);
+    for (settings, field) in [
+        (
+            LoadSettings {
+                users: 0,
+                ..valid.clone()
+            },
+            "load.users",
+        ),
+        (
+            LoadSettings {
+                users: 100_001,
+                ..valid.clone()
+            },
+            "load.users",
+        ),
+        (
+            LoadSettings {
+                rate: Some(0.0),
+                ..valid.clone()
+            },
+            "load.rate",
+        ),
+        (
+            LoadSettings {
+                rate: Some(f64::NAN),
+                ..valid.clone()
+            },
+            "load.rate",
+        ),
+        (
+            LoadSettings {
+                rate: Some(1e-300),
+                ..valid.clone()
+            },
+            "load.rate",
+        ),
+        (
+            LoadSettings {
+                rate: Some(1e9),
+                ..valid.clone()
+            },
+            "load.rate",
+        ),
+        (
+            LoadSettings {
+                think_time: (MS, Duration::ZERO),
+                ..valid.clone()
+            },
+            "load.think_time",
+        ),
+        (
+            LoadSettings {
+                think_time: (Duration::ZERO, year + MS),
+                ..valid.clone()
+            },
+            "load.think_time",
+        ),
+        (
+            LoadSettings {
+                timeout: Duration::ZERO,
+                ..valid.clone()
+            },
+            "load.timeout",
+        ),
+        (
+            LoadSettings {
+                timeout: Duration::from_secs(601),
+                ..valid.clone()
+            },
+            "load.timeout",
+        ),
+        (
+            LoadSettings {
+                workload: Workload::Fixed {
+                    path: "no slash".into(),
+                },
+                ..valid.clone()
+            },
+            "load.path",
+        ),
+    ] {
+        let message = error_of(settings);
+        assert!(message.starts_with(field), "{field}: {message}");
+    }
+    // At the bounds: made.
+    for settings in [
+        LoadSettings {
+            users: 100_000,
+            ..valid.clone()
         },
-        None,
-    )
-    .await
-    .unwrap_err();
-    assert!(error.to_string().starts_with("load.rate"));
+        LoadSettings {
+            rate: Some(1e6),
+            think_time: (year, year),
+            ..valid.clone()
+        },
+        LoadSettings {
+            timeout: Duration::from_secs(600),
+            ..valid.clone()
+        },
+    ] {
+        let config = LoadConfig::try_from(settings.clone()).expect("valid");
+        assert_eq!(config.settings().users, settings.users);
+    }
 }
 
 /// A request to this path panics inside the driver (how a bug in a request would); unit tests only.
 pub(super) const PANICKING_PATH: &str = "/__panics";
 
-fn fixed(target: std::net::SocketAddr, path: &str, users: u32) -> LoadConfig {
-    LoadConfig {
+fn valid(settings: LoadSettings) -> LoadConfig {
+    settings.try_into().expect("valid load config")
+}
+
+fn fixed(target: std::net::SocketAddr, path: &str, users: u32) -> LoadSettings {
+    LoadSettings {
         target,
         workload: Workload::Fixed { path: path.into() },
         users,
@@ -247,7 +348,7 @@ fn fixed(target: std::net::SocketAddr, path: &str, users: u32) -> LoadConfig {
 async fn a_panicked_request_is_a_driver_failure_not_an_outcome() {
     // The panic comes before any connect: the address is never dialled.
     let addr = "127.0.0.1:9".parse().unwrap();
-    let report = run(fixed(addr, PANICKING_PATH, 3), None).await.unwrap();
+    let report = run(valid(fixed(addr, PANICKING_PATH, 3)), None).await;
     assert_eq!(report.outcomes().total(), 0, "{:?}", report.outcomes());
     let failures = &report.driver_failures;
     assert!(failures.count >= 1, "{failures:?}");
@@ -264,7 +365,7 @@ async fn a_refusing_target_is_not_a_driver_failure() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let report = run(fixed(addr, "/", 2), None).await.unwrap();
+    let report = run(valid(fixed(addr, "/", 2)), None).await;
     assert!(report.outcomes().connection_error > 0);
     assert_eq!(report.driver_failures, DriverFailures::default());
 }

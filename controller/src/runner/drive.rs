@@ -5,12 +5,12 @@
 use tokio_util::sync::CancellationToken;
 
 use super::stop::StopMonitor;
-use crate::load::{self, LoadConfig, LoadError, LoadReport, SecondSink, SecondStats};
+use crate::load::{self, LoadConfig, LoadReport, SecondSink, SecondStats};
 
 /// What driving the load gave.
 #[derive(Debug)]
 pub struct Driven {
-    pub report: Result<LoadReport, LoadError>,
+    pub report: LoadReport,
     /// Every closed second, warmup included.
     pub seconds: Vec<SecondStats>,
     /// The stop condition's reason, when it ended the load.

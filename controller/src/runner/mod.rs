@@ -39,7 +39,7 @@ use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};
 use scope::{RunScope, ScopeEnd};
 
-use crate::load::{self, LoadConfig, Workload};
+use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
@@ -332,6 +332,8 @@ impl Runner {
         if self.cancel.is_cancelled() {
             return Err(RunnerError::Cancelled);
         }
+        // Checked before anything is reset, put or stored.
+        let load = self.load_config(spec, planned)?;
         let breakers = self.prepare(spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
         let mut scope =
@@ -360,9 +362,9 @@ impl Runner {
 
         // From here the run exists: whatever ends the body, a panic included, ends the scope (fault
         // removed first) and the run is stored.
-        let body = crate::panic::caught(
-            self.run_body(&mut scope, spec, experiment, planned, run, total, progress),
-        )
+        let body = crate::panic::caught(self.run_body(
+            &mut scope, spec, load, experiment, planned, run, total, progress,
+        ))
         .await;
         let ended = crate::panic::caught(scope.end()).await;
 
@@ -378,9 +380,7 @@ impl Runner {
                     return Err(RunnerError::Cancelled);
                 }
                 abort_reason = driven.stop_reason.or(reason);
-                // A load error stores nothing; the run stays `running` until a resume marks it
-                // interrupted.
-                let driven_report = driven.report?;
+                let driven_report = driven.report;
                 let driver = &driven_report.driver_failures;
                 if driver.count > 0 {
                     failures.push(format!(
@@ -475,6 +475,7 @@ impl Runner {
         &self,
         scope: &mut RunScope,
         spec: &ExperimentSpec,
+        load: LoadConfig,
         experiment: ExperimentId,
         planned: &PlannedRun,
         run: RunId,
@@ -519,7 +520,7 @@ impl Runner {
             return (abort_reason, None);
         }
         let driven = drive_load(
-            self.load_config(spec, planned),
+            load,
             spec.stop.as_ref().and_then(StopMonitor::new),
             self.live_seconds.clone(),
             &self.cancel,
@@ -529,8 +530,12 @@ impl Runner {
     }
 
     /// The load of one planned run (its own seed, derived from the spec's and the plan position).
-    fn load_config(&self, spec: &ExperimentSpec, planned: &PlannedRun) -> LoadConfig {
-        LoadConfig {
+    fn load_config(
+        &self,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+    ) -> Result<LoadConfig, load::LoadError> {
+        LoadConfig::try_from(LoadSettings {
             target: self.testbed.frontend,
             workload: match (&spec.load.custom, spec.load.mix) {
                 (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
@@ -543,7 +548,7 @@ impl Runner {
             warmup: spec.run_warmup(),
             duration: spec.run_duration(),
             seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        }
+        })
     }
 }
 

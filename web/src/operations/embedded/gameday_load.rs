@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use controller::load::{self, LoadConfig, Workload};
+use controller::load::{self, LoadConfig, LoadSettings, Workload};
 use tokio_util::sync::CancellationToken;
 
 use super::{EmbeddedOperations, now};
@@ -35,23 +35,30 @@ impl EmbeddedOperations {
                 active.id
             )));
         }
+        // Checked before the running load is touched: a refused one leaves it running.
+        let config = request
+            .as_ref()
+            .map(|request| {
+                LoadConfig::try_from(LoadSettings {
+                    target: self.inner.testbed.frontend,
+                    workload: Workload::OnlineBoutique,
+                    users: request.users,
+                    think_time: (
+                        Duration::from_millis(request.think_min_ms),
+                        Duration::from_millis(request.think_max_ms),
+                    ),
+                    rate: None,
+                    timeout: GAME_DAY_TIMEOUT,
+                    warmup: Duration::ZERO,
+                    duration: GAME_DAY_LOAD_LIMIT,
+                    seed: now() as u64,
+                })
+            })
+            .transpose()
+            .map_err(|error| OperationError::Invalid(error.to_string()))?;
         self.stop_game_day_load();
-        let Some(request) = request else {
+        let (Some(request), Some(config)) = (request, config) else {
             return Ok(());
-        };
-        let config = LoadConfig {
-            target: self.inner.testbed.frontend,
-            workload: Workload::OnlineBoutique,
-            users: request.users,
-            think_time: (
-                Duration::from_millis(request.think_min_ms),
-                Duration::from_millis(request.think_max_ms),
-            ),
-            rate: None,
-            timeout: GAME_DAY_TIMEOUT,
-            warmup: Duration::ZERO,
-            duration: GAME_DAY_LOAD_LIMIT,
-            seed: now() as u64,
         };
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
@@ -59,12 +66,8 @@ impl EmbeddedOperations {
         let sink = self.inner.live_seconds.clone();
         let operations = self.clone();
         tokio::spawn(async move {
-            if let Err(error) =
-                load::run_until(config, Some(sink), async move { stop.cancelled().await }).await
-            {
-                tracing::warn!(%error, "game day load failed");
-            }
-            // Ended by itself (its time limit, or an error): nothing replaced it, so the slot is its own.
+            load::run_until(config, Some(sink), async move { stop.cancelled().await }).await;
+            // Ended by itself (its time limit): nothing replaced it, so the slot is its own.
             if !ended.is_cancelled() {
                 operations.inner.game_day_load.lock().take();
                 operations.publish_load(None);
