@@ -28,16 +28,6 @@ fn sample(second: u64, user: u32, n: u32, per_user: u32) -> Sample {
     }
 }
 
-fn record_into(recorder: &mut Recorder, sample: Sample) {
-    recorder.record(
-        sample.endpoint,
-        sample.since_start,
-        sample.outcome,
-        sample.latency,
-        sample.expected_interval,
-    );
-}
-
 /// Per request, on the user's side: the old shared `Mutex<Recorder>` (lock, six HDR increments) against a
 /// push into the user's own log. Returns ns per request for (old, new).
 fn per_request(requests: u32) -> (f64, f64) {
@@ -47,7 +37,7 @@ fn per_request(requests: u32) -> (f64, f64) {
         .collect();
     let started = Instant::now();
     for sample in &samples {
-        record_into(&mut shared.lock(), *sample);
+        sample.record_into(&mut shared.lock());
     }
     let old = started.elapsed();
     black_box(shared.into_inner().finish(1));

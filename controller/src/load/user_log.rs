@@ -32,6 +32,19 @@ pub struct Sample {
     pub expected_interval: Duration,
 }
 
+impl Sample {
+    /// Records this request into `recorder`.
+    pub fn record_into(self, recorder: &mut Recorder) {
+        recorder.record(
+            self.endpoint,
+            self.since_start,
+            self.outcome,
+            self.latency,
+            self.expected_interval,
+        );
+    }
+}
+
 /// What one user saw since the run loop last collected it, and the tasks it started.
 #[derive(Debug, Default)]
 struct Log {
@@ -103,13 +116,7 @@ impl UserLogs {
         // Few distinct keys (the second or two since the last collection): close to linear.
         batch.sort_unstable_by_key(|sample| sample.since_start.as_secs());
         for sample in batch.drain(..) {
-            recorder.record(
-                sample.endpoint,
-                sample.since_start,
-                sample.outcome,
-                sample.latency,
-                sample.expected_interval,
-            );
+            sample.record_into(recorder);
         }
         recorder.advance_to(second);
     }
@@ -154,16 +161,6 @@ mod tests {
         }
     }
 
-    fn record(recorder: &mut Recorder, sample: Sample) {
-        recorder.record(
-            sample.endpoint,
-            sample.since_start,
-            sample.outcome,
-            sample.latency,
-            sample.expected_interval,
-        );
-    }
-
     /// Totals in a comparable form: outcomes and the three histograms' bytes per endpoint.
     fn comparable(totals: &[crate::load::EndpointStats]) -> Vec<(OutcomeCounts, [Vec<u8>; 3])> {
         totals
@@ -205,7 +202,7 @@ mod tests {
             // Samples completed before the tick reach both: the shared recorder in time order, the
             // logs per user.
             while let Some((user, sample)) = samples.next_if(|(_, s)| s.since_start < tick) {
-                record(&mut shared, sample);
+                sample.record_into(&mut shared);
                 logs.user(user).record(sample);
                 logs.user(user).count_task(user as usize % 2);
             }
@@ -216,7 +213,7 @@ mod tests {
         // current second with either recorder.
         let late = sample(0, 11);
         assert_eq!(late.since_start.as_secs(), 1);
-        record(&mut shared, late);
+        late.record_into(&mut shared);
         logs.user(0).record(late);
         logs.collect(&mut merged, 0, &mut batch);
         assert!(samples.next().is_none(), "every sample was recorded");

@@ -4,8 +4,8 @@
 //! stall the async runtime's other requests.
 
 use controller::report::{self, Format};
-use controller::stats;
-use controller::store::ExperimentId;
+use controller::stats::{self, ExperimentStats};
+use controller::store::{AnnotationRow, ExperimentId};
 
 use super::{EmbeddedOperations, entry_of, internal, store_failed, summary_of};
 use crate::operations::{Cell, ChartSvg, ConditionResult, OperationError, Results, VerdictResult};
@@ -13,9 +13,7 @@ use crate::operations::{Cell, ChartSvg, ConditionResult, OperationError, Results
 impl EmbeddedOperations {
     pub(super) async fn results_of(&self, id: i64) -> Result<Results, OperationError> {
         let row = self.experiment_row(id).await?;
-        let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
-            .await
-            .map_err(internal)?;
+        let (stats, annotations) = self.stats_and_annotations(id).await?;
         let row_summary = summary_of(
             &row,
             Some(stats.experiment.finished_runs as i64),
@@ -61,12 +59,6 @@ impl EmbeddedOperations {
                 })
             })
             .collect();
-        let annotations = self
-            .inner
-            .store
-            .annotations(ExperimentId(id))
-            .await
-            .map_err(store_failed)?;
         let runs = self
             .inner
             .store
@@ -117,6 +109,18 @@ impl EmbeddedOperations {
         format: Format,
     ) -> Result<String, OperationError> {
         self.experiment_row(id).await?;
+        let (stats, annotations) = self.stats_and_annotations(id).await?;
+        let report = rendered(move || report::render_annotated(&stats, &annotations, format))
+            .await
+            .map_err(internal)?;
+        Ok(report.text)
+    }
+
+    /// Experiment `id`'s statistics and annotations, as every rendering of its results reads them.
+    async fn stats_and_annotations(
+        &self,
+        id: i64,
+    ) -> Result<(ExperimentStats, Vec<AnnotationRow>), OperationError> {
         let stats = stats::load_experiment(&self.inner.store, ExperimentId(id))
             .await
             .map_err(internal)?;
@@ -126,10 +130,7 @@ impl EmbeddedOperations {
             .annotations(ExperimentId(id))
             .await
             .map_err(store_failed)?;
-        let report = rendered(move || report::render_annotated(&stats, &annotations, format))
-            .await
-            .map_err(internal)?;
-        Ok(report.text)
+        Ok((stats, annotations))
     }
 }
 
