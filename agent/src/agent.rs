@@ -261,11 +261,11 @@ impl Agent {
     /// [`MAX_FAULTS`] is refused and nothing changes.
     pub fn put(&self, id: &str, spec: FaultSpec) -> Result<PutOutcome, AgentError> {
         validate_fault_id(id)?;
-        let lease = self.checked_lease(spec.lease)?;
-        self.check_delay(&spec.kind)?;
+        let lease = self.checked_lease(spec.lease())?;
+        self.check_delay(spec.kind())?;
         self.ensure_reaper();
         let now = self.now_nanos();
-        let error_body = match &spec.kind {
+        let error_body = match spec.kind() {
             FaultKind::Error {
                 body: Some(body), ..
             } => Bytes::from(body.clone()),
@@ -405,12 +405,12 @@ impl Agent {
         let mut rng = RequestRng::new(self.shared.config.seed(), request_index);
         let fault = snapshot.iter().find(|fault| {
             fault.is_live(now)
-                && fault.spec.matcher.matches(method.as_str(), path)
-                && rng.fires(fault.spec.rate)
+                && fault.spec.matcher().matches(method.as_str(), path)
+                && rng.fires(fault.spec.rate())
         })?;
         fault.injected.fetch_add(1, Ordering::Relaxed);
-        self.shared.counters.record_injection(&fault.spec.kind);
-        Some(match &fault.spec.kind {
+        self.shared.counters.record_injection(fault.spec.kind());
+        Some(match fault.spec.kind() {
             FaultKind::Error { status, .. } => Injection::Error {
                 status: *status,
                 body: fault.error_body.clone(),

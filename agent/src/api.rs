@@ -19,8 +19,10 @@
 //! bytes; optional `path_prefix`: starts with `/`, at most 1024 bytes),
 //! `lease` (duration string such as `"30s"` or `"250ms"`, at least 1 ms; default the agent's default lease).
 //!
-//! Parsing goes through one validator ([`FaultSpec::from_json_value`]) whether the JSON arrives at the agent or is
-//! read back by a client, so every rejection carries the name of the offending field ([`SpecError::field`]).
+//! Parsing goes through one validator ([`FaultSpec::from_json_value`]) whether the JSON arrives at the agent, is
+//! read back by a client or a fault is built in code ([`FaultSpec::try_new`]), so every rejection carries the name
+//! of the offending field ([`SpecError::field`]) and a [`FaultSpec`] that exists is a valid one: its fields are
+//! private, read through accessors.
 //! Unknown fields, including fields of another kind (`status` on a `delay`), are rejected.
 
 use std::fmt;
@@ -92,16 +94,13 @@ impl MatchRule {
     }
 }
 
-/// One fault as set through `PUT /_agent/faults/{id}`.
+/// One fault as set through `PUT /_agent/faults/{id}`, checked: built only by [`FaultSpec::try_new`] or parsing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultSpec {
-    pub kind: FaultKind,
-    /// Probability in [0, 1] that the fault fires on a matching request, drawn per request.
-    pub rate: f64,
-    /// Which requests the fault applies to (`match` on the wire).
-    pub matcher: MatchRule,
-    /// Lease length; `None` means the agent's default lease.
-    pub lease: Option<Duration>,
+    kind: FaultKind,
+    rate: f64,
+    matcher: MatchRule,
+    lease: Option<Duration>,
 }
 
 /// A rejected fault document: which field is wrong and why.
@@ -123,20 +122,52 @@ impl SpecError {
 }
 
 impl FaultSpec {
-    /// An `error` fault at `rate` with no match rule and the default lease.
-    pub fn error(status: u16, rate: f64) -> Self {
-        FaultSpec {
-            kind: FaultKind::Error { status, body: None },
+    /// A fault built in code, checked by the same rules as a document on the wire (every error names the
+    /// field), so a form that builds one refuses what the agent would refuse. `lease: None` means the agent's
+    /// default lease.
+    pub fn try_new(
+        kind: FaultKind,
+        rate: f64,
+        matcher: MatchRule,
+        lease: Option<Duration>,
+    ) -> Result<Self, SpecError> {
+        let unchecked = FaultSpec {
+            kind,
             rate,
-            matcher: MatchRule::default(),
-            lease: None,
-        }
+            matcher,
+            lease,
+        };
+        Self::from_json_value(unchecked.to_json_value())
     }
 
-    /// Checks a spec built in code by the same rules as a document on the wire (every error names the
-    /// field), so a form that builds one refuses what the agent would refuse.
-    pub fn validated(self) -> Result<Self, SpecError> {
-        Self::from_json_value(self.to_json_value())
+    /// An `error` fault at `rate` with no match rule and the default lease.
+    pub fn error(status: u16, rate: f64) -> Result<Self, SpecError> {
+        Self::try_new(
+            FaultKind::Error { status, body: None },
+            rate,
+            MatchRule::default(),
+            None,
+        )
+    }
+
+    /// What the fault does to a request it fires on.
+    pub fn kind(&self) -> &FaultKind {
+        &self.kind
+    }
+
+    /// Probability in [0, 1] that the fault fires on a matching request, drawn per request.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Which requests the fault applies to (`match` on the wire).
+    pub fn matcher(&self) -> &MatchRule {
+        &self.matcher
+    }
+
+    /// Lease length; `None` means the agent's default lease.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
     }
 
     /// Parses and validates a JSON document (the body of `PUT /_agent/faults/{id}`).

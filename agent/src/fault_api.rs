@@ -286,7 +286,9 @@ mod tests {
         let (out_sender, mut out_receiver) = mpsc::unbounded::<String>();
         let (in_sender, in_receiver) = mpsc::unbounded::<()>();
         let pump = tokio::spawn(forward_events(agent.subscribe(), out_sender, in_receiver));
-        agent.put("f1", FaultSpec::error(500, 1.0)).unwrap();
+        agent
+            .put("f1", FaultSpec::error(500, 1.0).unwrap())
+            .unwrap();
         agent.remove("f1").unwrap();
         let applied: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(applied["event"], "applied");

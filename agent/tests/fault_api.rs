@@ -94,7 +94,7 @@ async fn put_list_replace_and_delete() {
 
     let listed = list(&agent).await;
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].fault.rate, 0.5);
+    assert_eq!(listed[0].fault.rate(), 0.5);
 
     let (status, _) = put(&agent, "payment-500", json!({"kind":"reset","rate":0.1})).await;
     assert_eq!(
@@ -102,7 +102,7 @@ async fn put_list_replace_and_delete() {
         StatusCode::OK,
         "a put over an existing id replaces it"
     );
-    assert_eq!(list(&agent).await[0].fault.kind.name(), "reset");
+    assert_eq!(list(&agent).await[0].fault.kind().name(), "reset");
 
     let (status, _) = call(
         &agent,
@@ -299,7 +299,7 @@ async fn bad_input_names_the_field_and_changes_nothing() {
     let faults = list(&agent).await;
     assert_eq!(faults.len(), 1);
     assert_eq!(faults[0].id, "keep");
-    assert_eq!(faults[0].fault.kind.name(), "delay");
+    assert_eq!(faults[0].fault.kind().name(), "delay");
 }
 
 #[tokio::test(start_paused = true)]

@@ -208,8 +208,8 @@ fn check_agent_error(error: &AgentError) -> Result<(), TestCaseError> {
 /// An accepted fault is within the documented bounds, reads back the same from its JSON, and is held by the agent
 /// within its caps.
 fn check_accepted(spec: &FaultSpec, agent: &Agent) -> Result<Option<AgentError>, TestCaseError> {
-    prop_assert!((0.0..=1.0).contains(&spec.rate), "{spec:?}");
-    match &spec.kind {
+    prop_assert!((0.0..=1.0).contains(&spec.rate()), "{spec:?}");
+    match spec.kind() {
         FaultKind::Error { status, body } => {
             prop_assert!((400..=599).contains(status), "{spec:?}");
             prop_assert!(
@@ -219,14 +219,14 @@ fn check_accepted(spec: &FaultSpec, agent: &Agent) -> Result<Option<AgentError>,
         }
         FaultKind::Delay { .. } | FaultKind::Hang | FaultKind::Reset => {}
     }
-    if let Some(method) = &spec.matcher.method {
+    if let Some(method) = &spec.matcher().method {
         prop_assert!(!method.is_empty() && method.len() <= MAX_METHOD_BYTES);
         prop_assert!(method.bytes().all(|b| b.is_ascii_uppercase() || b == b'-'));
     }
-    if let Some(prefix) = &spec.matcher.path_prefix {
+    if let Some(prefix) = &spec.matcher().path_prefix {
         prop_assert!(prefix.starts_with('/') && prefix.len() <= MAX_PATH_PREFIX_BYTES);
     }
-    prop_assert!(spec.lease.is_none_or(|lease| lease >= MIN_LEASE));
+    prop_assert!(spec.lease().is_none_or(|lease| lease >= MIN_LEASE));
     let again = FaultSpec::from_json_value(spec.to_json_value());
     prop_assert_eq!(again.as_ref(), Ok(spec), "round trip");
 
@@ -234,13 +234,13 @@ fn check_accepted(spec: &FaultSpec, agent: &Agent) -> Result<Option<AgentError>,
         Ok(outcome) => {
             prop_assert!(outcome.view.lease_ms <= DEFAULT_MAX_LEASE.as_millis() as u64);
             prop_assert!(outcome.view.lease_ms > 0);
-            if let FaultKind::Delay { delay, jitter } = &spec.kind {
+            if let FaultKind::Delay { delay, jitter } = spec.kind() {
                 prop_assert!(
                     delay.saturating_add(*jitter) <= DEFAULT_MAX_HOLD,
                     "{spec:?}"
                 );
             }
-            prop_assert!(spec.lease.is_none_or(|lease| lease <= DEFAULT_MAX_LEASE));
+            prop_assert!(spec.lease().is_none_or(|lease| lease <= DEFAULT_MAX_LEASE));
             Ok(None)
         }
         Err(error) => {
@@ -266,11 +266,17 @@ fn the_table_is_bounded_and_says_so_by_id() {
     let agent = agent();
     for i in 0..MAX_FAULTS {
         agent
-            .put(&format!("f{i}"), FaultSpec::error(500, 0.0))
+            .put(
+                &format!("f{i}"),
+                FaultSpec::error(500, 0.0).expect("a valid fault"),
+            )
             .unwrap();
     }
     let error = agent
-        .put("one-more", FaultSpec::error(500, 0.0))
+        .put(
+            "one-more",
+            FaultSpec::error(500, 0.0).expect("a valid fault"),
+        )
         .unwrap_err();
     assert_eq!(error.field(), Some("id"));
     assert_eq!(agent.faults().len(), MAX_FAULTS);

@@ -103,7 +103,9 @@ async fn the_injection_rate_is_within_binomial_bounds() {
     const DRAWS: usize = 10_000;
     const RATE: f64 = 0.3;
     let agent = agent_with_seed(20_261_129);
-    agent.put("f", FaultSpec::error(500, RATE)).unwrap();
+    agent
+        .put("f", FaultSpec::error(500, RATE).expect("a valid fault"))
+        .unwrap();
     let injected = outcomes(&agent, DRAWS)
         .await
         .into_iter()
@@ -127,7 +129,9 @@ async fn the_injection_rate_is_within_binomial_bounds() {
 async fn the_same_seed_gives_the_same_sequence() {
     let runs: Vec<Vec<Seen>> = futures::future::join_all([7, 7, 8].map(|seed| async move {
         let agent = agent_with_seed(seed);
-        agent.put("f", FaultSpec::error(503, 0.5)).unwrap();
+        agent
+            .put("f", FaultSpec::error(503, 0.5).expect("a valid fault"))
+            .unwrap();
         outcomes(&agent, 500).await
     }))
     .await;
@@ -141,8 +145,18 @@ async fn the_same_seed_gives_the_same_sequence() {
 #[tokio::test]
 async fn faults_are_checked_in_id_order_and_the_first_that_fires_wins() {
     let agent = agent_with_seed(3);
-    agent.put("b-second", FaultSpec::error(502, 1.0)).unwrap();
-    agent.put("a-first", FaultSpec::error(501, 1.0)).unwrap();
+    agent
+        .put(
+            "b-second",
+            FaultSpec::error(502, 1.0).expect("a valid fault"),
+        )
+        .unwrap();
+    agent
+        .put(
+            "a-first",
+            FaultSpec::error(501, 1.0).expect("a valid fault"),
+        )
+        .unwrap();
     assert_eq!(
         agent
             .faults()
@@ -160,8 +174,12 @@ async fn faults_are_checked_in_id_order_and_the_first_that_fires_wins() {
 
     // At 0.5 each, a fires on about half and b on about a quarter of the requests.
     let agent = agent_with_seed(3);
-    agent.put("a", FaultSpec::error(501, 0.5)).unwrap();
-    agent.put("b", FaultSpec::error(502, 0.5)).unwrap();
+    agent
+        .put("a", FaultSpec::error(501, 0.5).expect("a valid fault"))
+        .unwrap();
+    agent
+        .put("b", FaultSpec::error(502, 0.5).expect("a valid fault"))
+        .unwrap();
     let seen = outcomes(&agent, 4_000).await;
     let first = seen
         .iter()
@@ -179,11 +197,19 @@ async fn faults_are_checked_in_id_order_and_the_first_that_fires_wins() {
 #[tokio::test]
 async fn match_rules_select_method_and_path_prefix() {
     let agent = agent_with_seed(1);
-    let mut spec = FaultSpec::error(500, 1.0);
-    spec.matcher = MatchRule {
-        method: Some("POST".into()),
-        path_prefix: Some("/charge".into()),
-    };
+    let spec = FaultSpec::try_new(
+        FaultKind::Error {
+            status: 500,
+            body: None,
+        },
+        1.0,
+        MatchRule {
+            method: Some("POST".into()),
+            path_prefix: Some("/charge".into()),
+        },
+        None,
+    )
+    .expect("a valid fault");
     agent.put("charge", spec).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let mut service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
@@ -209,13 +235,16 @@ async fn match_rules_select_method_and_path_prefix() {
 #[tokio::test]
 async fn error_faults_answer_with_their_status_and_body() {
     let agent = agent_with_seed(1);
-    let spec = FaultSpec {
-        kind: FaultKind::Error {
+    let spec = FaultSpec::try_new(
+        FaultKind::Error {
             status: 503,
             body: Some("payment is down".into()),
         },
-        ..FaultSpec::error(503, 1.0)
-    };
+        1.0,
+        MatchRule::default(),
+        None,
+    )
+    .expect("a valid fault");
     agent.put("down", spec).unwrap();
     let mut service = tower::Layer::layer(&agent.layer(), counting_service(Arc::default()));
     let response = send(&mut service, Method::GET, "/").await;
@@ -231,10 +260,8 @@ async fn reset_faults_abort_the_response_body() {
     agent
         .put(
             "reset",
-            FaultSpec {
-                kind: FaultKind::Reset,
-                ..FaultSpec::error(500, 1.0)
-            },
+            FaultSpec::try_new(FaultKind::Reset, 1.0, MatchRule::default(), None)
+                .expect("a valid fault"),
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -251,13 +278,16 @@ async fn delay_faults_wait_then_pass_through() {
     agent
         .put(
             "slow",
-            FaultSpec {
-                kind: FaultKind::Delay {
+            FaultSpec::try_new(
+                FaultKind::Delay {
                     delay: Duration::from_millis(200),
                     jitter: Duration::from_millis(100),
                 },
-                ..FaultSpec::error(500, 1.0)
-            },
+                1.0,
+                MatchRule::default(),
+                None,
+            )
+            .expect("a valid fault"),
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -286,13 +316,16 @@ async fn the_delayed_service_is_called_only_after_the_wait() {
     agent
         .put(
             "slow",
-            FaultSpec {
-                kind: FaultKind::Delay {
+            FaultSpec::try_new(
+                FaultKind::Delay {
                     delay: Duration::from_secs(1),
                     jitter: Duration::ZERO,
                 },
-                ..FaultSpec::error(500, 1.0)
-            },
+                1.0,
+                MatchRule::default(),
+                None,
+            )
+            .expect("a valid fault"),
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -314,10 +347,8 @@ async fn hang_faults_outlast_a_client_timeout_and_end_at_the_hold_cap() {
     agent
         .put(
             "stuck",
-            FaultSpec {
-                kind: FaultKind::Hang,
-                ..FaultSpec::error(500, 1.0)
-            },
+            FaultSpec::try_new(FaultKind::Hang, 1.0, MatchRule::default(), None)
+                .expect("a valid fault"),
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -350,7 +381,9 @@ async fn hang_faults_outlast_a_client_timeout_and_end_at_the_hold_cap() {
 #[tokio::test]
 async fn the_control_api_is_never_faulted_nor_counted() {
     let agent = agent_with_seed(1);
-    agent.put("all", FaultSpec::error(500, 1.0)).unwrap();
+    agent
+        .put("all", FaultSpec::error(500, 1.0).expect("a valid fault"))
+        .unwrap();
     let mut service = tower::Layer::layer(&agent.layer(), counting_service(Arc::default()));
     assert_eq!(
         classify(&send(&mut service, Method::POST, "/_agent/halt").await),
@@ -368,7 +401,9 @@ async fn no_fault_passes_everything_through() {
             .iter()
             .all(|seen| *seen == Seen::Passed)
     );
-    agent.put("never", FaultSpec::error(500, 0.0)).unwrap();
+    agent
+        .put("never", FaultSpec::error(500, 0.0).expect("a valid fault"))
+        .unwrap();
     assert!(
         outcomes(&agent, 100)
             .await
@@ -407,7 +442,9 @@ impl FaultEnd {
             FaultEnd::Delete => agent.remove(id).unwrap(),
             FaultEnd::Halt => assert_eq!(agent.halt(), 1),
             FaultEnd::Replace => {
-                agent.put(id, FaultSpec::error(503, 0.0)).unwrap();
+                agent
+                    .put(id, FaultSpec::error(503, 0.0).expect("a valid fault"))
+                    .unwrap();
             }
         }
     }
@@ -424,11 +461,13 @@ async fn hold_then_end(kind: FaultKind, end: FaultEnd) -> (Seen, Duration, usize
         .build()
         .expect("a valid agent config"),
     );
-    let spec = FaultSpec {
+    let spec = FaultSpec::try_new(
         kind,
-        lease: Some(Duration::from_secs(2)),
-        ..FaultSpec::error(500, 1.0)
-    };
+        1.0,
+        MatchRule::default(),
+        Some(Duration::from_secs(2)),
+    )
+    .expect("a valid fault");
     agent.put("held", spec).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
@@ -521,15 +560,28 @@ async fn the_fault_table_is_bounded() {
     let agent = agent_with_seed(1);
     for i in 0..agent::MAX_FAULTS {
         agent
-            .put(&format!("f{i}"), FaultSpec::error(500, 0.0))
+            .put(
+                &format!("f{i}"),
+                FaultSpec::error(500, 0.0).expect("a valid fault"),
+            )
             .unwrap();
     }
     let error = agent
-        .put("one-too-many", FaultSpec::error(500, 0.0))
+        .put(
+            "one-too-many",
+            FaultSpec::error(500, 0.0).expect("a valid fault"),
+        )
         .unwrap_err();
     assert_eq!(error.field(), Some("id"), "{error}");
     assert_eq!(agent.faults().len(), agent::MAX_FAULTS);
-    agent.put("f0", FaultSpec::error(503, 0.0)).unwrap();
+    agent
+        .put("f0", FaultSpec::error(503, 0.0).expect("a valid fault"))
+        .unwrap();
     agent.remove("f1").unwrap();
-    agent.put("one-more", FaultSpec::error(500, 0.0)).unwrap();
+    agent
+        .put(
+            "one-more",
+            FaultSpec::error(500, 0.0).expect("a valid fault"),
+        )
+        .unwrap();
 }

@@ -6,7 +6,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec};
+use agent::api::{FaultKind, FaultSpec, MatchRule};
 use agent::{Agent, AgentConfig, RawAgentConfig};
 use axum::Router;
 use axum::routing::get;
@@ -40,10 +40,7 @@ async fn raw_get(address: SocketAddr, path: &str) -> Result<Vec<u8>, std::io::Er
 }
 
 fn fault(kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        kind,
-        ..FaultSpec::error(500, 1.0)
-    }
+    FaultSpec::try_new(kind, 1.0, MatchRule::default(), None).expect("a valid fault")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec};
+use agent::api::{FaultKind, FaultSpec, MatchRule};
 use agent::sidecar::Sidecar;
 use agent::{Agent, AgentConfig, RawAgentConfig};
 use bytes::Bytes;
@@ -67,10 +67,7 @@ fn url(address: SocketAddr, path: &str) -> String {
 }
 
 fn fault(kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        kind,
-        ..FaultSpec::error(500, 1.0)
-    }
+    FaultSpec::try_new(kind, 1.0, MatchRule::default(), None).expect("a valid fault")
 }
 
 /// Sends one raw HTTP/1.1 GET and reads until the server closes; returns what was read or the read error.

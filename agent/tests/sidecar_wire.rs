@@ -383,17 +383,19 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
     let (upstream, probe) = start_upstream().await;
     let agent = Agent::new(AgentConfig::default());
     let proxy = sidecar_with_agent(upstream, agent.clone()).await;
-    let only_fail = FaultSpec {
-        matcher: MatchRule {
-            path_prefix: Some("/fail".into()),
-            ..MatchRule::default()
-        },
-        kind: FaultKind::Error {
+    let only_fail = FaultSpec::try_new(
+        FaultKind::Error {
             status: 503,
             body: Some("payment is down".into()),
         },
-        ..FaultSpec::error(503, 1.0)
-    };
+        1.0,
+        MatchRule {
+            path_prefix: Some("/fail".into()),
+            ..MatchRule::default()
+        },
+        None,
+    )
+    .expect("a valid fault");
     agent.put("fail", only_fail).unwrap();
     // A body that came whole with its head is skipped, and the next request on the connection goes through.
     let mut client = connect_and_send(proxy, b"POST /fail HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbodyGET / HTTP/1.1\r\nHost: a\r\n\r\n").await;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agent::api::{AgentEvent, FaultSpec, RemovalReason};
+use agent::api::{AgentEvent, FaultKind, FaultSpec, MatchRule, RemovalReason};
 use agent::{Agent, AgentConfig};
 use futures::StreamExt;
 use tokio::net::TcpListener;
@@ -34,10 +34,20 @@ async fn the_stream_carries_applied_removed_and_expired_events() {
         }
     };
 
-    agent.put("gone", FaultSpec::error(500, 1.0)).unwrap();
+    agent
+        .put("gone", FaultSpec::error(500, 1.0).expect("a valid fault"))
+        .unwrap();
     agent.remove("gone").unwrap();
-    let mut short = FaultSpec::error(500, 1.0);
-    short.lease = Some(Duration::from_millis(200));
+    let short = FaultSpec::try_new(
+        FaultKind::Error {
+            status: 500,
+            body: None,
+        },
+        1.0,
+        MatchRule::default(),
+        Some(Duration::from_millis(200)),
+    )
+    .expect("a valid fault");
     agent.put("short", short).unwrap();
 
     assert!(

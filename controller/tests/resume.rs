@@ -505,7 +505,9 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
             .put_fault(
                 &agent_url,
                 &fault_id,
-                &fault_spec(&spec, &plan[1]).expect("an agent fault kind"),
+                &fault_spec(&spec, &plan[1])
+                    .expect("a valid fault")
+                    .expect("an agent fault kind"),
             )
             .await
             .expect("put fault over HTTP");

@@ -14,16 +14,16 @@ fn the_design_example_parses() {
     )
     .unwrap();
     assert_eq!(
-        spec.kind,
+        *spec.kind(),
         FaultKind::Error {
             status: 500,
             body: None
         }
     );
-    assert_eq!(spec.rate, 0.5);
-    assert_eq!(spec.matcher.method.as_deref(), Some("POST"));
-    assert_eq!(spec.matcher.path_prefix.as_deref(), Some("/charge"));
-    assert_eq!(spec.lease, Some(Duration::from_secs(30)));
+    assert_eq!(spec.rate(), 0.5);
+    assert_eq!(spec.matcher().method.as_deref(), Some("POST"));
+    assert_eq!(spec.matcher().path_prefix.as_deref(), Some("/charge"));
+    assert_eq!(spec.lease(), Some(Duration::from_secs(30)));
 }
 
 #[test]
@@ -107,8 +107,8 @@ fn bad_documents_name_their_field() {
 fn rate_defaults_to_one_and_method_is_upper_cased() {
     let spec =
         FaultSpec::from_json_value(json!({"kind":"reset","match":{"method":"post"}})).unwrap();
-    assert_eq!(spec.rate, 1.0);
-    assert_eq!(spec.matcher.method.as_deref(), Some("POST"));
+    assert_eq!(spec.rate(), 1.0);
+    assert_eq!(spec.matcher().method.as_deref(), Some("POST"));
 }
 
 #[test]
@@ -142,4 +142,59 @@ fn events_serialize_tagged() {
     assert_eq!(text, r#"{"event":"expired","id":"f1","at_ms":5,"seq":1}"#);
     let back: AgentEvent = serde_json::from_str(&text).unwrap();
     assert_eq!(back, event);
+}
+
+#[test]
+fn a_fault_built_in_code_is_checked_by_the_wire_rules_naming_the_field() {
+    let error_status = |status| FaultKind::Error { status, body: None };
+    let refused = |kind, rate, matcher, lease| {
+        FaultSpec::try_new(kind, rate, matcher, lease)
+            .expect_err("invalid")
+            .field
+    };
+    assert_eq!(
+        refused(error_status(200), 1.0, MatchRule::default(), None),
+        "status"
+    );
+    assert_eq!(
+        refused(error_status(500), 1.5, MatchRule::default(), None),
+        "rate"
+    );
+    assert_eq!(
+        refused(error_status(500), f64::NAN, MatchRule::default(), None),
+        "rate"
+    );
+    let bad_method = MatchRule {
+        method: Some("GET /".into()),
+        path_prefix: None,
+    };
+    assert_eq!(
+        refused(error_status(500), 1.0, bad_method, None),
+        "match.method"
+    );
+    assert_eq!(
+        refused(
+            FaultKind::Reset,
+            1.0,
+            MatchRule::default(),
+            Some(Duration::ZERO)
+        ),
+        "lease"
+    );
+    // What the checks accept comes back as given (the method upper-cased, as the wire rules do).
+    let matcher = MatchRule {
+        method: Some("post".into()),
+        path_prefix: Some("/charge".into()),
+    };
+    let spec = FaultSpec::try_new(FaultKind::Hang, 0.25, matcher, Some(Duration::from_secs(5)))
+        .expect("valid");
+    assert_eq!(
+        (spec.kind(), spec.rate(), spec.lease()),
+        (&FaultKind::Hang, 0.25, Some(Duration::from_secs(5)))
+    );
+    assert_eq!(spec.matcher().method.as_deref(), Some("POST"));
+    // Deserialising goes through the same rules.
+    let error = serde_json::from_value::<FaultSpec>(json!({"kind":"error","status":200}))
+        .expect_err("invalid");
+    assert!(error.to_string().starts_with("status: "), "{error}");
 }

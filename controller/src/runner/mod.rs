@@ -496,7 +496,14 @@ impl Runner {
             ));
         }
         let mut scheduled = None;
-        if let (true, None, Some(fault)) = (injects, &abort_reason, fault_spec(spec, planned)) {
+        let agent_fault = match (injects, &abort_reason) {
+            (true, None) => fault_spec(spec, planned).unwrap_or_else(|error| {
+                abort_reason = Some(format!("fault.{error}"));
+                None
+            }),
+            _ => None,
+        };
+        if let (true, None, Some(fault)) = (injects, &abort_reason, agent_fault) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
             if spec.fault.schedule.is_some() {
                 scheduled = Some((fault_id, fault));
@@ -552,24 +559,29 @@ impl Runner {
     }
 }
 
-/// The agent's fault document for a planned run; `None` when its kind acts on containers instead.
-pub fn fault_spec(spec: &ExperimentSpec, planned: &PlannedRun) -> Option<agent::api::FaultSpec> {
+/// The agent's fault document for a planned run; `None` when its kind acts on containers instead. The agent's
+/// own rules check it (a parsed spec always passes them); the error names the agent's field.
+pub fn fault_spec(
+    spec: &ExperimentSpec,
+    planned: &PlannedRun,
+) -> Result<Option<agent::api::FaultSpec>, agent::api::SpecError> {
     let kind = match planned.condition.fault {
         FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
         FaultKind::Hang => agent::api::FaultKind::Hang,
         FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
         FaultKind::Reset => agent::api::FaultKind::Reset,
         FaultKind::Pause | FaultKind::Stop | FaultKind::Kill { .. } | FaultKind::Restart => {
-            return None;
+            return Ok(None);
         }
     };
-    Some(agent::api::FaultSpec {
+    agent::api::FaultSpec::try_new(
         kind,
-        rate: planned.condition.fault_rate,
-        matcher: agent::api::MatchRule {
+        planned.condition.fault_rate,
+        agent::api::MatchRule {
             method: spec.fault.match_rule.method.clone(),
             path_prefix: spec.fault.match_rule.path_prefix.clone(),
         },
-        lease: Some(spec.fault.lease),
-    })
+        Some(spec.fault.lease),
+    )
+    .map(Some)
 }

@@ -242,7 +242,9 @@ modes = ["disabled"]
             .await
             .expect("start run");
         // What a controller killed mid-run leaves: a fault on the agent, a `running` attempt.
-        let fault = crate::runner::fault_spec(&spec, &plan[0]).expect("an agent fault kind");
+        let fault = crate::runner::fault_spec(&spec, &plan[0])
+            .expect("a valid fault")
+            .expect("an agent fault kind");
         runner
             .admin
             .put_fault(&testbed.agent, "left-by-the-dead", &fault)

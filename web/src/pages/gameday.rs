@@ -187,13 +187,12 @@ pub fn fault_of_form(form: &FaultForm) -> Result<FaultSpec, AppError> {
             )));
         }
     };
-    FaultSpec {
+    FaultSpec::try_new(
         kind,
-        rate: form.rate / 100.0,
-        matcher: MatchRule::default(),
-        lease: Some(duration("lease", &form.lease)?),
-    }
-    .validated()
+        form.rate / 100.0,
+        MatchRule::default(),
+        Some(duration("lease", &form.lease)?),
+    )
     .map_err(|error| AppError::BadRequest(error.to_string()))
 }
 

@@ -32,10 +32,16 @@ async fn game_day_forms_reach_the_controller() {
     assert_eq!(request.target, "payment");
     assert_eq!(
         request.fault,
-        agent::api::FaultSpec {
-            lease: Some(std::time::Duration::from_secs(45)),
-            ..agent::api::FaultSpec::error(503, 1.0)
-        }
+        agent::api::FaultSpec::try_new(
+            agent::api::FaultKind::Error {
+                status: 503,
+                body: None
+            },
+            1.0,
+            agent::api::MatchRule::default(),
+            Some(std::time::Duration::from_secs(45))
+        )
+        .expect("a valid fault")
     );
     assert_eq!(
         calls[1],

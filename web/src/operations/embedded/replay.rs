@@ -121,7 +121,7 @@ pub(super) fn timeline_of(
 /// the agent's own [`AgentEvent`], else the run's).
 fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
     let rate = match AgentEvent::deserialize(&event.detail) {
-        Ok(AgentEvent::Applied { fault, .. }) => fault.rate,
+        Ok(AgentEvent::Applied { fault, .. }) => fault.rate(),
         _ => run.fault_rate,
     };
     FaultChange {

@@ -89,16 +89,16 @@ fn fault_change(text: &str) -> Option<FaultChange> {
             at_ms,
             ..
         } => FaultChange {
-            kind: fault.kind.name().to_owned(),
-            rate: fault.rate,
-            detail: match &fault.kind {
+            kind: fault.kind().name().to_owned(),
+            rate: fault.rate(),
+            detail: match fault.kind() {
                 FaultKind::Error { status, .. } => format!("status {status}"),
                 FaultKind::Delay { delay, .. } => format!("delay {}", format_duration(*delay)),
                 FaultKind::Hang | FaultKind::Reset => String::new(),
             },
             matches: match (
-                fault.matcher.method.as_deref().unwrap_or(""),
-                fault.matcher.path_prefix.as_deref().unwrap_or(""),
+                fault.matcher().method.as_deref().unwrap_or(""),
+                fault.matcher().path_prefix.as_deref().unwrap_or(""),
             ) {
                 ("", "") => "every request".to_owned(),
                 (method, "") => format!("{method} requests"),
