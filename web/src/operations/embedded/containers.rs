@@ -8,13 +8,27 @@ use std::time::Duration;
 
 use controller::docker::discovery::replica_label;
 use controller::docker::stats::samples_between;
-use controller::docker::{ContainerAction, ContainerLeases, ContainerReading, DockerError};
+use controller::docker::{
+    ContainerAction, ContainerLeases, ContainerReading, DockerError, StackContainer,
+};
 use controller::energy::CpuModel;
 use controller::store::{ContainerSampleRecord, RunId};
 
 use super::{EmbeddedOperations, now};
 use crate::hub::{ContainerStats, ContainerUse, FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{ContainerFaultRequest, ContainerLine, NO_ENGINE, OperationError};
+
+/// The container this dashboard runs in, if it runs in one of the project's (its hostname is its id): left out
+/// of what the game day may break, since a paused or stopped controller could not undo its own fault.
+fn is_own_container(container: &StackContainer) -> bool {
+    static HOSTNAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let hostname = HOSTNAME.get_or_init(|| {
+        std::fs::read_to_string("/etc/hostname")
+            .map(|name| name.trim().to_owned())
+            .unwrap_or_default()
+    });
+    hostname.len() >= 12 && container.id.starts_with(hostname.as_str())
+}
 
 /// The live fault id of container fault `id` (as runs record theirs).
 pub fn fault_id(id: i64) -> String {
@@ -83,6 +97,7 @@ impl EmbeddedOperations {
         Ok(Some(
             containers
                 .into_iter()
+                .filter(|container| !is_own_container(container))
                 .map(|container| ContainerLine {
                     replica: container.replica(),
                     service: container.service,
