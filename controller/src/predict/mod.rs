@@ -139,7 +139,7 @@ pub fn dependency_share(spec: &ExperimentSpec) -> Option<f64> {
 }
 
 /// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
-/// container restart, a fault on another service than Payment, a run longer than the simulator's window).
+/// container restart, a network fault, a fault on another service than Payment, a run longer than the simulator's window).
 pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
     if spec.fault.target != "payment" {
         return None;
@@ -151,8 +151,12 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         // one refuses them at once, like an error.
         SpecFault::Pause => FaultKind::Hang,
         SpecFault::Stop | SpecFault::Kill { .. } => FaultKind::Error,
-        // A restart is down for a moment the model cannot know.
-        SpecFault::Delay { .. } | SpecFault::Restart => return None,
+        // A restart is down for a moment the model cannot know; lost packets are retransmitted, so a network
+        // fault slows calls by an amount the model cannot know either.
+        SpecFault::Delay { .. }
+        | SpecFault::Restart
+        | SpecFault::NetDelay { .. }
+        | SpecFault::NetLoss => return None,
     };
     let window = spec.run_warmup() + spec.run_duration();
     let share = dependency_share(spec)?;

@@ -26,8 +26,9 @@ pub struct ContainerStack {
     pub project: String,
 }
 
-/// The engine action of a container fault kind; `None` for the agent's kinds.
-pub fn container_action(kind: FaultKind) -> Option<ContainerAction> {
+/// The engine action of a container fault kind at `rate` (a `net_loss`'s loss probability); `None` for the
+/// agent's kinds.
+pub fn container_action(kind: FaultKind, rate: f64) -> Option<ContainerAction> {
     match kind {
         FaultKind::Pause => Some(ContainerAction::Pause),
         FaultKind::Stop => Some(ContainerAction::Stop),
@@ -35,6 +36,12 @@ pub fn container_action(kind: FaultKind) -> Option<ContainerAction> {
             signal: signal.to_owned(),
         }),
         FaultKind::Restart => Some(ContainerAction::Restart),
+        FaultKind::NetDelay { delay } => Some(ContainerAction::NetDelay {
+            delay_ms: delay.as_millis() as u64,
+        }),
+        FaultKind::NetLoss => Some(ContainerAction::NetLoss {
+            percent: rate * 100.0,
+        }),
         FaultKind::Error { .. } | FaultKind::Hang | FaultKind::Delay { .. } | FaultKind::Reset => {
             None
         }
@@ -96,7 +103,7 @@ impl ContainerStack {
             renewal: None,
             sampler,
         };
-        let action = container_action(planned.condition.fault)
+        let action = container_action(planned.condition.fault, planned.condition.fault_rate)
             .filter(|_| planned.condition.fault_rate > 0.0);
         let Some(action) = action else {
             return Ok(started);

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
 pub use agent_stream::{AgentStream, parse_agent_event};
-pub use containers::ContainerStack;
+pub use containers::{ContainerStack, container_action};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
 pub use sources::{SourceCollector, TransitionSink};
@@ -570,7 +570,12 @@ pub fn fault_spec(
         FaultKind::Hang => agent::api::FaultKind::Hang,
         FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
         FaultKind::Reset => agent::api::FaultKind::Reset,
-        FaultKind::Pause | FaultKind::Stop | FaultKind::Kill { .. } | FaultKind::Restart => {
+        FaultKind::Pause
+        | FaultKind::Stop
+        | FaultKind::Kill { .. }
+        | FaultKind::Restart
+        | FaultKind::NetDelay { .. }
+        | FaultKind::NetLoss => {
             return Ok(None);
         }
     };

@@ -30,6 +30,10 @@ impl Condition {
             }
             FaultKind::Reset => "reset".to_owned(),
             FaultKind::Kill { signal } => format!("kill {signal}"),
+            FaultKind::NetDelay { delay } => {
+                format!("net_delay {}", humantime::format_duration(delay))
+            }
+            FaultKind::NetLoss => "net_loss".to_owned(),
             FaultKind::Pause | FaultKind::Stop | FaultKind::Restart => {
                 self.fault.name().as_str().to_owned()
             }

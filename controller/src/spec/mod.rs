@@ -127,9 +127,9 @@ pub struct LoadSpec {
 }
 
 /// Fault kinds: per request through the agent (error, hang, delay, reset), or to the target's containers
-/// through the Docker Engine (pause, stop, kill, restart; see `crate::docker`).
+/// through the Docker Engine (pause, stop, kill, restart, net_delay, net_loss; see `crate::docker`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum FaultKindName {
     Error,
     Hang,
@@ -139,6 +139,8 @@ pub enum FaultKindName {
     Stop,
     Kill,
     Restart,
+    NetDelay,
+    NetLoss,
 }
 
 impl FaultKindName {
@@ -152,6 +154,8 @@ impl FaultKindName {
             FaultKindName::Stop => "stop",
             FaultKindName::Kill => "kill",
             FaultKindName::Restart => "restart",
+            FaultKindName::NetDelay => "net_delay",
+            FaultKindName::NetLoss => "net_loss",
         }
     }
 
@@ -163,13 +167,15 @@ impl FaultKindName {
                 | FaultKindName::Stop
                 | FaultKindName::Kill
                 | FaultKindName::Restart
+                | FaultKindName::NetDelay
+                | FaultKindName::NetLoss
         )
     }
 }
 
 /// One fault kind with its parameters, as applied in one condition.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FaultKind {
     Error {
         status: u16,
@@ -192,6 +198,14 @@ pub enum FaultKind {
     },
     /// Every container of the target restarted at the start of the run.
     Restart,
+    /// Every packet out of every container of the target delayed by `delay` (`tc netem`) for the run.
+    NetDelay {
+        #[serde(with = "humantime_serde_compat")]
+        delay: Duration,
+    },
+    /// Each packet out of every container of the target lost with the condition's rate as its probability
+    /// (`tc netem loss`) for the run.
+    NetLoss,
 }
 
 impl FaultKind {
@@ -205,6 +219,8 @@ impl FaultKind {
             FaultKind::Stop => FaultKindName::Stop,
             FaultKind::Kill { .. } => FaultKindName::Kill,
             FaultKind::Restart => FaultKindName::Restart,
+            FaultKind::NetDelay { .. } => FaultKindName::NetDelay,
+            FaultKind::NetLoss => FaultKindName::NetLoss,
         }
     }
 }

@@ -87,16 +87,26 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
     };
     let delay = match &raw.delay {
         Some(delay) => {
-            if !has(FaultKindName::Delay) {
+            if !has(FaultKindName::Delay) && !has(FaultKindName::NetDelay) {
                 return Err(check.error(
                     "fault.delay",
                     delay.span(),
-                    "only used by kind \"delay\"",
+                    "only used by kinds \"delay\" and \"net_delay\"",
                 ));
             }
             let v = check.duration_at_most("fault.delay", delay, MAX_FAULT_DELAY)?;
             if v.is_zero() {
                 return Err(check.error("fault.delay", delay.span(), "must be above zero"));
+            }
+            if has(FaultKindName::NetDelay) && v > crate::docker::netem::MAX_NET_DELAY {
+                return Err(check.error(
+                    "fault.delay",
+                    delay.span(),
+                    format!(
+                        "kind \"net_delay\" adds at most {}",
+                        humantime::format_duration(crate::docker::netem::MAX_NET_DELAY)
+                    ),
+                ));
             }
             Some(v)
         }
@@ -153,6 +163,17 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
             FaultKindName::Stop => FaultKind::Stop,
             FaultKindName::Kill => FaultKind::Kill { signal },
             FaultKindName::Restart => FaultKind::Restart,
+            FaultKindName::NetLoss => FaultKind::NetLoss,
+            FaultKindName::NetDelay => {
+                let Some(delay) = delay else {
+                    return Err(check.error(
+                        "fault.delay",
+                        name.span(),
+                        "kind \"net_delay\" needs `delay` (e.g. \"200ms\")",
+                    ));
+                };
+                FaultKind::NetDelay { delay }
+            }
             FaultKindName::Delay => {
                 let Some(delay) = delay else {
                     return Err(check.error(

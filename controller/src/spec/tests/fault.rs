@@ -69,3 +69,46 @@ fn the_match_method_is_checked_by_the_agents_rule() {
     .unwrap();
     assert_eq!(spec.fault.match_rule.method.as_deref(), Some("POST"));
 }
+
+#[test]
+fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
+    let source = format!(
+        "{MINIMAL}\n[fault]\ntarget = \"payment\"\nkinds = [\"net_delay\", \"net_loss\"]\ndelay = \"250ms\"\nrates = [0.0, 0.2]\n"
+    );
+    let spec = ExperimentSpec::parse(&source).expect("network kinds parse");
+    assert_eq!(
+        spec.fault.kinds,
+        vec![
+            FaultKind::NetDelay {
+                delay: Duration::from_millis(250)
+            },
+            FaultKind::NetLoss
+        ]
+    );
+    assert!(
+        spec.fault
+            .kinds
+            .iter()
+            .all(|kind| kind.name().is_container())
+    );
+    let loss = spec
+        .plan()
+        .into_iter()
+        .find(|run| run.condition.fault == FaultKind::NetLoss && run.condition.fault_rate > 0.0)
+        .expect("a net_loss run");
+    assert_eq!(
+        crate::runner::container_action(loss.condition.fault, loss.condition.fault_rate),
+        Some(crate::docker::ContainerAction::NetLoss { percent: 20.0 })
+    );
+
+    let too_long = format!(
+        "{MINIMAL}\n[fault]\ntarget = \"payment\"\nkind = \"net_delay\"\ndelay = \"61s\"\nrates = [1.0]\n"
+    );
+    let (field, _, message) = error_of(&too_long);
+    assert_eq!(field, "fault.delay", "{message}");
+    assert!(message.contains("net_delay"), "{message}");
+    let without_delay =
+        format!("{MINIMAL}\n[fault]\ntarget = \"payment\"\nkind = \"net_delay\"\nrates = [1.0]\n");
+    let (field, _, message) = error_of(&without_delay);
+    assert_eq!(field, "fault.delay", "{message}");
+}
