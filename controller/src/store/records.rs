@@ -44,6 +44,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status.
+    pub const ALL: [Status; 6] = [
+        Status::Pending,
+        Status::Running,
+        Status::Finished,
+        Status::Aborted,
+        Status::Interrupted,
+        Status::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pending => "pending",
@@ -64,15 +74,9 @@ impl Status {
     }
 
     pub fn parse(text: &str) -> Option<Status> {
-        Some(match text {
-            "pending" => Status::Pending,
-            "running" => Status::Running,
-            "finished" => Status::Finished,
-            "aborted" => Status::Aborted,
-            "interrupted" => Status::Interrupted,
-            "failed" => Status::Failed,
-            _ => return None,
-        })
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
     }
 }
 
@@ -473,14 +477,8 @@ mod tests {
             assert_eq!(serde_json::from_str::<FaultEvent>(&json).unwrap(), event);
             assert_eq!(FaultEvent::parse(event.as_str()), Some(event));
         }
-        for status in [
-            Status::Pending,
-            Status::Running,
-            Status::Finished,
-            Status::Aborted,
-            Status::Interrupted,
-            Status::Failed,
-        ] {
+        for status in Status::ALL {
+            assert_eq!(Status::parse(status.as_str()), Some(status));
             let json = serde_json::to_string(&status).unwrap();
             assert_eq!(json, format!("\"{}\"", status.as_str()));
             assert_eq!(serde_json::from_str::<Status>(&json).unwrap(), status);

@@ -186,14 +186,7 @@ mod tests {
 
     #[test]
     fn experiment_statuses_keep_the_store_names() {
-        for status in [
-            Status::Pending,
-            Status::Running,
-            Status::Finished,
-            Status::Aborted,
-            Status::Interrupted,
-            Status::Failed,
-        ] {
+        for status in Status::ALL {
             let ours = ExperimentStatus::from(status);
             assert_eq!(ours.as_str(), status.as_str());
             assert_eq!(
