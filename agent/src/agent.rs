@@ -240,6 +240,19 @@ impl Agent {
         self.shared.counters.requests_held.clone()
     }
 
+    /// Counts a request marked as a caller's half-open probe ([`crate::PROBE_HEADER`]).
+    pub fn record_probe(&self) {
+        self.shared
+            .counters
+            .probes_seen
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests marked as a caller's half-open probe so far.
+    pub fn probes_seen(&self) -> u64 {
+        self.shared.counters.probes_seen.load(Ordering::Relaxed)
+    }
+
     /// Requests seen by the fault layer so far.
     pub fn requests_seen(&self) -> u64 {
         self.shared.counters.requests_seen.load(Ordering::Relaxed)

@@ -35,3 +35,8 @@ pub use config::{
 };
 pub use fault_api::PROMETHEUS_CONTENT_TYPE;
 pub use inject::{FaultBody, FaultLayer, FaultService};
+
+/// Header a caller puts on a call that holds a half-open probe slot of its breaker (value `1`). The fault layer
+/// counts such requests (`tolerant_agent_probes_total`), so the probes reaching a dependency can be measured —
+/// the probe storm of many callers leaving their open window together.
+pub const PROBE_HEADER: &str = "x-tolerant-probe";

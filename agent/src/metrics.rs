@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     pub(crate) leases_expired: AtomicU64,
     /// Requests a `hang` fault holds right now (shared with each held request's guard).
     pub(crate) requests_held: Arc<AtomicU64>,
+    /// Requests marked as a caller's half-open probe ([`crate::PROBE_HEADER`]).
+    pub(crate) probes_seen: AtomicU64,
 }
 
 impl Counters {
@@ -79,6 +81,13 @@ impl Counters {
              tolerant_agent_requests_held {}",
             self.requests_held.load(Ordering::Relaxed)
         );
+        let _ = writeln!(
+            text,
+            "# HELP tolerant_agent_probes_total Requests marked as a caller's half-open breaker probe.\n\
+             # TYPE tolerant_agent_probes_total counter\n\
+             tolerant_agent_probes_total {}",
+            self.probes_seen.load(Ordering::Relaxed)
+        );
         text
     }
 }
@@ -91,6 +100,7 @@ mod tests {
     fn renders_every_series() {
         let counters = Counters::default();
         counters.requests_seen.store(12, Ordering::Relaxed);
+        counters.probes_seen.store(4, Ordering::Relaxed);
         counters.record_injection(&FaultKind::Reset);
         counters.record_injection(&FaultKind::Reset);
         let text = counters.render(3);
@@ -98,6 +108,7 @@ mod tests {
         assert!(text.contains("tolerant_agent_faults_injected_total{kind=\"reset\"} 2\n"));
         assert!(text.contains("tolerant_agent_faults_injected_total{kind=\"error\"} 0\n"));
         assert!(text.contains("tolerant_agent_active_faults 3\n"));
+        assert!(text.contains("tolerant_agent_probes_total 4\n"));
         assert!(text.contains("# TYPE tolerant_agent_active_faults gauge\n"));
     }
 }

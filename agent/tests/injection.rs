@@ -585,3 +585,44 @@ async fn the_fault_table_is_bounded() {
         )
         .unwrap();
 }
+
+/// Requests marked as a half-open probe are counted whether a fault answers them or not; unmarked ones and the
+/// control API's are not.
+#[tokio::test]
+async fn probes_are_counted_with_and_without_a_fault() {
+    let agent = agent_with_seed(7);
+    let mut service = agent
+        .layer()
+        .layer_service(counting_service(Arc::default()));
+    let probe = |path: &str| {
+        Request::builder()
+            .uri(path)
+            .header(agent::PROBE_HEADER, "1")
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    service
+        .ready()
+        .await
+        .unwrap()
+        .call(probe("/charge"))
+        .await
+        .unwrap();
+    send(&mut service, Method::POST, "/charge").await;
+    assert_eq!(agent.probes_seen(), 1);
+    agent.put("down", FaultSpec::error(500, 1.0)).unwrap();
+    let answered = service
+        .ready()
+        .await
+        .unwrap()
+        .call(probe("/charge"))
+        .await
+        .unwrap();
+    assert_eq!(classify(&answered), Seen::Status(500));
+    assert_eq!(agent.probes_seen(), 2);
+    assert!(
+        agent
+            .render_metrics()
+            .contains("tolerant_agent_probes_total 2\n")
+    );
+}

@@ -19,6 +19,8 @@
 //! ([`crate::sidecar`]) owns its sockets and sends a real RST for `reset` instead. Servers that own their
 //! connections can look at [`FaultBody::abort_reason`] and drop the connection themselves.
 //!
+//! A request marked as a caller's half-open probe ([`crate::PROBE_HEADER`]) is counted before anything else.
+//!
 //! Requests under `/_agent/` are passed through untouched and uncounted, so a control router behind the layer
 //! stays reachable whatever faults are active.
 
@@ -71,6 +73,9 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        if request.headers().contains_key(crate::PROBE_HEADER) {
+            self.agent.record_probe();
+        }
         match self.agent.decide(request.method(), request.uri().path()) {
             None => ResponseFuture::called(self.inner.call(request)),
             Some(Injection::Error { status, body }) => {
