@@ -3,7 +3,11 @@
 //! Each call takes a permit from the `caller->dependency` breaker (a rejection never touches the network),
 //! runs under the call timeout (so a hang becomes a failure the breaker can count), and records its
 //! outcome with `breaker::http::Classifier`: 5xx, timeouts and transport errors are failures, 4xx are the
-//! caller's mistake and ignored.
+//! caller's mistake and ignored. A dependency scaled to several replicas gets its calls in turn, one address
+//! per call ([`replicas`]); the breaker stays one per caller and dependency. A half-open probe call says so in
+//! [`PROBE_HEADER`], so the dependency's agent can count the probes reaching it.
+
+pub mod replicas;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +24,7 @@ use serde::de::DeserializeOwned;
 
 use crate::service_name::ServiceName;
 use crate::wire::ErrorBody;
+use replicas::{Origin, Replicas, Resolve, SystemResolver};
 
 /// Concurrent calls (so open connections) from one caller to one dependency; more wait for a slot,
 /// inside the call timeout. Without a bound, HTTP/1's connection per concurrent call runs a loaded
@@ -28,6 +33,9 @@ pub const MAX_CONCURRENT_CALLS: usize = 128;
 
 /// Header naming the breaker that rejected a request (design.md).
 pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
+
+/// Header marking a call that holds a half-open probe slot of the caller's breaker (value `1`).
+pub const PROBE_HEADER: &str = agent::PROBE_HEADER;
 
 /// Why a dependency call produced no value.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -101,11 +109,11 @@ impl CallStats {
     }
 }
 
-/// A dependency as seen from one caller: its base URL, its breaker and the call timeout.
+/// A dependency as seen from one caller: its replicas, its breaker and the call timeout.
 #[derive(Debug, Clone)]
 pub struct Dependency {
     target: ServiceName,
-    base_url: Arc<str>,
+    replicas: Arc<Replicas>,
     breaker: Arc<CircuitBreaker>,
     http: HttpClient,
     timeout: Duration,
@@ -115,7 +123,8 @@ pub struct Dependency {
 }
 
 impl Dependency {
-    /// A dependency reached at `base_url` (no trailing slash) through `breaker`.
+    /// A dependency reached at `base_url` (no trailing slash) through `breaker`; a host name there is resolved
+    /// by the system's resolver to every replica's address.
     pub fn new(
         target: ServiceName,
         base_url: impl Into<Arc<str>>,
@@ -126,7 +135,7 @@ impl Dependency {
     ) -> Self {
         Dependency {
             target,
-            base_url: base_url.into(),
+            replicas: Arc::new(Replicas::new(base_url, Arc::new(SystemResolver))),
             breaker,
             http,
             timeout,
@@ -134,6 +143,12 @@ impl Dependency {
             stats,
             connections: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
         }
+    }
+
+    /// The same dependency with its host name resolved by `resolver` instead of the system's.
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolve>) -> Self {
+        self.replicas = Arc::new(Replicas::new(self.replicas.base_url(), resolver));
+        self
     }
 
     /// The breaker guarding this dependency.
@@ -172,14 +187,18 @@ impl Dependency {
 
     fn request(
         &self,
+        origin: Origin,
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Request<Full<Bytes>>, CallError> {
-        let builder = Request::builder()
+        let mut builder = Request::builder()
             .method(method)
-            .uri(format!("{}{}", self.base_url, path))
+            .uri(format!("{}{}", origin.base_url, path))
             .header(header::ACCEPT, "application/json");
+        if let Some(host) = origin.host {
+            builder = builder.header(header::HOST, host);
+        }
         let request = match body {
             Some(body) => builder
                 .header(header::CONTENT_TYPE, "application/json")
@@ -201,7 +220,8 @@ impl Dependency {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<T, CallError> {
-        let request = self.request(method, path, body)?;
+        let origin = self.replicas.next().await;
+        let mut request = self.request(origin, method, path, body)?;
         let permit = match self.breaker.try_acquire_owned() {
             Ok(permit) => permit,
             Err(rejected) => {
@@ -211,6 +231,11 @@ impl Dependency {
                 });
             }
         };
+        if permit.is_probe() {
+            request
+                .headers_mut()
+                .insert(PROBE_HEADER, header::HeaderValue::from_static("1"));
+        }
         let dependency = self.clone();
         let call = tokio::spawn(async move { dependency.exchange(request, permit).await });
         call.await.unwrap_or_else(|error| {
@@ -316,6 +341,7 @@ pub struct Ack {}
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use super::{Ack, CallStats, Dependency};
@@ -374,5 +400,126 @@ mod tests {
         );
         assert_eq!(breaker.state(), breaker::State::Open);
         held.abort();
+    }
+
+    /// Resolves every name to the same fixed addresses.
+    #[derive(Debug)]
+    struct Fixed(Vec<std::net::SocketAddr>);
+
+    impl super::Resolve for Fixed {
+        fn resolve(
+            &self,
+            _host: &str,
+            _port: u16,
+        ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::SocketAddr>>>
+        {
+            let addresses = self.0.clone();
+            Box::pin(async move { Ok(addresses) })
+        }
+    }
+
+    /// A server on `ip` answering `{}` and counting the calls it got and the probe-marked ones among them.
+    async fn replica(ip: [u8; 4]) -> (std::net::SocketAddr, Arc<[AtomicUsize; 2]>) {
+        let listener = tokio::net::TcpListener::bind((std::net::IpAddr::from(ip), 0))
+            .await
+            .unwrap();
+        let address = listener.local_addr().unwrap();
+        let seen: Arc<[AtomicUsize; 2]> = Arc::default();
+        let counted = seen.clone();
+        let router = axum::Router::new()
+            .route(
+                "/fail",
+                axum::routing::post(|| async { http::StatusCode::INTERNAL_SERVER_ERROR }),
+            )
+            .route(
+                "/charge",
+                axum::routing::post(move |headers: http::HeaderMap| {
+                    let counted = counted.clone();
+                    async move {
+                        counted[0].fetch_add(1, Ordering::SeqCst);
+                        if headers.contains_key(super::PROBE_HEADER) {
+                            counted[1].fetch_add(1, Ordering::SeqCst);
+                        }
+                        if headers.get(http::header::HOST).map(|h| h.as_bytes())
+                            != Some(b"payment:8080")
+                        {
+                            return Err(http::StatusCode::BAD_REQUEST);
+                        }
+                        Ok(axum::Json(Ack {}))
+                    }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (address, seen)
+    }
+
+    /// Trips on one failure, open for 1 s of `clock`'s time, closes after one successful probe.
+    fn breaker_for_test(clock: Arc<breaker::ManualClock>) -> Arc<breaker::CircuitBreaker> {
+        let mut config = breaker::BreakerConfig::default();
+        config.trip.consecutive_failures = Some(1);
+        config.open.base = Duration::from_secs(1);
+        config.open.jitter = 0.0;
+        config.half_open.successes_to_close = 1;
+        Arc::new(breaker::CircuitBreaker::new(
+            "checkout->payment",
+            config,
+            clock,
+        ))
+    }
+
+    /// A name that resolves to two replicas (127.0.0.1 and 127.0.0.2, one server each): the calls go to both in
+    /// turn, through one breaker, with the service's name as the `Host`.
+    #[tokio::test]
+    async fn calls_are_spread_over_every_address_of_the_name() {
+        let (first, first_seen) = replica([127, 0, 0, 1]).await;
+        let (second, second_seen) = replica([127, 0, 0, 2]).await;
+        let breaker = breaker_for_test(Arc::new(breaker::ManualClock::new()));
+        let dependency = Dependency::new(
+            ServiceName::Payment,
+            "http://payment:8080",
+            breaker.clone(),
+            crate::context::internal_http_client().unwrap(),
+            Duration::from_secs(5),
+            Arc::new(CallStats::default()),
+        )
+        .with_resolver(Arc::new(Fixed(vec![first, second])));
+        for _ in 0..10 {
+            let _: Ack = dependency.post("/charge", &Ack {}).await.unwrap();
+        }
+        let calls = |seen: &[AtomicUsize; 2]| seen[0].load(Ordering::SeqCst);
+        assert_eq!((calls(&first_seen), calls(&second_seen)), (5, 5));
+        assert_eq!(breaker.snapshot().counters.successes, 10);
+    }
+
+    /// A call that holds the breaker's half-open probe slot carries the probe header; ordinary calls do not.
+    #[tokio::test]
+    async fn a_half_open_probe_is_marked() {
+        let (address, seen) = replica([127, 0, 0, 1]).await;
+        let clock = Arc::new(breaker::ManualClock::new());
+        let breaker = breaker_for_test(clock.clone());
+        let dependency = Dependency::new(
+            ServiceName::Payment,
+            "http://payment:8080",
+            breaker.clone(),
+            crate::context::internal_http_client().unwrap(),
+            Duration::from_secs(5),
+            Arc::new(CallStats::default()),
+        )
+        .with_resolver(Arc::new(Fixed(vec![address])));
+        let _: Ack = dependency.post("/charge", &Ack {}).await.unwrap();
+        assert_eq!(seen[1].load(Ordering::SeqCst), 0, "a closed breaker's call");
+        let failed = dependency.post::<_, Ack>("/fail", &Ack {}).await;
+        assert!(failed.is_err());
+        assert_eq!(breaker.state(), breaker::State::Open);
+        clock.advance(Duration::from_secs(1));
+        let _: Ack = dependency.post("/charge", &Ack {}).await.unwrap();
+        assert_eq!(
+            (
+                seen[0].load(Ordering::SeqCst),
+                seen[1].load(Ordering::SeqCst)
+            ),
+            (2, 1)
+        );
+        assert_eq!(breaker.state(), breaker::State::Closed);
     }
 }
