@@ -36,37 +36,54 @@ impl ComposeArgs {
     }
 }
 
-/// The project's testbed: the first replica of every boutique service by address, the agent in Payment.
+/// The project's testbed: every boutique service at its first running replica's address, the agent in Payment,
+/// and every further replica of a scaled service (`--scale checkout=5`) under its own label (`checkout#2`), so
+/// the runner resets it, pushes it the breaker config, follows its transitions and samples it like a service.
 pub fn testbed_of(
     project: &str,
     containers: &[StackContainer],
     token: String,
 ) -> anyhow::Result<Testbed> {
-    let address = |service: &str| -> anyhow::Result<SocketAddr> {
-        let container = containers
+    let replicas = docker::discovery::replica_urls(containers, SERVICE_PORT);
+    let url = |service: &str| -> anyhow::Result<String> {
+        if let Some((_, url)) = replicas.iter().find(|(label, _)| label == service) {
+            return Ok(url.clone());
+        }
+        match containers
             .iter()
             .find(|c| c.service == service && c.state == "running")
-            .with_context(|| {
-                format!("--compose {project}: no running container of service `{service}`")
-            })?;
-        let ip = container.address().with_context(|| {
-            format!(
+        {
+            Some(container) => anyhow::bail!(
                 "--compose {project}: container {} has no address",
                 container.name
-            )
-        })?;
-        Ok(SocketAddr::new(ip, SERVICE_PORT))
+            ),
+            None => {
+                anyhow::bail!("--compose {project}: no running container of service `{service}`")
+            }
+        }
     };
-    let mut services = Vec::with_capacity(ServiceName::ALL.len());
+    let mut services = Vec::with_capacity(replicas.len());
     for service in ServiceName::ALL {
-        services.push((
-            service.to_string(),
-            format!("http://{}", address(service.as_str())?),
-        ));
+        services.push((service.to_string(), url(service.as_str())?));
     }
+    services.extend(
+        replicas
+            .iter()
+            .filter(|(label, _)| {
+                ServiceName::ALL.iter().any(|service| {
+                    controller::runner::replica_label(label, service.as_str()).is_some()
+                })
+            })
+            .cloned(),
+    );
+    let frontend = url(ServiceName::Frontend.as_str())?;
+    let frontend: SocketAddr = frontend
+        .trim_start_matches("http://")
+        .parse()
+        .with_context(|| format!("--compose {project}: frontend address {frontend}"))?;
     Ok(Testbed {
-        frontend: address(ServiceName::Frontend.as_str())?,
-        agent: format!("http://{}", address(ServiceName::Payment.as_str())?),
+        frontend,
+        agent: url(ServiceName::Payment.as_str())?,
         services,
         token,
     })

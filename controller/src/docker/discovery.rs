@@ -157,3 +157,26 @@ pub fn service_urls(containers: &[StackContainer], port: u16) -> BTreeMap<String
     }
     urls
 }
+
+/// Base URLs `http://IP:PORT` of every running replica that has an address, in service then replica order,
+/// labelled as the runner and the dashboard follow them: the first running replica of a service by the service's
+/// name (`checkout`), every further one by its replica label ([`StackContainer::replica`], `checkout#2`).
+pub fn replica_urls(containers: &[StackContainer], port: u16) -> Vec<(String, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    containers
+        .iter()
+        .filter(|container| container.state == "running")
+        .filter_map(|container| {
+            let url = format!(
+                "http://{}",
+                std::net::SocketAddr::new(container.address()?, port)
+            );
+            let label = if seen.insert(container.service.as_str()) {
+                container.service.clone()
+            } else {
+                container.replica()
+            };
+            Some((label, url))
+        })
+        .collect()
+}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::discovery::{StackContainer, replica_urls};
 use super::fault::ContainerAction;
 use super::stats::{ContainerReading, samples_between};
 use crate::energy::CpuModel;
@@ -108,4 +109,40 @@ fn a_restarted_container_counts_from_its_new_counters_and_idle_gets_no_energy() 
     assert_eq!(samples[0].rx_bytes, 100);
     let idle = samples_between(&after, &after, Duration::from_secs(1), 2, model, 2);
     assert_eq!((idle[0].cpu_seconds, idle[0].energy_joules), (0.0, 0.0));
+}
+
+fn container(service: &str, number: u32, state: &str, ip: Option<[u8; 4]>) -> StackContainer {
+    StackContainer {
+        id: format!("{service}{number}"),
+        name: format!("shop_{service}_{number}"),
+        service: service.into(),
+        number,
+        state: state.into(),
+        addresses: ip
+            .map(|ip| ("shop_boutique".to_owned(), std::net::IpAddr::from(ip)))
+            .into_iter()
+            .collect(),
+    }
+}
+
+#[test]
+fn every_running_replica_is_followed_under_its_own_label() {
+    let containers = [
+        container("cart", 1, "running", Some([10, 0, 0, 2])),
+        container("checkout", 1, "exited", Some([10, 0, 0, 3])),
+        container("checkout", 2, "running", Some([10, 0, 0, 4])),
+        container("checkout", 3, "running", Some([10, 0, 0, 5])),
+        container("checkout", 4, "running", None),
+        container("checkout", 5, "running", Some([10, 0, 0, 6])),
+    ];
+    assert_eq!(
+        replica_urls(&containers, 8080),
+        [
+            ("cart", "http://10.0.0.2:8080"),
+            ("checkout", "http://10.0.0.4:8080"),
+            ("checkout#3", "http://10.0.0.5:8080"),
+            ("checkout#5", "http://10.0.0.6:8080"),
+        ]
+        .map(|(label, url)| (label.to_owned(), url.to_owned()))
+    );
 }

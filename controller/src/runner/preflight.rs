@@ -159,7 +159,7 @@ impl Runner {
             }
         }
         if offers.breaker_stream {
-            TransitionCollector::connect(std::slice::from_ref(&url.to_owned()))
+            TransitionCollector::connect(&[(field.to_owned(), url.to_owned())])
                 .await
                 .map_err(|error| {
                     lacks(

@@ -96,13 +96,13 @@ impl RunScope {
         testbed: &Testbed,
         offers_of: &(dyn Fn(&str) -> Offers + Sync),
     ) -> Result<Self, RunnerError> {
-        let service_urls: Vec<String> = testbed
+        let streams: Vec<(String, String)> = testbed
             .services
             .iter()
             .filter(|(name, _)| offers_of(name).breaker_stream)
-            .map(|(_, url)| url.clone())
+            .cloned()
             .collect();
-        let transitions = TransitionCollector::connect(&service_urls)
+        let transitions = TransitionCollector::connect(&streams)
             .await
             .map_err(RunnerError::Testbed)?;
         let agent_stream = AgentStream::connect(&testbed.agent).await;

@@ -1,4 +1,7 @@
-//! Collects breaker transitions from every service's `/_breakers/stream` websocket during a run.
+//! Collects breaker transitions from every service's `/_breakers/stream` websocket during a run. A stream
+//! followed under a replica's label (`checkout#2`, a scaled compose service) has its transitions stored under
+//! that label, service and caller alike (`checkout#2`, `checkout#2->payment`), so each replica keeps its own
+//! lanes: every replica reports itself as plain `checkout` with a breaker `checkout->payment`.
 
 use std::sync::Arc;
 
@@ -16,12 +19,12 @@ pub struct TransitionCollector {
 }
 
 impl TransitionCollector {
-    /// Connects to `{url}/_breakers/stream` of every service (base URLs `http://…`). Returns once
+    /// Connects to `{url}/_breakers/stream` of every service (`(label, base URL http://…)`). Returns once
     /// every subscription is established, so no transition after this call is missed.
-    pub async fn connect(service_urls: &[String]) -> Result<Self, String> {
+    pub async fn connect(services: &[(String, String)]) -> Result<Self, String> {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut readers = JoinSet::new();
-        for url in service_urls {
+        for (label, url) in services {
             let ws_url = format!(
                 "ws://{}/_breakers/stream",
                 url.trim_start_matches("http://")
@@ -30,12 +33,14 @@ impl TransitionCollector {
                 .await
                 .map_err(|e| format!("{ws_url}: {e}"))?;
             let events = Arc::clone(&events);
+            let label = label.clone();
             readers.spawn(async move {
                 while let Some(Ok(message)) = stream.next().await {
                     let Message::Text(text) = message else {
                         continue;
                     };
-                    if let Some(record) = parse_transition(text.as_str()) {
+                    if let Some(mut record) = parse_transition(text.as_str()) {
+                        as_replica(&label, &mut record.service, &mut record.breaker);
                         events.lock().push(record);
                     }
                 }
@@ -58,6 +63,29 @@ impl TransitionCollector {
         events.sort_by_key(|event| (event.at_ms, event.seq));
         (events, panics)
     }
+}
+
+/// `label` when it names a replica of the service a transition reports (`checkout#2` for `checkout`): the
+/// label its transitions are stored and shown under. `None` for the service itself or another name.
+pub fn replica_label<'a>(label: &'a str, service: &str) -> Option<&'a str> {
+    let number = label.strip_prefix(service)?.strip_prefix('#')?;
+    (!number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit())).then_some(label)
+}
+
+/// Renames a transition of a stream followed under `label` as that replica's: `service` becomes the label and a
+/// breaker named after the service as caller (`checkout->payment`) is named after the replica
+/// (`checkout#2->payment`). Nothing changes when `label` is not a replica of `service`.
+pub fn as_replica(label: &str, service: &mut String, breaker: &mut String) {
+    let Some(replica) = replica_label(label, service) else {
+        return;
+    };
+    if let Some(dependency) = breaker
+        .strip_prefix(service.as_str())
+        .and_then(|rest| rest.strip_prefix("->"))
+    {
+        *breaker = format!("{replica}->{dependency}");
+    }
+    *service = replica.to_owned();
 }
 
 /// One message of `/_breakers/stream`, decoded into the breaker's own [`breaker::TransitionEvent`], as a
@@ -104,5 +132,36 @@ mod tests {
         assert!(parse_transition(&event("closed", "consecutive_failures")).is_some());
         assert!(parse_transition(&event("ajar", "consecutive_failures")).is_none());
         assert!(parse_transition(&event("closed", "bad_luck")).is_none());
+    }
+
+    #[test]
+    fn a_replica_label_qualifies_only_its_own_service() {
+        assert_eq!(replica_label("checkout#2", "checkout"), Some("checkout#2"));
+        assert_eq!(
+            replica_label("checkout#12", "checkout"),
+            Some("checkout#12")
+        );
+        assert_eq!(replica_label("checkout", "checkout"), None);
+        assert_eq!(replica_label("checkout#", "checkout"), None);
+        assert_eq!(replica_label("checkout#2x", "checkout"), None);
+        assert_eq!(replica_label("cart#2", "checkout"), None);
+        assert_eq!(replica_label("checkoutx#2", "checkout"), None);
+        let renamed = |label: &str, service: &str, breaker: &str| {
+            let (mut service, mut breaker) = (service.to_owned(), breaker.to_owned());
+            as_replica(label, &mut service, &mut breaker);
+            (service, breaker)
+        };
+        assert_eq!(
+            renamed("checkout#2", "checkout", "checkout->payment"),
+            ("checkout#2".into(), "checkout#2->payment".into())
+        );
+        assert_eq!(
+            renamed("checkout#2", "checkout", "legacy-breaker"),
+            ("checkout#2".into(), "legacy-breaker".into())
+        );
+        assert_eq!(
+            renamed("checkout", "checkout", "checkout->payment"),
+            ("checkout".into(), "checkout->payment".into())
+        );
     }
 }

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{AGENT_SERVICE, EmbeddedOperations};
-use controller::runner::TransitionSink;
+use controller::runner::{TransitionSink, as_replica};
 
 use crate::hub::{FaultChange, FaultChangeEvent, Hub, LiveEvent};
 
@@ -30,14 +30,17 @@ impl EmbeddedOperations {
     /// into the hub until the returned tasks are aborted.
     pub fn spawn_live_feeds(&self) -> Vec<JoinHandle<()>> {
         let mut tasks = Vec::new();
-        for (_, url) in &self.inner.testbed.services {
+        for (label, url) in &self.inner.testbed.services {
             let hub = self.inner.hub.clone();
             let ws = format!(
                 "ws://{}/_breakers/stream",
                 url.trim_start_matches("http://")
             );
+            let label = label.clone();
             tasks.push(tokio::spawn(follow(ws, move |text| {
-                if let Ok(event) = serde_json::from_str::<breaker::TransitionEvent>(text) {
+                if let Ok(mut event) = serde_json::from_str::<breaker::TransitionEvent>(text) {
+                    // A replica's lanes are its own (`checkout#2`), as the runner stores them.
+                    as_replica(&label, &mut event.service, &mut event.breaker);
                     hub.publish(LiveEvent::Transition(event));
                 }
             })));
