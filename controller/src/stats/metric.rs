@@ -48,10 +48,15 @@ pub enum MetricName {
     PowerW,
     /// Energy per successful request, joules (computed per run, then averaged).
     EnergyPerOkJ,
+    /// Most half-open probes reaching the fault agent's service in one sampled second of the measured window
+    /// (`tolerant_agent_probes_total` of every sampled service): the probe storm's height.
+    ProbesPeakPerS,
+    /// Half-open probes reaching the fault agent's service per second, over the measured window.
+    ProbesMeanPerS,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 18] = [
+    pub const ALL: [MetricName; 20] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -70,6 +75,8 @@ impl MetricName {
         MetricName::EnergyJ,
         MetricName::PowerW,
         MetricName::EnergyPerOkJ,
+        MetricName::ProbesPeakPerS,
+        MetricName::ProbesMeanPerS,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -92,6 +99,8 @@ impl MetricName {
             MetricName::EnergyJ => "energy_j",
             MetricName::PowerW => "power_w",
             MetricName::EnergyPerOkJ => "energy_per_ok_j",
+            MetricName::ProbesPeakPerS => "probes_peak_per_s",
+            MetricName::ProbesMeanPerS => "probes_mean_per_s",
         }
     }
 
@@ -130,6 +139,7 @@ impl MetricName {
             MetricName::EnergyJ => "J",
             MetricName::PowerW => "W",
             MetricName::EnergyPerOkJ => "J/ok",
+            MetricName::ProbesPeakPerS | MetricName::ProbesMeanPerS => "probes/s",
         }
     }
 }

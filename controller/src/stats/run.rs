@@ -222,6 +222,16 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
         );
     }
 
+    let probes = probes_per_second(&data.samples, &window);
+    put(
+        MetricKey::run(MetricName::ProbesPeakPerS),
+        probes.iter().copied().reduce(f64::max),
+    );
+    put(
+        MetricKey::run(MetricName::ProbesMeanPerS),
+        mean(probes.iter().copied()),
+    );
+
     let cart_items = |in_part: &dyn Fn(i64) -> bool| {
         mean(
             data.samples
@@ -279,6 +289,37 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
     })
 }
 
+/// The agent's probe counter in the services' `/metrics` as the sampler stored it.
+const PROBES_SERIES: &str = "tolerant_agent_probes_total";
+
+/// Probes that reached the agent in each measured second: the increase of [`PROBES_SERIES`] (summed over every
+/// sampled service that exports it) from one sample to the next, where the two samples are consecutive seconds
+/// and the counter did not go back (an agent restarted). Empty when no sample carries the counter.
+fn probes_per_second(samples: &[SampleRow], window: &Window) -> Vec<f64> {
+    let total = |sample: &SampleRow| -> Option<f64> {
+        let metrics = sample
+            .collector
+            .extra
+            .as_ref()?
+            .get("metrics")?
+            .as_object()?;
+        let counters: Vec<f64> = metrics
+            .values()
+            .filter_map(|series| series.get(PROBES_SERIES)?.as_f64())
+            .collect();
+        (!counters.is_empty()).then(|| counters.iter().sum())
+    };
+    let mut ordered: Vec<&SampleRow> = samples.iter().collect();
+    ordered.sort_by_key(|sample| sample.second);
+    ordered
+        .windows(2)
+        .filter(|pair| pair[1].second == pair[0].second + 1)
+        .filter(|pair| window.midpoint(pair[1].second).is_some())
+        .filter_map(|pair| Some(total(pair[1])? - total(pair[0])?))
+        .filter(|increase| *increase >= 0.0)
+        .collect()
+}
+
 fn histogram_of(run: RunId, endpoint: &str, bytes: &[u8]) -> Result<Histogram<u64>, StatsError> {
     deserialize_histogram(bytes).map_err(|message| StatsError::Histogram {
         run,
@@ -327,13 +368,13 @@ fn timeline(
 }
 
 /// Opens (transitions to `open`) in `[from_ms, to_ms)` and the milliseconds breakers spent open
-/// in it, summed over breakers. A breaker's state when the window starts is the target of its last
-/// earlier transition (closed if it has none).
+/// in it, summed over breakers (a breaker is its service and name: each replica's are its own). A breaker's
+/// state when the window starts is the target of its last earlier transition (closed if it has none).
 pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: i64) -> (u64, i64) {
-    let mut by_breaker: BTreeMap<&str, Vec<&TransitionRecord>> = BTreeMap::new();
+    let mut by_breaker: BTreeMap<(&str, &str), Vec<&TransitionRecord>> = BTreeMap::new();
     for transition in transitions {
         by_breaker
-            .entry(transition.breaker.as_str())
+            .entry((transition.service.as_str(), transition.breaker.as_str()))
             .or_default()
             .push(transition);
     }

@@ -360,6 +360,66 @@ fn run_data() -> RunData {
     }
 }
 
+/// The probe counter of two Payment replicas, as the sampler stores `/metrics`, at the seconds given.
+fn probe_sample(second: i64, payment: f64, replica: f64) -> SampleRow {
+    SampleRow {
+        second,
+        warmup: second < 2,
+        outcomes: OutcomeCounts::default(),
+        collector: CollectorSample {
+            second: second as u64,
+            extra: Some(serde_json::json!({ "metrics": {
+                "payment": { "tolerant_agent_probes_total": payment, "tolerant_agent_requests_total": 1e6 },
+                "payment#2": { "tolerant_agent_probes_total": replica },
+                "cart": { "boutique_http_requests_total": 12.0 },
+            }})),
+            ..CollectorSample::default()
+        },
+    }
+}
+
+#[test]
+fn probes_per_second_are_the_counters_increase_between_consecutive_measured_seconds() {
+    let mut data = run_data();
+    // Measured seconds 2..=11. The increase into second 3 is 5 + 2 = 7 (the peak); into 5 and 11 one each;
+    // second 6 is missing, so 5 → 7 is no one-second increase; the agent restarted at 9 (counter back to 3,
+    // not counted); warmup (into 1) and second 12 (past the window) are not measured.
+    data.samples = [
+        (0, 0.0, 7.0),
+        (1, 100.0, 7.0),
+        (2, 100.0, 7.0),
+        (3, 105.0, 9.0),
+        (4, 105.0, 9.0),
+        (5, 106.0, 9.0),
+        (7, 110.0, 9.0),
+        (8, 110.0, 9.0),
+        (9, 3.0, 9.0),
+        (10, 3.0, 9.0),
+        (11, 4.0, 9.0),
+        (12, 50.0, 9.0),
+    ]
+    .into_iter()
+    .map(|(second, payment, replica)| probe_sample(second, payment, replica))
+    .collect();
+    let metrics = run_metrics(&data).unwrap();
+    let get = |metric| metrics.get(&MetricKey::run(metric)).unwrap();
+    close(get(MetricName::ProbesPeakPerS), 7.0, 0.0);
+    // Increases into 2, 3, 4, 5, 8, 10, 11: 0 + 7 + 0 + 1 + 0 + 0 + 1 = 9 over 7 seconds.
+    close(get(MetricName::ProbesMeanPerS), 9.0 / 7.0, 1e-12);
+    // Without the counter in any sample there is no probe figure (not a zero).
+    let plain = run_metrics(&run_data()).unwrap();
+    assert!(
+        plain
+            .get(&MetricKey::run(MetricName::ProbesPeakPerS))
+            .is_none()
+    );
+    assert!(
+        plain
+            .get(&MetricKey::run(MetricName::ProbesMeanPerS))
+            .is_none()
+    );
+}
+
 #[test]
 fn run_metrics_from_hand_built_rows() {
     let metrics = run_metrics(&run_data()).unwrap();
