@@ -26,12 +26,11 @@ pub struct HeldBreakers {
 }
 
 impl HeldBreakers {
-    /// Pushes `config` with `lease` to every service in `services` and renews it from now on. On an error the
-    /// services already pushed are restored (the guard is dropped).
+    /// Pushes each service's config (`(base URL, config)`) with `lease` and renews them from now on. On an error
+    /// the services already pushed are restored (the guard is dropped).
     pub async fn push(
         admin: &AdminClient,
-        services: Vec<String>,
-        config: &breaker::BreakerConfig,
+        services: Vec<(String, breaker::BreakerConfig)>,
         lease: Duration,
     ) -> Result<Self, AdminError> {
         let mut held = HeldBreakers {
@@ -40,8 +39,8 @@ impl HeldBreakers {
             renewal: None,
             failures: Arc::new(Mutex::new(Vec::new())),
         };
-        for url in services {
-            admin.set_breakers(&url, config, Some(lease)).await?;
+        for (url, config) in services {
+            admin.set_breakers(&url, &config, Some(lease)).await?;
             held.services.push(url);
         }
         held.renewal = Some(spawn_renewal(

@@ -33,7 +33,7 @@ pub use sampler::Sampler;
 pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
 pub use task::RunTask;
-pub use transitions::{TransitionCollector, parse_transition};
+pub use transitions::{TransitionCollector, as_replica, parse_transition, replica_label};
 
 use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};
@@ -302,6 +302,9 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
+        let config = spec.breaker_config(planned.condition.breaker_mode)?;
+        // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
+        let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
         for (name, url) in &self.testbed.services {
             let offers = spec.offers_of(name);
@@ -309,11 +312,15 @@ impl Runner {
                 self.admin.reset(url).await?;
             }
             if offers.breaker_config {
-                configured.push(url.clone());
+                let config = if spec.breaker.applies_to(name) {
+                    &config
+                } else {
+                    &disabled
+                };
+                configured.push((url.clone(), config.clone()));
             }
         }
-        let config = spec.breaker_config(planned.condition.breaker_mode)?;
-        Ok(HeldBreakers::push(&self.admin, configured, &config, spec.fault.lease).await?)
+        Ok(HeldBreakers::push(&self.admin, configured, spec.fault.lease).await?)
     }
 
     /// One run: prepare, open the run's scope (subscriptions), fault on, load, end the scope (fault off

@@ -258,6 +258,9 @@ pub use breaker::Mode as BreakerMode;
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakerSpec {
     pub modes: Vec<BreakerMode>,
+    /// The services whose breakers take each condition's mode and config (`breaker.services`); every other
+    /// service's breakers are disabled for the run. `None`: every service's.
+    pub services: Option<Vec<String>>,
     /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`) in the breaker crate's
     /// vocabulary, validated by it, as written (unscaled; `mode` is set per condition).
     /// Absent sections take the breaker crate's defaults.
@@ -265,6 +268,15 @@ pub struct BreakerSpec {
 }
 
 impl BreakerSpec {
+    /// Whether the breakers of `service` (a replica label such as `checkout#2` counts as its service) take the
+    /// condition's config.
+    pub fn applies_to(&self, service: &str) -> bool {
+        let service = service.split_once('#').map_or(service, |(name, _)| name);
+        self.services
+            .as_ref()
+            .is_none_or(|services| services.iter().any(|name| name == service))
+    }
+
     /// The unscaled breaker config for one mode.
     pub fn config_for(&self, mode: BreakerMode) -> breaker::BreakerConfig {
         self.config.clone().with_mode(mode)

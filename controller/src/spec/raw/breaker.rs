@@ -1,16 +1,17 @@
-//! The `[breaker]` table as read and its check: the modes compared and one breaker config, valid both as
-//! written and after dividing by `time_scale`.
+//! The `[breaker]` table as read and its check: the modes compared, the services it applies to, and one breaker
+//! config, valid both as written and after dividing by `time_scale`.
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::spec::checker::Checker;
-use crate::spec::{BreakerMode, BreakerSpec, SpecError};
+use crate::spec::{BreakerMode, BreakerSpec, SERVICE_NAMES, SpecError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawBreaker {
     pub(super) modes: Spanned<Vec<Spanned<BreakerMode>>>,
+    pub(super) services: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) trip: Option<Spanned<breaker::TripConfig>>,
     pub(super) open: Option<Spanned<breaker::OpenConfig>>,
     pub(super) half_open: Option<Spanned<breaker::HalfOpenConfig>>,
@@ -79,5 +80,47 @@ pub(super) fn breaker(
             ),
         ));
     }
-    Ok(BreakerSpec { modes, config })
+    let services = match &raw.services {
+        None => None,
+        Some(services) => Some(breaker_services(check, services)?),
+    };
+    Ok(BreakerSpec {
+        modes,
+        services,
+        config,
+    })
+}
+
+/// `breaker.services`: boutique services, each once, at least one.
+fn breaker_services(
+    check: &Checker<'_>,
+    raw: &Spanned<Vec<Spanned<String>>>,
+) -> Result<Vec<String>, SpecError> {
+    if raw.get_ref().is_empty() {
+        return Err(check.error(
+            "breaker.services",
+            raw.span(),
+            "must not be empty (leave it out for every service)",
+        ));
+    }
+    let mut services: Vec<String> = Vec::new();
+    for (i, service) in raw.get_ref().iter().enumerate() {
+        let name = service.get_ref();
+        let field = format!("breaker.services[{i}]");
+        if !SERVICE_NAMES.contains(&name.as_str()) {
+            return Err(check.error(
+                &field,
+                service.span(),
+                format!(
+                    "unknown service `{name}`; known: {}",
+                    SERVICE_NAMES.join(", ")
+                ),
+            ));
+        }
+        if services.contains(name) {
+            return Err(check.error(&field, service.span(), format!("`{name}` is listed twice")));
+        }
+        services.push(name.clone());
+    }
+    Ok(services)
 }

@@ -142,6 +142,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         Some(breaker) => breaker::breaker(&check, breaker.get_ref(), time_scale)?,
         None => BreakerSpec {
             modes: vec![BreakerMode::Enforce],
+            services: None,
             config: ::breaker::BreakerConfig::default(),
         },
     };

@@ -55,3 +55,24 @@ fn bad_breaker_duration_names_field() {
         "{message}"
     );
 }
+
+#[test]
+fn breaker_services_narrow_the_config_and_follow_replicas() {
+    let every = ExperimentSpec::parse(MINIMAL).unwrap();
+    assert!(every.breaker.applies_to("frontend") && every.breaker.applies_to("checkout#3"));
+    let with = |services: &str| {
+        format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\nservices = {services}\n")
+    };
+    let spec = ExperimentSpec::parse(&with("[\"checkout\"]")).unwrap();
+    assert_eq!(spec.breaker.services, Some(vec!["checkout".to_owned()]));
+    assert!(spec.breaker.applies_to("checkout") && spec.breaker.applies_to("checkout#2"));
+    assert!(!spec.breaker.applies_to("frontend") && !spec.breaker.applies_to("checkoutx"));
+
+    let unknown = with("[\"checkout\", \"till\"]");
+    let services_line = unknown.lines().position(|line| line.starts_with("services")).unwrap() + 1;
+    let (field, line, message) = error_of(&unknown);
+    assert_eq!((field.as_str(), line), ("breaker.services[1]", services_line), "{message}");
+    assert!(message.contains("`till`"), "{message}");
+    assert_eq!(error_of(&with("[\"cart\", \"cart\"]")).0, "breaker.services[1]");
+    assert_eq!(error_of(&with("[]")).0, "breaker.services");
+}
