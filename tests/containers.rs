@@ -11,7 +11,7 @@
 //!
 //! Without an engine the test is skipped, unless `CI` is set: then it fails.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,104 +21,11 @@ use controller::store::{ExperimentRow, RunId, Status, Store};
 
 mod common;
 use common::TempDir;
-
-const TOKEN: &str = "containers-test-token";
-const IMAGE: &str = "tolerant:test";
-/// Upper bound on any one wait of this test.
-const WAIT_LIMIT: Duration = Duration::from_secs(60);
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `docker compose` when the plugin is there, else Debian's `docker-compose`.
-fn compose_program() -> Option<Vec<&'static str>> {
-    let works = |program: &str, args: &[&str]| {
-        Command::new(program)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
-    };
-    if works("docker", &["compose", "version"]) {
-        Some(vec!["docker", "compose"])
-    } else if works("docker-compose", &["version"]) {
-        Some(vec!["docker-compose"])
-    } else {
-        None
-    }
-}
-
-/// The compose project this test brings up, brought down (volume included) when dropped.
-struct Project {
-    name: String,
-    program: Vec<&'static str>,
-    dashboard_port: u16,
-}
-
-impl Project {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(self.program[0]);
-        command
-            .args(&self.program[1..])
-            .arg("-f")
-            .arg(repo().join("docker-compose.yml"))
-            .args(["-p", &self.name])
-            .args(args)
-            .env("TOLERANT_IMAGE", IMAGE)
-            .env("TOLERANT_TOKEN", TOKEN)
-            .env("TOLERANT_DASHBOARD_PORT", self.dashboard_port.to_string())
-            .env("TOLERANT_DOCKER_GID", docker_gid().to_string())
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) {
-        let output = self.command(args).output().expect("run compose");
-        assert!(
-            output.status.success(),
-            "compose {args:?} failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = self
-            .command(&["down", "--volumes", "--remove-orphans", "--timeout", "2"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// The group that owns the engine's socket (the compose controller joins it to reach the engine).
-fn docker_gid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(controller::docker::socket_from_env()).map_or(65534, |meta| meta.gid())
-}
+use common::compose::{Project, TOKEN, WAIT_LIMIT, build_image, engine_and_compose};
 
 /// Runs `tolerant <args>` to the end; panics with its output when it fails.
 fn tolerant(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_tolerant"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TOLERANT_DB")
-        .env("TOLERANT_TOKEN", TOKEN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tolerant");
-    let text = format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "tolerant {args:?} failed:\n{text}");
-    text
+    common::compose::tolerant_with_token(dir, args)
 }
 
 fn spec(name: &str, kind: &str, duration: &str, lease: &str) -> String {
@@ -207,57 +114,18 @@ async fn wait_for_state(engine: &Engine, project: &str, state: &str) {
     }
 }
 
-/// A free loopback port for the dashboard (the listener is closed again before compose binds it).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leases() {
-    let socket = controller::docker::socket_from_env();
-    let engine = match Engine::connect(&socket).await {
-        Ok(engine) => engine,
-        Err(error) if std::env::var_os("CI").is_some() => {
-            panic!("CI is set and the Docker Engine is needed: {error}")
-        }
-        Err(error) => {
-            eprintln!("skipped: {error}");
-            return;
-        }
-    };
-    let Some(program) = compose_program() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set and neither `docker compose` nor `docker-compose` is installed"
-        );
-        eprintln!("skipped: neither `docker compose` nor `docker-compose` is installed");
+    let Some((engine, program)) = engine_and_compose().await else {
         return;
     };
-
     // The image, from the binary this build made (rebuilt only when the binary changed).
-    let built = Command::new("bash")
-        .arg(repo().join("scripts/images"))
-        .env("TOLERANT_BINARY", env!("CARGO_BIN_EXE_tolerant"))
-        .env("TOLERANT_IMAGE", IMAGE)
-        .output()
-        .expect("run scripts/images");
-    assert!(
-        built.status.success(),
-        "scripts/images failed ({}):\n{}{}",
-        built.status,
-        String::from_utf8_lossy(&built.stdout),
-        String::from_utf8_lossy(&built.stderr)
-    );
+    build_image();
 
     let scratch = TempDir::new("containers");
     let db = scratch.0.join("tolerant.db");
     let db_arg = db.to_str().expect("utf-8 path").to_owned();
-    let project = Project {
-        name: format!("tolerant-test-{}", std::process::id()),
-        program,
-        dashboard_port: free_port(),
-    };
+    let project = Project::new("test", program);
     project.run(&["up", "-d"]);
     let name = project.name.clone();
 
@@ -269,18 +137,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         11,
         "ten services and the controller: {services:?}"
     );
-    let dashboard = format!("http://127.0.0.1:{}/_healthz", project.dashboard_port);
-    let started = Instant::now();
-    while !reqwest::get(&dashboard)
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(
-            started.elapsed() < WAIT_LIMIT,
-            "the dashboard never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    project.wait_for_dashboard().await;
 
     // 1. Payment paused through the engine for a run.
     run_spec(&scratch.0, &db_arg, &name, "pause", "pause", "3s", "3s");

@@ -1,7 +1,9 @@
-//! What several of the binary's test files share: a scratch directory, a child-process guard, and running the
-//! built `tolerant` with a clean environment.
+//! What several of the binary's test files share: a scratch directory, a child-process guard, running the
+//! built `tolerant` with a clean environment, and (`compose`) a compose project on the machine's engine.
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
+
+pub mod compose;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
