@@ -66,16 +66,7 @@ pub fn testbed_of(
     for service in ServiceName::ALL {
         services.push((service.to_string(), url(service.as_str())?));
     }
-    services.extend(
-        replicas
-            .iter()
-            .filter(|(label, _)| {
-                ServiceName::ALL.iter().any(|service| {
-                    controller::runner::replica_label(label, service.as_str()).is_some()
-                })
-            })
-            .cloned(),
-    );
+    services.extend(further_replicas(&replicas));
     let frontend = url(ServiceName::Frontend.as_str())?;
     let frontend: SocketAddr = frontend
         .trim_start_matches("http://")
@@ -87,6 +78,39 @@ pub fn testbed_of(
         services,
         token,
     })
+}
+
+/// The replicas past the first of the boutique services (`checkout#2`, …) among `replica_urls`' entries.
+fn further_replicas(replicas: &[(String, String)]) -> Vec<(String, String)> {
+    replicas
+        .iter()
+        .filter(|(label, _)| {
+            ServiceName::ALL
+                .iter()
+                .any(|service| controller::runner::replica_label(label, service.as_str()).is_some())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The further replicas of every scaled boutique service among `containers`, followed by the dashboard beside
+/// the services it was given by name: a scaled service's name resolves to any of its replicas, so its entry is
+/// pinned to the first replica's address and every further replica is added under its label (`checkout#2`).
+/// Replicas started later are not followed (the dashboard reads the project once, at start).
+pub fn follow_replicas(services: &mut Vec<(String, String)>, containers: &[StackContainer]) {
+    let replicas = docker::discovery::replica_urls(containers, SERVICE_PORT);
+    let scaled = further_replicas(&replicas);
+    for (name, url) in services.iter_mut() {
+        let is_scaled = scaled
+            .iter()
+            .any(|(label, _)| controller::runner::replica_label(label, name).is_some());
+        if let Some((_, first)) = replicas.iter().find(|(label, _)| label == name)
+            && is_scaled
+        {
+            *url = first.clone();
+        }
+    }
+    services.extend(scaled);
 }
 
 /// Everything a run against a compose project needs: the testbed, the container stack for the runner, and
@@ -123,4 +147,47 @@ pub async fn connect(
         },
         sweep,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::net::IpAddr;
+
+    use super::*;
+
+    fn container(service: &str, number: u32, ip: [u8; 4]) -> StackContainer {
+        StackContainer {
+            id: format!("{service}{number}"),
+            name: format!("shop_{service}_{number}"),
+            service: service.into(),
+            number,
+            state: "running".into(),
+            addresses: BTreeMap::from([("shop_boutique".to_owned(), IpAddr::from(ip))]),
+        }
+    }
+
+    #[test]
+    fn a_scaled_service_is_pinned_to_its_first_replica_and_the_others_follow() {
+        let containers = [
+            container("cart", 1, [10, 0, 0, 2]),
+            container("checkout", 1, [10, 0, 0, 3]),
+            container("checkout", 2, [10, 0, 0, 4]),
+            container("controller", 1, [10, 0, 0, 9]),
+        ];
+        let mut services = vec![
+            ("cart".to_owned(), "http://cart:8080".to_owned()),
+            ("checkout".to_owned(), "http://checkout:8080".to_owned()),
+        ];
+        follow_replicas(&mut services, &containers);
+        assert_eq!(
+            services,
+            [
+                ("cart", "http://cart:8080"),
+                ("checkout", "http://10.0.0.3:8080"),
+                ("checkout#2", "http://10.0.0.4:8080"),
+            ]
+            .map(|(name, url)| (name.to_owned(), url.to_owned()))
+        );
+    }
 }

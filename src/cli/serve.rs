@@ -123,6 +123,12 @@ pub async fn run() -> anyhow::Result<()> {
             .filter(|name| !name.trim().is_empty())
         {
             config.compose = compose_project(name.trim()).await;
+            // Every replica of a scaled service gets its own tiles and lanes.
+            if let (Some(compose), Some(external)) = (&config.compose, &mut config.external)
+                && let Ok(containers) = compose.engine.stack(&compose.project).await
+            {
+                super::compose::follow_replicas(&mut external.services, &containers);
+            }
         }
     } else if std::env::var_os("TOLERANT_COMPOSE").is_some() {
         bail!("TOLERANT_COMPOSE: needs TOLERANT_TARGETS (the services the compose project runs)");

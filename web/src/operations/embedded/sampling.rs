@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use breaker::BreakerSnapshot;
 use controller::load;
+use controller::runner::as_replica;
 use controller::runner::prometheus::status_classes;
 use parking_lot::Mutex;
 
@@ -118,9 +119,13 @@ impl EmbeddedOperations {
             let mut snapshots = Vec::new();
             let mut frontend_snapshots = None;
             for (service, url) in &self.inner.testbed.services {
-                let Ok(list) = admin.breakers(url).await else {
+                let Ok(mut list) = admin.breakers(url).await else {
                     continue;
                 };
+                // A replica's breakers get its own tiles and lanes (`checkout#2->payment`).
+                for snapshot in &mut list {
+                    as_replica(service, &mut snapshot.service, &mut snapshot.name);
+                }
                 if service == "frontend" {
                     frontend_snapshots = Some(list.clone());
                 }
