@@ -69,10 +69,21 @@ fn breaker_services_narrow_the_config_and_follow_replicas() {
     assert!(!spec.breaker.applies_to("frontend") && !spec.breaker.applies_to("checkoutx"));
 
     let unknown = with("[\"checkout\", \"till\"]");
-    let services_line = unknown.lines().position(|line| line.starts_with("services")).unwrap() + 1;
+    let services_line = unknown
+        .lines()
+        .position(|line| line.starts_with("services"))
+        .unwrap()
+        + 1;
     let (field, line, message) = error_of(&unknown);
-    assert_eq!((field.as_str(), line), ("breaker.services[1]", services_line), "{message}");
+    assert_eq!(
+        (field.as_str(), line),
+        ("breaker.services[1]", services_line),
+        "{message}"
+    );
     assert!(message.contains("`till`"), "{message}");
-    assert_eq!(error_of(&with("[\"cart\", \"cart\"]")).0, "breaker.services[1]");
+    assert_eq!(
+        error_of(&with("[\"cart\", \"cart\"]")).0,
+        "breaker.services[1]"
+    );
     assert_eq!(error_of(&with("[]")).0, "breaker.services");
 }
