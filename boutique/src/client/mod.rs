@@ -455,11 +455,12 @@ mod tests {
 
     /// Trips on one failure, open for 1 s of `clock`'s time, closes after one successful probe.
     fn breaker_for_test(clock: Arc<breaker::ManualClock>) -> Arc<breaker::CircuitBreaker> {
-        let mut config = breaker::BreakerConfig::default();
+        let mut config = breaker::RawBreakerConfig::default();
         config.trip.consecutive_failures = Some(1);
         config.open.base = Duration::from_secs(1);
         config.open.jitter = 0.0;
         config.half_open.successes_to_close = 1;
+        let config = config.build().expect("a valid test config");
         Arc::new(breaker::CircuitBreaker::new(
             "checkout->payment",
             config,
