@@ -119,13 +119,11 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
     // Every replica is sampled under its label; at least two took orders from the frontend (their own calls to
     // Payment, made or rejected, are counted only when an order reached them; health checks make none).
     let samples = store.samples(run).await.expect("samples");
-    let last = samples.last().expect("samples stored");
-    let metrics = last
-        .collector
-        .extra
-        .as_ref()
-        .and_then(|extra| extra.get("metrics"))
-        .and_then(|metrics| metrics.as_object())
+    // The latest second the sampler read the services' `/metrics` in (the load's last seconds may have none).
+    let metrics = samples
+        .iter()
+        .rev()
+        .find_map(|sample| sample.collector.extra.as_ref()?.get("metrics")?.as_object())
         .expect("the services' metrics are sampled");
     let served: Vec<&String> = metrics
         .iter()
