@@ -610,7 +610,9 @@ async fn probes_are_counted_with_and_without_a_fault() {
         .unwrap();
     send(&mut service, Method::POST, "/charge").await;
     assert_eq!(agent.probes_seen(), 1);
-    agent.put("down", FaultSpec::error(500, 1.0).unwrap()).unwrap();
+    agent
+        .put("down", FaultSpec::error(500, 1.0).unwrap())
+        .unwrap();
     let answered = service
         .ready()
         .await
