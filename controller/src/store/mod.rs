@@ -98,6 +98,11 @@ pub fn database_url(location: &str) -> Result<(String, Backend), StoreError> {
     Ok((format!("sqlite://{location}?mode=rwc"), Backend::Sqlite))
 }
 
+/// How many times a SQLite file's migration is run when another process migrates it at the same time.
+const SQLITE_MIGRATION_ATTEMPTS: u32 = 5;
+/// The pause between two of those attempts.
+const SQLITE_MIGRATION_PAUSE: Duration = Duration::from_millis(100);
+
 fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
@@ -136,7 +141,19 @@ impl Store {
                 .fetch_optional(&pool)
                 .await?;
         }
-        migrations::migrator(backend).await?.run(&pool).await?;
+        let migrator = migrations::migrator(backend).await?;
+        let mut attempt = 1;
+        // sqlx's migration lock is a no-op on SQLite, so two processes opening one new file migrate it at
+        // once and the later finds a table the other has just created. Each migration commits with its
+        // version recorded, so a second pass applies only what is still missing.
+        while let Err(error) = migrator.run(&pool).await {
+            if backend != Backend::Sqlite || attempt == SQLITE_MIGRATION_ATTEMPTS {
+                return Err(error.into());
+            }
+            tracing::debug!(%error, attempt, "migrating alongside another process; again");
+            attempt += 1;
+            tokio::time::sleep(SQLITE_MIGRATION_PAUSE).await;
+        }
         Ok(Store { pool, backend })
     }
 

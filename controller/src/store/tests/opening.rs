@@ -77,6 +77,25 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
     store.close().await;
 }
 
+/// Two processes opening one new SQLite file at once (a controller and a dashboard, or a test watching a
+/// controller) both get a store with the whole schema: the one that loses the race to migrate does not fail.
+#[tokio::test]
+async fn two_stores_opening_one_new_file_at_once_both_open() {
+    for _ in 0..8 {
+        let file = TempDb::new();
+        let location = file.0.to_str().unwrap().to_owned();
+        let (first, second) = tokio::join!(Store::open(&location), Store::open(&location));
+        let (first, second) = (first.unwrap(), second.unwrap());
+        let (_, id) = new_experiment(&first).await;
+        assert_eq!(
+            second.experiment(id).await.unwrap().unwrap().name,
+            "store-test"
+        );
+        first.close().await;
+        second.close().await;
+    }
+}
+
 /// A stored value that does not decode is an error naming its column, never a silent blank.
 #[tokio::test]
 async fn a_corrupt_stored_column_is_an_error_naming_it() {
