@@ -415,6 +415,25 @@ var Charts = (function () {
   // What the live page and a replayed run both draw (one implementation): lanes from transitions, fault
   // intervals from fault changes, and the per-second panels from samples of the live sample's shape.
 
+  // Breakers by calling service, a scaled service's replicas in number order (`checkout`, `checkout#2`, …,
+  // `checkout#10`; a plain string sort puts `checkout#2->…` before `checkout->…`), then by the rest of the name.
+  function breakerOrder(a, b) {
+    var key = function (name) {
+      var arrow = name.indexOf("->");
+      var caller = arrow < 0 ? name : name.slice(0, arrow);
+      var hash = caller.indexOf("#");
+      return {
+        service: hash < 0 ? caller : caller.slice(0, hash),
+        replica: hash < 0 ? 1 : (parseInt(caller.slice(hash + 1), 10) || 1),
+        rest: arrow < 0 ? "" : name.slice(arrow)
+      };
+    };
+    var x = key(a), y = key(b);
+    if (x.service !== y.service) { return x.service < y.service ? -1 : 1; }
+    if (x.replica !== y.replica) { return x.replica - y.replica; }
+    return x.rest < y.rest ? -1 : (x.rest > y.rest ? 1 : 0);
+  }
+
   // One lane per breaker of the board (every breaker, from page load; a replay has none) and per breaker seen
   // in a transition, grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
   // latest: {name: {state}} (the live page's last known states; {} for a replay).
@@ -423,7 +442,7 @@ var Charts = (function () {
     var names = Object.keys(latest);
     tiles.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } });
     transitions.forEach(function (t) { if (names.indexOf(t.breaker) < 0) { names.push(t.breaker); } });
-    names.sort();
+    names.sort(breakerOrder);
     return names.map(function (name) {
       var own = transitions.filter(function (t) { return t.breaker === name; });
       var tile = tileOf(name);
@@ -539,5 +558,5 @@ var Charts = (function () {
     return zoom;
   }
 
-  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, breakerOrder: breakerOrder, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

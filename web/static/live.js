@@ -164,7 +164,7 @@
     var list = document.getElementById("breaker-list");
     if (list) {
       list.innerHTML = "";
-      Object.keys(model.breakers).sort().forEach(function (name) {
+      Object.keys(model.breakers).sort(Charts.breakerOrder).forEach(function (name) {
         var item = document.createElement("li");
         item.className = model.breakers[name].state; item.dataset.breaker = name;
         item.textContent = name + ": " + model.breakers[name].state.replace("_", "-");

@@ -161,8 +161,19 @@ impl BoardTracker {
                 open_until_ms: snapshot.open_until_ms,
             });
         }
-        breakers.sort_by(|a, b| a.name.cmp(&b.name));
+        breakers.sort_by(|a, b| breaker_order(&a.name).cmp(&breaker_order(&b.name)));
         (BreakerBoard { at_ms, breakers }, changes)
+    }
+}
+
+/// A breaker name's place on the board: its calling service, that service's replica number (`checkout` is 1,
+/// `checkout#2` is 2, so `checkout#10` comes after `checkout#9` and every replica after the first), then the
+/// rest of the name. The page orders its lanes the same way (`breakerOrder` in `static/charts.js`).
+fn breaker_order(name: &str) -> (&str, u32, &str) {
+    let (caller, rest) = name.split_once("->").unwrap_or((name, ""));
+    match caller.split_once('#') {
+        Some((service, number)) => (service, number.parse().unwrap_or(1), rest),
+        None => (caller, 1, rest),
     }
 }
 
@@ -267,5 +278,29 @@ mod tests {
         assert_eq!(tile.detector, "failures ≥ 50 % of ≥ 20 calls in 10s");
         assert_eq!(tile.open_window, "5s ×2 up to 2m");
         assert_eq!(tile.probes, "every caller, 3 successes close");
+    }
+
+    #[test]
+    fn replicas_of_a_service_stand_together_in_number_order() {
+        let mut names = vec![
+            "frontend->checkout",
+            "checkout#10->payment",
+            "checkout#2->payment",
+            "checkout->payment",
+            "checkout#2->cart",
+            "checkout->cart",
+        ];
+        names.sort_by(|a, b| super::breaker_order(a).cmp(&super::breaker_order(b)));
+        assert_eq!(
+            names,
+            [
+                "checkout->cart",
+                "checkout->payment",
+                "checkout#2->cart",
+                "checkout#2->payment",
+                "checkout#10->payment",
+                "frontend->checkout",
+            ]
+        );
     }
 }
