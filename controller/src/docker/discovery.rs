@@ -17,6 +17,16 @@ pub fn replica_label(service: &str, number: u32) -> String {
     }
 }
 
+/// Reads a [`replica_label`] back: `checkout#2` is replica 2 of `checkout`. `None` for a plain name or anything
+/// not `NAME#DIGITS` (`checkout#`, `checkout#2x`).
+pub fn replica_of(label: &str) -> Option<(&str, u32)> {
+    let (service, number) = label.split_once('#')?;
+    if number.is_empty() || !number.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some((service, number.parse().ok()?))
+}
+
 /// One container of a compose project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackContainer {

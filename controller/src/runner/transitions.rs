@@ -68,8 +68,8 @@ impl TransitionCollector {
 /// `label` when it names a replica of the service a transition reports (`checkout#2` for `checkout`): the
 /// label its transitions are stored and shown under. `None` for the service itself or another name.
 pub fn replica_label<'a>(label: &'a str, service: &str) -> Option<&'a str> {
-    let number = label.strip_prefix(service)?.strip_prefix('#')?;
-    (!number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit())).then_some(label)
+    let (base, _) = crate::docker::discovery::replica_of(label)?;
+    (base == service).then_some(label)
 }
 
 /// Renames a transition of a stream followed under `label` as that replica's: `service` becomes the label and a

@@ -171,10 +171,9 @@ impl BoardTracker {
 /// rest of the name. The page orders its lanes the same way (`breakerOrder` in `static/charts.js`).
 fn breaker_order(name: &str) -> (&str, u32, &str) {
     let (caller, rest) = name.split_once("->").unwrap_or((name, ""));
-    match caller.split_once('#') {
-        Some((service, number)) => (service, number.parse().unwrap_or(1), rest),
-        None => (caller, 1, rest),
-    }
+    let (service, number) =
+        controller::docker::discovery::replica_of(caller).unwrap_or((caller, 1));
+    (service, number, rest)
 }
 
 #[cfg(test)]
