@@ -27,6 +27,17 @@ pub fn replica_of(label: &str) -> Option<(&str, u32)> {
     Some((service, number.parse().ok()?))
 }
 
+/// The replica label of a container recorded by name (`shop_checkout_2` of `checkout` → `checkout#2`): its
+/// number is what follows the name's last `_` or `-`, 1 when that is not a number.
+pub fn replica_of_container(service: &str, container_name: &str) -> String {
+    let number = container_name
+        .rsplit(['_', '-'])
+        .next()
+        .and_then(|number| number.parse::<u32>().ok())
+        .unwrap_or(1);
+    replica_label(service, number)
+}
+
 /// One container of a compose project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackContainer {

@@ -24,7 +24,7 @@ use crate::store::StoreError;
 pub use discovery::StackContainer;
 pub use fault::ContainerAction;
 pub use lease::ContainerLeases;
-pub use stats::{ContainerReading, ContainerSampler};
+pub use stats::{ContainerReading, ContainerSampler, StatsSampler, Watched};
 
 /// Where the engine listens unless `DOCKER_HOST` says otherwise.
 pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";

@@ -1,5 +1,6 @@
 //! Per-container CPU, memory and network from the engine's stats, read once a second, and energy attributed
-//! per container by its share of the stack's CPU time (modelled: see [`samples_between`]).
+//! per container by its share of the stack's CPU time (modelled: see [`samples_between`]); one sampler
+//! ([`StatsSampler`]) for a run's samples and the dashboard's live panel.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use bollard::container::StatsOptions;
 use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::{DockerError, Engine, StackContainer};
 use crate::energy::CpuModel;
@@ -122,7 +124,159 @@ pub fn samples_between(
     samples
 }
 
-/// Samples a stack's containers once a second until stopped; the samples are numbered from 1.
+/// Where a [`StatsSampler`]'s readings come from: the engine, or a fake in tests.
+pub trait StatsSource: Send + Sync {
+    /// Every container of compose project `project`.
+    fn list(
+        &self,
+        project: &str,
+    ) -> impl Future<Output = Result<Vec<StackContainer>, DockerError>> + Send;
+    /// One reading of each running container of `containers`.
+    fn read(
+        &self,
+        containers: &[StackContainer],
+    ) -> impl Future<Output = Result<Vec<ContainerReading>, DockerError>> + Send;
+}
+
+impl StatsSource for Engine {
+    async fn list(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
+        self.stack(project).await
+    }
+
+    async fn read(
+        &self,
+        containers: &[StackContainer],
+    ) -> Result<Vec<ContainerReading>, DockerError> {
+        self.read_stats(containers).await
+    }
+}
+
+/// Which containers a [`StatsSampler`] reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Watched {
+    /// These, throughout (a run's, found when it started).
+    Fixed(Vec<StackContainer>),
+    /// Compose project `project`'s, listed at the first read and again every `relist` reads (replicas come
+    /// and go).
+    Project { project: String, relist: u32 },
+}
+
+/// The samples of the interval between two consecutive readings, and how long it lasted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledInterval {
+    pub samples: Vec<ContainerSampleRecord>,
+    pub elapsed: Duration,
+}
+
+/// Reads containers' counters again and again and turns each two consecutive readings into the samples of the
+/// interval between them ([`samples_between`]), numbered from 1. The run's samples and the dashboard's live
+/// panel both come from it.
+#[derive(Debug)]
+pub struct StatsSampler<S> {
+    source: S,
+    watched: Watched,
+    containers: Vec<StackContainer>,
+    /// Reads tried so far (a failed one included): when the list is due again.
+    reads: u32,
+    previous: Option<(Instant, Vec<ContainerReading>)>,
+    /// The last interval's number.
+    second: u32,
+    model: CpuModel,
+    cpus: usize,
+}
+
+impl<S: StatsSource> StatsSampler<S> {
+    /// A sampler whose energy is modelled by `model` over a machine of `cpus` CPUs.
+    pub fn new(source: S, watched: Watched, model: CpuModel, cpus: usize) -> Self {
+        let containers = match &watched {
+            Watched::Fixed(containers) => containers.clone(),
+            Watched::Project { .. } => Vec::new(),
+        };
+        StatsSampler {
+            source,
+            watched,
+            containers,
+            reads: 0,
+            previous: None,
+            second: 0,
+            model,
+            cpus,
+        }
+    }
+
+    /// A sampler modelling this machine's power over its CPUs.
+    pub fn for_this_machine(source: S, watched: Watched) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::new(source, watched, CpuModel::for_this_machine(), cpus)
+    }
+
+    /// Reads once, now: the list first when it is due (when listing fails, the error goes to `on_error` and the
+    /// last list is read), then the counters. Answers the interval since the previous successful read; `None`
+    /// at the first read, and when reading failed (the error to `on_error`; the previous reading is kept).
+    pub async fn read(
+        &mut self,
+        on_error: &mut impl FnMut(DockerError),
+    ) -> Option<SampledInterval> {
+        let read = self.reads;
+        self.reads = self.reads.wrapping_add(1);
+        if let Watched::Project { project, relist } = &self.watched
+            && read % (*relist).max(1) == 0
+        {
+            match self.source.list(project).await {
+                Ok(containers) => self.containers = containers,
+                Err(error) => on_error(error),
+            }
+        }
+        let readings = match self.source.read(&self.containers).await {
+            Ok(readings) => readings,
+            Err(error) => {
+                on_error(error);
+                return None;
+            }
+        };
+        let now = Instant::now();
+        let interval = self.previous.as_ref().map(|(then, before)| {
+            self.second += 1;
+            let elapsed = now - *then;
+            SampledInterval {
+                samples: samples_between(
+                    before,
+                    &readings,
+                    elapsed,
+                    self.second,
+                    self.model,
+                    self.cpus,
+                ),
+                elapsed,
+            }
+        });
+        self.previous = Some((now, readings));
+        interval
+    }
+
+    /// Reads every `period` (a read that overruns delays the next), handing each interval to `on_interval` and
+    /// each engine error to `on_error`, until the future is dropped.
+    pub async fn run(
+        mut self,
+        period: Duration,
+        mut on_interval: impl FnMut(SampledInterval),
+        mut on_error: impl FnMut(DockerError),
+    ) {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Some(interval) = self.read(&mut on_error).await {
+                on_interval(interval);
+            }
+        }
+    }
+}
+
+/// Engine errors a run keeps (the first few).
+const KEPT_ERRORS: usize = 16;
+
+/// Samples a run's containers every period until stopped; the samples are numbered from 1.
 #[derive(Debug)]
 pub struct ContainerSampler {
     samples: Arc<Mutex<Vec<ContainerSampleRecord>>>,
@@ -135,37 +289,19 @@ impl ContainerSampler {
     pub fn start(engine: Engine, containers: Vec<StackContainer>, period: Duration) -> Self {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let errors = Arc::new(Mutex::new(Vec::new()));
+        let sampler = StatsSampler::for_this_machine(engine, Watched::Fixed(containers));
         let task = {
             let (samples, errors) = (Arc::clone(&samples), Arc::clone(&errors));
-            let model = CpuModel::for_this_machine();
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            tokio::spawn(async move {
-                let mut ticks = tokio::time::interval(period);
-                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                let mut previous: Option<(tokio::time::Instant, Vec<ContainerReading>)> = None;
-                let mut second = 0u32;
-                loop {
-                    ticks.tick().await;
-                    let readings = match engine.read_stats(&containers).await {
-                        Ok(readings) => readings,
-                        Err(error) => {
-                            let mut errors = errors.lock();
-                            if errors.len() < 16 {
-                                errors.push(error.to_string());
-                            }
-                            continue;
-                        }
-                    };
-                    let now = tokio::time::Instant::now();
-                    if let Some((then, before)) = &previous {
-                        second += 1;
-                        let interval =
-                            samples_between(before, &readings, now - *then, second, model, cpus);
-                        samples.lock().extend(interval);
+            tokio::spawn(sampler.run(
+                period,
+                move |interval| samples.lock().extend(interval.samples),
+                move |error| {
+                    let mut errors = errors.lock();
+                    if errors.len() < KEPT_ERRORS {
+                        errors.push(error.to_string());
                     }
-                    previous = Some((now, readings));
-                }
-            })
+                },
+            ))
         };
         ContainerSampler {
             samples,

@@ -1,11 +1,18 @@
-//! Tests of what needs no engine: parsing container actions and turning readings into samples. The engine
+//! Tests of what needs no engine: parsing container actions, turning readings into samples and the sampler's
+//! loop over a fake engine. The engine
 //! itself is exercised by the root package's container test (`tests/containers.rs`).
 
 use std::time::Duration;
 
-use super::discovery::{StackContainer, replica_urls};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::DockerError;
+use super::discovery::{StackContainer, replica_of_container, replica_urls};
 use super::fault::ContainerAction;
-use super::stats::{ContainerReading, samples_between};
+use super::stats::{
+    ContainerReading, SampledInterval, StatsSampler, StatsSource, Watched, samples_between,
+};
 use crate::energy::CpuModel;
 
 fn reading(container: &str, cpu_ns: u64, rx_bytes: u64) -> ContainerReading {
@@ -145,4 +152,93 @@ fn every_running_replica_is_followed_under_its_own_label() {
         ]
         .map(|(label, url)| (label.to_owned(), url.to_owned()))
     );
+}
+
+#[test]
+fn a_recorded_container_names_its_replica() {
+    assert_eq!(replica_of_container("checkout", "shop_checkout_1"), "checkout");
+    assert_eq!(replica_of_container("checkout", "shop_checkout_2"), "checkout#2");
+    assert_eq!(replica_of_container("checkout", "shop-checkout-3"), "checkout#3");
+    assert_eq!(replica_of_container("payment", "payment"), "payment");
+}
+
+/// An engine whose project gains a replica at each listing and whose containers burn 0.5 CPU-seconds per read;
+/// read `fail_read` (counted from 0) fails.
+#[derive(Clone)]
+struct FakeEngine {
+    lists: Arc<AtomicU32>,
+    reads: Arc<AtomicU32>,
+    fail_read: u32,
+}
+
+impl StatsSource for FakeEngine {
+    async fn list(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
+        assert_eq!(project, "shop");
+        let listed = self.lists.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok((1..=listed)
+            .map(|number| container("checkout", number, "running", None))
+            .collect())
+    }
+
+    async fn read(
+        &self,
+        containers: &[StackContainer],
+    ) -> Result<Vec<ContainerReading>, DockerError> {
+        let read = self.reads.fetch_add(1, Ordering::SeqCst);
+        if read == self.fail_read {
+            return Err(DockerError::Invalid {
+                field: "stats".into(),
+                message: "engine hiccup".into(),
+            });
+        }
+        Ok(containers
+            .iter()
+            .map(|container| {
+                reading(&container.name, u64::from(read + 1) * 500_000_000, 0)
+            })
+            .collect())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_read() {
+    let engine = FakeEngine {
+        lists: Arc::new(AtomicU32::new(0)),
+        reads: Arc::new(AtomicU32::new(0)),
+        fail_read: 2,
+    };
+    let watched = Watched::Project {
+        project: "shop".into(),
+        relist: 2,
+    };
+    let sampler = StatsSampler::new(engine.clone(), watched, CpuModel::for_cpus(2), 2);
+    let (intervals, mut received) = tokio::sync::mpsc::unbounded_channel::<SampledInterval>();
+    let (errors, mut failed) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let task = tokio::spawn(sampler.run(
+        Duration::from_secs(1),
+        move |interval| intervals.send(interval).unwrap(),
+        move |error| errors.send(error.to_string()).unwrap(),
+    ));
+    let started = tokio::time::Instant::now();
+
+    // Read 0 (listed: one replica) gives no interval; read 1, a second later, the first.
+    let first = received.recv().await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(first.elapsed, Duration::from_secs(1));
+    let names: Vec<_> = first.samples.iter().map(|s| (s.container.as_str(), s.second)).collect();
+    assert_eq!(names, [("shop_checkout_1", 1)]);
+    assert!((first.samples[0].cpu_seconds - 0.5).abs() < 1e-9);
+
+    // Read 2 lists again (two replicas now) and fails: said, and the interval after it spans both seconds.
+    assert!(failed.recv().await.unwrap().contains("engine hiccup"));
+    let second = received.recv().await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(3));
+    assert_eq!(second.elapsed, Duration::from_secs(2));
+    // The new replica has no earlier reading yet: left out of this interval, in the next.
+    let names: Vec<_> = second.samples.iter().map(|s| (s.container.as_str(), s.second)).collect();
+    assert_eq!(names, [("shop_checkout_1", 2)]);
+    let third = received.recv().await.unwrap();
+    assert_eq!(third.samples.len(), 2);
+    assert_eq!(engine.lists.load(Ordering::SeqCst), 3, "listed at reads 0, 2 and 4");
+    task.abort();
 }

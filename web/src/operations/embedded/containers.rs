@@ -6,12 +6,10 @@
 
 use std::time::Duration;
 
-use controller::docker::discovery::replica_label;
-use controller::docker::stats::samples_between;
+use controller::docker::discovery::{replica_label, replica_of_container};
 use controller::docker::{
-    ContainerAction, ContainerLeases, ContainerReading, DockerError, StackContainer,
+    ContainerAction, ContainerLeases, DockerError, StackContainer, StatsSampler, Watched,
 };
-use controller::energy::CpuModel;
 use controller::store::{ContainerSampleRecord, RunId};
 
 use super::{EmbeddedOperations, now};
@@ -194,7 +192,7 @@ impl EmbeddedOperations {
         }
         let undone = leases.undo(id, now()).await.map_err(engine_failed)?;
         let action = serde_json::from_str::<ContainerAction>(&row.fault.action).ok();
-        let replica = replica_of(&row.fault.service, &row.fault.container_name);
+        let replica = replica_of_container(&row.fault.service, &row.fault.container_name);
         if undone {
             self.inner.hub.publish(LiveEvent::Fault(change(
                 FaultChangeEvent::Removed,
@@ -242,58 +240,32 @@ pub fn uses_of(samples: &[ContainerSampleRecord], elapsed: Duration) -> Vec<Cont
 }
 
 impl EmbeddedOperations {
-    /// Reads every container's stats once a second and publishes the last second's use; returns at once
-    /// without an engine. Engine errors are logged and the next second tried.
+    /// Reads every container's stats once a second (the controller's [`StatsSampler`], the list read again every
+    /// few seconds) and publishes the last second's use; returns at once without an engine. Engine errors are
+    /// logged and the next second tried.
     pub(super) async fn sample_containers_forever(&self) {
         let Some(stack) = self.inner.containers.clone() else {
             return;
         };
-        let engine = stack.leases.engine().clone();
-        let model = CpuModel::for_this_machine();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut ticks = tokio::time::interval(LIVE_PERIOD);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut containers = Vec::new();
-        let mut previous: Option<(tokio::time::Instant, Vec<ContainerReading>)> = None;
-        for tick in 0u32.. {
-            ticks.tick().await;
-            if tick % RELIST_EVERY == 0 {
-                match engine.stack(&stack.project).await {
-                    Ok(list) => containers = list,
-                    Err(error) => tracing::debug!(%error, "listing the containers"),
-                }
-            }
-            let readings = match engine.read_stats(&containers).await {
-                Ok(readings) => readings,
-                Err(error) => {
-                    tracing::debug!(%error, "reading the containers' stats");
-                    continue;
-                }
-            };
-            let now_at = tokio::time::Instant::now();
-            if let Some((then, before)) = &previous {
-                let elapsed = now_at - *then;
-                let samples = samples_between(before, &readings, elapsed, tick, model, cpus);
-                self.inner
-                    .hub
-                    .publish(LiveEvent::Containers(ContainerStats {
-                        at_ms: now() as u64,
-                        containers: uses_of(&samples, elapsed),
-                    }));
-            }
-            previous = Some((now_at, readings));
-        }
+        let watched = Watched::Project {
+            project: stack.project.clone(),
+            relist: RELIST_EVERY,
+        };
+        StatsSampler::for_this_machine(stack.leases.engine().clone(), watched)
+            .run(
+                LIVE_PERIOD,
+                |interval| {
+                    self.inner
+                        .hub
+                        .publish(LiveEvent::Containers(ContainerStats {
+                            at_ms: now() as u64,
+                            containers: uses_of(&interval.samples, interval.elapsed),
+                        }))
+                },
+                |error| tracing::debug!(%error, "sampling the containers"),
+            )
+            .await;
     }
-}
-
-/// The replica label of a recorded container (`shop_checkout_2` of `checkout` → `checkout#2`).
-fn replica_of(service: &str, container_name: &str) -> String {
-    let number = container_name
-        .rsplit(['_', '-'])
-        .next()
-        .and_then(|number| number.parse::<u32>().ok())
-        .unwrap_or(1);
-    replica_label(service, number)
 }
 
 #[cfg(test)]
@@ -322,13 +294,5 @@ mod tests {
         assert!((only.tx_bytes_per_s - 2_000.0).abs() < 1e-9);
         assert!((only.modelled_watts - 6.0).abs() < 1e-9);
         assert_eq!(only.memory_bytes, 10 << 20);
-    }
-
-    #[test]
-    fn a_recorded_container_names_its_replica() {
-        assert_eq!(replica_of("checkout", "shop_checkout_1"), "checkout");
-        assert_eq!(replica_of("checkout", "shop_checkout_2"), "checkout#2");
-        assert_eq!(replica_of("checkout", "shop-checkout-3"), "checkout#3");
-        assert_eq!(replica_of("payment", "payment"), "payment");
     }
 }
