@@ -279,22 +279,29 @@ impl Hub {
 }
 
 fn events_json(frame: u64, events: &[LiveEvent]) -> String {
-    let mut out = Vec::with_capacity(64 + events.len() * 160);
-    out.extend_from_slice(b"{\"type\":\"events\",\"frame\":");
-    out.extend_from_slice(frame.to_string().as_bytes());
-    out.extend_from_slice(b",\"events\":");
-    // Serializing plain data into a Vec cannot fail.
-    serde_json::to_writer(&mut out, events).expect("live events serialize");
-    out.push(b'}');
-    String::from_utf8(out).expect("serde_json writes UTF-8")
+    frame_json("events", frame, "events", events, 64 + events.len() * 160)
 }
 
 fn snapshot_json(frame: u64, state: &LiveState) -> String {
-    let mut out = Vec::with_capacity(4096);
-    out.extend_from_slice(b"{\"type\":\"snapshot\",\"frame\":");
-    out.extend_from_slice(frame.to_string().as_bytes());
-    out.extend_from_slice(b",\"state\":");
-    serde_json::to_writer(&mut out, state).expect("live state serializes");
+    frame_json("snapshot", frame, "state", state, 4096)
+}
+
+/// `{"type":KIND,"frame":FRAME,FIELD:BODY}`, written straight into one buffer of `capacity` bytes.
+fn frame_json(
+    kind: &str,
+    frame: u64,
+    field: &str,
+    body: &(impl serde::Serialize + ?Sized),
+    capacity: usize,
+) -> String {
+    let mut out = Vec::with_capacity(capacity);
+    // Writing into a Vec and serializing plain data into it cannot fail.
+    std::io::Write::write_fmt(
+        &mut out,
+        format_args!("{{\"type\":\"{kind}\",\"frame\":{frame},\"{field}\":"),
+    )
+    .expect("a Vec takes every byte");
+    serde_json::to_writer(&mut out, body).expect("live frames serialize");
     out.push(b'}');
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }

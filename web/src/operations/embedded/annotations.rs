@@ -1,7 +1,7 @@
 //! Game-day annotations: stored tied to what runs when they are written, and put back into the hub when the
 //! dashboard starts.
 
-use controller::store::NewAnnotation;
+use controller::store::{AnnotationRow, NewAnnotation, StoreError};
 
 use super::{EmbeddedOperations, entry_of, store_failed};
 use crate::hub::LiveEvent;
@@ -69,12 +69,19 @@ impl EmbeddedOperations {
         experiment: i64,
     ) -> Result<Vec<AnnotationEntry>, OperationError> {
         let id = self.experiment_row(experiment).await?.id;
-        let rows = self
-            .inner
-            .store
-            .annotations(id)
-            .await
-            .map_err(store_failed)?;
-        Ok(rows.iter().map(entry_of).collect())
+        entries(self.inner.store.annotations(id).await)
     }
+
+    /// The latest `limit` stored annotations of any experiment, oldest first.
+    pub(super) async fn latest_annotations_of(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<AnnotationEntry>, OperationError> {
+        entries(self.inner.store.latest_annotations(limit).await)
+    }
+}
+
+/// Stored annotation rows as the operations answer them.
+fn entries(rows: Result<Vec<AnnotationRow>, StoreError>) -> Result<Vec<AnnotationEntry>, OperationError> {
+    Ok(rows.map_err(store_failed)?.iter().map(entry_of).collect())
 }

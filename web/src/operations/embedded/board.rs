@@ -176,30 +176,42 @@ fn breaker_order(name: &str) -> (&str, u32, &str) {
     (service, number, rest)
 }
 
+/// A closed breaker `name` (`caller->callee`) of `service` in `mode` with these counters: the tests' snapshot.
+#[cfg(test)]
+pub(super) fn closed_snapshot(
+    service: &str,
+    name: &str,
+    mode: Mode,
+    counters: breaker::Counters,
+) -> BreakerSnapshot {
+    BreakerSnapshot {
+        service: service.to_owned(),
+        name: name.to_owned(),
+        state: breaker::State::Closed,
+        mode,
+        counters,
+        consecutive_failures: 0,
+        probes_in_flight: 0,
+        probe_successes: 0,
+        trips: 0,
+        open_until_ms: None,
+        seq: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use breaker::{Counters, State};
+    use breaker::Counters;
 
     fn snapshot(name: &str, mode: Mode, successes: u64, failures: u64) -> BreakerSnapshot {
-        BreakerSnapshot {
-            service: name.split("->").next().unwrap().to_owned(),
-            name: name.to_owned(),
-            state: State::Closed,
-            mode,
-            counters: Counters {
-                successes,
-                failures,
-                rejected: failures / 2,
-                ..Counters::default()
-            },
-            consecutive_failures: 0,
-            probes_in_flight: 0,
-            probe_successes: 0,
-            trips: 0,
-            open_until_ms: None,
-            seq: 0,
-        }
+        let counters = Counters {
+            successes,
+            failures,
+            rejected: failures / 2,
+            ..Counters::default()
+        };
+        closed_snapshot(name.split("->").next().unwrap(), name, mode, counters)
     }
 
     #[test]

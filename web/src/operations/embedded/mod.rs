@@ -400,14 +400,6 @@ impl Operations for EmbeddedOperations {
     }
 
     fn latest_annotations(&self, limit: usize) -> OperationFuture<'_, Vec<AnnotationEntry>> {
-        Box::pin(async move {
-            let rows = self
-                .inner
-                .store
-                .latest_annotations(limit)
-                .await
-                .map_err(store_failed)?;
-            Ok(rows.iter().map(entry_of).collect())
-        })
+        Box::pin(self.latest_annotations_of(limit))
     }
 }
