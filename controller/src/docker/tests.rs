@@ -156,9 +156,18 @@ fn every_running_replica_is_followed_under_its_own_label() {
 
 #[test]
 fn a_recorded_container_names_its_replica() {
-    assert_eq!(replica_of_container("checkout", "shop_checkout_1"), "checkout");
-    assert_eq!(replica_of_container("checkout", "shop_checkout_2"), "checkout#2");
-    assert_eq!(replica_of_container("checkout", "shop-checkout-3"), "checkout#3");
+    assert_eq!(
+        replica_of_container("checkout", "shop_checkout_1"),
+        "checkout"
+    );
+    assert_eq!(
+        replica_of_container("checkout", "shop_checkout_2"),
+        "checkout#2"
+    );
+    assert_eq!(
+        replica_of_container("checkout", "shop-checkout-3"),
+        "checkout#3"
+    );
     assert_eq!(replica_of_container("payment", "payment"), "payment");
 }
 
@@ -193,9 +202,7 @@ impl StatsSource for FakeEngine {
         }
         Ok(containers
             .iter()
-            .map(|container| {
-                reading(&container.name, u64::from(read + 1) * 500_000_000, 0)
-            })
+            .map(|container| reading(&container.name, u64::from(read + 1) * 500_000_000, 0))
             .collect())
     }
 }
@@ -225,7 +232,11 @@ async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_re
     let first = received.recv().await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_secs(1));
     assert_eq!(first.elapsed, Duration::from_secs(1));
-    let names: Vec<_> = first.samples.iter().map(|s| (s.container.as_str(), s.second)).collect();
+    let names: Vec<_> = first
+        .samples
+        .iter()
+        .map(|s| (s.container.as_str(), s.second))
+        .collect();
     assert_eq!(names, [("shop_checkout_1", 1)]);
     assert!((first.samples[0].cpu_seconds - 0.5).abs() < 1e-9);
 
@@ -235,10 +246,18 @@ async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_re
     assert_eq!(started.elapsed(), Duration::from_secs(3));
     assert_eq!(second.elapsed, Duration::from_secs(2));
     // The new replica has no earlier reading yet: left out of this interval, in the next.
-    let names: Vec<_> = second.samples.iter().map(|s| (s.container.as_str(), s.second)).collect();
+    let names: Vec<_> = second
+        .samples
+        .iter()
+        .map(|s| (s.container.as_str(), s.second))
+        .collect();
     assert_eq!(names, [("shop_checkout_1", 2)]);
     let third = received.recv().await.unwrap();
     assert_eq!(third.samples.len(), 2);
-    assert_eq!(engine.lists.load(Ordering::SeqCst), 3, "listed at reads 0, 2 and 4");
+    assert_eq!(
+        engine.lists.load(Ordering::SeqCst),
+        3,
+        "listed at reads 0, 2 and 4"
+    );
     task.abort();
 }

@@ -1,14 +1,13 @@
 //! The experiments page: the list, the create form (spec box) and the start, schedule and abort posts.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Response};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::login::CsrfForm;
+use super::posted::{CsrfForm, Posted};
 use super::{Viewer, format_ms, format_optional_ms, page, redirect_with_notice, render};
 use crate::api::parse_at;
 use crate::app::AppState;
@@ -111,17 +110,14 @@ pub async fn experiments(
 
 #[derive(Debug, Deserialize)]
 pub struct CreateForm {
-    #[serde(default)]
-    csrf: String,
     spec: String,
 }
 
 pub async fn create_experiment(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<CreateForm>,
+    Posted(form): Posted<CreateForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     if form.spec.trim().is_empty() {
         return experiments_with_error(
             &state,
@@ -159,8 +155,6 @@ async fn experiments_with_error(
 
 #[derive(Debug, Deserialize)]
 pub struct StartForm {
-    #[serde(default)]
-    csrf: String,
     /// Unix ms (the page's script fills it from the datetime picker), or RFC 3339; empty = now.
     #[serde(default)]
     at: String,
@@ -168,11 +162,9 @@ pub struct StartForm {
 
 pub async fn start_experiment(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<i64>,
-    Form(form): Form<StartForm>,
+    Posted(form): Posted<StartForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     let at = parse_at(&Value::String(form.at))?;
     state.operations.start(id, at).await?;
     Ok(match at {
@@ -186,11 +178,9 @@ pub async fn start_experiment(
 
 pub async fn abort_experiment(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<i64>,
-    Form(form): Form<CsrfForm>,
+    Posted(_): Posted<CsrfForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     state.operations.abort(id).await?;
     Ok(redirect_with_notice(
         "/experiments",

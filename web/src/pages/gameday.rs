@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use agent::api::{FaultKind, FaultSpec, MatchRule};
 use askama::Template;
-use axum::Form;
 use axum::extract::State;
 use axum::response::Response;
 use http::HeaderMap;
 use serde::Deserialize;
 
 use super::login::local_path;
+use super::posted::Posted;
 use super::{AnnotationLine, Viewer, page, redirect_with_notice, render};
 use crate::api::{parse_mode, store_annotation};
 use crate::app::AppState;
@@ -75,8 +75,6 @@ pub async fn gameday(
 
 #[derive(Debug, Deserialize)]
 pub struct HaltForm {
-    #[serde(default)]
-    csrf: String,
     /// `on` when the operator also wants every breaker back to `enforce` (config kept).
     #[serde(default)]
     enforce: Option<String>,
@@ -109,10 +107,8 @@ fn describe_fault(fault: &FaultChange) -> String {
 
 pub async fn halt(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<HaltForm>,
+    Posted(form): Posted<HaltForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     let active: Vec<String> = state
         .hub
         .state()
@@ -144,8 +140,6 @@ pub async fn halt(
 
 #[derive(Debug, Deserialize)]
 pub struct FaultForm {
-    #[serde(default)]
-    csrf: String,
     target: String,
     kind: String,
     #[serde(default)]
@@ -201,10 +195,8 @@ pub const GAME_DAY_FAULT_ID: &str = "gameday";
 
 pub async fn set_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<FaultForm>,
+    Posted(form): Posted<FaultForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     let fault = fault_of_form(&form)?;
     let what = match form.kind.as_str() {
         "error" => format!("error {}", form.status.trim()),
@@ -232,17 +224,13 @@ pub async fn set_fault(
 
 #[derive(Debug, Deserialize)]
 pub struct ClearFaultForm {
-    #[serde(default)]
-    csrf: String,
     target: String,
 }
 
 pub async fn clear_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<ClearFaultForm>,
+    Posted(form): Posted<ClearFaultForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     state
         .operations
         .clear_fault(form.target.clone(), GAME_DAY_FAULT_ID.into())
@@ -256,18 +244,14 @@ pub async fn clear_fault(
 #[derive(Debug, Deserialize)]
 pub struct BreakerForm {
     #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     service: String,
     mode: String,
 }
 
 pub async fn set_breaker_mode(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<BreakerForm>,
+    Posted(form): Posted<BreakerForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     let mode = parse_mode(&form.mode)?;
     let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
     let which = match &service {
@@ -283,8 +267,6 @@ pub async fn set_breaker_mode(
 
 #[derive(Debug, Deserialize)]
 pub struct AnnotateForm {
-    #[serde(default)]
-    csrf: String,
     text: String,
     #[serde(default)]
     author: Option<String>,
@@ -293,10 +275,8 @@ pub struct AnnotateForm {
 
 pub async fn annotate(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<AnnotateForm>,
+    Posted(form): Posted<AnnotateForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     store_annotation(&state, form.text, form.author, None).await?;
     Ok(redirect_with_notice(
         &local_path(form.next),
@@ -306,8 +286,6 @@ pub async fn annotate(
 
 #[derive(Debug, Deserialize)]
 pub struct LoadForm {
-    #[serde(default)]
-    csrf: String,
     /// `start` (or replace) or `stop`.
     action: String,
     #[serde(default)]
@@ -328,10 +306,8 @@ fn form_number(field: &str, text: &str) -> Result<u64, AppError> {
 /// `POST /ui/load`: the game day's background load on or off.
 pub async fn set_load(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<LoadForm>,
+    Posted(form): Posted<LoadForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     match form.action.as_str() {
         "stop" => {
             state.operations.set_load(None).await?;
@@ -362,8 +338,6 @@ pub async fn set_load(
 
 #[derive(Debug, Deserialize)]
 pub struct ContainerFaultForm {
-    #[serde(default)]
-    csrf: String,
     /// A replica: `payment`, `checkout#2`.
     container: String,
     /// `pause`, `stop`, `kill`, `restart`, `net_delay`, `net_loss`.
@@ -436,10 +410,8 @@ pub fn container_fault_of_form(
 /// `POST /ui/container-fault`.
 pub async fn set_container_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<ContainerFaultForm>,
+    Posted(form): Posted<ContainerFaultForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     let request = container_fault_of_form(&form)?;
     let what = match request.action.detail() {
         detail if detail.is_empty() => request.action.name().to_owned(),
@@ -458,18 +430,14 @@ pub async fn set_container_fault(
 
 #[derive(Debug, Deserialize)]
 pub struct ClearContainerFaultForm {
-    #[serde(default)]
-    csrf: String,
     id: i64,
 }
 
 /// `POST /ui/container-fault/clear`.
 pub async fn clear_container_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<ClearContainerFaultForm>,
+    Posted(form): Posted<ClearContainerFaultForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     state.operations.clear_container_fault(form.id).await?;
     Ok(redirect_with_notice(
         "/gameday",

@@ -8,6 +8,7 @@ use http::HeaderMap;
 use http::header::SET_COOKIE;
 use serde::Deserialize;
 
+use super::posted::{CsrfForm, Posted};
 use super::{Viewer, page, render};
 use crate::app::AppState;
 use crate::auth::{Auth, AuthError};
@@ -97,18 +98,11 @@ pub async fn login(
     Ok((status, Html(html)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    pub(crate) csrf: String,
-}
-
 pub async fn logout(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    Posted(_): Posted<CsrfForm>,
 ) -> Result<Response, PageError> {
-    state.auth.authorize(&headers, Some(&form.csrf))?;
     state.auth.logout(&headers);
     Ok(([(SET_COOKIE, Auth::expired_cookie())], Redirect::to("/")).into_response())
 }

@@ -1,10 +1,12 @@
 //! The HTML pages (askama templates in `web/templates/`) and the form posts they make, one module per page.
-//! Forms carry the session's CSRF token in a hidden `csrf` field; a refused post answers 401/403 like the API.
+//! Forms carry the session's CSRF token in a hidden `csrf` field, checked before a handler runs ([`Posted`]); a
+//! refused post answers 401/403 like the API.
 
 mod experiments;
 mod gameday;
 mod live;
 mod login;
+mod posted;
 mod results;
 mod simulate;
 
@@ -27,7 +29,8 @@ pub use gameday::{
     fault_of_form, gameday, halt, set_breaker_mode, set_container_fault, set_fault, set_load,
 };
 pub use live::live;
-pub use login::{CsrfForm, LoginForm, NextQuery, login, login_form, logout};
+pub use login::{LoginForm, NextQuery, login, login_form, logout};
+pub use posted::{CsrfForm, Posted};
 pub use results::{CellText, results};
 pub use simulate::simulate;
 

@@ -81,6 +81,8 @@ async fn every_mutation_without_the_token_is_refused() {
         ("/ui/container-fault/clear", "id=1"),
         ("/ui/breakers", "mode=enforce"),
         ("/ui/annotate", "text=hello"),
+        ("/ui/load", "action=stop"),
+        ("/logout", ""),
     ];
     for (uri, body) in forms {
         let response = send(&state, form(uri, body, None)).await;
@@ -89,6 +91,37 @@ async fn every_mutation_without_the_token_is_refused() {
     assert!(operations.calls().is_empty(), "{:?}", operations.calls());
     state.hub.flush();
     assert!(state.hub.state().annotations.is_empty());
+}
+
+#[tokio::test]
+async fn a_post_that_is_not_its_form_is_refused_as_such_before_the_token_is_checked() {
+    let (state, operations) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    // Not the form: a bad field answers the form's error, with or without the session.
+    for cookie in [None, Some(cookie.as_str())] {
+        let bad_rate = form(
+            "/ui/fault",
+            &format!("csrf={csrf}&target=payment&kind=hang&rate=lots&lease=5s"),
+            cookie,
+        );
+        assert_eq!(
+            send(&state, bad_rate).await.status(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
+    let not_a_form = post("/ui/halt")
+        .header(COOKIE, &cookie)
+        .body(Body::from(format!("csrf={csrf}")))
+        .expect("request");
+    assert_eq!(
+        send(&state, not_a_form).await.status(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    );
+    assert!(operations.calls().is_empty(), "{:?}", operations.calls());
+    // The form, with the session's token: taken.
+    let halt = form("/ui/halt", &format!("csrf={csrf}"), Some(&cookie));
+    assert_eq!(send(&state, halt).await.status(), StatusCode::SEE_OTHER);
+    assert_eq!(operations.calls().len(), 1, "{:?}", operations.calls());
 }
 
 #[tokio::test]

@@ -82,6 +82,8 @@ impl EmbeddedOperations {
 }
 
 /// Stored annotation rows as the operations answer them.
-fn entries(rows: Result<Vec<AnnotationRow>, StoreError>) -> Result<Vec<AnnotationEntry>, OperationError> {
+fn entries(
+    rows: Result<Vec<AnnotationRow>, StoreError>,
+) -> Result<Vec<AnnotationEntry>, OperationError> {
     Ok(rows.map_err(store_failed)?.iter().map(entry_of).collect())
 }
