@@ -207,6 +207,12 @@ impl StatsSource for FakeEngine {
     }
 }
 
+/// Each sample of an interval as (container, interval number).
+fn numbered(interval: &SampledInterval) -> Vec<(&str, u32)> {
+    let samples = interval.samples.iter();
+    samples.map(|s| (s.container.as_str(), s.second)).collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_read() {
     let engine = FakeEngine {
@@ -232,12 +238,7 @@ async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_re
     let first = received.recv().await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_secs(1));
     assert_eq!(first.elapsed, Duration::from_secs(1));
-    let names: Vec<_> = first
-        .samples
-        .iter()
-        .map(|s| (s.container.as_str(), s.second))
-        .collect();
-    assert_eq!(names, [("shop_checkout_1", 1)]);
+    assert_eq!(numbered(&first), [("shop_checkout_1", 1)]);
     assert!((first.samples[0].cpu_seconds - 0.5).abs() < 1e-9);
 
     // Read 2 lists again (two replicas now) and fails: said, and the interval after it spans both seconds.
@@ -246,12 +247,7 @@ async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_re
     assert_eq!(started.elapsed(), Duration::from_secs(3));
     assert_eq!(second.elapsed, Duration::from_secs(2));
     // The new replica has no earlier reading yet: left out of this interval, in the next.
-    let names: Vec<_> = second
-        .samples
-        .iter()
-        .map(|s| (s.container.as_str(), s.second))
-        .collect();
-    assert_eq!(names, [("shop_checkout_1", 2)]);
+    assert_eq!(numbered(&second), [("shop_checkout_1", 2)]);
     let third = received.recv().await.unwrap();
     assert_eq!(third.samples.len(), 2);
     assert_eq!(
