@@ -11,3 +11,4 @@ pub mod sources;
 pub mod spec;
 pub mod stats;
 pub mod store;
+pub mod target;

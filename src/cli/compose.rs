@@ -10,6 +10,7 @@ use boutique::ServiceName;
 use controller::docker::{self, ContainerLeases, Engine, StackContainer};
 use controller::runner::{ContainerStack, Testbed};
 use controller::store::Store;
+use controller::target::ServiceId;
 
 /// The port every service listens on inside its container (see `docker-compose.yml`).
 pub const SERVICE_PORT: u16 = 8080;
@@ -64,7 +65,7 @@ pub fn testbed_of(
     };
     let mut services = Vec::with_capacity(replicas.len());
     for service in ServiceName::ALL {
-        services.push((service.to_string(), url(service.as_str())?));
+        services.push((service.into(), url(service.as_str())?));
     }
     services.extend(further_replicas(&replicas));
     let frontend = url(ServiceName::Frontend.as_str())?;
@@ -81,15 +82,16 @@ pub fn testbed_of(
 }
 
 /// The replicas past the first of the boutique services (`checkout#2`, …) among `replica_urls`' entries.
-fn further_replicas(replicas: &[(String, String)]) -> Vec<(String, String)> {
+fn further_replicas(replicas: &[(String, String)]) -> Vec<(ServiceId, String)> {
     replicas
         .iter()
+        .filter_map(|(label, url)| Some((ServiceId::new(label.as_str()).ok()?, url.clone())))
         .filter(|(label, _)| {
-            ServiceName::ALL
-                .iter()
-                .any(|service| controller::runner::replica_label(label, service.as_str()).is_some())
+            label.is_replica()
+                && ServiceName::ALL
+                    .iter()
+                    .any(|service| label.service() == service.as_str())
         })
-        .cloned()
         .collect()
 }
 
@@ -97,14 +99,14 @@ fn further_replicas(replicas: &[(String, String)]) -> Vec<(String, String)> {
 /// the services it was given by name: a scaled service's name resolves to any of its replicas, so its entry is
 /// pinned to the first replica's address and every further replica is added under its label (`checkout#2`).
 /// Replicas started later are not followed (the dashboard reads the project once, at start).
-pub fn follow_replicas(services: &mut Vec<(String, String)>, containers: &[StackContainer]) {
+pub fn follow_replicas(services: &mut Vec<(ServiceId, String)>, containers: &[StackContainer]) {
     let replicas = docker::discovery::replica_urls(containers, SERVICE_PORT);
     let scaled = further_replicas(&replicas);
     for (name, url) in services.iter_mut() {
         let is_scaled = scaled
             .iter()
-            .any(|(label, _)| controller::runner::replica_label(label, name).is_some());
-        if let Some((_, first)) = replicas.iter().find(|(label, _)| label == name)
+            .any(|(label, _)| controller::runner::replica_label(label, name.as_str()).is_some());
+        if let Some((_, first)) = replicas.iter().find(|(label, _)| name == label.as_str())
             && is_scaled
         {
             *url = first.clone();
@@ -175,9 +177,10 @@ mod tests {
             container("checkout", 2, [10, 0, 0, 4]),
             container("controller", 1, [10, 0, 0, 9]),
         ];
+        let id = |name: &str| ServiceId::new(name).unwrap();
         let mut services = vec![
-            ("cart".to_owned(), "http://cart:8080".to_owned()),
-            ("checkout".to_owned(), "http://checkout:8080".to_owned()),
+            (id("cart"), "http://cart:8080".to_owned()),
+            (id("checkout"), "http://checkout:8080".to_owned()),
         ];
         follow_replicas(&mut services, &containers);
         assert_eq!(
@@ -187,7 +190,7 @@ mod tests {
                 ("checkout", "http://10.0.0.3:8080"),
                 ("checkout#2", "http://10.0.0.4:8080"),
             ]
-            .map(|(name, url)| (name.to_owned(), url.to_owned()))
+            .map(|(name, url)| (id(name), url.to_owned()))
         );
     }
 }

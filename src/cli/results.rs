@@ -207,7 +207,9 @@ fn breaker_services_of_spec(source: &str) -> Vec<String> {
     };
     spec.targets
         .iter()
-        .filter(|(name, _)| name.as_str() != AGENT_TARGET && spec.offers_of(name).breaker_config)
+        .filter(|(name, _)| {
+            name.as_str() != AGENT_TARGET && spec.offers_of(name.as_str()).breaker_config
+        })
         .map(|(_, url)| url.clone())
         .collect()
 }

@@ -77,9 +77,10 @@ async fn external_testbed(text: &str) -> anyhow::Result<ExternalTestbed> {
         if name == AGENT_TARGET {
             agent = Some(url.to_owned());
         } else {
-            name.parse::<boutique::ServiceName>()
+            let service = name
+                .parse::<boutique::ServiceName>()
                 .with_context(|| format!("TOLERANT_TARGETS: `{name}`"))?;
-            services.push((name.to_owned(), url.to_owned()));
+            services.push((service.into(), url.to_owned()));
         }
     }
     let agent = agent.context("TOLERANT_TARGETS: no `agent=URL` entry")?;

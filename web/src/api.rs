@@ -17,6 +17,7 @@ use axum::extract::FromRef;
 use axum::routing::post;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
+use controller::target::ServiceId;
 
 use crate::app::AppState;
 use crate::auth::Auth;
@@ -292,7 +293,7 @@ pub async fn set_fault(
     check_fault_id(&id)?;
     let fault = FaultSpec::from_json_slice(body.as_bytes())
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
-    let target = query.target.unwrap_or_else(|| "payment".into());
+    let target = fault_target(query)?;
     state
         .operations
         .set_fault(FaultRequest {
@@ -318,7 +319,7 @@ pub async fn clear_fault(
 ) -> Result<Response, AppError> {
     state.auth.authorize(&headers, None)?;
     check_fault_id(&id)?;
-    let target = query.target.unwrap_or_else(|| "payment".into());
+    let target = fault_target(query)?;
     state.operations.clear_fault(target, id.clone()).await?;
     Ok(Json(json!({ "id": id, "cleared": true })).into_response())
 }
@@ -362,6 +363,19 @@ pub struct BreakerModeBody {
     mode: String,
 }
 
+/// A service's name as given in `field`, checked by [`ServiceId`]; the error names the field and what is wrong.
+pub(crate) fn parse_service(field: &str, name: &str) -> Result<ServiceId, AppError> {
+    ServiceId::new(name).map_err(|error| AppError::BadRequest(format!("{field}: {error}")))
+}
+
+/// The service whose agent a fault of the API goes to: `?target=`, Payment's when not given.
+fn fault_target(query: TargetQuery) -> Result<ServiceId, AppError> {
+    match query.target {
+        Some(target) => parse_service("target", &target),
+        None => Ok(boutique::ServiceName::Payment.into()),
+    }
+}
+
 /// A mode name as the breaker's [`breaker::Mode`]; the error names the field and the modes.
 pub(crate) fn parse_mode(mode: &str) -> Result<breaker::Mode, AppError> {
     mode.parse()
@@ -377,7 +391,11 @@ pub async fn set_breaker_mode(
     let body: BreakerModeBody = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let mode = parse_mode(&body.mode)?;
-    let service = body.service.filter(|service| !service.is_empty());
+    let service = body
+        .service
+        .filter(|service| !service.is_empty())
+        .map(|service| parse_service("service", &service))
+        .transpose()?;
     state.operations.set_breaker_mode(service, mode).await?;
     Ok(Json(json!({ "mode": mode })).into_response())
 }

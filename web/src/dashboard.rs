@@ -10,6 +10,7 @@ use std::time::Duration;
 use controller::docker::{ContainerLeases, Engine};
 use controller::runner::{ContainerStack, Testbed, now_ms};
 use controller::store::Store;
+use controller::target::ServiceId;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -63,7 +64,7 @@ pub struct ExternalTestbed {
     /// The frontend the virtual users load.
     pub frontend: SocketAddr,
     /// Every service's base URL by name.
-    pub services: Vec<(String, String)>,
+    pub services: Vec<(ServiceId, String)>,
     /// Base URL of the fault agent's control API.
     pub agent: String,
 }

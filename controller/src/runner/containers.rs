@@ -110,12 +110,12 @@ impl ContainerStack {
         };
         let replicas: Vec<_> = stack
             .iter()
-            .filter(|container| container.service == spec.fault.target)
+            .filter(|container| spec.fault.target == container.service.as_str())
             .collect();
         if replicas.is_empty() {
             return Err(DockerError::NoSuchService {
                 project: self.project.clone(),
-                service: spec.fault.target.clone(),
+                service: spec.fault.target.to_string(),
             }
             .to_string());
         }

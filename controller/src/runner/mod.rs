@@ -43,6 +43,7 @@ use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
+use crate::target::ServiceId;
 
 /// Where the testbed lives and how to talk to it.
 #[derive(Debug, Clone)]
@@ -50,8 +51,9 @@ pub struct Testbed {
     /// The frontend the virtual users load.
     pub frontend: SocketAddr,
     /// Every service's base URL (`http://…`), by name: reset, breaker config, transition streams. The names are
-    /// text, not [`boutique::ServiceName`]: a spec's `[targets]` may name services that are not the boutique's.
-    pub services: Vec<(String, String)>,
+    /// [`ServiceId`]s, not [`boutique::ServiceName`]s: a spec's `[targets]` may name services that are not the
+    /// boutique's, and a compose replica is followed under its label (`checkout#2`).
+    pub services: Vec<(ServiceId, String)>,
     /// Base URL of the fault agent's control API.
     pub agent: String,
     /// Bearer token for admin and agent mutations.
@@ -66,7 +68,7 @@ impl Testbed {
             frontend: stack.addrs()[&ServiceName::Frontend],
             services: ServiceName::ALL
                 .iter()
-                .map(|service| (service.to_string(), stack.url(*service)))
+                .map(|service| (ServiceId::from(*service), stack.url(*service)))
                 .collect(),
             agent: stack.url(ServiceName::Payment),
             token: token.into(),
@@ -307,7 +309,7 @@ impl Runner {
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
         for (name, url) in &self.testbed.services {
-            let offers = spec.offers_of(name);
+            let offers = spec.offers_of(name.as_str());
             if offers.reset {
                 self.admin.reset(url).await?;
             }

@@ -14,6 +14,7 @@ use http::{Method, StatusCode};
 
 use super::{AdminError, Runner, RunnerError, TransitionCollector};
 use crate::spec::{ExperimentSpec, Offers};
+use crate::target::ServiceId;
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -44,7 +45,7 @@ impl Runner {
         let mut lines = Vec::new();
         for (name, url) in &self.testbed.services {
             let field = format!("targets.{name}");
-            let offers = offers_of(name);
+            let offers = offers_of(name.as_str());
             if offers == Offers::default() {
                 // A plain HTTP service: any answer will do.
                 match self
@@ -60,7 +61,7 @@ impl Runner {
                     .call(Method::GET, &format!("{url}/_healthz"), None, Bytes::new())
                     .await
                     .map_err(|error| unreachable(&field, &error))?;
-                self.probe_offers(&field, url, offers).await?;
+                self.probe_offers(name, url, offers).await?;
             }
             let missing: Vec<&str> = Offers::NAMES
                 .into_iter()
@@ -98,10 +99,11 @@ impl Runner {
     /// One probe per declared capability, none of which changes anything.
     async fn probe_offers(
         &self,
-        field: &str,
+        name: &ServiceId,
         url: &str,
         offers: Offers,
     ) -> Result<(), RunnerError> {
+        let field = format!("targets.{name}");
         let lacks = |capability: &str, error: String| {
             RunnerError::Testbed(format!(
                 "{field}: declares `{capability}` but {error}; remove it from `offers` or fix the target"
@@ -117,7 +119,7 @@ impl Runner {
                     Bytes::from_static(b"{}"),
                 )
                 .await;
-            expect_refusal_of_the_request(field, mode_switch, StatusCode::BAD_REQUEST)?;
+            expect_refusal_of_the_request(&field, mode_switch, StatusCode::BAD_REQUEST)?;
         }
         if offers.reset {
             // The route takes POST only: a GET is refused with 405 where it exists, 404 where it does not.
@@ -159,7 +161,7 @@ impl Runner {
             }
         }
         if offers.breaker_stream {
-            TransitionCollector::connect(&[(field.to_owned(), url.to_owned())])
+            TransitionCollector::connect(&[(name.clone(), url.to_owned())])
                 .await
                 .map_err(|error| {
                     lacks(

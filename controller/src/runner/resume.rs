@@ -116,9 +116,9 @@ impl Runner {
         // Nor the breaker config it pushed (its lease ends it anyway, this ends it now; a service that cannot
         // restore is no reason not to resume: the next run pushes its own config).
         for (name, url) in &self.testbed.services {
-            if spec.offers_of(name).breaker_config {
+            if spec.offers_of(name.as_str()).breaker_config {
                 if let Err(error) = self.admin.restore_breakers(url).await {
-                    tracing::warn!(service = name, %error, "restoring the breaker config before resuming failed");
+                    tracing::warn!(service = %name, %error, "restoring the breaker config before resuming failed");
                 }
             }
         }

@@ -14,6 +14,7 @@ use super::prometheus::prometheus_samples;
 use super::task::RunTask;
 use crate::energy::{CpuModel, EnergyMeter, EnergySource, POWERCAP_ROOT};
 use crate::store::CollectorSample;
+use crate::target::ServiceId;
 
 /// Periodic sampling of one run; stop it with [`Sampler::finish`].
 pub struct Sampler {
@@ -28,7 +29,7 @@ impl Sampler {
     pub fn start(
         admin: AdminClient,
         cart_url: Option<String>,
-        services: Vec<(String, String)>,
+        services: Vec<(ServiceId, String)>,
         start: Instant,
     ) -> Self {
         let samples = Arc::new(Mutex::new(Vec::new()));
@@ -80,7 +81,7 @@ impl Sampler {
 async fn sample(
     admin: &AdminClient,
     cart_url: Option<&str>,
-    services: &[(String, String)],
+    services: &[(ServiceId, String)],
     second: u64,
 ) -> CollectorSample {
     let mut sample = CollectorSample {
@@ -101,10 +102,10 @@ async fn sample(
             in_flight += pool.in_flight as u64;
             queued += pool.queued as u64;
             seen = true;
-            pools.insert(name.clone(), json!(pool));
+            pools.insert(name.to_string(), json!(pool));
         }
         if let Ok(text) = admin.get_text(&format!("{url}/metrics")).await {
-            metrics.insert(name.clone(), Value::Object(prometheus_samples(&text)));
+            metrics.insert(name.to_string(), Value::Object(prometheus_samples(&text)));
         }
     }
     if seen {

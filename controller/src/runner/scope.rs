@@ -96,10 +96,10 @@ impl RunScope {
         testbed: &Testbed,
         offers_of: &(dyn Fn(&str) -> Offers + Sync),
     ) -> Result<Self, RunnerError> {
-        let streams: Vec<(String, String)> = testbed
+        let streams: Vec<_> = testbed
             .services
             .iter()
-            .filter(|(name, _)| offers_of(name).breaker_stream)
+            .filter(|(name, _)| offers_of(name.as_str()).breaker_stream)
             .cloned()
             .collect();
         let transitions = TransitionCollector::connect(&streams)
@@ -202,7 +202,7 @@ impl RunScope {
         let cart_url = testbed
             .services
             .iter()
-            .find(|(name, _)| offers_of(name).cart_metrics)
+            .find(|(name, _)| offers_of(name.as_str()).cart_metrics)
             .map(|(_, url)| url.clone());
         self.sampler = Some(Sampler::start(
             self.admin.clone(),
@@ -210,7 +210,7 @@ impl RunScope {
             testbed
                 .services
                 .iter()
-                .filter(|(name, _)| offers_of(name).pool)
+                .filter(|(name, _)| offers_of(name.as_str()).pool)
                 .cloned()
                 .collect(),
             Instant::now(),

@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::store::TransitionRecord;
+use crate::target::ServiceId;
 
 /// Subscriptions to the services' transition streams; events land in one shared list.
 pub struct TransitionCollector {
@@ -21,7 +22,7 @@ pub struct TransitionCollector {
 impl TransitionCollector {
     /// Connects to `{url}/_breakers/stream` of every service (`(label, base URL http://…)`). Returns once
     /// every subscription is established, so no transition after this call is missed.
-    pub async fn connect(services: &[(String, String)]) -> Result<Self, String> {
+    pub async fn connect(services: &[(ServiceId, String)]) -> Result<Self, String> {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut readers = JoinSet::new();
         for (label, url) in services {
@@ -67,15 +68,14 @@ impl TransitionCollector {
 
 /// `label` when it names a replica of the service a transition reports (`checkout#2` for `checkout`): the
 /// label its transitions are stored and shown under. `None` for the service itself or another name.
-pub fn replica_label<'a>(label: &'a str, service: &str) -> Option<&'a str> {
-    let (base, _) = crate::docker::discovery::replica_of(label)?;
-    (base == service).then_some(label)
+pub fn replica_label<'a>(label: &'a ServiceId, service: &str) -> Option<&'a ServiceId> {
+    (label.is_replica() && label.service() == service).then_some(label)
 }
 
 /// Renames a transition of a stream followed under `label` as that replica's: `service` becomes the label and a
 /// breaker named after the service as caller (`checkout->payment`) is named after the replica
 /// (`checkout#2->payment`). Nothing changes when `label` is not a replica of `service`.
-pub fn as_replica(label: &str, service: &mut String, breaker: &mut String) {
+pub fn as_replica(label: &ServiceId, service: &mut String, breaker: &mut String) {
     let Some(replica) = replica_label(label, service) else {
         return;
     };
@@ -85,7 +85,7 @@ pub fn as_replica(label: &str, service: &mut String, breaker: &mut String) {
     {
         *breaker = format!("{replica}->{dependency}");
     }
-    *service = replica.to_owned();
+    *service = replica.to_string();
 }
 
 /// One message of `/_breakers/stream`, decoded into the breaker's own [`breaker::TransitionEvent`], as a
@@ -136,19 +136,26 @@ mod tests {
 
     #[test]
     fn a_replica_label_qualifies_only_its_own_service() {
-        assert_eq!(replica_label("checkout#2", "checkout"), Some("checkout#2"));
+        let id = |label: &str| ServiceId::new(label).unwrap();
+        let qualified = |label: &str, service: &str| {
+            replica_label(&id(label), service).map(ServiceId::to_string)
+        };
         assert_eq!(
-            replica_label("checkout#12", "checkout"),
+            qualified("checkout#2", "checkout").as_deref(),
+            Some("checkout#2")
+        );
+        assert_eq!(
+            qualified("checkout#12", "checkout").as_deref(),
             Some("checkout#12")
         );
-        assert_eq!(replica_label("checkout", "checkout"), None);
-        assert_eq!(replica_label("checkout#", "checkout"), None);
-        assert_eq!(replica_label("checkout#2x", "checkout"), None);
-        assert_eq!(replica_label("cart#2", "checkout"), None);
-        assert_eq!(replica_label("checkoutx#2", "checkout"), None);
+        assert_eq!(qualified("checkout", "checkout"), None);
+        assert_eq!(qualified("cart#2", "checkout"), None);
+        assert_eq!(qualified("checkoutx#2", "checkout"), None);
+        // What is not `NAME#N` is no label at all: `ServiceId` refuses it.
+        assert!(ServiceId::new("checkout#").is_err() && ServiceId::new("checkout#2x").is_err());
         let renamed = |label: &str, service: &str, breaker: &str| {
             let (mut service, mut breaker) = (service.to_owned(), breaker.to_owned());
-            as_replica(label, &mut service, &mut breaker);
+            as_replica(&id(label), &mut service, &mut breaker);
             (service, breaker)
         };
         assert_eq!(

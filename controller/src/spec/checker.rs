@@ -7,6 +7,7 @@ use toml::Spanned;
 
 use super::SpecError;
 use super::bounds::MAX_WRITTEN_DURATION;
+use crate::target::ServiceId;
 
 /// Collects field errors in source order; the first one is returned.
 pub(super) struct Checker<'a> {
@@ -25,6 +26,28 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
     ) -> SpecError {
         SpecError::field_at(self.source, field, span, message)
+    }
+
+    /// A service's name as written (surrounding blanks trimmed), checked by [`ServiceId`]. A replica's label
+    /// (`checkout#2`) is refused: replicas are found by `--compose`, a spec names their service.
+    pub(super) fn service_id(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+    ) -> Result<ServiceId, SpecError> {
+        let id = ServiceId::new(value.get_ref().trim())
+            .map_err(|error| self.error(field, value.span(), error.to_string()))?;
+        if id.is_replica() {
+            return Err(self.error(
+                field,
+                value.span(),
+                format!(
+                    "`{id}` is a replica's label; name the service (`{}`), its replicas are found by --compose",
+                    id.service()
+                ),
+            ));
+        }
+        Ok(id)
     }
 
     /// A duration as written, at most `max`.

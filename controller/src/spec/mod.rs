@@ -22,6 +22,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::stats::Criterion;
+use crate::target::ServiceId;
 use serde::{Deserialize, Serialize};
 
 /// The documented bounds and defaults a valid spec keeps to.
@@ -78,9 +79,9 @@ pub struct ExperimentSpec {
     pub breaker: BreakerSpec,
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
-    pub targets: BTreeMap<String, String>,
+    pub targets: BTreeMap<ServiceId, String>,
     /// What each target (the agent aside) offers; empty = the embedded stack, which offers everything.
-    pub offers: BTreeMap<String, Offers>,
+    pub offers: BTreeMap<ServiceId, Offers>,
     /// Where the states of breakers Tolerant did not write come from (`[[sources]]`).
     pub sources: Vec<SourceSpec>,
     /// Release-gate criteria from `[[validate]]` tables, judged by `tolerant validate`.
@@ -114,7 +115,7 @@ pub enum Mix {
 pub struct LoadSpec {
     pub users: u32,
     /// The `[targets]` entry the virtual users load (`frontend` unless `load.target` says otherwise).
-    pub target: String,
+    pub target: ServiceId,
     /// A workload of the user's shape (`[[load.tasks]]`), used instead of `mix` when given.
     pub custom: Option<std::sync::Arc<crate::load::CustomWorkload>>,
     /// Uniform think time between a user's tasks (unscaled), `min <= max`.
@@ -237,8 +238,8 @@ pub struct MatchRule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultSpec {
-    /// A boutique service name.
-    pub target: String,
+    /// A boutique service name, or a `[targets]` name.
+    pub target: ServiceId,
     /// Every kind is one factor level, with its parameters filled in.
     pub kinds: Vec<FaultKind>,
     /// Injection probabilities in `[0, 1]`, one factor level each.
@@ -260,7 +261,7 @@ pub struct BreakerSpec {
     pub modes: Vec<BreakerMode>,
     /// The services whose breakers take each condition's mode and config (`breaker.services`); every other
     /// service's breakers are disabled for the run. `None`: every service's.
-    pub services: Option<Vec<String>>,
+    pub services: Option<Vec<ServiceId>>,
     /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`) in the breaker crate's
     /// vocabulary, validated by it, as written (unscaled; `mode` is set per condition).
     /// Absent sections take the breaker crate's defaults.
@@ -270,11 +271,10 @@ pub struct BreakerSpec {
 impl BreakerSpec {
     /// Whether the breakers of `service` (a replica label such as `checkout#2` counts as its service) take the
     /// condition's config.
-    pub fn applies_to(&self, service: &str) -> bool {
-        let service = service.split_once('#').map_or(service, |(name, _)| name);
+    pub fn applies_to(&self, service: &ServiceId) -> bool {
         self.services
             .as_ref()
-            .is_none_or(|services| services.iter().any(|name| name == service))
+            .is_none_or(|services| services.iter().any(|name| name == service.service()))
     }
 
     /// The unscaled breaker config for one mode.

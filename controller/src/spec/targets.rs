@@ -9,6 +9,7 @@ use toml::Spanned;
 
 use super::checker::Checker;
 use super::{AGENT_TARGET, SERVICE_NAMES, SpecError};
+use crate::target::ServiceId;
 
 /// What a target offers Tolerant beyond answering HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -94,12 +95,12 @@ pub(super) struct RawTargetTable {
 }
 
 /// Longest target name.
-pub const MAX_TARGET_NAME: usize = 64;
+pub const MAX_TARGET_NAME: usize = crate::target::MAX_SERVICE_ID_BYTES;
 /// At most this many targets.
 pub const MAX_TARGETS: usize = 64;
 
 /// Base URLs and offers by target name.
-pub(super) type Targets = (BTreeMap<String, String>, BTreeMap<String, Offers>);
+pub(super) type Targets = (BTreeMap<ServiceId, String>, BTreeMap<ServiceId, Offers>);
 
 pub(super) fn targets(
     check: &Checker<'_>,
@@ -110,6 +111,7 @@ pub(super) fn targets(
     for (key, value) in raw {
         let name = key.get_ref().as_str();
         let field = format!("targets.{name}");
+        let id = check.service_id(&field, key)?;
         if urls.len() >= MAX_TARGETS {
             return Err(check.error(&field, key.span(), format!("at most {MAX_TARGETS} targets")));
         }
@@ -129,18 +131,6 @@ pub(super) fn targets(
                 (url.as_str(), Offers::tolerant_service(name))
             }
             RawTarget::Table(table) => {
-                let valid_name = !name.is_empty()
-                    && name.len() <= MAX_TARGET_NAME
-                    && name.chars().all(|c| {
-                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
-                    });
-                if !valid_name {
-                    return Err(check.error(
-                        &field,
-                        key.span(),
-                        format!("a target name is 1 to {MAX_TARGET_NAME} of a-z, 0-9, - and _"),
-                    ));
-                }
                 let mut offered = Offers::default();
                 for (i, capability) in table.offers.iter().enumerate() {
                     if !offered.set(capability) {
@@ -168,10 +158,10 @@ pub(super) fn targets(
                 format!("`{url}` is not a base URL like \"http://127.0.0.1:8080\""),
             ));
         }
-        urls.insert(name.to_owned(), url.to_owned());
-        if name != AGENT_TARGET {
-            offers.insert(name.to_owned(), offered);
+        if id != AGENT_TARGET {
+            offers.insert(id.clone(), offered);
         }
+        urls.insert(id, url.to_owned());
     }
     Ok((urls, offers))
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use controller::store::{Status, annotation_author, annotation_text};
+use controller::target::ServiceId;
 
 use crate::hub::ExperimentStatus;
 
@@ -22,8 +23,8 @@ pub enum Call {
     Abort(i64),
     Halt,
     SetFault(FaultRequest),
-    ClearFault(String, String),
-    BreakerMode(Option<String>, breaker::Mode),
+    ClearFault(ServiceId, String),
+    BreakerMode(Option<ServiceId>, breaker::Mode),
     Load(Option<super::LoadRequest>),
     Annotate(AnnotationRequest),
     /// A report asked for in one format (a download).
@@ -242,14 +243,14 @@ impl Operations for MemoryOperations {
         ready(Ok(()))
     }
 
-    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()> {
+    fn clear_fault(&self, target: ServiceId, id: String) -> OperationFuture<'_, ()> {
         self.record(Call::ClearFault(target, id));
         ready(Ok(()))
     }
 
     fn set_breaker_mode(
         &self,
-        service: Option<String>,
+        service: Option<ServiceId>,
         mode: breaker::Mode,
     ) -> OperationFuture<'_, ()> {
         self.record(Call::BreakerMode(service, mode));
@@ -261,8 +262,15 @@ impl Operations for MemoryOperations {
         ready(Ok(()))
     }
 
-    fn services(&self) -> Vec<String> {
-        vec!["frontend".into(), "checkout".into(), "payment".into()]
+    fn services(&self) -> Vec<ServiceId> {
+        use boutique::ServiceName;
+        [
+            ServiceName::Frontend,
+            ServiceName::Checkout,
+            ServiceName::Payment,
+        ]
+        .map(ServiceId::from)
+        .into()
     }
 
     /// Two replicas of checkout and one payment, all running.

@@ -8,6 +8,7 @@ pub mod embedded;
 #[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 
+use controller::target::ServiceId;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
@@ -188,7 +189,7 @@ pub struct FaultRequest {
     /// Fault id in the agent (`gameday` unless given).
     pub id: String,
     /// Service whose agent gets the fault (`payment` in the embedded stack).
-    pub target: String,
+    pub target: ServiceId,
     /// The fault, validated by the agent's rules.
     pub fault: agent::api::FaultSpec,
 }
@@ -286,12 +287,12 @@ pub trait Operations: Send + Sync + 'static {
     /// Clears every fault on every known agent.
     fn halt(&self) -> OperationFuture<'_, ()>;
     fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()>;
-    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()>;
+    fn clear_fault(&self, target: ServiceId, id: String) -> OperationFuture<'_, ()>;
     /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
     /// breaker's config stays as it was.
     fn set_breaker_mode(
         &self,
-        service: Option<String>,
+        service: Option<ServiceId>,
         mode: breaker::Mode,
     ) -> OperationFuture<'_, ()>;
     /// Starts (or replaces) the game day's background load, or stops it with `None`. Refused while an
@@ -299,7 +300,7 @@ pub trait Operations: Send + Sync + 'static {
     fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;
     /// Services that have breakers / agents (for the game day form). Names are text, not
     /// [`boutique::ServiceName`]: over `TOLERANT_TARGETS` they are the targets' own names.
-    fn services(&self) -> Vec<String>;
+    fn services(&self) -> Vec<ServiceId>;
     /// The compose project's containers, or `None` when the dashboard reaches no engine.
     fn containers(&self) -> OperationFuture<'_, Option<Vec<ContainerLine>>> {
         Box::pin(async { Ok(None) })

@@ -13,13 +13,14 @@ use serde::Deserialize;
 use super::login::local_path;
 use super::posted::Posted;
 use super::{AnnotationLine, Viewer, page, redirect_with_notice, render};
-use crate::api::{parse_mode, store_annotation};
+use crate::api::{parse_mode, parse_service, store_annotation};
 use crate::app::AppState;
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
 use crate::operations::{ContainerFaultRequest, ContainerLine, FaultRequest, LoadRequest};
 use controller::docker::ContainerAction;
 use controller::docker::lease::{MAX_LEASE, MIN_LEASE};
+use controller::target::ServiceId;
 
 page!(GameDayPage);
 
@@ -28,7 +29,7 @@ page!(GameDayPage);
 struct GameDayPage {
     viewer: Viewer,
     page: &'static str,
-    services: Vec<String>,
+    services: Vec<ServiceId>,
     modes: [&'static str; 4],
     /// The latest stored annotations, newest first.
     annotations: Vec<AnnotationLine>,
@@ -207,7 +208,7 @@ pub async fn set_fault(
         .operations
         .set_fault(FaultRequest {
             id: GAME_DAY_FAULT_ID.into(),
-            target: form.target.clone(),
+            target: parse_service("target", &form.target)?,
             fault,
         })
         .await?;
@@ -233,7 +234,10 @@ pub async fn clear_fault(
 ) -> Result<Response, PageError> {
     state
         .operations
-        .clear_fault(form.target.clone(), GAME_DAY_FAULT_ID.into())
+        .clear_fault(
+            parse_service("target", &form.target)?,
+            GAME_DAY_FAULT_ID.into(),
+        )
         .await?;
     Ok(redirect_with_notice(
         "/gameday",
@@ -253,7 +257,10 @@ pub async fn set_breaker_mode(
     Posted(form): Posted<BreakerForm>,
 ) -> Result<Response, PageError> {
     let mode = parse_mode(&form.mode)?;
-    let service = Some(form.service).filter(|service| !service.is_empty() && service != "all");
+    let service = Some(form.service)
+        .filter(|service| !service.is_empty() && service != "all")
+        .map(|service| parse_service("service", &service))
+        .transpose()?;
     let which = match &service {
         Some(service) => format!("Every breaker of {service}"),
         None => "Every breaker of every service".to_owned(),

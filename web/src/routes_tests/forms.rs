@@ -38,6 +38,38 @@ async fn bad_input_is_an_error_naming_the_field() {
     let response = send(&state, authorized("/api/annotations", "{\"text\":\"  \"}")).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(text(response).await.contains("text: empty"));
+
+    let response = send(
+        &state,
+        authorized(
+            "/api/breakers",
+            "{\"service\":\"check out\",\"mode\":\"enforce\"}",
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        text(response)
+            .await
+            .contains("service: service name `check out` has ` `")
+    );
+    let clear = Request::delete("/api/faults/gameday?target=pay%2Fment")
+        .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .expect("request");
+    let response = send(&state, clear).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        text(response)
+            .await
+            .contains("target: service name `pay/ment` has `/`")
+    );
+    assert!(
+        !operations
+            .calls()
+            .iter()
+            .any(|call| matches!(call, Call::ClearFault(..)))
+    );
     assert!(
         !operations
             .calls()

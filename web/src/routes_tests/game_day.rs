@@ -45,7 +45,10 @@ async fn game_day_forms_reach_the_controller() {
     );
     assert_eq!(
         calls[1],
-        Call::BreakerMode(Some("checkout".into()), breaker::Mode::ForcedOpen)
+        Call::BreakerMode(
+            Some(boutique::ServiceName::Checkout.into()),
+            breaker::Mode::ForcedOpen
+        )
     );
     let Call::Annotate(request) = &calls[2] else {
         panic!("expected an annotation, got {calls:?}")

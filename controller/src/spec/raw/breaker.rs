@@ -6,6 +6,7 @@ use toml::Spanned;
 
 use crate::spec::checker::Checker;
 use crate::spec::{BreakerMode, BreakerSpec, SERVICE_NAMES, SpecError};
+use crate::target::ServiceId;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,7 +96,7 @@ pub(super) fn breaker(
 fn breaker_services(
     check: &Checker<'_>,
     raw: &Spanned<Vec<Spanned<String>>>,
-) -> Result<Vec<String>, SpecError> {
+) -> Result<Vec<ServiceId>, SpecError> {
     if raw.get_ref().is_empty() {
         return Err(check.error(
             "breaker.services",
@@ -103,10 +104,10 @@ fn breaker_services(
             "must not be empty (leave it out for every service)",
         ));
     }
-    let mut services: Vec<String> = Vec::new();
+    let mut services: Vec<ServiceId> = Vec::new();
     for (i, service) in raw.get_ref().iter().enumerate() {
-        let name = service.get_ref();
         let field = format!("breaker.services[{i}]");
+        let name = check.service_id(&field, service)?;
         if !SERVICE_NAMES.contains(&name.as_str()) {
             return Err(check.error(
                 &field,
@@ -117,10 +118,10 @@ fn breaker_services(
                 ),
             ));
         }
-        if services.contains(name) {
+        if services.contains(&name) {
             return Err(check.error(&field, service.span(), format!("`{name}` is listed twice")));
         }
-        services.push(name.clone());
+        services.push(name);
     }
     Ok(services)
 }

@@ -78,11 +78,8 @@ pub(super) fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecE
         None => DEFAULT_TIMEOUT,
     };
     let target = match &raw.target {
-        Some(target) if target.get_ref().trim().is_empty() => {
-            return Err(check.error("load.target", target.span(), "must not be empty"));
-        }
-        Some(target) => target.get_ref().trim().to_owned(),
-        None => "frontend".to_owned(),
+        Some(target) => check.service_id("load.target", target)?,
+        None => boutique::ServiceName::Frontend.into(),
     };
     let custom = match &raw.tasks {
         Some(tasks) => {

@@ -130,7 +130,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         Some(fault) => fault::fault(&check, fault.get_ref())?,
         // No [fault]: one level, no injection.
         None => FaultSpec {
-            target: "payment".into(),
+            target: boutique::ServiceName::Payment.into(),
             kinds: vec![FaultKind::Error { status: 500 }],
             rates: vec![0.0],
             match_rule: MatchRule::default(),
@@ -157,7 +157,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
     };
     // A fault names a Tolerant service, or with targets of your own any of them (the dependency behind the agent).
     if let Some(raw_fault) = &raw.fault {
-        let target = raw_fault.get_ref().target.get_ref();
+        let target = &fault.target;
         if !SERVICE_NAMES.contains(&target.as_str()) && !targets.contains_key(target) {
             return Err(check.error(
                 "fault.target",

@@ -59,14 +59,21 @@ fn bad_breaker_duration_names_field() {
 #[test]
 fn breaker_services_narrow_the_config_and_follow_replicas() {
     let every = ExperimentSpec::parse(MINIMAL).unwrap();
-    assert!(every.breaker.applies_to("frontend") && every.breaker.applies_to("checkout#3"));
+    let applies = |spec: &ExperimentSpec, name: &str| {
+        spec.breaker
+            .applies_to(&crate::target::ServiceId::new(name).unwrap())
+    };
+    assert!(applies(&every, "frontend") && applies(&every, "checkout#3"));
     let with = |services: &str| {
         format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\nservices = {services}\n")
     };
     let spec = ExperimentSpec::parse(&with("[\"checkout\"]")).unwrap();
-    assert_eq!(spec.breaker.services, Some(vec!["checkout".to_owned()]));
-    assert!(spec.breaker.applies_to("checkout") && spec.breaker.applies_to("checkout#2"));
-    assert!(!spec.breaker.applies_to("frontend") && !spec.breaker.applies_to("checkoutx"));
+    assert_eq!(
+        spec.breaker.services,
+        Some(vec![boutique::ServiceName::Checkout.into()])
+    );
+    assert!(applies(&spec, "checkout") && applies(&spec, "checkout#2"));
+    assert!(!applies(&spec, "frontend") && !applies(&spec, "checkoutx"));
 
     let unknown = with("[\"checkout\", \"till\"]");
     let services_line = unknown

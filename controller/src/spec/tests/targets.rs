@@ -60,3 +60,50 @@ agent = "http://127.0.0.1:9002"
     let text = with_targets("Shop! = { url = \"http://127.0.0.1:9000\" }", "");
     assert_eq!(error_of(&text).0, "targets.Shop!");
 }
+
+#[test]
+fn every_name_a_spec_gives_a_service_is_checked_by_the_one_service_id_rule() {
+    let with_targets = |targets: &str, load: &str| {
+        format!(
+            "{}\n[targets]\n{targets}\n",
+            MINIMAL.replace("users = 2", &format!("users = 2\n{load}"))
+        )
+    };
+    let shop =
+        |name: &str| format!("\"{name}\" = {{ url = \"http://127.0.0.1:9000\", offers = [] }}");
+
+    let long = "s".repeat(crate::target::MAX_SERVICE_ID_BYTES + 1);
+    let (field, _, message) = error_of(&with_targets(&shop(&long), ""));
+    assert_eq!(field, format!("targets.{long}"), "{message}");
+    assert!(message.contains("at most 64"), "{message}");
+
+    let (field, _, message) = error_of(&with_targets(&shop("my shop"), ""));
+    assert_eq!(field, "targets.my shop", "{message}");
+    assert!(message.contains("has ` `"), "{message}");
+
+    let (field, _, message) = error_of(&with_targets(&shop("shop#2"), ""));
+    assert_eq!(field, "targets.shop#2", "{message}");
+    assert!(message.contains("replica's label"), "{message}");
+
+    let (field, _, message) = error_of(&with_targets(&shop("shop"), "target = \"\""));
+    assert_eq!(field, "load.target", "{message}");
+    assert!(message.contains("must not be empty"), "{message}");
+
+    let fault =
+        |target: &str| format!("{MINIMAL}\n[fault]\ntarget = \"{target}\"\nrates = [1.0]\n");
+    let (field, _, message) = error_of(&fault("pay/ment"));
+    assert_eq!(field, "fault.target", "{message}");
+    assert!(message.contains("has `/`"), "{message}");
+
+    let services =
+        format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\nservices = [\"checkout#2\"]\n");
+    let (field, _, message) = error_of(&services);
+    assert_eq!(field, "breaker.services[0]", "{message}");
+    assert!(message.contains("replica's label"), "{message}");
+
+    // Upper case and dots are names too, as compose and `TOLERANT_TARGETS` spell them.
+    let spec =
+        ExperimentSpec::parse(&with_targets(&shop("Shop.api"), "target = \"Shop.api\"")).unwrap();
+    assert_eq!(spec.load.target, "Shop.api");
+    assert_eq!(spec.targets["Shop.api"], "http://127.0.0.1:9000");
+}

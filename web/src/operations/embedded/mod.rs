@@ -32,6 +32,7 @@ use controller::runner::TransitionSink;
 use controller::runner::{AdminClient, ContainerStack, Runner, Testbed, now_ms};
 use controller::sources::PushInbox;
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
+use controller::target::ServiceId;
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -351,13 +352,13 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.put_fault(request))
     }
 
-    fn clear_fault(&self, target: String, id: String) -> OperationFuture<'_, ()> {
+    fn clear_fault(&self, target: ServiceId, id: String) -> OperationFuture<'_, ()> {
         Box::pin(self.delete_fault(target, id))
     }
 
     fn set_breaker_mode(
         &self,
-        service: Option<String>,
+        service: Option<ServiceId>,
         mode: breaker::Mode,
     ) -> OperationFuture<'_, ()> {
         Box::pin(self.switch_breaker_mode(service, mode))
@@ -367,7 +368,7 @@ impl Operations for EmbeddedOperations {
         Box::pin(async move { self.set_game_day_load(load).await })
     }
 
-    fn services(&self) -> Vec<String> {
+    fn services(&self) -> Vec<ServiceId> {
         self.inner
             .testbed
             .services

@@ -135,10 +135,10 @@ impl EmbeddedOperations {
                 for (service, url) in &self.inner.testbed.services {
                     match admin.breaker_config(url).await {
                         Ok(view) => {
-                            configs.insert(service.clone(), view.config);
+                            configs.insert(service.to_string(), view.config);
                         }
                         Err(_) => {
-                            configs.remove(service);
+                            configs.remove(service.as_str());
                         }
                     }
                 }
@@ -154,7 +154,7 @@ impl EmbeddedOperations {
             for (service, url) in &self.inner.testbed.services {
                 if let Ok(pool) = admin.pool(url).await {
                     pools.push(PoolSample {
-                        service: service.clone(),
+                        service: service.to_string(),
                         in_flight: pool.in_flight as u64,
                         queued: pool.queued as u64,
                         capacity: pool.capacity as u64,

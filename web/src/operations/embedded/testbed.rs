@@ -4,6 +4,7 @@ use bytes::Bytes;
 use http::Method;
 
 use controller::runner::AdminError;
+use controller::target::ServiceId;
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
@@ -66,7 +67,7 @@ impl EmbeddedOperations {
 
     pub(super) async fn delete_fault(
         &self,
-        target: String,
+        target: ServiceId,
         id: String,
     ) -> Result<(), OperationError> {
         if target != AGENT_SERVICE {
@@ -84,12 +85,12 @@ impl EmbeddedOperations {
     /// Every breaker of `service` (or of every service) switches to `mode`, keeping the rest of its config.
     pub(super) async fn switch_breaker_mode(
         &self,
-        service: Option<String>,
+        service: Option<ServiceId>,
         mode: breaker::Mode,
     ) -> Result<(), OperationError> {
         let targets: Vec<String> =
             match &service {
-                Some(name) => vec![self.service_url(name).ok_or_else(|| {
+                Some(name) => vec![self.service_url(name.as_str()).ok_or_else(|| {
                     OperationError::Invalid(format!("service: no service `{name}`"))
                 })?],
                 None => self
