@@ -38,7 +38,7 @@ impl ServiceName {
     ];
 
     /// The name used in URLs, breaker names and the CLI.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ServiceName::Frontend => "frontend",
             ServiceName::ProductCatalog => "productcatalog",

@@ -67,27 +67,17 @@ impl ServiceId {
     /// The label of replica `number` of this service: the plain name for the first, `checkout#2` for the second
     /// (a replica's label gives its service's).
     pub fn replica(&self, number: u32) -> ServiceId {
-        let service = self.service();
-        if number <= 1 {
-            ServiceId(service.to_owned())
-        } else {
-            ServiceId(format!("{service}#{number}"))
-        }
+        ServiceId(replica_label(self.service(), number))
     }
 
     /// The service this names, the replica suffix left off: `checkout` for `checkout#2` and for `checkout`.
     pub fn service(&self) -> &str {
-        self.0
-            .split_once('#')
-            .map_or(self.0.as_str(), |(base, _)| base)
+        split_replica(&self.0).map_or(self.0.as_str(), |(service, _)| service)
     }
 
     /// Which replica this names: 2 for `checkout#2`, 1 for a plain name.
     pub fn replica_number(&self) -> u32 {
-        self.0
-            .split_once('#')
-            .and_then(|(_, number)| number.parse().ok())
-            .unwrap_or(1)
+        split_replica(&self.0).map_or(1, |(_, number)| number)
     }
 
     /// Whether this is a further replica's label (`checkout#2`), not a plain name.
@@ -102,6 +92,26 @@ impl ServiceId {
     pub fn into_string(self) -> String {
         self.0
     }
+}
+
+/// How replica `number` of `service` is labelled: `checkout` for the first, `checkout#2` for the second. The one
+/// rule for replica labels: [`ServiceId::replica`], the compose discovery and the dashboard's containers use it.
+pub fn replica_label(service: &str, number: u32) -> String {
+    if number <= 1 {
+        service.to_owned()
+    } else {
+        format!("{service}#{number}")
+    }
+}
+
+/// Reads a [`replica_label`] back: `checkout#2` is replica 2 of `checkout`. `None` for a plain name or anything
+/// not `NAME#DIGITS` (`checkout#`, `checkout#2x`).
+pub fn split_replica(label: &str) -> Option<(&str, u32)> {
+    let (service, number) = label.split_once('#')?;
+    if number.is_empty() || !number.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some((service, number.parse().ok()?))
 }
 
 fn check_base(base: &str) -> Result<(), ServiceIdError> {
@@ -282,6 +292,23 @@ mod tests {
         assert_eq!(checkout.replica_number(), 1);
         assert!(!checkout.is_replica());
         assert_eq!(ServiceId::new(second.to_string()), Ok(second));
+    }
+
+    #[test]
+    fn a_label_that_is_not_name_hash_digits_is_no_replica() {
+        assert_eq!(split_replica("checkout#2"), Some(("checkout", 2)));
+        assert_eq!(split_replica("checkout#10"), Some(("checkout", 10)));
+        for label in [
+            "checkout",
+            "checkout#",
+            "checkout#2x",
+            "checkout#-2",
+            "checkout#99999999999",
+        ] {
+            assert_eq!(split_replica(label), None, "{label}");
+        }
+        assert_eq!(replica_label("checkout", 1), "checkout");
+        assert_eq!(replica_label("checkout", 0), "checkout");
     }
 
     #[test]

@@ -7,25 +7,7 @@ use bollard::container::ListContainersOptions;
 use bollard::models::ContainerSummary;
 
 use super::{DockerError, Engine, NUMBER_LABEL, PROJECT_LABEL, SERVICE_LABEL};
-
-/// How replica `number` of `service` is named: `checkout` for the first, `checkout#2` for the second.
-pub fn replica_label(service: &str, number: u32) -> String {
-    if number <= 1 {
-        service.to_owned()
-    } else {
-        format!("{service}#{number}")
-    }
-}
-
-/// Reads a [`replica_label`] back: `checkout#2` is replica 2 of `checkout`. `None` for a plain name or anything
-/// not `NAME#DIGITS` (`checkout#`, `checkout#2x`).
-pub fn replica_of(label: &str) -> Option<(&str, u32)> {
-    let (service, number) = label.split_once('#')?;
-    if number.is_empty() || !number.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    Some((service, number.parse().ok()?))
-}
+use crate::target::replica_label;
 
 /// The replica label of a container recorded by name (`shop_checkout_2` of `checkout` → `checkout#2`): its
 /// number is what follows the name's last `_` or `-`, 1 when that is not a number.

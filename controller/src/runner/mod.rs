@@ -77,7 +77,7 @@ impl Testbed {
 }
 
 /// The service whose agent the embedded stack exposes (`/_agent/...` on Payment).
-pub const EMBEDDED_AGENT_SERVICE: &str = "payment";
+pub const EMBEDDED_AGENT_SERVICE: &str = boutique::ServiceName::Payment.as_str();
 
 /// Starts the ten boutique services in this process for a spec: the token is fresh and random,
 /// the breakers start with the spec's config in its first mode.

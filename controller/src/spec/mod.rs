@@ -42,20 +42,16 @@ pub use sources::{
 pub use targets::{MAX_TARGET_NAME, MAX_TARGETS, Offers};
 pub use workload::parse_workload;
 
-/// The services of the boutique testbed a fault or a target may name. Mirrors `boutique::ServiceName`
-/// (the controller does not depend on the boutique crate for parsing a spec).
-pub const SERVICE_NAMES: [&str; 10] = [
-    "frontend",
-    "productcatalog",
-    "cart",
-    "currency",
-    "payment",
-    "shipping",
-    "email",
-    "checkout",
-    "recommendation",
-    "ad",
-];
+/// The services of the boutique testbed a fault or a target may name: `boutique::ServiceName`'s, in its order.
+pub const SERVICE_NAMES: [&str; boutique::ServiceName::ALL.len()] = {
+    let mut names = [""; boutique::ServiceName::ALL.len()];
+    let mut at = 0;
+    while at < names.len() {
+        names[at] = boutique::ServiceName::ALL[at].as_str();
+        at += 1;
+    }
+    names
+};
 
 /// Extra target keys besides the services: the fault agent's control API.
 pub const AGENT_TARGET: &str = "agent";

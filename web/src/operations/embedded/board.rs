@@ -171,8 +171,7 @@ impl BoardTracker {
 /// rest of the name. The page orders its lanes the same way (`breakerOrder` in `static/charts.js`).
 fn breaker_order(name: &str) -> (&str, u32, &str) {
     let (caller, rest) = name.split_once("->").unwrap_or((name, ""));
-    let (service, number) =
-        controller::docker::discovery::replica_of(caller).unwrap_or((caller, 1));
+    let (service, number) = controller::target::split_replica(caller).unwrap_or((caller, 1));
     (service, number, rest)
 }
 

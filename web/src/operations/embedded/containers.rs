@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
-use controller::docker::discovery::{replica_label, replica_of_container};
+use controller::docker::discovery::replica_of_container;
 use controller::docker::{
     ContainerAction, ContainerLeases, DockerError, StackContainer, StatsSampler, Watched,
 };
 use controller::store::{ContainerSampleRecord, RunId};
+use controller::target::replica_label;
 
 use super::{EmbeddedOperations, now};
 use crate::hub::{ContainerStats, ContainerUse, FaultChange, FaultChangeEvent, LiveEvent};

@@ -45,7 +45,7 @@ use crate::hub::{ExperimentChange, ExperimentStatus, Hub, LiveEvent};
 use sampling::LoadSeconds;
 
 /// The service whose agent the embedded stack runs.
-pub const AGENT_SERVICE: &str = "payment";
+pub use controller::runner::EMBEDDED_AGENT_SERVICE as AGENT_SERVICE;
 
 struct Inner {
     store: Store,
