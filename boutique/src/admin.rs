@@ -183,27 +183,57 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
+/// Why a body is not a breaker config; `Display` is the 400 answer's text, naming the body or the field.
+#[derive(Debug, thiserror::Error)]
+pub enum BreakerConfigError {
+    #[error("body: not UTF-8")]
+    NotUtf8,
+    /// An empty TOML document is every default: taking it would reset every breaker by accident.
+    #[error(
+        "body: empty; send a breaker config (JSON or TOML), or PUT /_admin/breakers/mode to switch the mode"
+    )]
+    Empty,
+    #[error("body: {0}")]
+    Json(#[from] serde_json::Error),
+    /// TOML that does not parse or a config out of bounds; names the field.
+    #[error(transparent)]
+    Invalid(#[from] breaker::ConfigError),
+}
+
 /// Parses a breaker config sent as JSON (by content type or a leading `{`) or as TOML.
 pub fn parse_breaker_config(
     content_type: Option<&str>,
     body: &[u8],
-) -> Result<breaker::BreakerConfig, String> {
-    let text = std::str::from_utf8(body).map_err(|_| "body: not UTF-8".to_owned())?;
+) -> Result<breaker::BreakerConfig, BreakerConfigError> {
+    let text = std::str::from_utf8(body).map_err(|_| BreakerConfigError::NotUtf8)?;
     if text.trim().is_empty() {
-        // An empty TOML document is every default: taking it would reset every breaker by accident.
-        return Err(
-            "body: empty; send a breaker config (JSON or TOML), or PUT /_admin/breakers/mode to switch the mode"
-                .to_owned(),
-        );
+        return Err(BreakerConfigError::Empty);
     }
     let is_json = content_type.is_some_and(|ct| ct.starts_with("application/json"))
         || text.trim_start().starts_with('{');
     let config: breaker::BreakerConfig = if is_json {
-        serde_json::from_str(text).map_err(|err| format!("body: {err}"))?
+        serde_json::from_str(text)?
     } else {
-        breaker::BreakerConfig::from_toml_str(text).map_err(|err| err.to_string())?
+        breaker::BreakerConfig::from_toml_str(text)?
     };
     Ok(config)
+}
+
+/// Why a push (a breaker config or a mode switch) was refused; `Display` is the 400 answer's text, naming the
+/// query parameter, the body or the field.
+#[derive(Debug, thiserror::Error)]
+enum PushRefused {
+    /// The query is not `?lease=…` (an unknown parameter, say).
+    #[error("query: {0}")]
+    Query(String),
+    /// The lease is not a duration or out of bounds ([`parse_lease`] names `lease`).
+    #[error("{0}")]
+    Lease(String),
+    #[error(transparent)]
+    Config(#[from] BreakerConfigError),
+    /// Not a mode switch ([`ModeSwitch::parse`] names the field).
+    #[error("{0}")]
+    Mode(String),
 }
 
 /// The query of a push: `?lease=30s`, or nothing (the config stays until changed or restored).
@@ -216,9 +246,34 @@ pub struct LeaseQuery {
 /// The lease a push asks for; the error names `lease` (or the unknown parameter).
 fn lease_of(
     query: Result<Query<LeaseQuery>, QueryRejection>,
-) -> Result<Option<std::time::Duration>, String> {
-    let Query(query) = query.map_err(|rejection| format!("query: {}", rejection.body_text()))?;
-    query.lease.as_deref().map(parse_lease).transpose()
+) -> Result<Option<std::time::Duration>, PushRefused> {
+    let Query(query) = query.map_err(|rejection| PushRefused::Query(rejection.body_text()))?;
+    query
+        .lease
+        .as_deref()
+        .map(parse_lease)
+        .transpose()
+        .map_err(PushRefused::Lease)
+}
+
+/// An authorised push: the lease read from the query, then the config `build` makes from the body put in force
+/// under it; the breakers' snapshots answer it, a refusal a 400 naming what is wrong.
+fn push(
+    state: &AdminState,
+    headers: &HeaderMap,
+    query: Result<Query<LeaseQuery>, QueryRejection>,
+    build: impl FnOnce() -> Result<breaker::BreakerConfig, PushRefused>,
+) -> Response {
+    if let Err(denied) = authorize(&state.ctx, headers) {
+        return denied.into_response();
+    }
+    match lease_of(query).and_then(|lease| Ok((build()?, lease))) {
+        Ok((config, lease)) => {
+            state.lease.push(config, lease);
+            Json(state.ctx.registry.snapshots()).into_response()
+        }
+        Err(refused) => error(StatusCode::BAD_REQUEST, refused.to_string()),
+    }
 }
 
 async fn replace_breaker_config(
@@ -227,21 +282,12 @@ async fn replace_breaker_config(
     query: Result<Query<LeaseQuery>, QueryRejection>,
     body: Bytes,
 ) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok());
-    let pushed =
-        lease_of(query).and_then(|lease| Ok((parse_breaker_config(content_type, &body)?, lease)));
-    match pushed {
-        Ok((config, lease)) => {
-            state.lease.push(config, lease);
-            Json(state.ctx.registry.snapshots()).into_response()
-        }
-        Err(message) => error(StatusCode::BAD_REQUEST, message),
-    }
+    push(&state, &headers, query, || {
+        Ok(parse_breaker_config(content_type, &body)?)
+    })
 }
 
 /// The config every breaker of the service runs with, the startup config and the lease, if any (JSON,
@@ -313,17 +359,10 @@ async fn switch_breaker_mode(
     query: Result<Query<LeaseQuery>, QueryRejection>,
     body: Bytes,
 ) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
-    match lease_of(query).and_then(|lease| Ok((ModeSwitch::parse(&body)?.mode, lease))) {
-        Ok((mode, lease)) => {
-            let config = state.ctx.registry.config().with_mode(mode);
-            state.lease.push(config, lease);
-            Json(state.ctx.registry.snapshots()).into_response()
-        }
-        Err(message) => error(StatusCode::BAD_REQUEST, message),
-    }
+    push(&state, &headers, query, || {
+        let mode = ModeSwitch::parse(&body).map_err(PushRefused::Mode)?.mode;
+        Ok(state.ctx.registry.config().with_mode(mode))
+    })
 }
 
 async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response {
@@ -337,7 +376,7 @@ async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response 
 
 #[cfg(test)]
 mod tests {
-    use super::{ModeSwitch, parse_breaker_config};
+    use super::{BreakerConfigError, ModeSwitch, parse_breaker_config};
 
     /// What the admin client sends for each mode is what the service reads back: one type on both sides.
     #[test]
@@ -390,8 +429,32 @@ mod tests {
             (Some("application/toml"), "\n"),
         ] {
             let error = parse_breaker_config(content_type, body.as_bytes()).unwrap_err();
-            assert!(error.starts_with("body: empty"), "{body:?}: {error}");
+            assert!(
+                matches!(error, BreakerConfigError::Empty),
+                "{body:?}: {error}"
+            );
+            assert!(error.to_string().starts_with("body: empty"), "{error}");
         }
         assert!(parse_breaker_config(None, b"[trip]\nconsecutive_failures = 3\n").is_ok());
+    }
+
+    /// Each way a body fails is its own error, its text the answer a client reads, naming the body or the field.
+    #[test]
+    fn a_bad_breaker_config_names_the_body_or_the_field() {
+        let not_utf8 = parse_breaker_config(None, &[0xff, 0xfe]).unwrap_err();
+        assert!(matches!(not_utf8, BreakerConfigError::NotUtf8));
+        assert_eq!(not_utf8.to_string(), "body: not UTF-8");
+        let json = parse_breaker_config(Some("application/json"), b"{\"mode\": 3}").unwrap_err();
+        assert!(matches!(json, BreakerConfigError::Json(_)), "{json}");
+        assert!(json.to_string().starts_with("body: "), "{json}");
+        let out_of_bounds = parse_breaker_config(None, b"[half_open]\nprobes = 0\n").unwrap_err();
+        assert!(
+            matches!(out_of_bounds, BreakerConfigError::Invalid(_)),
+            "{out_of_bounds}"
+        );
+        assert!(
+            out_of_bounds.to_string().starts_with("half_open.probes: "),
+            "{out_of_bounds}"
+        );
     }
 }
