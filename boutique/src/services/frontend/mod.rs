@@ -165,13 +165,15 @@ fn invalid_form(session: &Session, error: InvalidForm) -> Response {
     )
 }
 
-fn form_rejected(session: &Session, rejection: FormRejection) -> Response {
-    error_page(
-        session,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        format!("invalid form input: {rejection}"),
-        None,
-    )
+/// A posted form read by `parse`; a body that is not a form at all is refused as invalid form input too.
+fn read_form<F>(
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    parse: fn(&HashMap<String, String>) -> Result<F, InvalidForm>,
+) -> Result<F, InvalidForm> {
+    let Form(fields) = form.map_err(|rejection| InvalidForm {
+        problems: vec![rejection.to_string()],
+    })?;
+    parse(&fields)
 }
 
 impl FrontendState {
@@ -387,11 +389,7 @@ async fn add_to_cart(
     Extension(session): Extension<Session>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let Form(fields) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_rejected(&session, rejection),
-    };
-    let form = match AddToCartForm::parse(&fields) {
+    let form = match read_form(form, AddToCartForm::parse) {
         Ok(form) => form,
         Err(error) => return invalid_form(&session, error),
     };
@@ -447,11 +445,7 @@ async fn set_currency(
     headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let Form(fields) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_rejected(&session, rejection),
-    };
-    let form = match SetCurrencyForm::parse(&fields) {
+    let form = match read_form(form, SetCurrencyForm::parse) {
         Ok(form) => form,
         Err(error) => return invalid_form(&session, error),
     };
@@ -483,11 +477,7 @@ async fn checkout(
     Extension(session): Extension<Session>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
-    let Form(fields) = match form {
-        Ok(form) => form,
-        Err(rejection) => return form_rejected(&session, rejection),
-    };
-    let form = match CheckoutForm::parse(&fields) {
+    let form = match read_form(form, CheckoutForm::parse) {
         Ok(form) => form,
         Err(error) => return invalid_form(&session, error),
     };
