@@ -1,6 +1,6 @@
 //! Request counters per service and the Prometheus text rendering of `/metrics`.
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -58,47 +58,27 @@ pub fn render(ctx: &ServiceContext, out: &mut String) {
         );
     }
     let micros = ctx.requests.latency_micros_total.load(Ordering::Relaxed);
-    let _ = writeln!(
-        out,
-        "# TYPE boutique_http_request_duration_seconds_sum counter"
-    );
-    let _ = writeln!(
-        out,
-        "boutique_http_request_duration_seconds_sum{{service=\"{service}\"}} {}",
-        micros as f64 / 1e6
-    );
-
     let pool = ctx.pool.stats();
-    let _ = writeln!(out, "# TYPE boutique_pool_in_flight gauge");
-    let _ = writeln!(
-        out,
-        "boutique_pool_in_flight{{service=\"{service}\"}} {}",
-        pool.in_flight
-    );
-    let _ = writeln!(out, "# TYPE boutique_pool_queued gauge");
-    let _ = writeln!(
-        out,
-        "boutique_pool_queued{{service=\"{service}\"}} {}",
-        pool.queued
-    );
-    let _ = writeln!(out, "# TYPE boutique_pool_capacity gauge");
-    let _ = writeln!(
-        out,
-        "boutique_pool_capacity{{service=\"{service}\"}} {}",
-        pool.capacity
-    );
-    let _ = writeln!(out, "# TYPE boutique_pool_queue_capacity gauge");
-    let _ = writeln!(
-        out,
-        "boutique_pool_queue_capacity{{service=\"{service}\"}} {}",
-        pool.queue_capacity
-    );
-    let _ = writeln!(out, "# TYPE boutique_pool_rejected_total counter");
-    let _ = writeln!(
-        out,
-        "boutique_pool_rejected_total{{service=\"{service}\"}} {}",
-        pool.rejected
-    );
+    let per_service: [(&str, &str, &dyn Display); 6] = [
+        (
+            "boutique_http_request_duration_seconds_sum",
+            "counter",
+            &(micros as f64 / 1e6),
+        ),
+        ("boutique_pool_in_flight", "gauge", &pool.in_flight),
+        ("boutique_pool_queued", "gauge", &pool.queued),
+        ("boutique_pool_capacity", "gauge", &pool.capacity),
+        (
+            "boutique_pool_queue_capacity",
+            "gauge",
+            &pool.queue_capacity,
+        ),
+        ("boutique_pool_rejected_total", "counter", &pool.rejected),
+    ];
+    for (name, kind, value) in per_service {
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        let _ = writeln!(out, "{name}{{service=\"{service}\"}} {value}");
+    }
 
     let calls = ctx.calls.lock().clone();
     let _ = writeln!(

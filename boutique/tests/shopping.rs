@@ -203,6 +203,14 @@ async fn admin_endpoints_need_the_token_and_answer_outside_the_pool() {
             metrics.contains("boutique_pool_in_flight"),
             "{service} metrics"
         );
+        for (name, kind, value) in [
+            ("boutique_pool_capacity", "gauge", "256"),
+            ("boutique_pool_queue_capacity", "gauge", "1024"),
+            ("boutique_pool_rejected_total", "counter", "0"),
+        ] {
+            let sample = format!("# TYPE {name} {kind}\n{name}{{service=\"{service}\"}} {value}\n");
+            assert!(metrics.contains(&sample), "{service} metrics: {sample}");
+        }
     }
     let cart_metrics = admin
         .get(format!("{}/metrics", stack.url(ServiceName::Cart)))
