@@ -143,6 +143,19 @@ pub async fn limit(State(pool): State<WorkerPool>, request: Request, next: Next)
 mod tests {
     use super::*;
 
+    /// A task waiting in `pool`'s queue (the queue then holds one), admitted or refused when it ends.
+    async fn queue_one(pool: &WorkerPool) -> tokio::task::JoinHandle<Result<(), PoolFull>> {
+        let waiting_pool = pool.clone();
+        let waiter = tokio::spawn(async move { waiting_pool.admit().await.map(|_| ()) });
+        for _ in 0..100 {
+            if pool.stats().queued == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        waiter
+    }
+
     #[tokio::test]
     async fn admits_capacity_then_queues_then_rejects() {
         let pool = WorkerPool::new(PoolConfig {
@@ -153,14 +166,7 @@ mod tests {
         let _second = pool.admit().await.unwrap();
         assert_eq!(pool.stats().in_flight, 2);
 
-        let waiting_pool = pool.clone();
-        let waiter = tokio::spawn(async move { waiting_pool.admit().await.map(|_| ()) });
-        for _ in 0..100 {
-            if pool.stats().queued == 1 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+        let waiter = queue_one(&pool).await;
         assert_eq!(pool.stats().queued, 1);
 
         assert!(pool.admit().await.is_err(), "queue is full");
@@ -178,14 +184,7 @@ mod tests {
             queue: 1,
         });
         let _held = pool.admit().await.unwrap();
-        let waiting_pool = pool.clone();
-        let waiter = tokio::spawn(async move { waiting_pool.admit().await.map(|_| ()) });
-        for _ in 0..100 {
-            if pool.stats().queued == 1 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+        let waiter = queue_one(&pool).await;
         waiter.abort();
         let _ = waiter.await;
         assert_eq!(pool.stats().queued, 0);

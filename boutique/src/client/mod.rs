@@ -468,6 +468,22 @@ mod tests {
         ))
     }
 
+    /// Payment by its name `payment:8080`, through `breaker`, the name resolving to `addresses`.
+    fn payment_at(
+        breaker: Arc<breaker::CircuitBreaker>,
+        addresses: Vec<std::net::SocketAddr>,
+    ) -> Dependency {
+        Dependency::new(
+            ServiceName::Payment,
+            "http://payment:8080",
+            breaker,
+            crate::context::internal_http_client().unwrap(),
+            Duration::from_secs(5),
+            Arc::new(CallStats::default()),
+        )
+        .with_resolver(Arc::new(Fixed(addresses)))
+    }
+
     /// A name that resolves to two replicas (127.0.0.1 and 127.0.0.2, one server each): the calls go to both in
     /// turn, through one breaker, with the service's name as the `Host`.
     #[tokio::test]
@@ -475,15 +491,7 @@ mod tests {
         let (first, first_seen) = replica([127, 0, 0, 1]).await;
         let (second, second_seen) = replica([127, 0, 0, 2]).await;
         let breaker = breaker_for_test(Arc::new(breaker::ManualClock::new()));
-        let dependency = Dependency::new(
-            ServiceName::Payment,
-            "http://payment:8080",
-            breaker.clone(),
-            crate::context::internal_http_client().unwrap(),
-            Duration::from_secs(5),
-            Arc::new(CallStats::default()),
-        )
-        .with_resolver(Arc::new(Fixed(vec![first, second])));
+        let dependency = payment_at(breaker.clone(), vec![first, second]);
         for _ in 0..10 {
             let _: Ack = dependency.post("/charge", &Ack {}).await.unwrap();
         }
@@ -498,15 +506,7 @@ mod tests {
         let (address, seen) = replica([127, 0, 0, 1]).await;
         let clock = Arc::new(breaker::ManualClock::new());
         let breaker = breaker_for_test(clock.clone());
-        let dependency = Dependency::new(
-            ServiceName::Payment,
-            "http://payment:8080",
-            breaker.clone(),
-            crate::context::internal_http_client().unwrap(),
-            Duration::from_secs(5),
-            Arc::new(CallStats::default()),
-        )
-        .with_resolver(Arc::new(Fixed(vec![address])));
+        let dependency = payment_at(breaker.clone(), vec![address]);
         let _: Ack = dependency.post("/charge", &Ack {}).await.unwrap();
         assert_eq!(seen[1].load(Ordering::SeqCst), 0, "a closed breaker's call");
         let failed = dependency.post::<_, Ack>("/fail", &Ack {}).await;
