@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use crate::error::StackError;
 use crate::service_name::ServiceName;
 
 /// Default per-call timeout of every inter-service call.
@@ -30,9 +29,29 @@ impl Default for PoolConfig {
     }
 }
 
-/// Everything needed to start one service or all ten.
+/// An invalid stack setting; `Display` names the field, e.g. `pool.capacity: must be at least 1`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct StackConfigError {
+    /// The offending field (`ports.cart`, `call_timeout`, or a CLI flag such as `--call-timeout`).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl StackConfigError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        StackConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Everything needed to start one service or all ten, as written, nothing checked yet. The stack takes only a
+/// [`StackConfig`], made from this by [`RawStackConfig::build`] (or `StackConfig::try_from`).
 #[derive(Debug, Clone)]
-pub struct StackConfig {
+pub struct RawStackConfig {
     /// Address every service binds to (loopback by default).
     pub host: IpAddr,
     /// Port per service; a missing entry or 0 means an ephemeral port.
@@ -54,9 +73,9 @@ pub struct StackConfig {
     pub head_read_timeout: Duration,
 }
 
-impl Default for StackConfig {
+impl Default for RawStackConfig {
     fn default() -> Self {
-        StackConfig {
+        RawStackConfig {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             ports: BTreeMap::new(),
             breaker: breaker::BreakerConfig::default(),
@@ -70,50 +89,116 @@ impl Default for StackConfig {
     }
 }
 
-impl StackConfig {
+impl RawStackConfig {
+    /// The checked config (`StackConfig::try_from(self)`); the error names the first offending field.
+    pub fn build(self) -> Result<StackConfig, StackConfigError> {
+        StackConfig::try_from(self)
+    }
+}
+
+/// A checked stack config: every field within its bounds. Only made from a [`RawStackConfig`]; the default is the
+/// default raw config, which is valid.
+#[derive(Debug, Clone, Default)]
+pub struct StackConfig(RawStackConfig);
+
+impl TryFrom<RawStackConfig> for StackConfig {
+    type Error = StackConfigError;
+
     /// Checks every field; the error names the one that is wrong.
-    pub fn validate(&self) -> Result<(), StackError> {
-        if self.call_timeout.is_zero() {
-            return Err(StackError::config(
-                "call_timeout",
-                "must be greater than zero",
+    fn try_from(raw: RawStackConfig) -> Result<Self, StackConfigError> {
+        check(&raw)?;
+        Ok(StackConfig(raw))
+    }
+}
+
+fn check(raw: &RawStackConfig) -> Result<(), StackConfigError> {
+    if raw.call_timeout.is_zero() {
+        return Err(StackConfigError::new(
+            "call_timeout",
+            "must be greater than zero",
+        ));
+    }
+    agent::serve::check_header_read_timeout(raw.head_read_timeout)
+        .map_err(|error| StackConfigError::new("head_read_timeout", error.to_string()))?;
+    if raw.pool.capacity == 0 {
+        return Err(StackConfigError::new("pool.capacity", "must be at least 1"));
+    }
+    if let Some(token) = &raw.token {
+        if token.trim().is_empty() {
+            return Err(StackConfigError::new("token", "must not be empty when set"));
+        }
+    }
+    let mut seen = BTreeMap::new();
+    for (service, port) in &raw.ports {
+        if *port == 0 {
+            continue;
+        }
+        if let Some(other) = seen.insert(*port, *service) {
+            return Err(StackConfigError::new(
+                format!("ports.{service}"),
+                format!("port {port} is already used by {other}"),
             ));
         }
-        agent::serve::check_header_read_timeout(self.head_read_timeout)
-            .map_err(|error| StackError::config("head_read_timeout", error.to_string()))?;
-        if self.pool.capacity == 0 {
-            return Err(StackError::config("pool.capacity", "must be at least 1"));
-        }
-        if let Some(token) = &self.token {
-            if token.trim().is_empty() {
-                return Err(StackError::config("token", "must not be empty when set"));
-            }
-        }
-        let mut seen = BTreeMap::new();
-        for (service, port) in &self.ports {
-            if *port == 0 {
-                continue;
-            }
-            if let Some(other) = seen.insert(*port, *service) {
-                return Err(StackError::config(
-                    format!("ports.{service}"),
-                    format!("port {port} is already used by {other}"),
-                ));
-            }
-        }
-        Ok(())
+    }
+    Ok(())
+}
+
+impl StackConfig {
+    /// The unchecked shape, to change a field and build again.
+    pub fn into_raw(self) -> RawStackConfig {
+        self.0
+    }
+
+    /// Address every service binds to.
+    pub fn host(&self) -> IpAddr {
+        self.0.host
     }
 
     /// The configured port of a service (0 = ephemeral).
     pub fn port(&self, service: ServiceName) -> u16 {
-        self.ports.get(&service).copied().unwrap_or(0)
+        self.0.ports.get(&service).copied().unwrap_or(0)
+    }
+
+    /// Breaker configuration of every breaker of every service.
+    pub fn breaker(&self) -> &breaker::BreakerConfig {
+        &self.0.breaker
+    }
+
+    /// Timeout of each inter-service call.
+    pub fn call_timeout(&self) -> Duration {
+        self.0.call_timeout
+    }
+
+    /// Worker pool of each service.
+    pub fn pool(&self) -> PoolConfig {
+        self.0.pool
+    }
+
+    /// Bearer token for `/_admin/*` mutations; `None` refuses every mutation.
+    pub fn token(&self) -> Option<&str> {
+        self.0.token.as_deref()
+    }
+
+    /// The fault-injection agent embedded in Payment.
+    pub fn agent(&self) -> &agent::AgentConfig {
+        &self.0.agent
+    }
+
+    /// Seed for every random choice the services make.
+    pub fn seed(&self) -> u64 {
+        self.0.seed
+    }
+
+    /// How long a client may take to send a request head.
+    pub fn head_read_timeout(&self) -> Duration {
+        self.0.head_read_timeout
     }
 }
 
 /// Parses a human duration such as "3s" or "250ms", naming `field` in the error.
-pub fn parse_duration(field: &str, text: &str) -> Result<Duration, StackError> {
+pub fn parse_duration(field: &str, text: &str) -> Result<Duration, StackConfigError> {
     humantime::parse_duration(text.trim())
-        .map_err(|err| StackError::config(field, format!("{text:?} is not a duration: {err}")))
+        .map_err(|err| StackConfigError::new(field, format!("{text:?} is not a duration: {err}")))
 }
 
 #[cfg(test)]
@@ -122,29 +207,62 @@ mod tests {
 
     #[test]
     fn default_config_is_valid() {
-        StackConfig::default().validate().unwrap();
+        RawStackConfig::default().build().unwrap();
     }
 
     #[test]
     fn zero_capacity_names_the_field() {
-        let config = StackConfig {
+        let raw = RawStackConfig {
             pool: PoolConfig {
                 capacity: 0,
                 queue: 1,
             },
-            ..StackConfig::default()
+            ..RawStackConfig::default()
         };
-        let err = config.validate().unwrap_err().to_string();
-        assert!(err.contains("pool.capacity"), "{err}");
+        let err = StackConfig::try_from(raw).unwrap_err();
+        assert_eq!(err.field, "pool.capacity");
+        assert_eq!(err.to_string(), "pool.capacity: must be at least 1");
     }
 
     #[test]
     fn duplicate_ports_name_the_service() {
-        let mut config = StackConfig::default();
-        config.ports.insert(ServiceName::Cart, 9000);
-        config.ports.insert(ServiceName::Ad, 9000);
-        let err = config.validate().unwrap_err().to_string();
+        let mut raw = RawStackConfig::default();
+        raw.ports.insert(ServiceName::Cart, 9000);
+        raw.ports.insert(ServiceName::Ad, 9000);
+        let err = raw.build().unwrap_err().to_string();
         assert!(err.contains("ports.ad") && err.contains("cart"), "{err}");
+    }
+
+    #[test]
+    fn a_zero_call_timeout_or_a_blank_token_is_refused_naming_the_field() {
+        let zero_timeout = RawStackConfig {
+            call_timeout: Duration::ZERO,
+            ..RawStackConfig::default()
+        };
+        assert_eq!(zero_timeout.build().unwrap_err().field, "call_timeout");
+        let blank_token = RawStackConfig {
+            token: Some("  ".into()),
+            ..RawStackConfig::default()
+        };
+        assert_eq!(blank_token.build().unwrap_err().field, "token");
+    }
+
+    /// What a valid raw config says is what the checked one answers.
+    #[test]
+    fn a_built_config_reads_back_its_fields() {
+        let mut raw = RawStackConfig {
+            call_timeout: Duration::from_millis(750),
+            token: Some("secret".into()),
+            seed: 7,
+            ..RawStackConfig::default()
+        };
+        raw.ports.insert(ServiceName::Cart, 9000);
+        let config = raw.build().unwrap();
+        assert_eq!(config.port(ServiceName::Cart), 9000);
+        assert_eq!(config.port(ServiceName::Ad), 0);
+        assert_eq!(config.call_timeout(), Duration::from_millis(750));
+        assert_eq!(config.token(), Some("secret"));
+        assert_eq!(config.seed(), 7);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Errors of starting or running the stack.
 
+use crate::config::StackConfigError;
 use crate::service_name::ServiceName;
 
 /// Why the stack (or one service) could not start or keep running.
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
-    #[error("invalid config: {field}: {message}")]
-    Config { field: String, message: String },
+    #[error("invalid config: {0}")]
+    Config(#[from] StackConfigError),
     #[error("{service} cannot bind {addr}: {source}")]
     Bind {
         service: ServiceName,
@@ -31,14 +32,4 @@ pub enum StackError {
         service: ServiceName,
         source: std::io::Error,
     },
-}
-
-impl StackError {
-    /// A config error naming the field at fault.
-    pub fn config(field: impl Into<String>, message: impl Into<String>) -> Self {
-        StackError::Config {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
 }

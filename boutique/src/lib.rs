@@ -22,7 +22,7 @@ pub mod services;
 pub mod stack;
 pub mod wire;
 
-pub use config::{PoolConfig, StackConfig};
+pub use config::{PoolConfig, RawStackConfig, StackConfig, StackConfigError};
 pub use error::StackError;
 pub use service_name::ServiceName;
 pub use stack::{RunningService, RunningStack, run_one};

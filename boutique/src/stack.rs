@@ -60,22 +60,22 @@ fn build_service(
 ) -> Result<BuiltService, StackError> {
     let registry = breaker::Registry::new(
         service.as_str(),
-        config.breaker.clone(),
+        config.breaker().clone(),
         Arc::new(breaker::SystemClock),
     );
     let ctx = Arc::new(ServiceContext {
         service,
         registry,
-        pool: WorkerPool::new(config.pool),
-        token: config.token.as_deref().map(Arc::from),
+        pool: WorkerPool::new(config.pool()),
+        token: config.token().map(Arc::from),
         http: internal_http_client()?,
-        call_timeout: config.call_timeout,
+        call_timeout: config.call_timeout(),
         peers: peers.clone(),
         requests: Arc::new(RequestStats::default()),
         calls: Mutex::new(Vec::new()),
         shutdown,
     });
-    let seed = service_seed(config.seed, service);
+    let seed = service_seed(config.seed(), service);
     let no_hooks: Arc<dyn ServiceHooks> = Arc::new(NoHooks);
     let built = match service {
         ServiceName::Frontend => {
@@ -140,7 +140,7 @@ fn build_service(
             }
         }
         ServiceName::Payment => {
-            let agent = agent::Agent::new(config.agent.clone());
+            let agent = agent::Agent::new(config.agent().clone());
             let business = payment::router(payment::PaymentState::default());
             let business = business
                 .layer(from_fn_with_state(ctx.pool.clone(), pool::limit))
@@ -226,17 +226,20 @@ pub struct RunningStack {
 }
 
 impl RunningStack {
-    /// Binds every service (ports from the config, 0 = ephemeral), wires them to each other and serves.
+    /// Binds every service (ports from the config, 0 = ephemeral), wires them to each other and serves; the config
+    /// was checked when it was built.
     pub async fn start(config: StackConfig) -> Result<RunningStack, StackError> {
-        config.validate()?;
         let mut listeners = Vec::with_capacity(ServiceName::ALL.len());
         let mut addrs = BTreeMap::new();
         for service in ServiceName::ALL {
-            let listener =
-                bind(service, SocketAddr::new(config.host, config.port(service))).await?;
+            let listener = bind(
+                service,
+                SocketAddr::new(config.host(), config.port(service)),
+            )
+            .await?;
             let local = listener.local_addr().map_err(|source| StackError::Bind {
                 service,
-                addr: SocketAddr::new(config.host, config.port(service)),
+                addr: SocketAddr::new(config.host(), config.port(service)),
                 source,
             })?;
             addrs.insert(service, local);
@@ -258,7 +261,7 @@ impl RunningStack {
                 service,
                 listener,
                 built.router,
-                config.head_read_timeout,
+                config.head_read_timeout(),
                 shutdown.child_token(),
             ));
         }
@@ -316,7 +319,6 @@ impl RunningService {
         config: StackConfig,
         peers: BTreeMap<ServiceName, String>,
     ) -> Result<RunningService, StackError> {
-        config.validate()?;
         for dependency in service.dependencies() {
             let url = peers.get(dependency).ok_or(StackError::MissingPeer {
                 service,
@@ -330,7 +332,7 @@ impl RunningService {
                 });
             }
         }
-        let requested = SocketAddr::new(config.host, config.port(service));
+        let requested = SocketAddr::new(config.host(), config.port(service));
         let listener = bind(service, requested).await?;
         let addr = listener.local_addr().map_err(|source| StackError::Bind {
             service,
@@ -343,7 +345,7 @@ impl RunningService {
             service,
             listener,
             built.router,
-            config.head_read_timeout,
+            config.head_read_timeout(),
             shutdown.child_token(),
         );
         Ok(RunningService {

@@ -12,7 +12,7 @@ const CAPACITY: usize = 4;
 const QUEUE: usize = 2;
 
 fn hang_config(breaker_toml: &str) -> StackConfig {
-    let mut config = common::config();
+    let mut config = common::raw_config();
     config.call_timeout = Duration::from_millis(1500);
     config.pool = PoolConfig {
         capacity: CAPACITY,
@@ -25,7 +25,7 @@ fn hang_config(breaker_toml: &str) -> StackConfig {
     }
     .build()
     .expect("a valid agent config");
-    config
+    config.build().expect("a valid stack config")
 }
 
 async fn hang_payment(stack: &RunningStack) {

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use boutique::{RunningStack, ServiceName, StackConfig};
+use boutique::{RawStackConfig, RunningStack, ServiceName};
 use controller::load::{
     LatencySummary, LoadSettings, OutcomeCounts, Workload, check_descriptor_budget, new_histogram,
     run,
@@ -118,9 +118,9 @@ fn main() {
         .build()
         .expect("load runtime");
 
-    let mut config = StackConfig {
+    let mut config = RawStackConfig {
         token: Some(TOKEN.into()),
-        ..StackConfig::default()
+        ..RawStackConfig::default()
     };
     config.agent = agent::RawAgentConfig {
         token: Some(TOKEN.into()),
@@ -128,6 +128,7 @@ fn main() {
     }
     .build()
     .expect("a valid agent config");
+    let config = config.build().expect("a valid stack config");
     let stack: RunningStack = stack_runtime
         .block_on(RunningStack::start(config))
         .expect("stack starts");

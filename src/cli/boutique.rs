@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use boutique::config::{DEFAULT_POOL_CAPACITY, DEFAULT_POOL_QUEUE, parse_duration};
-use boutique::{PoolConfig, RunningService, RunningStack, ServiceName, StackConfig};
+use boutique::{
+    PoolConfig, RawStackConfig, RunningService, RunningStack, ServiceName, StackConfig,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct BoutiqueArgs {
@@ -112,7 +114,7 @@ fn stack_config(args: &BoutiqueArgs) -> anyhow::Result<StackConfig> {
         ..agent::RawAgentConfig::default()
     }
     .build()?;
-    let config = StackConfig {
+    let config = RawStackConfig {
         host: args.host,
         ports,
         breaker,
@@ -126,13 +128,12 @@ fn stack_config(args: &BoutiqueArgs) -> anyhow::Result<StackConfig> {
         seed: args.seed,
         head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
     };
-    config.validate()?;
-    Ok(config)
+    Ok(config.build()?)
 }
 
 pub async fn run(args: BoutiqueArgs) -> anyhow::Result<()> {
     let config = stack_config(&args)?;
-    if config.token.is_none() {
+    if config.token().is_none() {
         tracing::warn!(
             "no token (TOLERANT_TOKEN or --token-file): admin and agent mutations are refused"
         );

@@ -146,14 +146,17 @@ impl RunningDashboard {
                 }
                 .build()
                 .map_err(|error| DashboardError::Testbed(error.to_string()))?;
-                let stack = boutique::RunningStack::start(boutique::StackConfig {
+                let stack_config = boutique::RawStackConfig {
                     token: Some(token.clone()),
                     agent,
                     head_read_timeout: config.head_read_timeout,
-                    ..boutique::StackConfig::default()
-                })
-                .await
+                    ..boutique::RawStackConfig::default()
+                }
+                .build()
                 .map_err(|error| DashboardError::Testbed(error.to_string()))?;
+                let stack = boutique::RunningStack::start(stack_config)
+                    .await
+                    .map_err(|error| DashboardError::Testbed(error.to_string()))?;
                 let testbed = Testbed::of_stack(&stack, token.clone());
                 (Some(stack), testbed)
             }

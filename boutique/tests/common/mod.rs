@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use boutique::{RunningStack, ServiceName, StackConfig};
+use boutique::{RawStackConfig, RunningStack, ServiceName, StackConfig};
 
 pub const TOKEN: &str = "test-token";
 
@@ -24,11 +24,16 @@ pub fn checkout_form() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// A stack config with the test token for admin and agent mutations.
+/// A stack config with the test token for admin and agent mutations, checked.
 pub fn config() -> StackConfig {
-    let mut config = StackConfig {
+    raw_config().build().expect("a valid stack config")
+}
+
+/// The unchecked shape of [`config`], for a test to change a field before building it.
+pub fn raw_config() -> RawStackConfig {
+    let mut config = RawStackConfig {
         token: Some(TOKEN.into()),
-        ..StackConfig::default()
+        ..RawStackConfig::default()
     };
     config.agent = agent::RawAgentConfig {
         token: Some(TOKEN.into()),

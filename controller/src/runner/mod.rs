@@ -92,7 +92,7 @@ pub async fn start_embedded_stack(
         )));
     }
     let token = random_token();
-    let config = boutique::StackConfig {
+    let config = boutique::RawStackConfig {
         breaker: spec.breaker_config(spec.breaker.modes[0])?,
         token: Some(token.clone()),
         agent: agent::RawAgentConfig {
@@ -103,8 +103,10 @@ pub async fn start_embedded_stack(
         .build()
         .map_err(|error| RunnerError::Testbed(error.to_string()))?,
         seed: spec.seed,
-        ..boutique::StackConfig::default()
-    };
+        ..boutique::RawStackConfig::default()
+    }
+    .build()
+    .map_err(|error| RunnerError::Testbed(error.to_string()))?;
     let stack = boutique::RunningStack::start(config)
         .await
         .map_err(|e| RunnerError::Testbed(e.to_string()))?;
