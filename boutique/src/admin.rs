@@ -57,10 +57,10 @@ pub fn router(ctx: Arc<ServiceContext>, hooks: Arc<dyn ServiceHooks>) -> Router 
         .route(
             "/_admin/breakers",
             get(current_breaker_config)
-                .put(replace_breaker_config)
+                .put(push::<WholeConfig>)
                 .delete(restore_breaker_config),
         )
-        .route("/_admin/breakers/mode", put(switch_breaker_mode))
+        .route("/_admin/breakers/mode", put(push::<ModeOnly>))
         .route("/_admin/breakers/renew", post(renew_breaker_lease))
         .route("/_admin/reset", post(reset))
         .route("/_pool", get(pool))
@@ -256,38 +256,64 @@ fn lease_of(
         .map_err(PushRefused::Lease)
 }
 
-/// An authorised push: the lease read from the query, then the config `build` makes from the body put in force
-/// under it; the breakers' snapshots answer it, a refusal a 400 naming what is wrong.
-fn push(
-    state: &AdminState,
-    headers: &HeaderMap,
+/// What the body of a push becomes: the config put in force.
+trait PushedBody {
+    fn config(
+        state: &AdminState,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<breaker::BreakerConfig, PushRefused>;
+}
+
+/// `PUT /_admin/breakers`: a whole breaker config, JSON or TOML ([`parse_breaker_config`]).
+struct WholeConfig;
+
+impl PushedBody for WholeConfig {
+    fn config(
+        _state: &AdminState,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<breaker::BreakerConfig, PushRefused> {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok());
+        Ok(parse_breaker_config(content_type, body)?)
+    }
+}
+
+/// `PUT /_admin/breakers/mode`: switches every breaker's mode and keeps the rest of its config (detectors, open
+/// window, probes), as a game day's "breaker off/on" switch means.
+struct ModeOnly;
+
+impl PushedBody for ModeOnly {
+    fn config(
+        state: &AdminState,
+        _headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<breaker::BreakerConfig, PushRefused> {
+        let mode = ModeSwitch::parse(body).map_err(PushRefused::Mode)?.mode;
+        Ok(state.ctx.registry.config().with_mode(mode))
+    }
+}
+
+/// An authorised push: the lease read from the query, then the config `B` makes of the body put in force under
+/// it; the breakers' snapshots answer it, a refusal a 400 naming what is wrong.
+async fn push<B: PushedBody>(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
     query: Result<Query<LeaseQuery>, QueryRejection>,
-    build: impl FnOnce() -> Result<breaker::BreakerConfig, PushRefused>,
+    body: Bytes,
 ) -> Response {
-    if let Err(denied) = authorize(&state.ctx, headers) {
+    if let Err(denied) = authorize(&state.ctx, &headers) {
         return denied.into_response();
     }
-    match lease_of(query).and_then(|lease| Ok((build()?, lease))) {
+    match lease_of(query).and_then(|lease| Ok((B::config(&state, &headers, &body)?, lease))) {
         Ok((config, lease)) => {
             state.lease.push(config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }
         Err(refused) => error(StatusCode::BAD_REQUEST, refused.to_string()),
     }
-}
-
-async fn replace_breaker_config(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
-    query: Result<Query<LeaseQuery>, QueryRejection>,
-    body: Bytes,
-) -> Response {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok());
-    push(&state, &headers, query, || {
-        Ok(parse_breaker_config(content_type, &body)?)
-    })
 }
 
 /// The config every breaker of the service runs with, the startup config and the lease, if any (JSON,
@@ -349,20 +375,6 @@ impl ModeSwitch {
             ),
         }
     }
-}
-
-/// Switches every breaker's mode and keeps the rest of its config (detectors, open window, probes), as a game
-/// day's "breaker off/on" switch means.
-async fn switch_breaker_mode(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
-    query: Result<Query<LeaseQuery>, QueryRejection>,
-    body: Bytes,
-) -> Response {
-    push(&state, &headers, query, || {
-        let mode = ModeSwitch::parse(&body).map_err(PushRefused::Mode)?.mode;
-        Ok(state.ctx.registry.config().with_mode(mode))
-    })
 }
 
 async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response {
