@@ -14,6 +14,12 @@ pub struct InvalidForm {
     pub problems: Vec<String>,
 }
 
+/// A form the frontend reads from a post's fields.
+pub trait PostedForm: Sized {
+    /// The form, or every field that is invalid.
+    fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm>;
+}
+
 /// Collects field problems while reading a form.
 struct FieldReader<'a> {
     fields: &'a HashMap<String, String>,
@@ -80,8 +86,8 @@ pub struct AddToCartForm {
     pub quantity: u32,
 }
 
-impl AddToCartForm {
-    pub fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
+impl PostedForm for AddToCartForm {
+    fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
         let mut reader = FieldReader::new(fields);
         let quantity = reader.integer("quantity", 1..=10) as u32;
         let product_id = reader.text("product_id", 64);
@@ -103,8 +109,8 @@ pub struct SetCurrencyForm {
     pub currency_code: String,
 }
 
-impl SetCurrencyForm {
-    pub fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
+impl PostedForm for SetCurrencyForm {
+    fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
         let mut reader = FieldReader::new(fields);
         let currency_code = reader.text("currency_code", 3);
         if !currency_code.is_empty() && !data::is_supported_currency(&currency_code) {
@@ -154,8 +160,8 @@ fn email_valid(email: &str) -> bool {
     }
 }
 
-impl CheckoutForm {
-    pub fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
+impl PostedForm for CheckoutForm {
+    fn parse(fields: &HashMap<String, String>) -> Result<Self, InvalidForm> {
         let mut reader = FieldReader::new(fields);
         let email = reader.text("email", 320);
         if !email.is_empty() && !email_valid(&email) {

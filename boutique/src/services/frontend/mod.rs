@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
-use axum::extract::rejection::FormRejection;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,7 +29,7 @@ use crate::wire::{
     Ad, AddItemRequest, Ads, Cart, CartItem, ConvertRequest, OrderResult, PlaceOrderRequest,
     Product, QuoteResponse, Recommendations, ShippingRequest,
 };
-use forms::{AddToCartForm, CheckoutForm, InvalidForm, SetCurrencyForm};
+use forms::{AddToCartForm, CheckoutForm, InvalidForm, PostedForm, SetCurrencyForm};
 use pages::{CartLine, CartPage, ErrorPage, Header, HomePage, OrderPage, ProductPage, ProductView};
 use session::{CURRENCY_COOKIE, SESSION_COOKIE, Session};
 
@@ -165,15 +164,30 @@ fn invalid_form(session: &Session, error: InvalidForm) -> Response {
     )
 }
 
-/// A posted form read by `parse`; a body that is not a form at all is refused as invalid form input too.
-fn read_form<F>(
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-    parse: fn(&HashMap<String, String>) -> Result<F, InvalidForm>,
-) -> Result<F, InvalidForm> {
-    let Form(fields) = form.map_err(|rejection| InvalidForm {
-        problems: vec![rejection.to_string()],
-    })?;
-    parse(&fields)
+/// A posted form, read and checked: a handler gets it valid; a body that is not a form, or a form with invalid
+/// fields, is answered with the 422 error page naming them.
+struct Valid<F>(F);
+
+impl<S: Send + Sync, F: PostedForm> FromRequest<S> for Valid<F> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let Extension(session) = Extension::<Session>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let posted =
+            Form::<HashMap<String, String>>::from_request(Request::from_parts(parts, body), state)
+                .await;
+        let form = match posted {
+            Ok(Form(fields)) => F::parse(&fields),
+            Err(rejection) => Err(InvalidForm {
+                problems: vec![rejection.to_string()],
+            }),
+        };
+        form.map(Valid)
+            .map_err(|error| invalid_form(&session, error))
+    }
 }
 
 impl FrontendState {
@@ -253,8 +267,10 @@ impl FrontendState {
     }
 }
 
-fn cart_size(items: &[CartItem]) -> u32 {
-    items.iter().map(|item| item.quantity).sum()
+/// The header of a page that looked the cart up: the currencies offered and how many items the cart holds.
+fn cart_header(session: &Session, currencies: &[String], items: &[CartItem]) -> Header {
+    let cart_size = items.iter().map(|item| item.quantity).sum();
+    Header::new(currencies, &session.currency, Some(cart_size))
 }
 
 async fn home(
@@ -283,7 +299,7 @@ async fn home(
         .map(|(product, price)| ProductView::new(product, price.display()))
         .collect();
     let page = HomePage {
-        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
+        header: cart_header(&session, &currencies, &items),
         products,
         ad,
     };
@@ -316,7 +332,7 @@ async fn product(
         state.ad(&product.categories),
     );
     let page = ProductPage {
-        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
+        header: cart_header(&session, &currencies, &items),
         product: ProductView::new(&product, price.display()),
         recommendations,
         ad,
@@ -367,7 +383,7 @@ async fn view_cart(
             total.checked_add(line).unwrap_or(total)
         });
     let page = CartPage {
-        header: Header::new(&currencies, &session.currency, Some(cart_size(&items))),
+        header: cart_header(&session, &currencies, &items),
         lines: lines
             .iter()
             .map(|(product, quantity, line_total)| CartLine {
@@ -387,12 +403,8 @@ async fn view_cart(
 async fn add_to_cart(
     State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    Valid(form): Valid<AddToCartForm>,
 ) -> Response {
-    let form = match read_form(form, AddToCartForm::parse) {
-        Ok(form) => form,
-        Err(error) => return invalid_form(&session, error),
-    };
     match state
         .catalog
         .get::<Product>(&format!("/products/{}", form.product_id))
@@ -440,15 +452,7 @@ async fn empty_cart(
     }
 }
 
-async fn set_currency(
-    Extension(session): Extension<Session>,
-    headers: HeaderMap,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Response {
-    let form = match read_form(form, SetCurrencyForm::parse) {
-        Ok(form) => form,
-        Err(error) => return invalid_form(&session, error),
-    };
+async fn set_currency(headers: HeaderMap, Valid(form): Valid<SetCurrencyForm>) -> Response {
     let back = headers
         .get(header::REFERER)
         .and_then(|value| value.to_str().ok())
@@ -475,12 +479,8 @@ async fn logout() -> Response {
 async fn checkout(
     State(state): State<Arc<FrontendState>>,
     Extension(session): Extension<Session>,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    Valid(form): Valid<CheckoutForm>,
 ) -> Response {
-    let form = match read_form(form, CheckoutForm::parse) {
-        Ok(form) => form,
-        Err(error) => return invalid_form(&session, error),
-    };
     let request = PlaceOrderRequest {
         user_id: session.id.clone(),
         user_currency: session.currency.clone(),

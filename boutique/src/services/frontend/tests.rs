@@ -101,6 +101,23 @@ async fn invalid_checkout_form_is_422_naming_the_fields() {
     assert!(!body.contains("Cart (0)"), "{body}");
 }
 
+/// A post whose body is not a form at all is refused like an invalid form, on each of the three form posts.
+#[tokio::test]
+async fn a_post_that_is_not_a_form_is_422_invalid_form_input() {
+    for uri in ["/cart", "/setCurrency", "/cart/checkout"] {
+        let request = Request::post(uri)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::COOKIE, "shop_session-id=test-session")
+            .body(Body::from("{}"))
+            .unwrap();
+        let response = unreachable_frontend().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY, "{uri}");
+        let body = body_text(response).await;
+        assert!(body.contains("invalid form input: "), "{uri}: {body}");
+        assert!(body.contains("Content-Type"), "{uri}: {body}");
+    }
+}
+
 #[tokio::test]
 async fn set_currency_redirects_back_and_sets_the_cookie() {
     let mut request = form_post("/setCurrency", "currency_code=JPY");
