@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
-use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -164,6 +165,30 @@ fn invalid_form(session: &Session, error: InvalidForm) -> Response {
     )
 }
 
+/// What every shop handler that calls a dependency reads: the frontend's state and the visitor's session (put
+/// in the request by [`session::ensure_session`]).
+struct Visit {
+    state: Arc<FrontendState>,
+    session: Session,
+}
+
+impl FromRequestParts<Arc<FrontendState>> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<FrontendState>,
+    ) -> Result<Self, Response> {
+        let Extension(session) = Extension::<Session>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Visit {
+            state: state.clone(),
+            session,
+        })
+    }
+}
+
 /// A posted form, read and checked: a handler gets it valid; a body that is not a form, or a form with invalid
 /// fields, is answered with the 422 error page naming them.
 struct Valid<F>(F);
@@ -273,10 +298,7 @@ fn cart_header(session: &Session, currencies: &[String], items: &[CartItem]) -> 
     Header::new(currencies, &session.currency, Some(cart_size))
 }
 
-async fn home(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
-) -> Response {
+async fn home(Visit { state, session }: Visit) -> Response {
     let (currencies, products, items, ad) = tokio::join!(
         state.currencies(),
         state.catalog.get::<Vec<Product>>("/products"),
@@ -306,11 +328,7 @@ async fn home(
     render(&page, StatusCode::OK)
 }
 
-async fn product(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
-    Path(id): Path<String>,
-) -> Response {
+async fn product(Visit { state, session }: Visit, Path(id): Path<String>) -> Response {
     let product: Product = match state.catalog.get(&format!("/products/{id}")).await {
         Ok(product) => product,
         Err(CallError::Status { status: 404, .. }) => {
@@ -340,10 +358,7 @@ async fn product(
     render(&page, StatusCode::OK)
 }
 
-async fn view_cart(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
-) -> Response {
+async fn view_cart(Visit { state, session }: Visit) -> Response {
     let (currencies, items) = tokio::join!(state.currencies(), state.cart_items(&session.id));
     let product_ids: Vec<String> = items.iter().map(|item| item.product_id.clone()).collect();
     let quote_request = ShippingRequest {
@@ -401,8 +416,7 @@ async fn view_cart(
 }
 
 async fn add_to_cart(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
+    Visit { state, session }: Visit,
     Valid(form): Valid<AddToCartForm>,
 ) -> Response {
     match state
@@ -438,10 +452,7 @@ async fn add_to_cart(
     }
 }
 
-async fn empty_cart(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
-) -> Response {
+async fn empty_cart(Visit { state, session }: Visit) -> Response {
     match state
         .cart
         .delete::<Ack>(&format!("/carts/{}", session.id))
@@ -476,11 +487,7 @@ async fn logout() -> Response {
     response
 }
 
-async fn checkout(
-    State(state): State<Arc<FrontendState>>,
-    Extension(session): Extension<Session>,
-    Valid(form): Valid<CheckoutForm>,
-) -> Response {
+async fn checkout(Visit { state, session }: Visit, Valid(form): Valid<CheckoutForm>) -> Response {
     let request = PlaceOrderRequest {
         user_id: session.id.clone(),
         user_currency: session.currency.clone(),
