@@ -40,13 +40,7 @@ const RECOMMENDATIONS_SHOWN: usize = 4;
 /// The frontend's dependencies and a seeded random source for picking an ad.
 #[derive(Debug, Clone)]
 pub struct FrontendState {
-    pub catalog: Dependency,
-    pub currency: Dependency,
-    pub cart: Dependency,
-    pub recommendation: Dependency,
-    pub shipping: Dependency,
-    pub checkout: Dependency,
-    pub ad: Dependency,
+    pub deps: FrontendDependencies,
     rng: Arc<Mutex<SmallRng>>,
 }
 
@@ -66,13 +60,7 @@ impl FrontendState {
     /// A frontend calling `deps`, picking ads with `seed`.
     pub fn new(deps: FrontendDependencies, seed: u64) -> Self {
         FrontendState {
-            catalog: deps.catalog,
-            currency: deps.currency,
-            cart: deps.cart,
-            recommendation: deps.recommendation,
-            shipping: deps.shipping,
-            checkout: deps.checkout,
-            ad: deps.ad,
+            deps,
             rng: Arc::new(Mutex::new(SmallRng::seed_from_u64(seed))),
         }
     }
@@ -217,7 +205,8 @@ impl<S: Send + Sync, F: PostedForm> FromRequest<S> for Valid<F> {
 
 impl FrontendState {
     async fn currencies(&self) -> Vec<String> {
-        self.currency
+        self.deps
+            .currency
             .get("/currencies")
             .await
             .unwrap_or_else(|error| {
@@ -227,7 +216,12 @@ impl FrontendState {
     }
 
     async fn cart_items(&self, user_id: &str) -> Vec<CartItem> {
-        match self.cart.get::<Cart>(&format!("/carts/{user_id}")).await {
+        match self
+            .deps
+            .cart
+            .get::<Cart>(&format!("/carts/{user_id}"))
+            .await
+        {
             Ok(cart) => cart.items,
             Err(error) => {
                 tracing::debug!(%error, "cart unavailable, showing it empty");
@@ -237,7 +231,8 @@ impl FrontendState {
     }
 
     async fn convert(&self, from: &Money, to_code: &str) -> Result<Money, CallError> {
-        self.currency
+        self.deps
+            .currency
             .post(
                 "/convert",
                 &ConvertRequest {
@@ -260,7 +255,7 @@ impl FrontendState {
             "/recommendations?user_id={user_id}&product_ids={}",
             product_ids.join(",")
         );
-        let ids = match self.recommendation.get::<Recommendations>(&path).await {
+        let ids = match self.deps.recommendation.get::<Recommendations>(&path).await {
             Ok(recommended) => recommended.product_ids,
             Err(error) => {
                 tracing::debug!(%error, "recommendations unavailable");
@@ -269,7 +264,7 @@ impl FrontendState {
         };
         let lookups = ids.iter().take(RECOMMENDATIONS_SHOWN).map(|id| {
             let path = format!("/products/{id}");
-            async move { self.catalog.get::<Product>(&path).await }
+            async move { self.deps.catalog.get::<Product>(&path).await }
         });
         join_all(lookups)
             .await
@@ -284,6 +279,7 @@ impl FrontendState {
 
     async fn ad(&self, categories: &[String]) -> Option<Ad> {
         let ads: Ads = self
+            .deps
             .ad
             .get(&format!("/ads?context_keys={}", categories.join(",")))
             .await
@@ -301,7 +297,7 @@ fn cart_header(session: &Session, currencies: &[String], items: &[CartItem]) -> 
 async fn home(Visit { state, session }: Visit) -> Response {
     let (currencies, products, items, ad) = tokio::join!(
         state.currencies(),
-        state.catalog.get::<Vec<Product>>("/products"),
+        state.deps.catalog.get::<Vec<Product>>("/products"),
         state.cart_items(&session.id),
         state.ad(&[]),
     );
@@ -329,7 +325,7 @@ async fn home(Visit { state, session }: Visit) -> Response {
 }
 
 async fn product(Visit { state, session }: Visit, Path(id): Path<String>) -> Response {
-    let product: Product = match state.catalog.get(&format!("/products/{id}")).await {
+    let product: Product = match state.deps.catalog.get(&format!("/products/{id}")).await {
         Ok(product) => product,
         Err(CallError::Status { status: 404, .. }) => {
             return error_page(
@@ -372,11 +368,17 @@ async fn view_cart(Visit { state, session }: Visit) -> Response {
         items: items.clone(),
     };
     let shipping_cost = async {
-        let quote: QuoteResponse = state.shipping.post("/quote", &quote_request).await.ok()?;
+        let quote: QuoteResponse = state
+            .deps
+            .shipping
+            .post("/quote", &quote_request)
+            .await
+            .ok()?;
         Some(state.price(&quote.cost_usd, &session.currency).await)
     };
     let lines = join_all(items.iter().map(|item| async {
         let product: Product = state
+            .deps
             .catalog
             .get(&format!("/products/{}", item.product_id))
             .await
@@ -420,6 +422,7 @@ async fn add_to_cart(
     Valid(form): Valid<AddToCartForm>,
 ) -> Response {
     match state
+        .deps
         .catalog
         .get::<Product>(&format!("/products/{}", form.product_id))
         .await
@@ -443,6 +446,7 @@ async fn add_to_cart(
         quantity: form.quantity,
     };
     match state
+        .deps
         .cart
         .post::<_, Ack>(&format!("/carts/{}/items", session.id), &item)
         .await
@@ -454,6 +458,7 @@ async fn add_to_cart(
 
 async fn empty_cart(Visit { state, session }: Visit) -> Response {
     match state
+        .deps
         .cart
         .delete::<Ack>(&format!("/carts/{}", session.id))
         .await
@@ -495,7 +500,7 @@ async fn checkout(Visit { state, session }: Visit, Valid(form): Valid<CheckoutFo
         email: form.email,
         credit_card: form.credit_card,
     };
-    let order: OrderResult = match state.checkout.post("/orders", &request).await {
+    let order: OrderResult = match state.deps.checkout.post("/orders", &request).await {
         Ok(order) => order,
         Err(error) => {
             if let Some(status) = error.client_error_status() {
