@@ -12,6 +12,10 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_POOL_CAPACITY: usize = 256;
 /// Default number of requests that may wait for a worker before 503s start.
 pub const DEFAULT_POOL_QUEUE: usize = 1024;
+/// Most requests a service may handle at once (a far larger pool's semaphore would panic).
+pub const MAX_POOL_CAPACITY: usize = 65_536;
+/// Most requests that may wait for a worker.
+pub const MAX_POOL_QUEUE: usize = 1 << 20;
 
 /// A bounded worker pool: `capacity` requests run at once, `queue` more wait, the rest get 503 at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +33,7 @@ impl Default for PoolConfig {
     }
 }
 
-/// An invalid stack setting; `Display` names the field, e.g. `pool.capacity: must be at least 1`.
+/// An invalid stack setting; `Display` names the field, e.g. `pool.capacity: must be 1..=65536`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct StackConfigError {
@@ -120,8 +124,17 @@ fn check(raw: &RawStackConfig) -> Result<(), StackConfigError> {
     }
     agent::serve::check_header_read_timeout(raw.head_read_timeout)
         .map_err(|error| StackConfigError::new("head_read_timeout", error.to_string()))?;
-    if raw.pool.capacity == 0 {
-        return Err(StackConfigError::new("pool.capacity", "must be at least 1"));
+    if !(1..=MAX_POOL_CAPACITY).contains(&raw.pool.capacity) {
+        return Err(StackConfigError::new(
+            "pool.capacity",
+            format!("must be 1..={MAX_POOL_CAPACITY}"),
+        ));
+    }
+    if raw.pool.queue > MAX_POOL_QUEUE {
+        return Err(StackConfigError::new(
+            "pool.queue",
+            format!("must be at most {MAX_POOL_QUEUE}"),
+        ));
     }
     if let Some(token) = &raw.token {
         if token.trim().is_empty() {
@@ -221,7 +234,31 @@ mod tests {
         };
         let err = StackConfig::try_from(raw).unwrap_err();
         assert_eq!(err.field, "pool.capacity");
-        assert_eq!(err.to_string(), "pool.capacity: must be at least 1");
+        assert_eq!(err.to_string(), "pool.capacity: must be 1..=65536");
+    }
+
+    /// A pool beyond its bounds is refused before any semaphore is made (a huge one would panic).
+    #[test]
+    fn a_pool_out_of_bounds_names_the_field() {
+        for (capacity, queue, field) in [
+            (MAX_POOL_CAPACITY + 1, 1, "pool.capacity"),
+            (usize::MAX, 1, "pool.capacity"),
+            (1, MAX_POOL_QUEUE + 1, "pool.queue"),
+        ] {
+            let raw = RawStackConfig {
+                pool: PoolConfig { capacity, queue },
+                ..RawStackConfig::default()
+            };
+            assert_eq!(raw.build().unwrap_err().field, field, "{capacity} {queue}");
+        }
+        let at_the_bounds = RawStackConfig {
+            pool: PoolConfig {
+                capacity: MAX_POOL_CAPACITY,
+                queue: MAX_POOL_QUEUE,
+            },
+            ..RawStackConfig::default()
+        };
+        assert!(at_the_bounds.build().is_ok());
     }
 
     #[test]
