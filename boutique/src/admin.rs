@@ -20,7 +20,7 @@ use axum::routing::{get, post, put};
 use futures::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
 
-use crate::breaker_lease::{BreakerLease, parse_lease};
+use crate::breaker_lease::{BreakerLease, LeaseError, parse_lease};
 use crate::context::ServiceContext;
 use crate::metrics;
 use crate::wire::ErrorBody;
@@ -226,9 +226,8 @@ enum PushRefused {
     /// The query is not `?lease=…` (an unknown parameter, say).
     #[error("query: {0}")]
     Query(String),
-    /// The lease is not a duration or out of bounds ([`parse_lease`] names `lease`).
-    #[error("{0}")]
-    Lease(String),
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
     #[error(transparent)]
     Config(#[from] BreakerConfigError),
     /// Not a mode switch ([`ModeSwitch::parse`] names the field).

@@ -38,16 +38,25 @@ pub struct BreakerConfigView {
     pub lease: Option<LeaseView>,
 }
 
+/// A `lease` a push may not have; `Display` names `lease`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseError {
+    #[error("lease: {0}")]
+    NotADuration(#[from] agent::api::DurationError),
+    #[error(
+        "lease: {} is outside {}..={}",
+        agent::api::format_duration(*.0),
+        agent::api::format_duration(MIN_BREAKER_LEASE),
+        agent::api::format_duration(MAX_BREAKER_LEASE)
+    )]
+    OutOfBounds(Duration),
+}
+
 /// Reads a `lease` value (`"30s"`, `"1500ms"`) and checks its bounds; the error names `lease`.
-pub fn parse_lease(text: &str) -> Result<Duration, String> {
-    let lease = agent::api::parse_duration(text).map_err(|error| format!("lease: {error}"))?;
+pub fn parse_lease(text: &str) -> Result<Duration, LeaseError> {
+    let lease = agent::api::parse_duration(text)?;
     if !(MIN_BREAKER_LEASE..=MAX_BREAKER_LEASE).contains(&lease) {
-        return Err(format!(
-            "lease: {} is outside {}..={}",
-            agent::api::format_duration(lease),
-            agent::api::format_duration(MIN_BREAKER_LEASE),
-            agent::api::format_duration(MAX_BREAKER_LEASE),
-        ));
+        return Err(LeaseError::OutOfBounds(lease));
     }
     Ok(lease)
 }
@@ -265,8 +274,16 @@ mod tests {
         assert_eq!(parse_lease("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_lease("1500ms"), Ok(Duration::from_millis(1500)));
         for bad in ["0s", "999ms", "2h", "500000000000y", "soon", ""] {
-            let error = parse_lease(bad).unwrap_err();
+            let error = parse_lease(bad).unwrap_err().to_string();
             assert!(error.starts_with("lease: "), "{bad}: {error}");
         }
+        assert_eq!(
+            parse_lease("2h").unwrap_err().to_string(),
+            "lease: 2h is outside 1s..=1h"
+        );
+        assert!(matches!(
+            parse_lease("soon"),
+            Err(LeaseError::NotADuration(_))
+        ));
     }
 }
