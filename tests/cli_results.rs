@@ -388,17 +388,10 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
 async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config() {
     const TOKEN: &str = "halt-breakers-token";
     let dir = TempDir::new("halt-breakers");
-    let mut config = boutique::RawStackConfig {
-        token: Some(TOKEN.into()),
-        ..boutique::RawStackConfig::default()
-    };
-    config.agent = agent::RawAgentConfig {
-        token: Some(TOKEN.into()),
-        ..config.agent.into_raw()
-    }
-    .build()
-    .expect("a valid agent config");
-    let config = config.build().expect("a valid stack config");
+    let config = boutique::RawStackConfig::default()
+        .with_token(TOKEN)
+        .and_then(boutique::RawStackConfig::build)
+        .expect("a valid stack config");
     let stack = boutique::RunningStack::start(config).await.unwrap();
     let checkout = stack.url(boutique::ServiceName::Checkout);
     let client = AdminClient::new(TOKEN);

@@ -94,6 +94,23 @@ impl Default for RawStackConfig {
 }
 
 impl RawStackConfig {
+    /// This config with one bearer token for both kinds of mutation: `/_admin/*` and the embedded agent's fault
+    /// API. An agent that refuses the token is an error naming `agent.token`.
+    pub fn with_token(self, token: impl Into<String>) -> Result<RawStackConfig, StackConfigError> {
+        let token = token.into();
+        let agent = agent::RawAgentConfig {
+            token: Some(token.clone()),
+            ..self.agent.into_raw()
+        }
+        .build()
+        .map_err(|error| StackConfigError::new(format!("agent.{}", error.field), error.message))?;
+        Ok(RawStackConfig {
+            token: Some(token),
+            agent,
+            ..self
+        })
+    }
+
     /// The checked config (`StackConfig::try_from(self)`); the error names the first offending field.
     pub fn build(self) -> Result<StackConfig, StackConfigError> {
         StackConfig::try_from(self)
@@ -282,6 +299,22 @@ mod tests {
             ..RawStackConfig::default()
         };
         assert_eq!(blank_token.build().unwrap_err().field, "token");
+    }
+
+    /// One token locks both doors; a token the agent cannot carry in a header is refused naming it.
+    #[test]
+    fn with_token_sets_the_admin_and_the_agent_token() {
+        let config = RawStackConfig::default()
+            .with_token("secret")
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(config.token(), Some("secret"));
+        assert_eq!(config.agent().token(), Some("secret"));
+        let error = RawStackConfig::default()
+            .with_token("two\nlines")
+            .unwrap_err();
+        assert_eq!(error.field, "agent.token", "{error}");
     }
 
     /// What a valid raw config says is what the checked one answers.

@@ -118,17 +118,10 @@ fn main() {
         .build()
         .expect("load runtime");
 
-    let mut config = RawStackConfig {
-        token: Some(TOKEN.into()),
-        ..RawStackConfig::default()
-    };
-    config.agent = agent::RawAgentConfig {
-        token: Some(TOKEN.into()),
-        ..config.agent.into_raw()
-    }
-    .build()
-    .expect("a valid agent config");
-    let config = config.build().expect("a valid stack config");
+    let config = RawStackConfig::default()
+        .with_token(TOKEN)
+        .and_then(RawStackConfig::build)
+        .expect("a valid stack config");
     let stack: RunningStack = stack_runtime
         .block_on(RunningStack::start(config))
         .expect("stack starts");

@@ -140,19 +140,12 @@ impl RunningDashboard {
                 },
             ),
             None => {
-                let agent = agent::RawAgentConfig {
-                    token: Some(token.clone()),
-                    ..agent::RawAgentConfig::default()
-                }
-                .build()
-                .map_err(|error| DashboardError::Testbed(error.to_string()))?;
                 let stack_config = boutique::RawStackConfig {
-                    token: Some(token.clone()),
-                    agent,
                     head_read_timeout: config.head_read_timeout,
                     ..boutique::RawStackConfig::default()
                 }
-                .build()
+                .with_token(token.clone())
+                .and_then(boutique::RawStackConfig::build)
                 .map_err(|error| DashboardError::Testbed(error.to_string()))?;
                 let stack = boutique::RunningStack::start(stack_config)
                     .await

@@ -31,17 +31,9 @@ pub fn config() -> StackConfig {
 
 /// The unchecked shape of [`config`], for a test to change a field before building it.
 pub fn raw_config() -> RawStackConfig {
-    let mut config = RawStackConfig {
-        token: Some(TOKEN.into()),
-        ..RawStackConfig::default()
-    };
-    config.agent = agent::RawAgentConfig {
-        token: Some(TOKEN.into()),
-        ..config.agent.into_raw()
-    }
-    .build()
-    .expect("a valid agent config");
-    config
+    RawStackConfig::default()
+        .with_token(TOKEN)
+        .expect("a valid token")
 }
 
 /// Starts the stack, bounded in time.
