@@ -77,6 +77,7 @@ where
 mod tests {
     use super::*;
     use futures::channel::mpsc;
+    use std::future::pending;
 
     /// A sink that never takes anything: a client that stopped reading, its buffers full.
     struct Stuck;
@@ -106,42 +107,43 @@ mod tests {
         }
     }
 
+    /// The tests' send timeout.
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// [`forward_json`] with [`TIMEOUT`] and nothing sent for a lag, until `stop`.
+    async fn forward_until<Outgoing, Incoming>(
+        events: broadcast::Receiver<u32>,
+        outgoing: &mut Outgoing,
+        incoming: Incoming,
+        stop: impl Future<Output = ()>,
+    ) -> StreamEnd
+    where
+        Outgoing: Sink<String> + Unpin,
+        Incoming: Stream + Unpin,
+    {
+        forward_json(events, outgoing, incoming, TIMEOUT, |_| None, stop).await
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_client_that_does_not_read_is_dropped_and_a_reader_keeps_receiving() {
         let (sender, _) = broadcast::channel::<u32>(16);
-        let timeout = Duration::from_secs(5);
         let stuck_events = sender.subscribe();
         let (_stuck_in, stuck_incoming) = mpsc::unbounded::<()>();
         let stuck = tokio::spawn(async move {
-            forward_json(
-                stuck_events,
-                &mut Stuck,
-                stuck_incoming,
-                timeout,
-                |_| None,
-                std::future::pending(),
-            )
-            .await
+            forward_until(stuck_events, &mut Stuck, stuck_incoming, pending()).await
         });
         let reader_events = sender.subscribe();
         let (mut out, mut received) = mpsc::unbounded::<String>();
         let (_reader_in, reader_incoming) = mpsc::unbounded::<()>();
+        let stop = tokio::time::sleep(Duration::from_secs(60));
         let reader = tokio::spawn(async move {
-            forward_json(
-                reader_events,
-                &mut out,
-                reader_incoming,
-                timeout,
-                |_| None,
-                tokio::time::sleep(Duration::from_secs(60)),
-            )
-            .await
+            forward_until(reader_events, &mut out, reader_incoming, stop).await
         });
 
         sender.send(1).unwrap();
         assert_eq!(received.next().await.as_deref(), Some("1"));
         // The stuck client's write never finishes: dropped once the send timeout has passed, not before.
-        tokio::time::sleep(timeout - Duration::from_millis(1)).await;
+        tokio::time::sleep(TIMEOUT - Duration::from_millis(1)).await;
         assert!(!stuck.is_finished());
         tokio::time::sleep(Duration::from_millis(2)).await;
         assert_eq!(stuck.await.unwrap(), StreamEnd::Stalled);
@@ -160,28 +162,12 @@ mod tests {
         let (client_in, incoming) = mpsc::unbounded::<()>();
         drop(client_in);
         let events = sender.subscribe();
-        let end = forward_json(
-            events,
-            &mut out,
-            incoming,
-            Duration::from_secs(5),
-            |_| None,
-            std::future::pending(),
-        )
-        .await;
+        let end = forward_until(events, &mut out, incoming, pending()).await;
         assert_eq!(end, StreamEnd::ClientLeft);
         let events = sender.subscribe();
         drop(sender);
         let (_client_in, incoming) = mpsc::unbounded::<()>();
-        let end = forward_json(
-            events,
-            &mut out,
-            incoming,
-            Duration::from_secs(5),
-            |_| None,
-            std::future::pending(),
-        )
-        .await;
+        let end = forward_until(events, &mut out, incoming, pending()).await;
         assert_eq!(end, StreamEnd::SourceClosed);
     }
 }
