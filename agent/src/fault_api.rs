@@ -8,7 +8,8 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -20,7 +21,8 @@ use tokio::sync::broadcast;
 use crate::Agent;
 use crate::agent::AgentError;
 use crate::api::{
-    AgentEvent, ErrorBody, FaultSpec, HaltResponse, SpecError, parse_duration, validate_fault_id,
+    AgentEvent, ErrorBody, FaultSpec, FaultView, HaltResponse, SpecError, parse_duration,
+    validate_fault_id,
 };
 use crate::stream::{STREAM_SEND_TIMEOUT, forward_json};
 
@@ -129,17 +131,28 @@ fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), ControlError> {
     }
 }
 
+/// A mutation's proof of the bearer token: a handler that takes it runs only for an authorized request, and the
+/// check comes before the body is read (axum extracts the request's parts before its body).
+struct Authorized;
+
+impl FromRequestParts<Agent> for Authorized {
+    type Rejection = ControlError;
+
+    async fn from_request_parts(parts: &mut Parts, agent: &Agent) -> Result<Self, ControlError> {
+        authorize(agent, &parts.headers).map(|()| Authorized)
+    }
+}
+
 async fn list_faults(State(agent): State<Agent>) -> impl IntoResponse {
     Json(agent.faults())
 }
 
 async fn put_fault(
     State(agent): State<Agent>,
+    _: Authorized,
     Path(id): Path<String>,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ControlError> {
-    authorize(&agent, &headers)?;
     validate_fault_id(&id)?;
     let spec = FaultSpec::from_json_slice(&body)?;
     let outcome = agent.put(&id, spec)?;
@@ -153,14 +166,12 @@ async fn put_fault(
 
 async fn renew_fault(
     State(agent): State<Agent>,
+    _: Authorized,
     Path(id): Path<String>,
-    headers: HeaderMap,
     body: Bytes,
-) -> Result<Response, ControlError> {
-    authorize(&agent, &headers)?;
+) -> Result<Json<FaultView>, ControlError> {
     let lease = parse_renew_body(&body)?;
-    let view = agent.renew(&id, lease)?;
-    Ok(Json(view).into_response())
+    Ok(Json(agent.renew(&id, lease)?))
 }
 
 /// An empty body, or `{"lease": "<duration>"}`.
@@ -196,19 +207,17 @@ fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, SpecErro
 
 async fn delete_fault(
     State(agent): State<Agent>,
+    _: Authorized,
     Path(id): Path<String>,
-    headers: HeaderMap,
 ) -> Result<StatusCode, ControlError> {
-    authorize(&agent, &headers)?;
     agent.remove(&id)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn halt(
     State(agent): State<Agent>,
-    headers: HeaderMap,
+    _: Authorized,
 ) -> Result<Json<HaltResponse>, ControlError> {
-    authorize(&agent, &headers)?;
     Ok(Json(HaltResponse {
         removed: agent.halt(),
     }))
