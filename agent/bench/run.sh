@@ -16,16 +16,10 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 FAULT_BIN=${FAULT_BIN:-$(command -v fault || echo fault)}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
-WORK=$(mktemp -d)
 DIRECT_PORT=18180 SIDECAR_PORT=18181 CONTROL_PORT=18191 FAULT_PORT=18182
 
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=agent/bench/lib.sh
+source agent/bench/lib.sh
 
 SIDECAR=${SIDECAR:-example}
 if [ "$SIDECAR" = tolerant ]; then
@@ -38,42 +32,13 @@ else
     http://127.0.0.1:$DIRECT_PORT 127.0.0.1:$CONTROL_PORT)
 fi
 
-mkdir -p "$WORK/nginx"
-cat > "$WORK/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-error_log $WORK/nginx/error.log;
-pid $WORK/nginx/nginx.pid;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx;
-  proxy_temp_path $WORK/nginx;
-  fastcgi_temp_path $WORK/nginx;
-  uwsgi_temp_path $WORK/nginx;
-  scgi_temp_path $WORK/nginx;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$DIRECT_PORT;
-    location / { return 200 "ok"; }
-  }
-}
-CONF
-nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
+start_nginx $DIRECT_PORT 1024
 
 "${sidecar_cmd[@]}" > "$WORK/sidecar.log" 2>&1 & pids+=($!)
 
-cat > "$WORK/fault-run.json" <<JSON
-{"schema_version": 1, "name": "tolerant pass-through baseline",
- "proxies": [{"name": "upstream", "protocol": "tcp", "listen": "127.0.0.1:$FAULT_PORT", "upstream": "127.0.0.1:$DIRECT_PORT"}],
- "phases": [{"name": "no faults", "proxies": []}]}
-JSON
-"$FAULT_BIN" run --output json "$WORK/fault-run.json" > "$WORK/fault.log" 2>&1 & pids+=($!)
+start_fault_passthrough $FAULT_PORT $DIRECT_PORT
 
-for port in $DIRECT_PORT $SIDECAR_PORT $FAULT_PORT; do
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
-  curl -fs "http://127.0.0.1:$port/" > /dev/null || { echo "port $port does not answer"; cat "$WORK"/*.log; exit 1; }
-done
+wait_for_ports $DIRECT_PORT $SIDECAR_PORT $FAULT_PORT
 
 # p50 of a `wrk --latency` run, in microseconds.
 p50_us() {
