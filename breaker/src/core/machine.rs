@@ -203,7 +203,7 @@ pub(crate) fn closed_outcome(
     now: Instant,
     policy: &Policy,
 ) -> Step {
-    if word.generation() != generation || !matches!(word.mode(), Mode::Enforce | Mode::Shadow) {
+    if !word.counts_outcome_of(generation) {
         return Step::stay(word);
     }
     let Phase::Closed {
@@ -228,9 +228,7 @@ pub(crate) fn closed_outcome(
             if let Some(step) = slow_trip(word) {
                 step
             } else if consecutive_failures != 0 {
-                Step::stay(word.with_phase(Phase::Closed {
-                    consecutive_failures: 0,
-                }))
+                Step::stay(word.with_phase(Phase::CLOSED))
             } else {
                 Step::stay(word)
             }
@@ -273,7 +271,7 @@ pub(crate) fn probe_outcome(
     now: Instant,
     policy: &Policy,
 ) -> Step {
-    if word.generation() != generation || !matches!(word.mode(), Mode::Enforce | Mode::Shadow) {
+    if !word.counts_outcome_of(generation) {
         return Step::stay(word);
     }
     let Phase::HalfOpen {
@@ -294,9 +292,7 @@ pub(crate) fn probe_outcome(
         Outcome::Success => {
             let successes = successes.saturating_add(1);
             if successes >= policy.successes_to_close {
-                let next = word.transition_to(Phase::Closed {
-                    consecutive_failures: 0,
-                });
+                let next = word.transition_to(Phase::CLOSED);
                 let detail = TransitionDetail {
                     successes: Some(u64::from(successes)),
                     ..TransitionDetail::default()
@@ -341,16 +337,7 @@ pub(crate) fn reconfigure(
     if mode == word.mode() {
         return Step::stay(flagged);
     }
-    let target = if mode == Mode::ForcedOpen {
-        Phase::Open {
-            until_ms: UNTIL_NEVER_MS,
-            trips: 0,
-        }
-    } else {
-        Phase::Closed {
-            consecutive_failures: 0,
-        }
-    };
+    let target = Phase::start_in(mode);
     if target.state() == word.state() {
         return Step::stay(flagged.with_phase(target));
     }
@@ -371,11 +358,8 @@ pub(crate) fn reset(word: Word, now: Instant) -> Step {
     if word.mode() == Mode::ForcedOpen {
         return Step::stay(word);
     }
-    let closed = Phase::Closed {
-        consecutive_failures: 0,
-    };
     if word.is_closed() {
-        return Step::stay(word.with_phase(closed));
+        return Step::stay(word.with_phase(Phase::CLOSED));
     }
     let detail = TransitionDetail {
         reset: Some(true),
@@ -383,7 +367,7 @@ pub(crate) fn reset(word: Word, now: Instant) -> Step {
     };
     Step::moved(
         word,
-        word.transition_to(closed),
+        word.transition_to(Phase::CLOSED),
         Reason::Forced,
         detail,
         now,

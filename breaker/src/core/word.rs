@@ -60,6 +60,24 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
+    /// Closed with no failures counted.
+    pub(crate) const CLOSED: Phase = Phase::Closed {
+        consecutive_failures: 0,
+    };
+
+    /// Where a breaker in `mode` starts: open until told otherwise when forced open, otherwise closed with
+    /// nothing counted.
+    pub(crate) fn start_in(mode: Mode) -> Phase {
+        if mode == Mode::ForcedOpen {
+            Phase::Open {
+                until_ms: UNTIL_NEVER_MS,
+                trips: 0,
+            }
+        } else {
+            Phase::CLOSED
+        }
+    }
+
     pub(crate) fn state(self) -> State {
         match self {
             Phase::Closed { .. } => State::Closed,
@@ -81,17 +99,15 @@ fn mode_bits(mode: Mode) -> u64 {
 impl Word {
     /// A closed word with no failures, generation 0.
     pub(crate) fn initial(mode: Mode, timed: bool, windowed: bool) -> Word {
-        let phase = if mode == Mode::ForcedOpen {
-            Phase::Open {
-                until_ms: UNTIL_NEVER_MS,
-                trips: 0,
-            }
-        } else {
-            Phase::Closed {
-                consecutive_failures: 0,
-            }
-        };
-        Word(0).with_flags(mode, timed, windowed).with_phase(phase)
+        Word(0)
+            .with_flags(mode, timed, windowed)
+            .with_phase(Phase::start_in(mode))
+    }
+
+    /// Whether an outcome of a call admitted in `generation` still counts: the state has not changed since, and
+    /// the mode detects (enforce or shadow).
+    pub(crate) fn counts_outcome_of(self, generation: u16) -> bool {
+        self.generation() == generation && matches!(self.mode(), Mode::Enforce | Mode::Shadow)
     }
 
     #[inline]
