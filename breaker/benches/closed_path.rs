@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use breaker::{
-    BreakerConfig, CircuitBreaker, Clock, CoarseClock, FailureRateConfig, Outcome, SystemClock,
+    BreakerConfig, CircuitBreaker, Clock, CoarseClock, Outcome, RawFailureRateConfig, SystemClock,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use failsafe::CircuitBreaker as _;
@@ -45,7 +45,7 @@ fn ours_consecutive() -> CircuitBreaker {
 fn window_config() -> BreakerConfig {
     let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.failure_rate = Some(FailureRateConfig {
+    config.trip.failure_rate = Some(RawFailureRateConfig {
         threshold: 0.5,
         window: Duration::from_secs(10),
         min_calls: 20,

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use breaker::sim::{self, FaultKind, Pattern, Scenario, Schedule, Upstream, Workload};
+use breaker::sim::{self, FaultKind, Pattern, RawScenario, Scenario, Schedule, Upstream, Workload};
 use breaker::{BreakerConfig, Mode};
 
 const ROUNDS: u64 = 15;
@@ -19,7 +19,7 @@ const REPETITIONS: usize = 5;
 
 fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
     let run = Duration::from_secs(30 * 60);
-    Scenario {
+    Scenario::try_from(RawScenario {
         window: run,
         workload: Workload::Closed {
             users: 100,
@@ -44,7 +44,8 @@ fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
         workers: None,
         seed: 42 + round,
         log_calls: false,
-    }
+    })
+    .expect("valid scenario")
 }
 
 fn design() -> (u64, u64) {
@@ -53,7 +54,7 @@ fn design() -> (u64, u64) {
     for round in 0..ROUNDS {
         for rate in RATES {
             for mode in MODES {
-                let run = sim::simulate(&condition(rate, mode, round)).expect("valid scenario");
+                let run = sim::simulate(&condition(rate, mode, round));
                 opens += run.totals.opens;
                 requests += run.totals.requests;
             }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use breaker::http::Classifier;
 use breaker::layer::{BreakerLayer, StatusClassifier};
 use breaker::{
-    BreakerConfig, CallError, CircuitBreaker, Outcome, Probes, Reason, Registry, SlowCallConfig,
+    BreakerConfig, CallError, CircuitBreaker, Outcome, Probes, RawSlowCallConfig, Reason, Registry,
     State, TokioClock,
 };
 use tower::{Service, ServiceBuilder, ServiceExt};
@@ -27,7 +27,7 @@ fn classify<T, E>(result: &Result<T, E>) -> Outcome {
 async fn call_trips_on_slow_calls_timed_by_paused_tokio_time() {
     let mut config = breaker::RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.slow_call = Some(SlowCallConfig {
+    config.trip.slow_call = Some(RawSlowCallConfig {
         duration: Duration::from_millis(100),
         rate: 0.5,
         window: Duration::from_secs(10),

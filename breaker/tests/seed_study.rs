@@ -11,9 +11,9 @@ use breaker::{BreakerConfig, CircuitBreaker, ManualClock, Outcome};
 
 fn opens_over(horizon_ms: u64, interval_ms: u64) -> u64 {
     let config = BreakerConfig::default();
-    assert_eq!(config.trip().consecutive_failures, Some(5));
-    assert_eq!(config.open().base, Duration::from_secs(30));
-    assert_eq!(config.half_open().successes_to_close, 2);
+    assert_eq!(config.trip().consecutive_failures(), Some(5));
+    assert_eq!(config.open().base(), Duration::from_secs(30));
+    assert_eq!(config.half_open().successes_to_close(), 2);
     let clock = Arc::new(ManualClock::new());
     let breaker = CircuitBreaker::new("checkout->payment", config, clock.clone());
     let mut t = 0;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use breaker::sim::{
-    self, Decision, FaultKind, Pattern, Scenario, Schedule, Upstream, Warmup, Workload,
+    self, Decision, FaultKind, Pattern, RawScenario, Scenario, Schedule, Upstream, Warmup, Workload,
 };
 use breaker::{CircuitBreaker, ManualClock, Outcome, OwnedPermit, RawBreakerConfig};
 use model::{Kind, Model, ModelPermit};
@@ -78,7 +78,7 @@ fn workload() -> impl Strategy<Value = Workload> {
 }
 
 /// Any scenario the simulator accepts (latency below the timeout and below every slow-call duration).
-fn scenario() -> impl Strategy<Value = Scenario> {
+fn scenario() -> impl Strategy<Value = RawScenario> {
     (10u64..240, 0u64..50, 1u64..3_000)
         .prop_flat_map(|(window_s, latency_ms, extra_timeout_ms)| {
             (
@@ -101,7 +101,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 breaker,
                 (instances, workers, seed),
             )| {
-                Scenario {
+                RawScenario {
                     window: Duration::from_secs(window_s),
                     workload,
                     upstream: Upstream {
@@ -131,7 +131,7 @@ proptest! {
 
     #[test]
     fn opens_never_exceed_the_closed_form_bound(scenario in scenario()) {
-        let run = sim::simulate(&scenario).map_err(|e| TestCaseError::reject(e.to_string()))?;
+        let run = sim::simulate(&checked(scenario)?);
         prop_assert!(
             run.totals.opens <= run.closed_form.opens_bound,
             "{} opens > bound {}",
@@ -147,6 +147,11 @@ proptest! {
     }
 }
 
+/// The scenario, checked; one the simulator refuses is rejected as a test case.
+fn checked(raw: RawScenario) -> Result<Scenario, TestCaseError> {
+    Scenario::try_from(raw).map_err(|e| TestCaseError::reject(e.to_string()))
+}
+
 /// A request of a trace as the replay sees it.
 struct Replayed {
     end_ms: u64,
@@ -158,13 +163,12 @@ struct Replayed {
 
 /// Replay the simulator's own trace on fresh production breakers and reference models, one per instance, and
 /// compare every decision. Arrivals fall on whole milliseconds (the model's time unit).
-fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
-    let mut logged = scenario.clone();
-    logged.log_calls = true;
-    let run = sim::simulate(&logged).map_err(|e| TestCaseError::reject(e.to_string()))?;
+fn replay(scenario: RawScenario) -> Result<(), TestCaseError> {
+    let scenario = checked(scenario)?;
+    let run = sim::simulate(&scenario.clone().with_log_calls(true));
     let clock = Arc::new(ManualClock::with_unix_origin_ms(0));
-    let config = scenario.breaker.clone().with_mode(breaker::Mode::Enforce);
-    let breakers: Vec<Arc<CircuitBreaker>> = (0..scenario.instances)
+    let config = scenario.breaker().clone().with_mode(breaker::Mode::Enforce);
+    let breakers: Vec<Arc<CircuitBreaker>> = (0..scenario.instances())
         .map(|_| {
             Arc::new(CircuitBreaker::new(
                 "svc->dep",
@@ -173,7 +177,7 @@ fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
             ))
         })
         .collect();
-    let mut models: Vec<(Model, u64)> = (0..scenario.instances)
+    let mut models: Vec<(Model, u64)> = (0..scenario.instances())
         .map(|_| (Model::new(config.clone().into_raw()), 0))
         .collect();
     let advance = |models: &mut Vec<(Model, u64)>, instance: usize, to_ms: u64| {
@@ -256,9 +260,9 @@ fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
         }
     }
     // Calls that end before the window does still move the breakers.
-    let window_ms = u64::try_from(scenario.window.as_millis()).unwrap_or(u64::MAX);
+    let window_ms = u64::try_from(scenario.window().as_millis()).unwrap_or(u64::MAX);
     finish_until(&mut in_flight, &mut models, window_ms - 1);
-    clock.set(scenario.window);
+    clock.set(scenario.window());
     let model_opens: u64 = models.iter().map(|(m, _)| m.counters.opens).sum();
     let real_opens: u64 = breakers.iter().map(|b| b.snapshot().counters.opens).sum();
     prop_assert_eq!(model_opens, run.totals.opens);
@@ -266,7 +270,7 @@ fn replay(scenario: &Scenario) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn whole_ms_scenario() -> impl Strategy<Value = Scenario> {
+fn whole_ms_scenario() -> impl Strategy<Value = RawScenario> {
     (
         (
             10u64..120,
@@ -314,7 +318,7 @@ fn whole_ms_scenario() -> impl Strategy<Value = Scenario> {
                 if let Some(slow) = breaker.trip.slow_call.as_mut() {
                     slow.duration += Duration::from_millis(latency_ms);
                 }
-                Scenario {
+                RawScenario {
                     window: Duration::from_secs(window_s),
                     workload: Workload::Open { rate, share },
                     upstream: Upstream {
@@ -341,6 +345,6 @@ proptest! {
 
     #[test]
     fn the_simulator_decides_as_the_production_breaker_and_the_model(scenario in whole_ms_scenario()) {
-        replay(&scenario)?;
+        replay(scenario)?;
     }
 }

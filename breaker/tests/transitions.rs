@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use breaker::{
-    BreakerConfig, CircuitBreaker, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock,
-    MemorySink, Mode, Outcome, Probes, RawBreakerConfig, Reason, SlowCallConfig, State,
+    BreakerConfig, CircuitBreaker, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock, MemorySink, Mode,
+    Outcome, Probes, RawBreakerConfig, RawFailureRateConfig, RawSlowCallConfig, Reason, State,
     TransitionEvent,
 };
 
@@ -252,7 +252,7 @@ fn stale_outcomes_do_not_move_the_machine() {
 fn rate_config(threshold: f64, window: Duration, min_calls: u32) -> RawBreakerConfig {
     let mut config = RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.failure_rate = Some(FailureRateConfig {
+    config.trip.failure_rate = Some(RawFailureRateConfig {
         threshold,
         window,
         min_calls,
@@ -327,7 +327,7 @@ fn the_window_is_cleared_by_a_close() {
 fn slow_config() -> RawBreakerConfig {
     let mut config = RawBreakerConfig::default();
     config.trip.consecutive_failures = None;
-    config.trip.slow_call = Some(SlowCallConfig {
+    config.trip.slow_call = Some(RawSlowCallConfig {
         duration: Duration::from_millis(100),
         rate: 0.5,
         window: secs(10),

@@ -266,7 +266,7 @@ fn text_report(settings: &Settings, run: &Simulation) -> String {
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let settings = args.settings();
-    let simulation = settings.scenario().and_then(|s| sim::simulate(&s));
+    let simulation = settings.scenario().map(|s| sim::simulate(&s));
     let run = match simulation {
         Ok(run) => run,
         Err(error) => {

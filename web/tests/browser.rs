@@ -375,7 +375,7 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         .await;
     let spec = controller::spec::ExperimentSpec::parse(spec.as_str().expect("spec text"))
         .expect("the page's spec parses");
-    assert_eq!(spec.breaker.config.open().base, Duration::from_secs(40));
+    assert_eq!(spec.breaker.config.open().base(), Duration::from_secs(40));
     page.screenshots(&artifacts, "simulate").await;
 
     // Log in through the form.

@@ -13,11 +13,11 @@ fn error_of(toml: &str) -> ConfigError {
 fn empty_document_is_the_study_breaker() {
     let config = BreakerConfig::from_toml_str("").expect("empty is valid");
     assert_eq!(config, BreakerConfig::default());
-    assert_eq!(config.trip().consecutive_failures, Some(5));
-    assert_eq!(config.open().base, Duration::from_secs(30));
-    assert_eq!(config.open().max, Duration::from_secs(300));
-    assert_eq!(config.half_open().probes, Probes::limited(1).expect("1"));
-    assert_eq!(config.half_open().successes_to_close, 2);
+    assert_eq!(config.trip().consecutive_failures(), Some(5));
+    assert_eq!(config.open().base(), Duration::from_secs(30));
+    assert_eq!(config.open().max(), Duration::from_secs(300));
+    assert_eq!(config.half_open().probes(), Probes::limited(1).expect("1"));
+    assert_eq!(config.half_open().successes_to_close(), 2);
 }
 
 #[test]
@@ -42,17 +42,17 @@ successes_to_close = 3
     )
     .expect("valid");
     assert_eq!(config.mode(), Mode::Shadow);
-    assert_eq!(config.trip().consecutive_failures, Some(3));
-    let rate = config.trip().failure_rate.as_ref().expect("failure rate");
+    assert_eq!(config.trip().consecutive_failures(), Some(3));
+    let rate = config.trip().failure_rate().expect("failure rate");
     assert_eq!(
-        (rate.threshold, rate.window, rate.min_calls),
+        (rate.threshold(), rate.window(), rate.min_calls()),
         (0.5, Duration::from_secs(2), 20)
     );
-    let slow = config.trip().slow_call.as_ref().expect("slow call");
-    assert_eq!(slow.duration, Duration::from_secs(1));
-    assert_eq!(config.open().base, Duration::from_millis(250));
-    assert_eq!(config.open().seed, Some(42));
-    assert_eq!(config.half_open().probes, Probes::All);
+    let slow = config.trip().slow_call().expect("slow call");
+    assert_eq!(slow.duration(), Duration::from_secs(1));
+    assert_eq!(config.open().base(), Duration::from_millis(250));
+    assert_eq!(config.open().seed(), Some(42));
+    assert_eq!(config.half_open().probes(), Probes::All);
     let again = BreakerConfig::from_toml_str(&config.to_toml_string()).expect("round trip");
     assert_eq!(again, config);
 }
@@ -63,8 +63,8 @@ fn trip_table_lists_only_the_detectors_it_names() {
         "[trip]\nfailure_rate = { threshold = 0.5, window = \"2s\", min_calls = 10 }\n",
     )
     .expect("valid");
-    assert_eq!(config.trip().consecutive_failures, None);
-    assert!(config.trip().failure_rate.is_some());
+    assert_eq!(config.trip().consecutive_failures(), None);
+    assert!(config.trip().failure_rate().is_some());
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn probes_display_and_serialise() {
     assert_eq!(Probes::All.to_string(), "all");
     assert_eq!(Probes::limited(3).expect("3").to_string(), "3");
     assert_eq!(Probes::limited(0), None);
-    let json = serde_json::to_string(&HalfOpenConfig {
+    let json = serde_json::to_string(&RawHalfOpenConfig {
         probes: Probes::All,
         successes_to_close: 1,
     })
@@ -214,6 +214,54 @@ fn an_invalid_config_cannot_be_deserialised_and_the_error_names_the_field() {
 }
 
 #[test]
+fn each_part_is_built_only_valid_and_serialises_as_its_raw_table() {
+    let raw_open = RawOpenConfig {
+        base: Duration::ZERO,
+        ..RawOpenConfig::default()
+    };
+    let error = OpenConfig::try_from(raw_open).expect_err("a zero base");
+    assert_eq!(error.to_string(), "open.base: must be at least 1ms");
+    let no_detector = RawTripConfig {
+        consecutive_failures: None,
+        failure_rate: None,
+        slow_call: None,
+    };
+    assert_eq!(
+        TripConfig::try_from(no_detector).expect_err("none").field,
+        "trip"
+    );
+    let slow = RawSlowCallConfig {
+        duration: Duration::from_secs(1),
+        rate: 0.5,
+        window: Duration::from_secs(10),
+        min_calls: 0,
+    };
+    assert_eq!(
+        SlowCallConfig::try_from(slow).expect_err("no calls").field,
+        "trip.slow_call.min_calls"
+    );
+    let error = serde_json::from_str::<HalfOpenConfig>(r#"{"successes_to_close":0}"#)
+        .expect_err("checked when deserialised");
+    assert!(
+        error
+            .to_string()
+            .starts_with("half_open.successes_to_close: must be at least 1"),
+        "{error}"
+    );
+    let rate = RawFailureRateConfig {
+        threshold: 0.5,
+        window: Duration::from_secs(2),
+        min_calls: 3,
+    };
+    let checked = FailureRateConfig::try_from(rate.clone()).expect("valid");
+    assert_eq!(
+        serde_json::to_string(&checked).expect("json"),
+        serde_json::to_string(&rate).expect("json")
+    );
+    assert_eq!(RawFailureRateConfig::from(checked), rate);
+}
+
+#[test]
 fn a_config_serialises_as_its_raw_values_and_reads_back() {
     let mut raw = RawBreakerConfig::default();
     raw.open.jitter = 0.25;
@@ -237,17 +285,17 @@ fn time_scaling_divides_the_windows_and_checks_the_result() {
     .expect("valid");
     let scaled = config.time_scaled(10.0).expect("valid");
     assert_eq!(
-        (scaled.open().base, scaled.open().max),
+        (scaled.open().base(), scaled.open().max()),
         (Duration::from_secs(3), Duration::from_secs(30))
     );
     let trip = scaled.trip();
     assert_eq!(
-        trip.failure_rate.as_ref().map(|r| r.window),
+        trip.failure_rate().map(|r| r.window()),
         Some(Duration::from_secs(2))
     );
-    let slow = trip.slow_call.as_ref().expect("slow call");
+    let slow = trip.slow_call().expect("slow call");
     assert_eq!(
-        (slow.window, slow.duration),
+        (slow.window(), slow.duration()),
         (Duration::from_secs(2), Duration::from_secs(1))
     );
     let error = config.time_scaled(10_000.0).expect_err("a 2ms window");

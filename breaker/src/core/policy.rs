@@ -56,32 +56,29 @@ impl Policy {
     pub(crate) fn compile(config: &BreakerConfig, seed: u64, name: &str) -> Policy {
         let trip = config.trip();
         let open = config.open();
-        let seed = open.seed.unwrap_or(seed);
+        let seed = open.seed().unwrap_or(seed);
         Policy {
             mode: config.mode(),
-            consecutive_failures: trip.consecutive_failures,
+            consecutive_failures: trip.consecutive_failures(),
             failure_rate: trip
-                .failure_rate
-                .as_ref()
-                .map(|r| RateRule::new(r.threshold, duration_nanos(r.window), r.min_calls)),
+                .failure_rate()
+                .map(|r| RateRule::new(r.threshold(), duration_nanos(r.window()), r.min_calls())),
             slow_call: trip
-                .slow_call
-                .as_ref()
-                .map(|s| RateRule::new(s.rate, duration_nanos(s.window), s.min_calls)),
+                .slow_call()
+                .map(|s| RateRule::new(s.rate(), duration_nanos(s.window()), s.min_calls())),
             slow_call_ns: trip
-                .slow_call
-                .as_ref()
-                .map_or(u64::MAX, |s| duration_nanos(s.duration)),
-            open_base_ns: duration_nanos(open.base),
-            open_backoff: open.backoff,
-            open_max_ns: duration_nanos(open.max),
-            open_jitter: open.jitter,
+                .slow_call()
+                .map_or(u64::MAX, |s| duration_nanos(s.duration())),
+            open_base_ns: duration_nanos(open.base()),
+            open_backoff: open.backoff(),
+            open_max_ns: duration_nanos(open.max()),
+            open_jitter: open.jitter(),
             jitter_seed: splitmix64(seed ^ fnv1a(name)),
-            probes: match config.half_open().probes {
+            probes: match config.half_open().probes() {
                 Probes::Limited(n) => Some(n.get()),
                 Probes::All => None,
             },
-            successes_to_close: config.half_open().successes_to_close,
+            successes_to_close: config.half_open().successes_to_close(),
         }
     }
 

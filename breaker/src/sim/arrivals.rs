@@ -32,7 +32,7 @@ pub(super) enum Arrivals {
 
 impl Arrivals {
     pub(super) fn new(scenario: &Scenario, window_ns: u64, tally: &mut [Tally]) -> Arrivals {
-        match scenario.workload {
+        match scenario.workload() {
             Workload::Open { rate, .. } => Arrivals::Open {
                 interval_ns: NANOS_PER_SECOND as f64 / rate,
                 next: 0,
@@ -50,11 +50,11 @@ impl Arrivals {
                     tasks: vec![0; users as usize],
                     think_min_ns,
                     think_span_ns,
-                    skip_free_tasks: scenario.workers.is_none() && !scenario.log_calls,
+                    skip_free_tasks: scenario.workers().is_none() && !scenario.log_calls(),
                 };
                 // Users start spread over one think time, not all at the first instant.
                 for user in 0..users {
-                    let offset = unit(scenario.seed, STREAM_START, u64::from(user))
+                    let offset = unit(scenario.seed(), STREAM_START, u64::from(user))
                         * (think_min_ns + think_span_ns) as f64;
                     arrivals.schedule(scenario, window_ns, tally, user, offset as u64);
                 }
@@ -104,7 +104,7 @@ impl Arrivals {
         {
             tasks[user as usize] += 1;
             let think = *think_min_ns
-                + (unit(scenario.seed, STREAM_THINK, index) * *think_span_ns as f64) as u64;
+                + (unit(scenario.seed(), STREAM_THINK, index) * *think_span_ns as f64) as u64;
             self.schedule(
                 scenario,
                 window_ns,
@@ -134,11 +134,11 @@ impl Arrivals {
         else {
             return;
         };
-        let share = scenario.workload.share();
+        let share = scenario.workload().share();
         let done = &mut tasks[user as usize];
         while *skip_free_tasks && at < window_ns {
             let index = task_index(user, *done);
-            if calls_dependency(scenario.seed, share, index) {
+            if calls_dependency(scenario.seed(), share, index) {
                 break;
             }
             let second = &mut tally[(at / NANOS_PER_SECOND) as usize];
@@ -147,7 +147,7 @@ impl Arrivals {
             *done += 1;
             at = at.saturating_add(
                 *think_min_ns
-                    + (unit(scenario.seed, STREAM_THINK, index) * *think_span_ns as f64) as u64,
+                    + (unit(scenario.seed(), STREAM_THINK, index) * *think_span_ns as f64) as u64,
             );
         }
         if at < window_ns {

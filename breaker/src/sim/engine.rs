@@ -175,13 +175,15 @@ struct UpstreamState {
 impl UpstreamState {
     /// Whether the call (arrival number `seq`, at `t`) fails.
     fn fails(&mut self, scenario: &Scenario, t: u64, index: u64) -> bool {
-        let up = &scenario.upstream;
+        let up = &scenario.upstream();
         match self.fault.at(t) {
             FaultPhase::Active => {
                 let j = self.faulty_calls;
                 self.faulty_calls += 1;
                 match up.pattern {
-                    Pattern::Random => unit(scenario.seed, STREAM_FAILURE, index) < up.failure_rate,
+                    Pattern::Random => {
+                        unit(scenario.seed(), STREAM_FAILURE, index) < up.failure_rate
+                    }
                     Pattern::Even => {
                         (j + 1) * self.rate_millionths / 1_000_000
                             > j * self.rate_millionths / 1_000_000
@@ -214,11 +216,11 @@ impl UpstreamState {
 
 /// One pass over the window, with each instance's breaker (`guarded`) or with none.
 pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
-    let window_ns = duration_nanos(scenario.window);
+    let window_ns = duration_nanos(scenario.window());
     let seconds = usize::try_from(window_ns.div_ceil(NANOS_PER_SECOND)).unwrap_or(0);
-    let instances = scenario.instances as usize;
+    let instances = scenario.instances() as usize;
     let clock = Arc::new(ManualClock::with_unix_origin_ms(0));
-    let config = scenario.breaker.clone().with_mode(Mode::Enforce);
+    let config = scenario.breaker().clone().with_mode(Mode::Enforce);
     let breakers: Vec<(Arc<CircuitBreaker>, Arc<MemorySink>)> = if guarded {
         (0..instances)
             .map(|i| {
@@ -228,7 +230,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                     config.clone(),
                     clock.clone(),
                 )
-                .with_seed(scenario.seed)
+                .with_seed(scenario.seed())
                 .with_sink(sink.clone());
                 (Arc::new(breaker), sink)
             })
@@ -236,10 +238,10 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
     } else {
         Vec::new()
     };
-    let up = &scenario.upstream;
+    let up = &scenario.upstream();
     let timeout_ns = duration_nanos(up.timeout);
     let latency_ns = duration_nanos(up.latency);
-    let share = scenario.workload.share();
+    let share = scenario.workload().share();
     let mut upstream = UpstreamState {
         fault: FaultCursor {
             outages: up.schedule.outages(window_ns),
@@ -282,7 +284,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                     if let Some(permit) = call.permit {
                         permit.record(call.outcome);
                     }
-                    if scenario.workers.is_some() {
+                    if scenario.workers().is_some() {
                         busy[call.instance as usize] -= 1;
                     }
                 }
@@ -294,7 +296,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                 clock.set(crate::clock::Instant::from_nanos(t));
                 let this = seq;
                 seq += 1;
-                let instance = match scenario.workload {
+                let instance = match scenario.workload() {
                     Workload::Open { .. } => (this % instances as u64) as usize,
                     Workload::Closed { .. } => user as usize % instances,
                 };
@@ -308,12 +310,12 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                     failed: false,
                     cost_ns: 0,
                 };
-                let calls_dependency = calls_dependency(scenario.seed, share, index);
+                let calls_dependency = calls_dependency(scenario.seed(), share, index);
                 if calls_dependency {
                     tally.dependency_calls += 1;
                 }
                 let pool_full = scenario
-                    .workers
+                    .workers()
                     .is_some_and(|workers| busy[instance] >= workers);
                 if pool_full {
                     tally.refused += 1;
@@ -388,7 +390,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                             } else {
                                 fast_queue.push_back(call);
                             }
-                            if let Some(workers) = scenario.workers {
+                            if let Some(workers) = scenario.workers() {
                                 busy[instance] += 1;
                                 if busy[instance] >= workers {
                                     pass.pool_exhausted_at_ns.get_or_insert(t);
@@ -397,10 +399,10 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                         }
                     }
                 }
-                if scenario.workers.is_some() {
+                if scenario.workers().is_some() {
                     tally.busy_peak = tally.busy_peak.max(busy[instance]);
                 }
-                if scenario.log_calls {
+                if scenario.log_calls() {
                     pass.calls.push(record);
                 }
                 let end = t + record.cost_ns;

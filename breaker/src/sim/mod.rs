@@ -15,7 +15,7 @@
 //! ```
 //! use breaker::sim::{self, Settings};
 //!
-//! let run = sim::simulate(&Settings::default().scenario().expect("valid")).expect("valid");
+//! let run = sim::simulate(&Settings::default().scenario().expect("valid"));
 //! // In a hard outage every call fails either way; the breaker saves the callers' waiting, and costs the calls it
 //! // rejects after the dependency is back.
 //! assert!(run.totals.caller_seconds_with < run.totals.caller_seconds_without);
@@ -33,19 +33,18 @@ pub use engine::{CallRecord, Decision};
 pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
 pub use scenario::{
     FaultKind, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
-    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, Scenario, ScenarioError, Schedule, Upstream,
-    Warmup, Workload,
+    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
+    Upstream, Warmup, Workload,
 };
 pub use settings::{
     HalfOpen, InvalidDuration, InvalidHalfOpen, MAX_THRESHOLD, Settings, parse_duration,
 };
 
-/// Simulate `scenario` with a breaker per instance and without one. The scenario is validated first.
-pub fn simulate(scenario: &Scenario) -> Result<Simulation, ScenarioError> {
-    scenario.validate()?;
+/// Simulate `scenario` (checked when it was built) with a breaker per instance and without one.
+pub fn simulate(scenario: &Scenario) -> Simulation {
     let with = engine::run(scenario, true);
     let without = engine::run(scenario, false);
-    Ok(output::combine(scenario, with, without))
+    output::combine(scenario, with, without)
 }
 
 #[cfg(test)]

@@ -191,9 +191,9 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
         })
         .collect();
     let (w, wo) = (&with.totals, &without.totals);
-    let window_s = scenario.window.as_secs_f64();
+    let window_s = scenario.window().as_secs_f64();
     let dependency_rate = w.dependency_calls as f64 / window_s;
-    let instances = f64::from(scenario.instances);
+    let instances = f64::from(scenario.instances());
     let totals = Totals {
         reached: w.reached,
         never_made: w.never_made,
@@ -234,29 +234,29 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
 
 /// The arithmetic, from the scenario alone.
 pub fn closed_form(scenario: &Scenario) -> ClosedForm {
-    let up = &scenario.upstream;
-    let instances = f64::from(scenario.instances);
-    let share = scenario.workload.share();
-    let request_rate_per_instance = scenario.workload.mean_rate() / instances;
+    let up = &scenario.upstream();
+    let instances = f64::from(scenario.instances());
+    let share = scenario.workload().share();
+    let request_rate_per_instance = scenario.workload().mean_rate() / instances;
     let dependency_rate_per_instance = request_rate_per_instance * share;
     let failure_cost_ns = match up.kind {
         FaultKind::Hang => duration_nanos(up.timeout),
         FaultKind::Error => 0,
     };
     let time_to_trip_s = 1.0 / dependency_rate_per_instance + failure_cost_ns as f64 / NANOS;
-    let window_ns = duration_nanos(scenario.window);
+    let window_ns = duration_nanos(scenario.window());
     let outages = up.schedule.outages(window_ns);
     let active_s: f64 = outages
         .iter()
         .map(|(start, end)| (end - start) as f64 / NANOS)
         .sum();
-    let open = scenario.breaker.open();
-    let fixed_window = open.backoff == 1.0 && open.jitter == 0.0;
+    let open = scenario.breaker().open();
+    let fixed_window = open.backoff() == 1.0 && open.jitter() == 0.0;
     let opens_estimate = (up.failure_rate == 1.0 && fixed_window && up.warmup.is_none())
-        .then(|| instances * active_s / (open.base.as_secs_f64() + time_to_trip_s));
+        .then(|| instances * active_s / (open.base().as_secs_f64() + time_to_trip_s));
     // Failures are recorded only in [start + cost, end + cost) of each outage (and its cold period).
     let shortest_open_ns =
-        (duration_nanos(open.base.min(open.max)) as f64 * (1.0 - open.jitter)).floor() as u64;
+        (duration_nanos(open.base().min(open.max())) as f64 * (1.0 - open.jitter())).floor() as u64;
     let gap = shortest_open_ns.saturating_add(failure_cost_ns).max(1);
     let warm_ns = up.warmup.map_or(0, |w| duration_nanos(w.length));
     let per_instance: u64 = if up.failure_rate > 0.0 || up.warmup.is_some() {
@@ -271,11 +271,11 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     } else {
         0
     };
-    let time_to_exhaustion_s = match (scenario.workers, up.kind) {
+    let time_to_exhaustion_s = match (scenario.workers(), up.kind) {
         (Some(workers), FaultKind::Hang) => Some(f64::from(workers) / dependency_rate_per_instance),
         _ => None,
     };
-    let jitter_needed_s = match (up.warmup, scenario.breaker.half_open().probes) {
+    let jitter_needed_s = match (up.warmup, scenario.breaker().half_open().probes()) {
         (Some(warm), Probes::Limited(probes)) => {
             Some(instances * f64::from(probes.get()) / warm.capacity)
         }
@@ -285,7 +285,7 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         dependency_rate_per_instance,
         time_to_trip_s,
         opens_estimate,
-        opens_bound: per_instance.saturating_mul(u64::from(scenario.instances)),
+        opens_bound: per_instance.saturating_mul(u64::from(scenario.instances())),
         time_to_exhaustion_s,
         jitter_needed_s,
     }

@@ -1,6 +1,7 @@
 //! What to simulate: the callers' workload, when and how the upstream fails, the breaker's config, and the
-//! callers' resources (instances, worker pools). [`Scenario::validate`] bounds every number before anything is
-//! allocated and names the field it rejects.
+//! callers' resources (instances, worker pools). A [`Scenario`] is only built valid, from the unchecked
+//! [`RawScenario`] by `TryFrom`, which bounds every number before anything is allocated and names the field it
+//! rejects.
 
 use std::time::Duration;
 
@@ -30,9 +31,10 @@ pub const MIN_THINK: Duration = Duration::from_millis(10);
 /// Highest warm capacity of a recovering dependency, requests per second.
 pub const MAX_WARM_CAPACITY: f64 = 1_000_000.0;
 
-/// A whole simulation: one window of time, on a virtual clock.
+/// A whole simulation as written, nothing checked yet: one window of time, on a virtual clock. The simulator takes
+/// only a [`Scenario`], made from this by `Scenario::try_from`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scenario {
+pub struct RawScenario {
     /// Simulated time.
     pub window: Duration,
     /// Who calls and how often.
@@ -49,6 +51,71 @@ pub struct Scenario {
     pub seed: u64,
     /// Keep a record of every request (for step-by-step comparisons; costs memory).
     pub log_calls: bool,
+}
+
+/// A checked simulation: every number within its bounds ([`RawScenario`]'s fields, read through accessors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario(RawScenario);
+
+impl Scenario {
+    /// Simulated time.
+    pub fn window(&self) -> Duration {
+        self.0.window
+    }
+
+    /// Who calls and how often.
+    pub fn workload(&self) -> Workload {
+        self.0.workload
+    }
+
+    /// When and how the dependency fails.
+    pub fn upstream(&self) -> &Upstream {
+        &self.0.upstream
+    }
+
+    /// The breaker every instance puts in front of the dependency.
+    pub fn breaker(&self) -> &BreakerConfig {
+        &self.0.breaker
+    }
+
+    /// Instances of the calling service.
+    pub fn instances(&self) -> u32 {
+        self.0.instances
+    }
+
+    /// Workers per instance; `None` = unbounded.
+    pub fn workers(&self) -> Option<u32> {
+        self.0.workers
+    }
+
+    /// Seed of every random draw.
+    pub fn seed(&self) -> u64 {
+        self.0.seed
+    }
+
+    /// Whether every request is recorded.
+    pub fn log_calls(&self) -> bool {
+        self.0.log_calls
+    }
+
+    /// The same scenario, every request recorded or not (valid either way).
+    pub fn with_log_calls(self, log_calls: bool) -> Scenario {
+        Scenario(RawScenario {
+            log_calls,
+            ..self.0
+        })
+    }
+
+    /// The scenario's values, to change and check again with `Scenario::try_from`.
+    pub fn into_raw(self) -> RawScenario {
+        self.0
+    }
+}
+
+impl From<Scenario> for RawScenario {
+    fn from(scenario: Scenario) -> Self {
+        scenario.0
+    }
 }
 
 /// How requests arrive.
@@ -214,6 +281,39 @@ impl ScenarioError {
     }
 }
 
+/// `value` within `[min, max]`, or an error naming `field` and both bounds (`must be between 1ms and 10m`).
+pub(crate) fn check_duration(
+    field: &str,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+) -> Result<(), ScenarioError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            field,
+            format!(
+                "must be between {} and {}",
+                humantime::format_duration(min),
+                humantime::format_duration(max)
+            ),
+        ))
+    }
+}
+
+/// A count of at least 1 and at most `max`, or an error naming `field` (`must be between 1 and 1000`).
+pub(crate) fn check_count(field: &str, value: u32, max: u32) -> Result<(), ScenarioError> {
+    if (1..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            field,
+            format!("must be between 1 and {max}"),
+        ))
+    }
+}
+
 fn check_share(field: &str, value: f64, zero_allowed: bool) -> Result<(), ScenarioError> {
     let low_ok = if zero_allowed {
         value >= 0.0
@@ -231,19 +331,20 @@ fn check_share(field: &str, value: f64, zero_allowed: bool) -> Result<(), Scenar
     }
 }
 
-impl Scenario {
+impl TryFrom<RawScenario> for Scenario {
+    type Error = ScenarioError;
+
     /// Check every number against its bounds; the error names the first offending field.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
-        if self.window < MIN_WINDOW || self.window > MAX_WINDOW {
-            return Err(ScenarioError::new(
-                "window",
-                format!(
-                    "must be between {} and {}",
-                    humantime::format_duration(MIN_WINDOW),
-                    humantime::format_duration(MAX_WINDOW)
-                ),
-            ));
-        }
+    fn try_from(raw: RawScenario) -> Result<Self, ScenarioError> {
+        raw.check()?;
+        Ok(Scenario(raw))
+    }
+}
+
+impl RawScenario {
+    /// Check every number against its bounds; the error names the first offending field.
+    fn check(&self) -> Result<(), ScenarioError> {
+        check_duration("window", self.window, MIN_WINDOW, MAX_WINDOW)?;
         let window_s = self.window.as_secs_f64();
         match self.workload {
             Workload::Open { rate, share } => {
@@ -267,22 +368,8 @@ impl Scenario {
                 think_max,
                 share,
             } => {
-                if users == 0 || users > MAX_USERS {
-                    return Err(ScenarioError::new(
-                        "users",
-                        format!("must be between 1 and {MAX_USERS}"),
-                    ));
-                }
-                if think_min < MIN_THINK || think_min > MAX_WINDOW {
-                    return Err(ScenarioError::new(
-                        "think_min",
-                        format!(
-                            "must be between {} and {}",
-                            humantime::format_duration(MIN_THINK),
-                            humantime::format_duration(MAX_WINDOW)
-                        ),
-                    ));
-                }
+                check_count("users", users, MAX_USERS)?;
+                check_duration("think_min", think_min, MIN_THINK, MAX_WINDOW)?;
                 if think_max < think_min || think_max > MAX_WINDOW {
                     return Err(ScenarioError::new(
                         "think_max",
@@ -302,15 +389,7 @@ impl Scenario {
         }
         let up = &self.upstream;
         check_share("failure_rate", up.failure_rate, true)?;
-        if up.timeout < Duration::from_millis(1) || up.timeout > MAX_TIMEOUT {
-            return Err(ScenarioError::new(
-                "timeout",
-                format!(
-                    "must be between 1ms and {}",
-                    humantime::format_duration(MAX_TIMEOUT)
-                ),
-            ));
-        }
+        check_duration("timeout", up.timeout, Duration::from_millis(1), MAX_TIMEOUT)?;
         if up.latency >= up.timeout {
             return Err(ScenarioError::new(
                 "latency",
@@ -371,19 +450,9 @@ impl Scenario {
                 return Err(ScenarioError::new("warmup", "must be at most the window"));
             }
         }
-        if self.instances == 0 || self.instances > MAX_INSTANCES {
-            return Err(ScenarioError::new(
-                "instances",
-                format!("must be between 1 and {MAX_INSTANCES}"),
-            ));
-        }
+        check_count("instances", self.instances, MAX_INSTANCES)?;
         if let Some(workers) = self.workers {
-            if workers == 0 || workers > MAX_WORKERS {
-                return Err(ScenarioError::new(
-                    "workers",
-                    format!("must be between 1 and {MAX_WORKERS}"),
-                ));
-            }
+            check_count("workers", workers, MAX_WORKERS)?;
         }
         Ok(())
     }

@@ -11,10 +11,11 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::config::{
-    BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, TripConfig,
+    BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, RawTripConfig,
 };
 use crate::sim::scenario::{
-    FaultKind, MAX_WINDOW, Pattern, Scenario, ScenarioError, Schedule, Upstream, Warmup, Workload,
+    FaultKind, MAX_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
+    Warmup, Workload, check_count, check_duration,
 };
 
 /// Largest consecutive-failure threshold a setting may ask for.
@@ -259,7 +260,7 @@ impl Settings {
     /// checks it.
     pub fn breaker_config(&self) -> RawBreakerConfig {
         let mut config = RawBreakerConfig {
-            trip: TripConfig {
+            trip: RawTripConfig {
                 consecutive_failures: Some(self.threshold),
                 failure_rate: None,
                 slow_call: None,
@@ -283,33 +284,24 @@ impl Settings {
 
     /// The scenario, every setting checked; the error names the setting.
     pub fn scenario(&self) -> Result<Scenario, ScenarioError> {
-        if self.threshold == 0 || self.threshold > MAX_THRESHOLD {
-            return Err(ScenarioError::new(
-                "threshold",
-                format!("must be between 1 and {MAX_THRESHOLD}"),
-            ));
-        }
-        if self.open_window < Duration::from_millis(1) || self.open_window > MAX_WINDOW {
-            return Err(ScenarioError::new(
-                "open_window",
-                format!(
-                    "must be between 1ms and {}",
-                    humantime::format_duration(MAX_WINDOW)
-                ),
-            ));
-        }
+        check_count("threshold", self.threshold, MAX_THRESHOLD)?;
+        check_duration(
+            "open_window",
+            self.open_window,
+            Duration::from_millis(1),
+            MAX_WINDOW,
+        )?;
         if !(self.backoff.is_finite() && (1.0..=10.0).contains(&self.backoff)) {
             return Err(ScenarioError::new(
                 "backoff",
                 format!("must be between 1 and 10, got {}", self.backoff),
             ));
         }
-        if self.successes_to_close == 0 || self.successes_to_close > MAX_SUCCESSES_TO_CLOSE {
-            return Err(ScenarioError::new(
-                "successes_to_close",
-                format!("must be between 1 and {MAX_SUCCESSES_TO_CLOSE}"),
-            ));
-        }
+        check_count(
+            "successes_to_close",
+            self.successes_to_close,
+            MAX_SUCCESSES_TO_CLOSE,
+        )?;
         if !(self.jitter.is_finite() && (0.0..1.0).contains(&self.jitter)) {
             return Err(ScenarioError::new(
                 "jitter",
@@ -347,7 +339,7 @@ impl Settings {
                 off: self.healthy,
             }
         };
-        let scenario = Scenario {
+        Scenario::try_from(RawScenario {
             window: self.window,
             workload,
             upstream: Upstream {
@@ -368,8 +360,15 @@ impl Settings {
             workers: (self.workers > 0).then_some(self.workers),
             seed: self.seed,
             log_calls: false,
-        };
-        scenario.validate()?;
-        Ok(scenario)
+        })
+    }
+}
+
+impl TryFrom<&Settings> for Scenario {
+    type Error = ScenarioError;
+
+    /// [`Settings::scenario`].
+    fn try_from(settings: &Settings) -> Result<Self, ScenarioError> {
+        settings.scenario()
     }
 }

@@ -18,7 +18,7 @@ fn idealised(
     timeout: Duration,
     start: u32,
     length: u32,
-) -> Scenario {
+) -> RawScenario {
     let mut breaker = RawBreakerConfig::default();
     breaker.trip.consecutive_failures = Some(threshold);
     breaker.open.base = open;
@@ -26,7 +26,7 @@ fn idealised(
     breaker.half_open.probes = probes;
     breaker.half_open.successes_to_close = 2;
     let breaker = BreakerConfig::try_from(breaker).expect("a valid test breaker");
-    Scenario {
+    RawScenario {
         window: 60 * S,
         workload: Workload::Open {
             rate: 1.0,
@@ -52,6 +52,11 @@ fn idealised(
     }
 }
 
+/// Simulates `raw`, checked first.
+fn simulated(raw: &RawScenario) -> Simulation {
+    simulate(&Scenario::try_from(raw.clone()).expect("valid"))
+}
+
 fn limited(n: u32) -> Probes {
     Probes::limited(n).expect("n ≥ 1")
 }
@@ -67,7 +72,7 @@ fn limited(n: u32) -> Probes {
 #[test]
 fn a_long_hard_outage_with_every_arrival_probing() {
     let scenario = idealised(3, 10 * S, Probes::All, FaultKind::Hang, 2 * S, 10, 30);
-    let run = simulate(&scenario).expect("valid");
+    let run = simulated(&scenario);
     let t = &run.totals;
     assert_eq!(
         (t.reached, t.never_made, t.slow_failures, t.fast_failures),
@@ -118,7 +123,7 @@ fn a_long_hard_outage_with_every_arrival_probing() {
 #[test]
 fn a_long_hard_outage_with_one_probe() {
     let scenario = idealised(3, 10 * S, limited(1), FaultKind::Hang, 2 * S, 10, 30);
-    let t = simulate(&scenario).expect("valid").totals;
+    let t = simulated(&scenario).totals;
     assert_eq!(
         (t.reached, t.never_made, t.slow_failures, t.fast_failures),
         (28, 32, 6, 32)
@@ -134,7 +139,7 @@ fn a_long_hard_outage_with_one_probe() {
 #[test]
 fn a_blip_shorter_than_the_open_window() {
     let scenario = idealised(3, 30 * S, limited(1), FaultKind::Error, S, 10, 3);
-    let t = simulate(&scenario).expect("valid").totals;
+    let t = simulated(&scenario).totals;
     assert_eq!(
         (t.reached, t.never_made, t.slow_failures, t.fast_failures),
         (31, 29, 0, 32)
@@ -162,7 +167,7 @@ fn an_even_partial_failure_never_trips_a_consecutive_detector() {
     let mut scenario = idealised(2, 10 * S, limited(1), FaultKind::Error, S, 0, 60);
     scenario.upstream.failure_rate = 0.5;
     scenario.upstream.pattern = Pattern::Even;
-    let t = simulate(&scenario).expect("valid").totals;
+    let t = simulated(&scenario).totals;
     assert_eq!((t.opens, t.reached, t.never_made), (0, 60, 0));
     assert_eq!(
         (
@@ -188,7 +193,7 @@ fn a_hang_exhausts_a_worker_pool_without_a_breaker() {
         share: 1.0,
     };
     scenario.workers = Some(64);
-    let run = simulate(&scenario).expect("valid");
+    let run = simulated(&scenario);
     let t = &run.totals;
     assert_eq!(t.pool_exhausted_at_s_without, Some(10.63));
     assert_eq!(t.pool_exhausted_at_s_with, Some(10.63));
@@ -217,7 +222,7 @@ fn instances_recovering_together_probe_in_the_same_second() {
         capacity: 20.0,
         length: 10 * S,
     });
-    let run = simulate(&scenario).expect("valid");
+    let run = simulated(&scenario);
     let probes: Vec<u64> = run.seconds.iter().map(|s| s.probes).collect();
     assert_eq!((probes[15], probes[25], probes[35]), (50, 70, 100));
     assert_eq!(probes.iter().sum::<u64>(), 220);
@@ -230,7 +235,7 @@ fn instances_recovering_together_probe_in_the_same_second() {
     breaker.open.jitter = 0.9;
     breaker.open.max = 20 * S;
     scenario.breaker = BreakerConfig::try_from(breaker).expect("valid");
-    let spread = simulate(&scenario).expect("valid");
+    let spread = simulated(&scenario);
     // ±9 s of jitter, far more than the 2.5 s needed: no second sees more probes than the capacity.
     assert!(
         spread.totals.peak_probes_per_s <= 20,
@@ -252,7 +257,7 @@ fn the_study_at_total_failure_opens_as_its_formula_says() {
         think_max: 10 * S,
         share: 1.0 / 19.0,
     };
-    let run = simulate(&scenario).expect("valid");
+    let run = simulated(&scenario);
     let estimate = run.closed_form.opens_estimate.expect("binary fault");
     assert!((estimate - 57.98).abs() < 0.01, "{estimate}");
     let opens = run.totals.opens as f64;
@@ -303,11 +308,11 @@ fn the_same_seed_gives_the_same_run() {
         share: 0.3,
         ..Settings::default()
     };
-    let a = simulate(&settings.scenario().expect("valid")).expect("valid");
-    let b = simulate(&settings.scenario().expect("valid")).expect("valid");
+    let a = simulate(&settings.scenario().expect("valid"));
+    let b = simulate(&settings.scenario().expect("valid"));
     assert_eq!(a, b);
     settings.seed = 2;
-    let c = simulate(&settings.scenario().expect("valid")).expect("valid");
+    let c = simulate(&settings.scenario().expect("valid"));
     assert_ne!(a.totals, c.totals);
 }
 
@@ -325,12 +330,28 @@ fn skipping_free_tasks_changes_no_total() {
         think_max: Duration::from_secs(3),
         ..Settings::default()
     };
-    let mut scenario = settings.scenario().expect("valid");
-    let skipping = simulate(&scenario).expect("valid");
-    scenario.log_calls = true;
-    let logged = simulate(&scenario).expect("valid");
+    let scenario = settings.scenario().expect("valid");
+    let skipping = simulate(&scenario);
+    let logged = simulate(&scenario.with_log_calls(true));
     assert_eq!(skipping.totals, logged.totals);
     assert_eq!(skipping.seconds, logged.seconds);
     assert!(skipping.totals.requests > 4 * skipping.totals.dependency_calls);
     assert_eq!(logged.calls.len() as u64, logged.totals.requests);
+}
+
+// A scenario is only built valid: its raw shape is checked by `TryFrom`, the error naming the field.
+#[test]
+fn a_raw_scenario_is_checked_when_it_becomes_a_scenario() {
+    let mut raw = idealised(3, 10 * S, Probes::All, FaultKind::Hang, 2 * S, 10, 30);
+    raw.instances = 0;
+    let error = Scenario::try_from(raw.clone()).expect_err("no instance");
+    assert_eq!(error.to_string(), "instances: must be between 1 and 1000");
+    raw.instances = 1;
+    raw.upstream.timeout = Duration::ZERO;
+    let error = Scenario::try_from(raw.clone()).expect_err("no timeout");
+    assert_eq!(error.to_string(), "timeout: must be between 1ms and 10m");
+    raw.upstream.timeout = S;
+    let scenario = Scenario::try_from(raw.clone()).expect("valid");
+    assert_eq!(scenario.clone().into_raw(), raw);
+    assert!(scenario.with_log_calls(true).log_calls());
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use breaker::{
-    Counters, FailureRateConfig, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes,
-    RawBreakerConfig, Reason, SlowCallConfig, State, TransitionDetail, TransitionEvent,
+    Counters, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes, RawBreakerConfig,
+    RawFailureRateConfig, RawSlowCallConfig, Reason, State, TransitionDetail, TransitionEvent,
 };
 use proptest::prelude::*;
 
@@ -527,18 +527,20 @@ pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
                 let mut config = RawBreakerConfig::default();
                 config.trip.consecutive_failures = consecutive;
                 config.trip.failure_rate =
-                    rate.map(|(threshold, window_s, min_calls)| FailureRateConfig {
+                    rate.map(|(threshold, window_s, min_calls)| RawFailureRateConfig {
                         threshold,
                         window: Duration::from_secs(window_s),
                         min_calls,
                     });
                 config.trip.slow_call =
-                    slow.map(|(duration_ms, rate, window_s, min_calls)| SlowCallConfig {
-                        duration: Duration::from_millis(duration_ms),
-                        rate,
-                        window: Duration::from_secs(window_s),
-                        min_calls,
-                    });
+                    slow.map(
+                        |(duration_ms, rate, window_s, min_calls)| RawSlowCallConfig {
+                            duration: Duration::from_millis(duration_ms),
+                            rate,
+                            window: Duration::from_secs(window_s),
+                            min_calls,
+                        },
+                    );
                 if consecutive.is_none()
                     && config.trip.failure_rate.is_none()
                     && config.trip.slow_call.is_none()

@@ -17,7 +17,7 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, FaultKind, Pattern, Scenario, Upstream, Workload};
+use breaker::sim::{self, FaultKind, Pattern, RawScenario, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{BreakerMode, Condition, ExperimentSpec, FaultKind as SpecFault};
@@ -172,7 +172,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             }
         }
     };
-    let scenario = Scenario {
+    Scenario::try_from(RawScenario {
         window,
         workload,
         upstream: Upstream {
@@ -189,8 +189,8 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         workers: None,
         seed,
         log_calls: false,
-    };
-    scenario.validate().ok().map(|()| scenario)
+    })
+    .ok()
 }
 
 /// Predictions for every condition of `spec` the model covers, in condition order.
@@ -216,7 +216,7 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
     let mut bound = None;
     for seed in 0..SEEDS {
         let scenario = scenario(spec, condition, spec.seed.wrapping_add(seed))?;
-        let run = sim::simulate(&scenario).ok()?;
+        let run = sim::simulate(&scenario);
         let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
         let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
         let (mut calls_without, mut failed_without) = (0, 0);

@@ -13,9 +13,9 @@ use crate::target::ServiceId;
 pub(super) struct RawBreaker {
     pub(super) modes: Spanned<Vec<Spanned<BreakerMode>>>,
     pub(super) services: Option<Spanned<Vec<Spanned<String>>>>,
-    pub(super) trip: Option<Spanned<breaker::TripConfig>>,
-    pub(super) open: Option<Spanned<breaker::OpenConfig>>,
-    pub(super) half_open: Option<Spanned<breaker::HalfOpenConfig>>,
+    pub(super) trip: Option<Spanned<breaker::RawTripConfig>>,
+    pub(super) open: Option<Spanned<breaker::RawOpenConfig>>,
+    pub(super) half_open: Option<Spanned<breaker::RawHalfOpenConfig>>,
 }
 
 pub(super) fn breaker(

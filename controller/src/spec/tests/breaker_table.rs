@@ -10,14 +10,14 @@ fn breaker_sections_use_the_breaker_vocabulary_and_scale() {
     .unwrap();
     let config = spec.breaker_config(BreakerMode::Shadow).unwrap();
     assert_eq!(config.mode(), breaker::Mode::Shadow);
-    assert_eq!(config.open().base, Duration::from_secs(3));
-    assert_eq!(config.open().max, Duration::from_secs(30));
+    assert_eq!(config.open().base(), Duration::from_secs(3));
+    assert_eq!(config.open().max(), Duration::from_secs(30));
     assert_eq!(
-        config.trip().failure_rate.as_ref().unwrap().window,
+        config.trip().failure_rate().unwrap().window(),
         Duration::from_secs(2)
     );
     // Unscaled as written.
-    assert_eq!(spec.breaker.config.open().base, Duration::from_secs(30));
+    assert_eq!(spec.breaker.config.open().base(), Duration::from_secs(30));
     assert!(config.to_toml_string().contains("mode = \"shadow\""));
 }
 

@@ -42,8 +42,8 @@ fn seed_study_has_the_published_design() {
     assert_eq!(spec.plan().len(), 150);
     let config = spec.breaker.config_for(BreakerMode::Enforce);
     assert_eq!(config.mode(), breaker::Mode::Enforce);
-    assert_eq!(config.trip().consecutive_failures, Some(5));
-    assert_eq!(config.open().base, Duration::from_secs(30));
+    assert_eq!(config.trip().consecutive_failures(), Some(5));
+    assert_eq!(config.open().base(), Duration::from_secs(30));
     assert_eq!(
         spec.breaker.config_for(BreakerMode::Disabled).mode(),
         breaker::Mode::Disabled

@@ -31,38 +31,38 @@ fn percent(fraction: f64) -> String {
 pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
     let trip = config.trip();
     let mut detectors = Vec::new();
-    if let Some(count) = trip.consecutive_failures {
+    if let Some(count) = trip.consecutive_failures() {
         detectors.push(format!("{count} failures in a row"));
     }
-    if let Some(rate) = &trip.failure_rate {
+    if let Some(rate) = trip.failure_rate() {
         detectors.push(format!(
             "failures ≥ {} of ≥ {} calls in {}",
-            percent(rate.threshold),
-            rate.min_calls,
-            short_duration(rate.window)
+            percent(rate.threshold()),
+            rate.min_calls(),
+            short_duration(rate.window())
         ));
     }
-    if let Some(slow) = &trip.slow_call {
+    if let Some(slow) = trip.slow_call() {
         detectors.push(format!(
             "calls ≥ {} make ≥ {} of ≥ {} in {}",
-            short_duration(slow.duration),
-            percent(slow.rate),
-            slow.min_calls,
-            short_duration(slow.window)
+            short_duration(slow.duration()),
+            percent(slow.rate()),
+            slow.min_calls(),
+            short_duration(slow.window())
         ));
     }
     let open = config.open();
-    let open_window = if open.backoff > 1.0 {
+    let open_window = if open.backoff() > 1.0 {
         format!(
             "{} ×{} up to {}",
-            short_duration(open.base),
-            open.backoff,
-            short_duration(open.max)
+            short_duration(open.base()),
+            open.backoff(),
+            short_duration(open.max())
         )
     } else {
-        short_duration(open.base)
+        short_duration(open.base())
     };
-    let probes = match config.half_open().probes {
+    let probes = match config.half_open().probes() {
         Probes::All => "every caller".to_owned(),
         Probes::Limited(count) if count.get() == 1 => "1 probe".to_owned(),
         Probes::Limited(count) => format!("{count} probes"),
@@ -76,7 +76,7 @@ pub(super) fn describe_config(config: &BreakerConfig) -> TileConfig {
         open_window,
         probes: format!(
             "{probes}, {} successes close",
-            config.half_open().successes_to_close
+            config.half_open().successes_to_close()
         ),
     }
 }
