@@ -203,12 +203,9 @@ pub(crate) fn closed_outcome(
     now: Instant,
     policy: &Policy,
 ) -> Step {
-    if !word.counts_outcome_of(generation) {
-        return Step::stay(word);
-    }
-    let Phase::Closed {
+    let Some(Phase::Closed {
         consecutive_failures,
-    } = word.phase()
+    }) = word.phase_for_outcome_of(generation)
     else {
         return Step::stay(word);
     };
@@ -271,14 +268,11 @@ pub(crate) fn probe_outcome(
     now: Instant,
     policy: &Policy,
 ) -> Step {
-    if !word.counts_outcome_of(generation) {
-        return Step::stay(word);
-    }
-    let Phase::HalfOpen {
+    let Some(Phase::HalfOpen {
         in_flight,
         successes,
         trips,
-    } = word.phase()
+    }) = word.phase_for_outcome_of(generation)
     else {
         return Step::stay(word);
     };

@@ -104,10 +104,11 @@ impl Word {
             .with_phase(Phase::start_in(mode))
     }
 
-    /// Whether an outcome of a call admitted in `generation` still counts: the state has not changed since, and
-    /// the mode detects (enforce or shadow).
-    pub(crate) fn counts_outcome_of(self, generation: u16) -> bool {
-        self.generation() == generation && matches!(self.mode(), Mode::Enforce | Mode::Shadow)
+    /// The phase an outcome of a call admitted in `generation` acts on: `None` when it no longer counts (the state
+    /// changed since, or the mode does not detect — only enforce and shadow do).
+    pub(crate) fn phase_for_outcome_of(self, generation: u16) -> Option<Phase> {
+        (self.generation() == generation && matches!(self.mode(), Mode::Enforce | Mode::Shadow))
+            .then(|| self.phase())
     }
 
     #[inline]
