@@ -41,7 +41,7 @@ pub use mix::{
     endpoint, luhn_valid, online_boutique,
 };
 pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
-pub use session::{Body, CookieJar, DriverError, Session, Target, is_drivers_own};
+pub use session::{Body, CookieJar, DriverError, OutgoingRequest, Session, Target, is_drivers_own};
 pub use stats::{
     EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
     SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
@@ -380,13 +380,13 @@ impl Shared {
                 );
             }
             session
-                .request_expecting(
-                    step.method,
-                    step.uri,
-                    step.body,
-                    &step.headers,
-                    step.expect.as_deref(),
-                )
+                .request_expecting(OutgoingRequest {
+                    method: step.method,
+                    uri: step.uri,
+                    body: step.body,
+                    headers: &step.headers,
+                    expect: step.expect.as_deref(),
+                })
                 .await
         })
         .await;

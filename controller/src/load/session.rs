@@ -58,6 +58,17 @@ impl Body {
 /// which one of these replaces).
 pub type Headers = [(HeaderName, HeaderValue)];
 
+/// One request as a session sends it: what to ask, with the headers besides the session's own and the statuses
+/// that count as success (`None`: any below 400).
+#[derive(Debug)]
+pub struct OutgoingRequest<'a> {
+    pub method: Method,
+    pub uri: Uri,
+    pub body: Option<Body>,
+    pub headers: &'a Headers,
+    pub expect: Option<&'a [u16]>,
+}
+
 /// The target a session talks to.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -111,21 +122,23 @@ impl Session {
         uri: Uri,
         body: Option<Body>,
     ) -> Result<Outcome, DriverError> {
-        self.request_expecting(method, uri, body, &[], None).await
+        self.request_expecting(OutgoingRequest {
+            method,
+            uri,
+            body,
+            headers: &[],
+            expect: None,
+        })
+        .await
     }
 
-    /// Like [`Session::request`], with more headers (kept on redirects) and the statuses that count as success
-    /// (`None`: any below 400).
+    /// Like [`Session::request`], with more headers (kept on redirects) and the statuses that count as success.
     pub async fn request_expecting(
         &mut self,
-        method: Method,
-        uri: Uri,
-        body: Option<Body>,
-        headers: &Headers,
-        expect: Option<&[u16]>,
+        request: OutgoingRequest<'_>,
     ) -> Result<Outcome, DriverError> {
         let timeout = self.timeout;
-        let exchange = self.exchange(method, uri, body, headers, expect);
+        let exchange = self.exchange(request);
         match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(SessionError::Connect(error))) if is_drivers_own(&error) => {
@@ -152,17 +165,14 @@ impl Session {
         }
     }
 
-    async fn exchange(
-        &mut self,
-        method: Method,
-        uri: Uri,
-        body: Option<Body>,
-        headers: &Headers,
-        expect: Option<&[u16]>,
-    ) -> Result<Outcome, SessionError> {
-        let mut method = method;
-        let mut uri = uri;
-        let mut form = body;
+    async fn exchange(&mut self, request: OutgoingRequest<'_>) -> Result<Outcome, SessionError> {
+        let OutgoingRequest {
+            mut method,
+            mut uri,
+            body: mut form,
+            headers,
+            expect,
+        } = request;
         let mut rejected = false;
         for _ in 0..=MAX_REDIRECTS {
             let response = self.send(method.clone(), uri, form.take(), headers).await?;

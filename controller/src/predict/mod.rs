@@ -58,29 +58,28 @@ impl Band {
     }
 }
 
-/// How far a measurement may stray from the simulated range before it is flagged.
+/// How far a measurement may stray from the simulated range before it is flagged: the larger of a share of the
+/// mean and an absolute floor in the figure's own unit.
 #[derive(Debug, Clone, Copy)]
 struct Tolerance {
     relative: f64,
     absolute: f64,
 }
 
-const OPENS_TOLERANCE: Tolerance = Tolerance {
-    relative: 0.1,
-    absolute: 1.0,
-};
-const REJECTED_TOLERANCE: Tolerance = Tolerance {
-    relative: 0.2,
-    absolute: 5.0,
-};
-const FAILURE_TOLERANCE: Tolerance = Tolerance {
-    relative: 0.1,
-    absolute: 0.03,
-};
-const TIME_OPEN_TOLERANCE: Tolerance = Tolerance {
-    relative: 0.1,
-    absolute: 2.0,
-};
+impl Tolerance {
+    const fn new(relative: f64, absolute: f64) -> Self {
+        Tolerance { relative, absolute }
+    }
+}
+
+/// Opens: 10 %, at least one open.
+const OPENS_TOLERANCE: Tolerance = Tolerance::new(0.1, 1.0);
+/// Rejected requests: 20 %, at least five.
+const REJECTED_TOLERANCE: Tolerance = Tolerance::new(0.2, 5.0);
+/// Checkout failure share: 10 %, at least three percentage points.
+const FAILURE_TOLERANCE: Tolerance = Tolerance::new(0.1, 0.03);
+/// Time open: 10 %, at least two seconds.
+const TIME_OPEN_TOLERANCE: Tolerance = Tolerance::new(0.1, 2.0);
 
 /// What the simulator predicts for one condition's runs (measured window only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,37 +4,16 @@
 use super::plot::{Chart, Point, Series};
 use crate::stats::{ExperimentStats, MetricKey, MetricName, checkout_endpoint};
 
-/// One figure of the report.
+/// One figure of the report: a chart with what the report lists beside it.
 #[derive(Debug, Clone)]
 pub struct Figure {
     /// File-name part, e.g. `opens`.
     pub slug: &'static str,
-    pub title: &'static str,
-    pub x_label: &'static str,
-    pub y_label: &'static str,
-    pub series: Vec<Series>,
-    pub diagonal: bool,
-    pub y_from_zero: bool,
+    pub chart: Chart<'static>,
     /// The metric on the y axis, for figures against the failure rate.
     pub metric: Option<MetricKey>,
     /// Multiplies the metric's values for display (e.g. 100 for a fraction shown in %).
     pub scale: f64,
-    /// x ranges shaded behind the lines: the fault's scheduled on-periods on the over-time figures.
-    pub shaded: Vec<(f64, f64)>,
-}
-
-impl Figure {
-    pub fn chart(&self) -> Chart<'_> {
-        Chart {
-            title: self.title,
-            x_label: self.x_label,
-            y_label: self.y_label,
-            series: self.series.clone(),
-            diagonal: self.diagonal,
-            y_from_zero: self.y_from_zero,
-            shaded: self.shaded.clone(),
-        }
-    }
 }
 
 /// Name of the series of `(fault_kind, breaker_mode)`: the mode alone when there is one kind.
@@ -114,15 +93,41 @@ fn rate_figure(
 ) -> Figure {
     Figure {
         slug,
-        title,
-        x_label: "injected failure rate (%)",
-        y_label,
-        series: against_rate(stats, &metric, scale),
-        diagonal: false,
-        y_from_zero: true,
+        chart: Chart {
+            title,
+            x_label: "injected failure rate (%)",
+            y_label,
+            series: against_rate(stats, &metric, scale),
+            diagonal: false,
+            y_from_zero: true,
+            shaded: Vec::new(),
+        },
         metric: Some(metric),
         scale,
-        shaded: Vec::new(),
+    }
+}
+
+/// A value of the averaged timeline over the measured window, the fault's on-periods shaded.
+fn time_figure(
+    stats: &ExperimentStats,
+    slug: &'static str,
+    title: &'static str,
+    y_label: &'static str,
+    value: impl Fn(&crate::stats::TimelinePoint) -> Option<f64>,
+) -> Figure {
+    Figure {
+        slug,
+        chart: Chart {
+            title,
+            x_label: "seconds into the measured window",
+            y_label,
+            series: over_time(stats, value),
+            diagonal: false,
+            y_from_zero: true,
+            shaded: stats.fault_periods.clone(),
+        },
+        metric: None,
+        scale: 1.0,
     }
 }
 
@@ -136,7 +141,7 @@ pub fn figures(stats: &ExperimentStats) -> Vec<Figure> {
         MetricKey::run(MetricName::CheckoutFailure),
         100.0,
     );
-    observed.diagonal = true;
+    observed.chart.diagonal = true;
     vec![
         rate_figure(
             stats,
@@ -155,30 +160,20 @@ pub fn figures(stats: &ExperimentStats) -> Vec<Figure> {
             1.0,
         ),
         observed,
-        Figure {
-            slug: "cart-size",
-            title: "Mean cart size over the measured window",
-            x_label: "seconds into the measured window",
-            y_label: "items per cart",
-            series: over_time(stats, |bin| bin.cart_items),
-            diagonal: false,
-            y_from_zero: true,
-            metric: None,
-            scale: 1.0,
-            shaded: stats.fault_periods.clone(),
-        },
-        Figure {
-            slug: "cart-latency",
-            title: "GET /cart mean latency over the measured window",
-            x_label: "seconds into the measured window",
-            y_label: "GET /cart mean latency (ms)",
-            series: over_time(stats, |bin| bin.cart_latency_ms),
-            diagonal: false,
-            y_from_zero: true,
-            metric: None,
-            scale: 1.0,
-            shaded: stats.fault_periods.clone(),
-        },
+        time_figure(
+            stats,
+            "cart-size",
+            "Mean cart size over the measured window",
+            "items per cart",
+            |bin| bin.cart_items,
+        ),
+        time_figure(
+            stats,
+            "cart-latency",
+            "GET /cart mean latency over the measured window",
+            "GET /cart mean latency (ms)",
+            |bin| bin.cart_latency_ms,
+        ),
         rate_figure(
             stats,
             "energy-per-ok",

@@ -48,9 +48,9 @@ fn plot_file_name(stats: &ExperimentStats, figure: &Figure) -> String {
 
 /// `figure` drawn as the SVG file the markdown links; `None` when it has no data.
 fn plot_of(stats: &ExperimentStats, figure: &Figure) -> Result<Option<PlotFile>, ReportError> {
-    Ok(figure.chart().to_svg()?.map(|svg| PlotFile {
+    Ok(figure.chart.to_svg()?.map(|svg| PlotFile {
         file_name: plot_file_name(stats, figure),
-        title: figure.title.to_owned(),
+        title: figure.chart.title.to_owned(),
         svg,
     }))
 }
@@ -143,10 +143,10 @@ pub fn markdown(
 
     let _ = writeln!(out, "## Figures\n");
     for figure in figures(stats) {
-        let _ = writeln!(out, "### {}\n", figure.title);
+        let _ = writeln!(out, "### {}\n", figure.chart.title);
         match plot_of(stats, &figure)? {
             Some(plot) => {
-                let _ = writeln!(out, "![{}]({})\n", figure.title, plot.file_name);
+                let _ = writeln!(out, "![{}]({})\n", figure.chart.title, plot.file_name);
                 plots.push(plot);
             }
             None => {

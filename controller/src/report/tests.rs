@@ -192,26 +192,26 @@ fn figures_name_series_by_kind_and_mode_and_scale_fractions() {
     let stats = two_kinds();
     let all = figures(&stats);
     let opens = all.iter().find(|f| f.slug == "opens").unwrap();
-    let names: Vec<&str> = opens.series.iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<&str> = opens.chart.series.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["error / enforce", "hang / enforce"]);
     // Rates in %, opens: rate 0.5 → rounds 5, 6 → mean 5.5.
-    let point = opens.series[0].points[1];
+    let point = opens.chart.series[0].points[1];
     assert_eq!((point.x, point.y), (50.0, 5.5));
     // s = 0.707107, h = 12.706205 · 0.707107 / √2 = 6.353102.
     let (low, high) = point.interval.unwrap();
     assert!((high - 5.5 - 6.353_102).abs() < 1e-6 && (5.5 - low - 6.353_102).abs() < 1e-6);
     // Observed checkout failure is drawn in % against the diagonal.
     let observed = all.iter().find(|f| f.slug == "checkout-failure").unwrap();
-    assert!(observed.diagonal);
-    assert_eq!(observed.series[0].points[1].y, 50.0);
+    assert!(observed.chart.diagonal);
+    assert_eq!(observed.chart.series[0].points[1].y, 50.0);
     // Over-time figures: one series per condition, x at the bin's middle.
     let cart = all.iter().find(|f| f.slug == "cart-size").unwrap();
-    assert_eq!(cart.series.len(), 4);
-    assert_eq!(cart.series[0].points[0].x, 1.0);
-    assert_eq!(cart.series[0].points[0].y, 1.5);
+    assert_eq!(cart.chart.series.len(), 4);
+    assert_eq!(cart.chart.series[0].points[0].x, 1.0);
+    assert_eq!(cart.chart.series[0].points[0].y, 1.5);
     // No energy figures in these stats: nothing to draw.
     let energy = all.iter().find(|f| f.slug == "energy-per-ok").unwrap();
-    assert!(energy.series.is_empty());
+    assert!(energy.chart.series.is_empty());
 }
 
 #[test]

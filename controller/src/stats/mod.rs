@@ -34,11 +34,8 @@ pub use not_measured::{
 pub use run::{RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, run_metrics};
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
-use sqlx::Row;
-
-use crate::load::OutcomeCounts;
 use crate::spec::ExperimentSpec;
-use crate::store::{EndpointSecondRow, ExperimentId, RunId, Status, Store, StoreError};
+use crate::store::{ExperimentId, RunId, Status, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatsError {
@@ -89,7 +86,9 @@ pub async fn load_experiment(
         }
         let data = RunData {
             samples: store.samples(run.id).await?,
-            endpoint_seconds: endpoint_seconds_of(store, run.id, cart_view_endpoint()).await?,
+            endpoint_seconds: store
+                .endpoint_seconds_of(run.id, cart_view_endpoint())
+                .await?,
             endpoint_histograms: store.endpoint_histograms(run.id).await?,
             transitions: store.transitions(run.id).await?,
             run,
@@ -149,52 +148,6 @@ pub async fn load_experiment(
         })
         .collect();
     Ok(stats)
-}
-
-/// One endpoint's per-second rows of a run (the metrics need only `GET /cart`'s; reading one
-/// endpoint instead of every one cuts what a long experiment's report reads several-fold).
-async fn endpoint_seconds_of(
-    store: &Store,
-    run: RunId,
-    endpoint: &str,
-) -> Result<Vec<EndpointSecondRow>, StatsError> {
-    let rows = sqlx::query(
-        "SELECT second, endpoint, ok, failed, rejected, timeout, connection_error, client_error, \
-         p50_us, p95_us, p99_us, max_us, histogram, p95_ok_us, p95_failed_us \
-         FROM endpoint_seconds WHERE run_id = $1 AND endpoint = $2 ORDER BY second",
-    )
-    .bind(run.0)
-    .bind(endpoint)
-    .fetch_all(store.pool())
-    .await
-    .map_err(StoreError::from)?;
-    let count = |row: &sqlx::any::AnyRow, column: &str| -> Result<u64, sqlx::Error> {
-        Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or(0))
-    };
-    rows.iter()
-        .map(|row| {
-            Ok(EndpointSecondRow {
-                second: row.try_get("second")?,
-                endpoint: row.try_get("endpoint")?,
-                outcomes: OutcomeCounts {
-                    ok: count(row, "ok")?,
-                    failed: count(row, "failed")?,
-                    rejected: count(row, "rejected")?,
-                    timeout: count(row, "timeout")?,
-                    connection_error: count(row, "connection_error")?,
-                    client_error: count(row, "client_error")?,
-                },
-                p50_us: row.try_get("p50_us")?,
-                p95_us: row.try_get("p95_us")?,
-                p99_us: row.try_get("p99_us")?,
-                max_us: row.try_get("max_us")?,
-                p95_ok_us: row.try_get("p95_ok_us")?,
-                p95_failed_us: row.try_get("p95_failed_us")?,
-                histogram_v2: row.try_get("histogram")?,
-            })
-        })
-        .collect::<Result<_, sqlx::Error>>()
-        .map_err(|error| StatsError::Store(StoreError::from(error)))
 }
 
 /// The spec's scheduled on-periods in seconds into the measured window (after the warmup), clipped to it; empty

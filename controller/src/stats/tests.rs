@@ -7,7 +7,7 @@ use super::*;
 use crate::load::{OutcomeCounts, new_histogram, serialize_histogram};
 use crate::store::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId, RunId,
-    RunRow, SampleRow, Status, TransitionRecord,
+    RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
 };
 
 mod criteria;
@@ -291,10 +291,7 @@ fn cart_second(second: i64, latencies_us: &[u64]) -> EndpointSecondRow {
         second,
         endpoint: cart_view_endpoint().into(),
         outcomes: outcomes(latencies_us.len() as u64, 0, 0),
-        p50_us: 0,
-        p95_us: 0,
-        p99_us: 0,
-        max_us: 0,
+        latency: StoredLatency::default(),
         p95_ok_us: None,
         p95_failed_us: None,
         histogram_v2: histogram_of(latencies_us),
@@ -333,10 +330,7 @@ fn run_data() -> RunData {
     let endpoint_histograms = vec![EndpointHistogramRow {
         endpoint: checkout_endpoint().into(),
         outcomes: outcomes(75, 20, 5),
-        p50_us: 0,
-        p95_us: 0,
-        p99_us: 0,
-        max_us: 0,
+        latency: StoredLatency::default(),
         mean_us: 0.0,
         histogram_v2: histogram_of(&checkout_latencies),
         histogram_ok_v2: histogram_of(&[]),
@@ -472,10 +466,7 @@ fn checkout_p95_of_successes_is_not_pulled_down_by_fast_rejections() {
     data.endpoint_histograms = vec![EndpointHistogramRow {
         endpoint: checkout_endpoint().into(),
         outcomes: outcomes(10, 0, 190),
-        p50_us: 0,
-        p95_us: 0,
-        p99_us: 0,
-        max_us: 0,
+        latency: StoredLatency::default(),
         mean_us: 0.0,
         histogram_v2: histogram_of(&all),
         histogram_ok_v2: histogram_of(&ok),

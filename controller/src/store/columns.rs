@@ -79,8 +79,13 @@ pub(super) fn keyed(keys: &[&'static str], columns: &[&'static str]) -> Vec<&'st
 
 /// `SELECT columns FROM table WHERE run_id = $1 ORDER BY order`.
 pub(super) fn select_of_run(columns: &[&str], table: &str, order: &str) -> String {
+    select_where(columns, table, "run_id = $1", order)
+}
+
+/// `SELECT columns FROM table WHERE condition ORDER BY order`.
+pub(super) fn select_where(columns: &[&str], table: &str, condition: &str, order: &str) -> String {
     format!(
-        "SELECT {} FROM {table} WHERE run_id = $1 ORDER BY {order}",
+        "SELECT {} FROM {table} WHERE {condition} ORDER BY {order}",
         columns.join(", ")
     )
 }

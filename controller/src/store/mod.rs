@@ -35,7 +35,8 @@ pub use migrations::{Backend, MIGRATIONS};
 pub use records::{
     AnnotationId, AnnotationRow, CollectorSample, EndpointHistogramRow, EndpointSecondRow,
     EnergySource, ExperimentId, ExperimentRow, FaultEvent, FaultEventRecord, MAX_ANNOTATION_CHARS,
-    MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, TransitionRecord,
+    MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, StoredLatency,
+    TransitionRecord,
 };
 pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};
 

@@ -7,8 +7,8 @@ use sqlx::any::AnyRow;
 use super::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
     ExperimentRow, FAILED_REASON, FaultEvent, FaultEventRecord, RunId, RunRow,
-    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, TransitionRecord, columns,
-    status_of, uint,
+    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, StoredLatency, TransitionRecord,
+    columns, status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -97,6 +97,27 @@ impl Store {
         rows.iter().map(endpoint_second_of).collect()
     }
 
+    /// One endpoint's per-second rows of a run, by second (what reads only `GET /cart`'s reads several-fold
+    /// less than [`Self::endpoint_seconds`] on a long experiment).
+    pub async fn endpoint_seconds_of(
+        &self,
+        run: RunId,
+        endpoint: &str,
+    ) -> Result<Vec<EndpointSecondRow>, StoreError> {
+        let sql = columns::select_where(
+            &columns::endpoint_seconds(),
+            "endpoint_seconds",
+            "run_id = $1 AND endpoint = $2",
+            "second",
+        );
+        let rows = sqlx::query(&sql)
+            .bind(run.0)
+            .bind(endpoint)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(endpoint_second_of).collect()
+    }
+
     pub async fn endpoint_histograms(
         &self,
         run: RunId,
@@ -182,15 +203,11 @@ fn sample_of(row: &AnyRow) -> Result<SampleRow, StoreError> {
 
 /// A row of [`columns::endpoint_seconds`].
 fn endpoint_second_of(row: &AnyRow) -> Result<EndpointSecondRow, StoreError> {
-    let [p50_us, p95_us, p99_us, max_us] = latency_of(row)?;
     Ok(EndpointSecondRow {
         second: row.try_get("second")?,
         endpoint: row.try_get("endpoint")?,
         outcomes: outcomes_of(row)?,
-        p50_us,
-        p95_us,
-        p99_us,
-        max_us,
+        latency: latency_of(row)?,
         p95_ok_us: row.try_get("p95_ok_us")?,
         p95_failed_us: row.try_get("p95_failed_us")?,
         histogram_v2: row.try_get("histogram")?,
@@ -199,14 +216,10 @@ fn endpoint_second_of(row: &AnyRow) -> Result<EndpointSecondRow, StoreError> {
 
 /// A row of [`columns::endpoint_histograms`].
 fn endpoint_histogram_of(row: &AnyRow) -> Result<EndpointHistogramRow, StoreError> {
-    let [p50_us, p95_us, p99_us, max_us] = latency_of(row)?;
     Ok(EndpointHistogramRow {
         endpoint: row.try_get("endpoint")?,
         outcomes: outcomes_of(row)?,
-        p50_us,
-        p95_us,
-        p99_us,
-        max_us,
+        latency: latency_of(row)?,
         mean_us: row.try_get("mean_us")?,
         histogram_v2: row.try_get("histogram")?,
         histogram_ok_v2: row.try_get("histogram_ok")?,
@@ -242,14 +255,14 @@ fn fault_event_record_of(row: &AnyRow) -> Result<FaultEventRecord, StoreError> {
 }
 
 /// The [`columns::LATENCY`] of a row, in that order.
-fn latency_of(row: &AnyRow) -> Result<[i64; 4], sqlx::Error> {
+fn latency_of(row: &AnyRow) -> Result<StoredLatency, sqlx::Error> {
     let [p50, p95, p99, max] = columns::LATENCY;
-    Ok([
-        row.try_get(p50)?,
-        row.try_get(p95)?,
-        row.try_get(p99)?,
-        row.try_get(max)?,
-    ])
+    Ok(StoredLatency {
+        p50_us: row.try_get(p50)?,
+        p95_us: row.try_get(p95)?,
+        p99_us: row.try_get(p99)?,
+        max_us: row.try_get(max)?,
+    })
 }
 
 fn outcomes_of(row: &AnyRow) -> Result<OutcomeCounts, sqlx::Error> {

@@ -399,15 +399,22 @@ pub struct SampleRow {
     pub collector: CollectorSample,
 }
 
+/// The latency percentiles stored with a histogram (the columns `p50_us` … `max_us`), in µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoredLatency {
+    pub p50_us: i64,
+    pub p95_us: i64,
+    pub p99_us: i64,
+    pub max_us: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EndpointSecondRow {
     pub second: i64,
     pub endpoint: String,
     pub outcomes: OutcomeCounts,
-    pub p50_us: i64,
-    pub p95_us: i64,
-    pub p99_us: i64,
-    pub max_us: i64,
+    #[serde(flatten)]
+    pub latency: StoredLatency,
     /// p95 of the second's ok requests (`None`: none succeeded, or stored before this was kept).
     pub p95_ok_us: Option<i64>,
     /// p95 of the second's other requests (failed, rejected, timed out; `None`: there were none).
@@ -420,10 +427,8 @@ pub struct EndpointSecondRow {
 pub struct EndpointHistogramRow {
     pub endpoint: String,
     pub outcomes: OutcomeCounts,
-    pub p50_us: i64,
-    pub p95_us: i64,
-    pub p99_us: i64,
-    pub max_us: i64,
+    #[serde(flatten)]
+    pub latency: StoredLatency,
     pub mean_us: f64,
     #[serde(skip)]
     pub histogram_v2: Vec<u8>,

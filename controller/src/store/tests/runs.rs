@@ -57,7 +57,7 @@ async fn a_finished_run_stores_everything_it_saw() {
         let histogram = deserialize_histogram(&product.histogram_v2).unwrap();
         assert_eq!(histogram.len(), 10);
         assert_eq!(product.outcomes.total(), 10);
-        assert_eq!(product.max_us as u64, histogram.max());
+        assert_eq!(product.latency.max_us as u64, histogram.max());
         // Second 0 of GET /product: ok after 1, 2, 5, 6, 9, 10 ms, failed or rejected after 3, 4, 7, 8 ms.
         let near = |value: Option<i64>, us: i64| value.is_some_and(|v| (v - us).abs() <= us / 500);
         assert!(near(product.p95_ok_us, 10_000), "{product:?}");
@@ -79,7 +79,7 @@ async fn a_finished_run_stores_everything_it_saw() {
         let all = deserialize_histogram(&product.histogram_v2).unwrap();
         let ok = deserialize_histogram(&product.histogram_ok_v2).unwrap();
         assert_eq!((all.len(), ok.len()), (20, 10));
-        assert_eq!(product.p99_us as u64, all.value_at_quantile(0.99));
+        assert_eq!(product.latency.p99_us as u64, all.value_at_quantile(0.99));
 
         assert_eq!(store.transitions(run).await.unwrap(), record.transitions);
         assert_eq!(store.fault_events(run).await.unwrap(), record.fault_events);

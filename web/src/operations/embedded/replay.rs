@@ -73,9 +73,9 @@ pub(super) fn timeline_of(
                 .map(|row| EndpointSample {
                     name: row.endpoint.clone(),
                     requests: row.outcomes.total(),
-                    p50_us: unsigned(row.p50_us),
-                    p95_us: unsigned(row.p95_us),
-                    p99_us: unsigned(row.p99_us),
+                    p50_us: unsigned(row.latency.p50_us),
+                    p95_us: unsigned(row.latency.p95_us),
+                    p99_us: unsigned(row.latency.p99_us),
                     ok_p95_us: row.p95_ok_us.map(unsigned),
                     failed_p95_us: row.p95_failed_us.map(unsigned),
                     buckets: latency_buckets(&row.histogram_v2),
@@ -83,7 +83,7 @@ pub(super) fn timeline_of(
                 .collect();
             let cart_p95_us = rows
                 .filter(|row| row.endpoint == endpoint::NAMES[endpoint::VIEW_CART])
-                .map(|row| unsigned(row.p95_us))
+                .map(|row| unsigned(row.latency.p95_us))
                 .next();
             LiveSample {
                 at_ms: unsigned(at(sample.second)),
@@ -141,7 +141,7 @@ fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
 mod tests {
     use super::*;
     use controller::load::{OutcomeCounts, new_histogram, serialize_histogram};
-    use controller::store::{CollectorSample, FaultEvent, Status};
+    use controller::store::{CollectorSample, FaultEvent, Status, StoredLatency};
 
     fn run() -> RunRow {
         RunRow {
@@ -197,10 +197,12 @@ mod tests {
                 rejected: 1,
                 ..OutcomeCounts::default()
             },
-            p50_us: 1_000,
-            p95_us: 800_000,
-            p99_us: 800_000,
-            max_us: 800_000,
+            latency: StoredLatency {
+                p50_us: 1_000,
+                p95_us: 800_000,
+                p99_us: 800_000,
+                max_us: 800_000,
+            },
             p95_ok_us: Some(800_000),
             p95_failed_us: Some(1_000),
             histogram_v2: serialize_histogram(&histogram),
