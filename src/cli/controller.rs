@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use controller::runner::{
     Progress, ResumePoint, Runner, StartChoice, Testbed, choose_start, start_embedded_stack,
 };
@@ -22,6 +22,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::compose::ComposeArgs;
+use super::stored::{open_experiment, open_store};
 
 /// Exit status of a spec that does not validate.
 pub const EXIT_BAD_SPEC: i32 = 2;
@@ -30,10 +31,10 @@ pub const EXIT_BAD_SPEC: i32 = 2;
 /// measurement asked for. Which runs and why are printed on stderr.
 pub const EXIT_RUNS_FAILED: i32 = 3;
 
+/// What `run` and `resume` both take: where to store, how to reach external targets, how to print, and a
+/// compose project to run against.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// Experiment spec (TOML, see experiments/).
-    pub spec: PathBuf,
+pub struct ExecuteArgs {
     /// Database: a SQLite file path, sqlite://… or postgres://…
     #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
     pub db: String,
@@ -43,27 +44,27 @@ pub struct RunArgs {
     /// Print the summary as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub compose: ComposeArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Experiment spec (TOML, see experiments/).
+    pub spec: PathBuf,
     /// Start a new experiment even when this spec's latest experiment is unfinished.
     #[arg(long)]
     pub fresh: bool,
     #[command(flatten)]
-    pub compose: ComposeArgs,
+    pub execute: ExecuteArgs,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct ResumeArgs {
     /// Experiment id (from `tolerant list`).
     pub id: i64,
-    #[arg(long, default_value = DEFAULT_DATABASE, env = "TOLERANT_DB")]
-    pub db: String,
-    /// Bearer token of external targets' admin and agent APIs (the embedded stack makes its own).
-    #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// Print the summary as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub compose: ComposeArgs,
+    pub execute: ExecuteArgs,
 }
 
 /// Whether this process can hold the spec's virtual users (file descriptors; the soft limit is raised to the
@@ -120,38 +121,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
-    if let Err(error) = users_fit(&spec, &args.compose) {
+    if let Err(error) = users_fit(&spec, &args.execute.compose) {
         err_out!("{}: {error}", args.spec.display());
         std::process::exit(EXIT_BAD_SPEC);
     }
-    let store = Store::open(&args.db)
-        .await
-        .with_context(|| format!("--db {}", args.db))?;
+    let store = open_store(&args.execute.db).await?;
     let choice = choose_start(&store, &spec, args.fresh).await?;
-    execute(&store, &spec, choice, args.token, &args.compose, args.json).await
+    execute(&store, &spec, choice, args.execute).await
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
-    let store = Store::open(&args.db)
-        .await
-        .with_context(|| format!("--db {}", args.db))?;
-    let id = ExperimentId(args.id);
-    let Some(row) = store.experiment(id).await? else {
-        bail!("experiment {}: not found in {}", args.id, args.db);
-    };
+    let (store, row) = open_experiment(&args.execute.db, args.id).await?;
     let spec = ExperimentSpec::parse(&row.spec_toml)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    users_fit(&spec, &args.compose)
+    users_fit(&spec, &args.execute.compose)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    execute(
-        &store,
-        &spec,
-        StartChoice::Resume(id),
-        args.token,
-        &args.compose,
-        args.json,
-    )
-    .await
+    execute(&store, &spec, StartChoice::Resume(row.id), args.execute).await
 }
 
 /// Runs a spec's plan: a new experiment, or the rest of a resumed one (faults cleared and the
@@ -160,15 +145,19 @@ async fn execute(
     store: &Store,
     spec: &ExperimentSpec,
     choice: StartChoice,
-    token: Option<String>,
-    compose: &ComposeArgs,
-    quiet: bool,
+    args: ExecuteArgs,
 ) -> anyhow::Result<()> {
+    let ExecuteArgs {
+        token,
+        compose,
+        json: quiet,
+        ..
+    } = args;
     let mut sweep = None;
     let mut containers = None;
     let (stack, testbed) = if let Some(project) = &compose.compose {
         let (testbed, stack, sweeping) =
-            super::compose::connect(compose, project, store, token).await?;
+            super::compose::connect(&compose, project, store, token).await?;
         sweep = Some(sweeping);
         containers = Some(stack);
         (None, testbed)

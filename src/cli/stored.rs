@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use controller::stats::{PredictedCondition, load_experiment};
-use controller::store::{DEFAULT_DATABASE, ExperimentId, RunRow, Status, Store};
+use controller::store::{DEFAULT_DATABASE, ExperimentId, ExperimentRow, RunRow, Status, Store};
 use serde_json::json;
 
 use crate::cli::output::out;
@@ -43,10 +43,22 @@ fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
+/// Opens `--db` (created when it is a new SQLite file); an error names the flag.
+pub(super) async fn open_store(db: &str) -> anyhow::Result<Store> {
+    Store::open(db).await.with_context(|| format!("--db {db}"))
+}
+
+/// Opens `--db` and reads experiment `id` from it; an error names the flag or the id not found.
+pub(super) async fn open_experiment(db: &str, id: i64) -> anyhow::Result<(Store, ExperimentRow)> {
+    let store = open_store(db).await?;
+    let Some(experiment) = store.experiment(ExperimentId(id)).await? else {
+        bail!("experiment {id}: not found in {db}");
+    };
+    Ok((store, experiment))
+}
+
 pub async fn list(args: ListArgs) -> anyhow::Result<()> {
-    let store = Store::open(&args.db)
-        .await
-        .with_context(|| format!("--db {}", args.db))?;
+    let store = open_store(&args.db).await?;
     let experiments = store.experiments().await?;
     if args.json {
         out!("{}", serde_json::to_string_pretty(&experiments)?);
@@ -73,13 +85,8 @@ pub async fn list(args: ListArgs) -> anyhow::Result<()> {
 }
 
 pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
-    let store = Store::open(&args.db)
-        .await
-        .with_context(|| format!("--db {}", args.db))?;
-    let id = ExperimentId(args.id);
-    let Some(experiment) = store.experiment(id).await? else {
-        bail!("experiment {}: not found in {}", args.id, args.db);
-    };
+    let (store, experiment) = open_experiment(&args.db, args.id).await?;
+    let id = experiment.id;
     let runs = store.runs(id).await?;
     let predictions = load_experiment(&store, id).await?.predictions;
     if args.json {
