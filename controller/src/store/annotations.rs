@@ -91,27 +91,23 @@ impl Store {
         &self,
         experiment: ExperimentId,
     ) -> Result<Vec<AnnotationRow>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "{ANNOTATION_SELECT} WHERE experiment_id = $1 ORDER BY at_ms, id"
-        ))
-        .bind(experiment.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(annotation_of).collect()
+        self.rows_by(
+            &format!("{ANNOTATION_SELECT} WHERE experiment_id = $1 ORDER BY at_ms, id"),
+            experiment.0,
+            annotation_of,
+        )
+        .await
     }
 
     /// The `limit` latest annotations of any experiment (or none), oldest first.
     pub async fn latest_annotations(&self, limit: usize) -> Result<Vec<AnnotationRow>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "{ANNOTATION_SELECT} ORDER BY at_ms DESC, id DESC LIMIT $1"
-        ))
-        .bind(int(limit as u64))
-        .fetch_all(&self.pool)
-        .await?;
-        let mut annotations = rows
-            .iter()
-            .map(annotation_of)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut annotations = self
+            .rows_by(
+                &format!("{ANNOTATION_SELECT} ORDER BY at_ms DESC, id DESC LIMIT $1"),
+                int(limit as u64),
+                annotation_of,
+            )
+            .await?;
         annotations.reverse();
         Ok(annotations)
     }

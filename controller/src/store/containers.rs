@@ -140,13 +140,12 @@ impl Store {
 
     /// One fault by id.
     pub async fn container_fault(&self, id: i64) -> Result<Option<ContainerFaultRow>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {FAULT_COLUMNS} FROM container_faults WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(fault_of).transpose()
+        self.row_by(
+            &format!("SELECT {FAULT_COLUMNS} FROM container_faults WHERE id = $1"),
+            id,
+            fault_of,
+        )
+        .await
     }
 
     /// Faults still in force, oldest first; with `expired_by`, only those whose lease ended by then.
@@ -154,14 +153,15 @@ impl Store {
         &self,
         expired_by: Option<i64>,
     ) -> Result<Vec<ContainerFaultRow>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {FAULT_COLUMNS} FROM container_faults WHERE undone_ms IS NULL AND until_ms <= $1 \
-             ORDER BY id"
-        ))
-        .bind(expired_by.unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(fault_of).collect()
+        self.rows_by(
+            &format!(
+                "SELECT {FAULT_COLUMNS} FROM container_faults WHERE undone_ms IS NULL AND until_ms <= $1 \
+                 ORDER BY id"
+            ),
+            expired_by.unwrap_or(i64::MAX),
+            fault_of,
+        )
+        .await
     }
 
     /// Every container fault of a run, oldest first.
@@ -169,13 +169,12 @@ impl Store {
         &self,
         run: RunId,
     ) -> Result<Vec<ContainerFaultRow>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {FAULT_COLUMNS} FROM container_faults WHERE run_id = $1 ORDER BY id"
-        ))
-        .bind(run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(fault_of).collect()
+        self.rows_by(
+            &format!("SELECT {FAULT_COLUMNS} FROM container_faults WHERE run_id = $1 ORDER BY id"),
+            run.0,
+            fault_of,
+        )
+        .await
     }
 
     /// Stores a run's per-container samples in one transaction.

@@ -27,7 +27,7 @@ mod writing;
 use std::time::Duration;
 
 use sqlx::AnyPool;
-use sqlx::any::AnyPoolOptions;
+use sqlx::any::{AnyPoolOptions, AnyRow};
 
 pub use annotations::{annotation_author, annotation_text};
 pub use containers::{ContainerFaultRow, ContainerSampleRecord, NewContainerFault};
@@ -103,6 +103,33 @@ pub fn database_url(location: &str) -> Result<(String, Backend), StoreError> {
 const SQLITE_MIGRATION_ATTEMPTS: u32 = 5;
 /// The pause between two of those attempts.
 const SQLITE_MIGRATION_PAUSE: Duration = Duration::from_millis(100);
+
+impl Store {
+    /// Runs the query `sql` with `key` bound as `$1` and reads every row it returns with `read`.
+    async fn rows_by<T>(
+        &self,
+        sql: &str,
+        key: i64,
+        read: impl Fn(&AnyRow) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let rows = sqlx::query(sql).bind(key).fetch_all(&self.pool).await?;
+        rows.iter().map(read).collect()
+    }
+
+    /// Runs the query `sql` with `key` bound as `$1` and reads the row it returns, if any, with `read`.
+    async fn row_by<T>(
+        &self,
+        sql: &str,
+        key: i64,
+        read: impl Fn(&AnyRow) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let row = sqlx::query(sql)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(read).transpose()
+    }
+}
 
 fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)

@@ -18,16 +18,13 @@ impl Store {
         &self,
         experiment: ExperimentId,
     ) -> Result<Vec<usize>, StoreError> {
-        let rows = sqlx::query(
+        self.rows_by(
             "SELECT plan_index FROM runs WHERE experiment_id = $1 AND status = 'finished' \
              ORDER BY plan_index",
+            experiment.0,
+            |row| Ok(uint(row.try_get(0)?) as usize),
         )
-        .bind(experiment.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| Ok(uint(row.try_get(0)?) as usize))
-            .collect()
+        .await
     }
 
     /// Plan positions of an experiment that have a terminal run — finished, or aborted by its stop
@@ -59,32 +56,31 @@ impl Store {
     }
 
     pub async fn experiment(&self, id: ExperimentId) -> Result<Option<ExperimentRow>, StoreError> {
-        let row = sqlx::query(&format!("{EXPERIMENT_SELECT} WHERE id = $1"))
-            .bind(id.0)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(experiment_of).transpose()
+        self.row_by(
+            &format!("{EXPERIMENT_SELECT} WHERE id = $1"),
+            id.0,
+            experiment_of,
+        )
+        .await
     }
 
     /// Every run of an experiment (every attempt), in plan order.
     pub async fn runs(&self, experiment: ExperimentId) -> Result<Vec<RunRow>, StoreError> {
-        let rows = sqlx::query(
+        self.rows_by(
             "SELECT id, experiment_id, plan_index, round_index, condition_index, condition_label, \
              fault_kind, fault_rate, breaker_mode, condition_json, status, warmup_ms, duration_ms, \
              started_at_ms, finished_at_ms, abort_reason, requests, ok, failed, rejected, timeout, \
              connection_error, client_error, energy_joules, energy_source, load_errors \
              FROM runs WHERE experiment_id = $1 ORDER BY plan_index, id",
+            experiment.0,
+            run_of,
         )
-        .bind(experiment.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(run_of).collect()
+        .await
     }
 
     pub async fn samples(&self, run: RunId) -> Result<Vec<SampleRow>, StoreError> {
         let sql = columns::select_of_run(&columns::samples(), "samples", "second");
-        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
-        rows.iter().map(sample_of).collect()
+        self.rows_by(&sql, run.0, sample_of).await
     }
 
     pub async fn endpoint_seconds(&self, run: RunId) -> Result<Vec<EndpointSecondRow>, StoreError> {
@@ -93,8 +89,7 @@ impl Store {
             "endpoint_seconds",
             "second, endpoint",
         );
-        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
-        rows.iter().map(endpoint_second_of).collect()
+        self.rows_by(&sql, run.0, endpoint_second_of).await
     }
 
     /// One endpoint's per-second rows of a run, by second (what reads only `GET /cart`'s reads several-fold
@@ -127,20 +122,17 @@ impl Store {
             "endpoint_histograms",
             "endpoint",
         );
-        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
-        rows.iter().map(endpoint_histogram_of).collect()
+        self.rows_by(&sql, run.0, endpoint_histogram_of).await
     }
 
     pub async fn transitions(&self, run: RunId) -> Result<Vec<TransitionRecord>, StoreError> {
         let sql = columns::select_of_run(&columns::TRANSITIONS, "transitions", "ordinal");
-        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
-        rows.iter().map(transition_of).collect()
+        self.rows_by(&sql, run.0, transition_of).await
     }
 
     pub async fn fault_events(&self, run: RunId) -> Result<Vec<FaultEventRecord>, StoreError> {
         let sql = columns::select_of_run(&columns::FAULT_EVENTS, "fault_events", "ordinal");
-        let rows = sqlx::query(&sql).bind(run.0).fetch_all(&self.pool).await?;
-        rows.iter().map(fault_event_record_of).collect()
+        self.rows_by(&sql, run.0, fault_event_record_of).await
     }
 
     /// The periods the run's fault was actually on (see [`super::applied_periods`]), from the run's start.

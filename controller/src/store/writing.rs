@@ -85,6 +85,32 @@ fn bind_outcomes<'q>(query: AnyQuery<'q>, outcomes: &OutcomeCounts) -> AnyQuery<
         .bind(int(outcomes.client_error))
 }
 
+/// Binds the [`columns::LATENCY`] of a summary, in that order.
+fn bind_latency<'q>(query: AnyQuery<'q>, latency: &LatencySummary) -> AnyQuery<'q> {
+    query
+        .bind(int(latency.p50_us))
+        .bind(int(latency.p95_us))
+        .bind(int(latency.p99_us))
+        .bind(int(latency.max_us))
+}
+
+/// Inserts a run's `rows` that keep their order into `table`: keyed by `run_id` and the row's `ordinal`, then
+/// `columns`, which `bind` binds.
+async fn insert_ordered<T>(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    run: RunId,
+    table: &str,
+    columns: &[&'static str],
+    rows: &[T],
+    bind: impl for<'q> Fn(AnyQuery<'q>, &'q T) -> AnyQuery<'q>,
+) -> Result<(), StoreError> {
+    let columns = columns::keyed(&["run_id", "ordinal"], columns);
+    insert_chunked(tx, table, &columns, rows, |query, ordinal, row| {
+        bind(query.bind(run.0).bind(int(ordinal as u64)), row)
+    })
+    .await
+}
+
 impl Store {
     /// Stores a validated experiment (its spec text included) as `pending`, with the simulator's predictions for
     /// its conditions, in one transaction.
@@ -269,20 +295,17 @@ impl Store {
                     .get(endpoint.endpoint)
                     .cloned()
                     .unwrap_or_else(|| format!("#{}", endpoint.endpoint));
-                bind_outcomes(
+                let outcomes = bind_outcomes(
                     query.bind(run.0).bind(int(*second)).bind(name),
                     &endpoint.outcomes,
-                )
-                .bind(int(endpoint.latency.p50_us))
-                .bind(int(endpoint.latency.p95_us))
-                .bind(int(endpoint.latency.p99_us))
-                .bind(int(endpoint.latency.max_us))
-                .bind(endpoint.histogram_v2.as_slice())
-                .bind((endpoint.latency_ok.count > 0).then(|| int(endpoint.latency_ok.p95_us)))
-                .bind(
-                    (endpoint.latency_failed.count > 0)
-                        .then(|| int(endpoint.latency_failed.p95_us)),
-                )
+                );
+                bind_latency(outcomes, &endpoint.latency)
+                    .bind(endpoint.histogram_v2.as_slice())
+                    .bind((endpoint.latency_ok.count > 0).then(|| int(endpoint.latency_ok.p95_us)))
+                    .bind(
+                        (endpoint.latency_failed.count > 0)
+                            .then(|| int(endpoint.latency_failed.p95_us)),
+                    )
             },
         )
         .await?;
@@ -295,30 +318,26 @@ impl Store {
             &record.endpoints,
             |query, _, endpoint| {
                 let summary = LatencySummary::of(&endpoint.stats.latency);
-                bind_outcomes(
+                let outcomes = bind_outcomes(
                     query.bind(run.0).bind(&endpoint.name),
                     &endpoint.stats.outcomes,
-                )
-                .bind(int(summary.p50_us))
-                .bind(int(summary.p95_us))
-                .bind(int(summary.p99_us))
-                .bind(int(summary.max_us))
-                .bind(summary.mean_us)
-                .bind(serialize_histogram(&endpoint.stats.latency))
-                .bind(serialize_histogram(&endpoint.stats.latency_ok))
+                );
+                bind_latency(outcomes, &summary)
+                    .bind(summary.mean_us)
+                    .bind(serialize_histogram(&endpoint.stats.latency))
+                    .bind(serialize_histogram(&endpoint.stats.latency_ok))
             },
         )
         .await?;
 
-        insert_chunked(
+        insert_ordered(
             &mut tx,
+            run,
             "transitions",
-            &columns::keyed(&["run_id", "ordinal"], &columns::TRANSITIONS),
+            &columns::TRANSITIONS,
             &record.transitions,
-            |query, ordinal, transition| {
+            |query, transition| {
                 query
-                    .bind(run.0)
-                    .bind(int(ordinal as u64))
                     .bind(transition.at_ms)
                     .bind(&transition.service)
                     .bind(&transition.breaker)
@@ -333,15 +352,14 @@ impl Store {
         )
         .await?;
 
-        insert_chunked(
+        insert_ordered(
             &mut tx,
+            run,
             "fault_events",
-            &columns::keyed(&["run_id", "ordinal"], &columns::FAULT_EVENTS),
+            &columns::FAULT_EVENTS,
             &record.fault_events,
-            |query, ordinal, event| {
+            |query, event| {
                 query
-                    .bind(run.0)
-                    .bind(int(ordinal as u64))
                     .bind(event.at_ms)
                     .bind(event.event.as_str())
                     .bind(&event.fault_id)
