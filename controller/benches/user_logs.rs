@@ -53,6 +53,14 @@ fn per_request(requests: u32) -> (f64, f64) {
     (per(old), per(new))
 }
 
+/// How many of a second's `per_second` samples user `user` of `users` logs: spread evenly, so they add up to
+/// `per_second` also when there are fewer samples than users (users thinking between requests).
+fn samples_of_user(user: u32, users: u32, per_second: u32) -> u32 {
+    let share =
+        |users_before: u32| u64::from(users_before) * u64::from(per_second) / u64::from(users);
+    (share(user + 1) - share(user)) as u32
+}
+
 /// Once a second, on the run loop's side: move `users` logs holding `per_second` samples in all into the
 /// recorder and close the second (summaries and HDR V2 serialisation). Returns ns per collection
 /// (median over `seconds` seconds) and ns per sample.
@@ -60,14 +68,20 @@ fn per_collection(users: u32, per_second: u32, seconds: u64) -> (f64, f64) {
     let logs = UserLogs::new(users, 1);
     let mut recorder = Recorder::new(ENDPOINTS, Duration::ZERO, None);
     let mut batch = Vec::new();
-    let per_user = per_second / users;
     let mut times = Vec::new();
     for second in 0..seconds {
+        let mut logged = 0;
         for user in 0..users {
+            let per_user = samples_of_user(user, users, per_second);
             for n in 0..per_user {
                 logs.user(user).record(sample(second, user, n, per_user));
             }
+            logged += per_user;
         }
+        assert_eq!(
+            logged, per_second,
+            "{users} users: every sample of the second is logged"
+        );
         let started = Instant::now();
         logs.collect(&mut recorder, second + 1, &mut batch);
         times.push(started.elapsed());
@@ -75,7 +89,7 @@ fn per_collection(users: u32, per_second: u32, seconds: u64) -> (f64, f64) {
     black_box(recorder.finish(seconds));
     times.sort();
     let median = times[times.len() / 2].as_nanos() as f64;
-    (median, median / f64::from((per_user * users).max(1)))
+    (median, median / f64::from(per_second.max(1)))
 }
 
 fn main() {
@@ -111,7 +125,7 @@ fn main() {
         let (collection, per_sample) = per_collection(users, per_second, seconds);
         println!(
             "once a second, run loop: {users} users, {} samples: {:.1} us per collection ({per_sample:.1} ns per sample)",
-            per_second / users * users,
+            per_second,
             collection / 1_000.0
         );
     }
