@@ -58,7 +58,7 @@ fn against_rate(stats: &ExperimentStats, metric: &MetricKey, scale: f64) -> Vec<
 /// A value of the averaged timeline against time, one series per condition.
 fn over_time(
     stats: &ExperimentStats,
-    value: impl Fn(&crate::stats::TimelinePoint) -> Option<f64>,
+    value: impl Fn(&crate::stats::TimelineBin) -> Option<f64>,
 ) -> Vec<Series> {
     stats
         .conditions
@@ -113,7 +113,7 @@ fn time_figure(
     slug: &'static str,
     title: &'static str,
     y_label: &'static str,
-    value: impl Fn(&crate::stats::TimelinePoint) -> Option<f64>,
+    value: impl Fn(&crate::stats::TimelineBin) -> Option<f64>,
 ) -> Figure {
     Figure {
         slug,

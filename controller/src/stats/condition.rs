@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::metric::MetricKey;
-use super::run::RunMetrics;
+use super::run::{RunMetrics, TimelineBin};
 use super::student::{Difference, Summary};
 use crate::predict::{Check, Prediction, checks};
 use crate::store::{EnergySource, ExperimentId, RunId, RunRow, Status};
@@ -87,15 +87,6 @@ impl EnergyLabel {
     }
 }
 
-/// A slice of the measured window averaged over a condition's rounds (means of per-run means).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct TimelinePoint {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub cart_items: Option<f64>,
-    pub cart_latency_ms: Option<f64>,
-}
-
 /// Everything about one condition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConditionStats {
@@ -103,16 +94,14 @@ pub struct ConditionStats {
     /// Finished runs (rounds) of the condition.
     pub runs: usize,
     pub metrics: Vec<MetricSummary>,
-    pub timeline: Vec<TimelinePoint>,
+    /// The runs' timelines averaged bin by bin (means of per-run means).
+    pub timeline: Vec<TimelineBin>,
     pub energy: Option<EnergyLabel>,
 }
 
 impl ConditionStats {
     pub fn summary(&self, key: &MetricKey) -> Option<&Summary> {
-        self.metrics
-            .iter()
-            .find(|metric| &metric.key == key)
-            .map(|metric| &metric.summary)
+        entry_of(&self.metrics, key, |metric| &metric.key).map(|metric| &metric.summary)
     }
 
     fn of(condition: ConditionKey, runs: &[&RunMetrics]) -> ConditionStats {
@@ -141,7 +130,7 @@ impl ConditionStats {
     }
 }
 
-fn average_timeline(runs: &[&RunMetrics]) -> Vec<TimelinePoint> {
+fn average_timeline(runs: &[&RunMetrics]) -> Vec<TimelineBin> {
     let bins = runs.iter().map(|run| run.timeline.len()).max().unwrap_or(0);
     (0..bins)
         .map(|bin| {
@@ -152,7 +141,7 @@ fn average_timeline(runs: &[&RunMetrics]) -> Vec<TimelinePoint> {
             let average = |values: Vec<f64>| {
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
             };
-            TimelinePoint {
+            TimelineBin {
                 start_s: present.first().map_or(0.0, |b| b.start_s),
                 end_s: present.first().map_or(0.0, |b| b.end_s),
                 cart_items: average(present.iter().filter_map(|b| b.cart_items).collect()),
@@ -184,11 +173,17 @@ pub struct Comparison {
 
 impl Comparison {
     pub fn difference(&self, key: &MetricKey) -> Option<&Difference> {
-        self.metrics
-            .iter()
-            .find(|metric| &metric.key == key)
-            .map(|metric| &metric.difference)
+        entry_of(&self.metrics, key, |metric| &metric.key).map(|metric| &metric.difference)
     }
+}
+
+/// The entry of a metric list for `key` (`key_of` reads an entry's key), if the list has one.
+fn entry_of<'a, T>(
+    entries: &'a [T],
+    key: &MetricKey,
+    key_of: impl Fn(&T) -> &MetricKey,
+) -> Option<&'a T> {
+    entries.iter().find(|entry| key_of(entry) == key)
 }
 
 /// An experiment as stored, briefly.
@@ -332,24 +327,24 @@ impl ExperimentStats {
 
     /// Distinct fault kinds, in condition order.
     pub fn fault_kinds(&self) -> Vec<&str> {
-        let mut kinds: Vec<&str> = Vec::new();
-        for condition in &self.conditions {
-            if !kinds.contains(&condition.condition.fault_kind.as_str()) {
-                kinds.push(&condition.condition.fault_kind);
-            }
-        }
-        kinds
+        self.distinct(|condition| &condition.fault_kind)
     }
 
     /// Distinct breaker modes, in condition order.
     pub fn breaker_modes(&self) -> Vec<&str> {
-        let mut modes: Vec<&str> = Vec::new();
+        self.distinct(|condition| &condition.breaker_mode)
+    }
+
+    /// The distinct values of one part of the conditions' keys, in condition order.
+    fn distinct<'a>(&'a self, part: impl Fn(&'a ConditionKey) -> &'a str) -> Vec<&'a str> {
+        let mut values: Vec<&str> = Vec::new();
         for condition in &self.conditions {
-            if !modes.contains(&condition.condition.breaker_mode.as_str()) {
-                modes.push(&condition.condition.breaker_mode);
+            let value = part(&condition.condition);
+            if !values.contains(&value) {
+                values.push(value);
             }
         }
-        modes
+        values
     }
 
     /// Every metric key some condition has, sorted.

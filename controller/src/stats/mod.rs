@@ -17,7 +17,7 @@ mod tests;
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
     ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
-    MetricSummary, PredictedCondition, StoppedRun, TimelinePoint,
+    MetricSummary, PredictedCondition, StoppedRun,
 };
 pub use criteria::{
     Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,

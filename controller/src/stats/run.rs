@@ -35,7 +35,8 @@ pub struct RunData {
     pub transitions: Vec<TransitionRecord>,
 }
 
-/// One slice of a run's measured window: mean cart size and mean `GET /cart` latency in it.
+/// One slice of a run's measured window: mean cart size and mean `GET /cart` latency in it (a condition's
+/// timeline holds the same slices averaged over its runs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TimelineBin {
     /// Seconds from the start of the measured window to the start / end of the bin.
@@ -183,13 +184,13 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
         // in `histogram_ok`, so the others are the difference.
         let ok = histogram_of(run.id, &row.endpoint, &row.histogram_ok_v2)?;
         let mut not_ok = histogram.clone();
-        not_ok
-            .subtract(&ok)
-            .map_err(|error| StatsError::Histogram {
-                run: run.id,
-                endpoint: row.endpoint.clone(),
-                message: format!("ok latencies are not a part of all latencies: {error:?}"),
-            })?;
+        not_ok.subtract(&ok).map_err(|error| {
+            histogram_error(
+                run.id,
+                &row.endpoint,
+                format!("ok latencies are not a part of all latencies: {error:?}"),
+            )
+        })?;
         for (metric, part) in [
             (MetricName::P95OkMs, &ok),
             (MetricName::P95FailedMs, &not_ok),
@@ -257,14 +258,7 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
     let cart_latency = |in_part: &dyn Fn(i64) -> bool| -> Result<Option<f64>, StatsError> {
         let mut merged = new_histogram();
         for row in cart_seconds.iter().filter(|row| in_part(row.second)) {
-            let histogram = histogram_of(run.id, &row.endpoint, &row.histogram_v2)?;
-            merged
-                .add(&histogram)
-                .map_err(|error| StatsError::Histogram {
-                    run: run.id,
-                    endpoint: row.endpoint.clone(),
-                    message: format!("{error:?}"),
-                })?;
+            add_second(&mut merged, run.id, row)?;
         }
         Ok((!merged.is_empty()).then(|| merged.mean() / 1000.0))
     };
@@ -320,12 +314,28 @@ fn probes_per_second(samples: &[SampleRow], window: &Window) -> Vec<f64> {
         .collect()
 }
 
-fn histogram_of(run: RunId, endpoint: &str, bytes: &[u8]) -> Result<Histogram<u64>, StatsError> {
-    deserialize_histogram(bytes).map_err(|message| StatsError::Histogram {
+fn histogram_error(run: RunId, endpoint: &str, message: String) -> StatsError {
+    StatsError::Histogram {
         run,
         endpoint: endpoint.to_owned(),
         message,
-    })
+    }
+}
+
+fn histogram_of(run: RunId, endpoint: &str, bytes: &[u8]) -> Result<Histogram<u64>, StatsError> {
+    deserialize_histogram(bytes).map_err(|message| histogram_error(run, endpoint, message))
+}
+
+/// Adds a stored second's latency histogram into `merged`.
+fn add_second(
+    merged: &mut Histogram<u64>,
+    run: RunId,
+    row: &EndpointSecondRow,
+) -> Result<(), StatsError> {
+    let histogram = histogram_of(run, &row.endpoint, &row.histogram_v2)?;
+    merged
+        .add(&histogram)
+        .map_err(|error| histogram_error(run, &row.endpoint, format!("{error:?}")))
 }
 
 fn timeline(
@@ -346,14 +356,7 @@ fn timeline(
     let mut latency: Vec<Histogram<u64>> = (0..bins).map(|_| new_histogram()).collect();
     for row in cart_seconds {
         if let Some(bin) = window.bin(row.second) {
-            let histogram = histogram_of(run, &row.endpoint, &row.histogram_v2)?;
-            latency[bin]
-                .add(&histogram)
-                .map_err(|error| StatsError::Histogram {
-                    run,
-                    endpoint: row.endpoint.clone(),
-                    message: format!("{error:?}"),
-                })?;
+            add_second(&mut latency[bin], run, row)?;
         }
     }
     let width = window.duration_s / bins as f64;
