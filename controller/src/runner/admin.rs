@@ -297,14 +297,7 @@ impl AdminClient {
 
     /// `POST {agent}/_agent/faults/{id}/renew` (for the fault's own lease length).
     pub async fn renew_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
-        self.call(
-            Method::POST,
-            &fault_url(agent_url, id, "/renew")?,
-            None,
-            Bytes::new(),
-        )
-        .await
-        .map(drop)
+        self.call_fault(Method::POST, agent_url, id, "/renew").await
     }
 
     /// `POST {agent}/_agent/halt`: removes every fault the agent holds; returns how many.
@@ -322,13 +315,19 @@ impl AdminClient {
 
     /// `DELETE {agent}/_agent/faults/{id}`.
     pub async fn delete_fault(&self, agent_url: &str, id: &str) -> Result<(), AdminError> {
-        self.call(
-            Method::DELETE,
-            &fault_url(agent_url, id, "")?,
-            None,
-            Bytes::new(),
-        )
-        .await
-        .map(drop)
+        self.call_fault(Method::DELETE, agent_url, id, "").await
+    }
+
+    /// A call without a body on one of the agent's faults (`{agent}/_agent/faults/{id}{suffix}`), the answer
+    /// dropped.
+    async fn call_fault(
+        &self,
+        method: Method,
+        agent_url: &str,
+        id: &str,
+        suffix: &str,
+    ) -> Result<(), AdminError> {
+        let url = fault_url(agent_url, id, suffix)?;
+        self.call(method, &url, None, Bytes::new()).await.map(drop)
     }
 }

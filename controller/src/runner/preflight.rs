@@ -83,16 +83,13 @@ impl Runner {
             )
             .await
             .map_err(|error| unreachable("targets.agent", &error))?;
-        let renew = self
-            .admin
-            .call(
-                Method::POST,
-                &format!("{agent}/_agent/faults/{PREFLIGHT_FAULT_ID}/renew"),
-                Some("application/json"),
-                Bytes::from_static(b"{}"),
-            )
-            .await;
-        expect_refusal_of_the_request("targets.agent", renew, StatusCode::NOT_FOUND)?;
+        self.expect_refusal(
+            "targets.agent",
+            Method::POST,
+            &format!("{agent}/_agent/faults/{PREFLIGHT_FAULT_ID}/renew"),
+            StatusCode::NOT_FOUND,
+        )
+        .await?;
         Ok(lines)
     }
 
@@ -110,16 +107,13 @@ impl Runner {
             ))
         };
         if offers.breaker_config {
-            let mode_switch = self
-                .admin
-                .call(
-                    Method::PUT,
-                    &format!("{url}/_admin/breakers/mode"),
-                    Some("application/json"),
-                    Bytes::from_static(b"{}"),
-                )
-                .await;
-            expect_refusal_of_the_request(&field, mode_switch, StatusCode::BAD_REQUEST)?;
+            self.expect_refusal(
+                &field,
+                Method::PUT,
+                &format!("{url}/_admin/breakers/mode"),
+                StatusCode::BAD_REQUEST,
+            )
+            .await?;
         }
         if offers.reset {
             // The route takes POST only: a GET is refused with 405 where it exists, 404 where it does not.
@@ -188,9 +182,32 @@ fn unreachable(field: &str, error: &AdminError) -> RunnerError {
     RunnerError::Testbed(format!("{field}: does not answer ({error})"))
 }
 
-/// A probe that a target must refuse with `expected` (the request itself is wrong on purpose, so nothing changes):
-/// `401`/`403` means the token is not accepted, anything else that the target is not what the spec says.
-fn expect_refusal_of_the_request(
+impl Runner {
+    /// A probe that a target must refuse with `expected`: an empty JSON object sent to `url`, wrong on purpose so
+    /// that nothing changes. `401`/`403` means the token is not accepted, anything else that the target is not
+    /// what the spec says.
+    async fn expect_refusal(
+        &self,
+        field: &str,
+        method: Method,
+        url: &str,
+        expected: StatusCode,
+    ) -> Result<(), RunnerError> {
+        let answered = self
+            .admin
+            .call(
+                method,
+                url,
+                Some("application/json"),
+                Bytes::from_static(b"{}"),
+            )
+            .await;
+        refusal_expected(field, answered, expected)
+    }
+}
+
+/// Whether a probe's answer is the refusal `expected` (see [`Runner::expect_refusal`]).
+fn refusal_expected(
     field: &str,
     answered: Result<Bytes, AdminError>,
     expected: StatusCode,

@@ -174,6 +174,14 @@ rates = [0.5]
 modes = ["disabled"]
 "#;
 
+    /// A new folder under the temporary directory, unique to this process and moment.
+    fn fresh_dir(prefix: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), now_ms()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
     async fn store_in(dir: &std::path::Path) -> Store {
         Store::open(dir.join("resume.db").to_str().expect("utf-8 path"))
             .await
@@ -182,12 +190,7 @@ modes = ["disabled"]
 
     #[tokio::test]
     async fn latest_unfinished_is_the_newest_unfinished_experiment_of_the_same_spec_text() {
-        let dir = std::env::temp_dir().join(format!(
-            "tolerant-resume-unit-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = fresh_dir("tolerant-resume-unit");
         let store = store_in(&dir).await;
         let spec = ExperimentSpec::parse(SPEC).expect("spec");
         let edited = ExperimentSpec::parse(&format!("{SPEC}\n# edited\n")).expect("spec");
@@ -217,12 +220,7 @@ modes = ["disabled"]
 
     #[tokio::test]
     async fn prepare_resume_clears_left_faults_and_marks_the_running_attempt_interrupted() {
-        let dir = std::env::temp_dir().join(format!(
-            "tolerant-resume-prepare-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = fresh_dir("tolerant-resume-prepare");
         let store = store_in(&dir).await;
         let spec = ExperimentSpec::parse(SPEC).expect("spec");
         let (stack, testbed) = crate::runner::start_embedded_stack(&spec)

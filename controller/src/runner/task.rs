@@ -53,14 +53,20 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn dropping_the_handle_ends_the_task() {
+    /// A task that never ends by itself, and the flag set when its future is torn down.
+    fn pending_task() -> (RunTask<()>, Arc<AtomicBool>) {
         let ended = Arc::new(AtomicBool::new(false));
         let flag = Flag(Arc::clone(&ended));
         let task = RunTask::spawn(async move {
             let _flag = flag;
             std::future::pending::<()>().await;
         });
+        (task, ended)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_handle_ends_the_task() {
+        let (task, ended) = pending_task();
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(!ended.load(Ordering::SeqCst));
         drop(task);
@@ -70,12 +76,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stop_waits_for_the_task_to_end() {
-        let ended = Arc::new(AtomicBool::new(false));
-        let flag = Flag(Arc::clone(&ended));
-        let task = RunTask::spawn(async move {
-            let _flag = flag;
-            std::future::pending::<()>().await;
-        });
+        let (task, ended) = pending_task();
         assert_eq!(task.stop().await, None);
         assert!(ended.load(Ordering::SeqCst));
     }

@@ -398,14 +398,19 @@ mod tests {
         assert_eq!(states, vec![("a", State::Open), ("b", State::Closed)]);
     }
 
-    #[test]
-    fn a_gauge_value_codes_the_state() {
+    /// An observer of the gauge `breaker_state{breaker=…}` with the default state values.
+    fn gauge_observer() -> Observer {
         let mapping = StateMapping::Value {
             metric: "breaker_state".into(),
             breaker_label: "breaker".into(),
             values: StateMapping::default_values(),
         };
-        let mut observer = Observer::new(mapping, "svc", "prometheus:y");
+        Observer::new(mapping, "svc", "prometheus:y")
+    }
+
+    #[test]
+    fn a_gauge_value_codes_the_state() {
+        let mut observer = gauge_observer();
         let scrape = |v: &str| {
             parse_exposition(&format!(
                 "breaker_state{{breaker=\"db\"}} {v}\nother_metric{{breaker=\"db\"}} 1\n"
@@ -476,12 +481,7 @@ mod tests {
 
     #[test]
     fn a_breaker_first_seen_open_or_half_open_is_a_transition_at_that_scrape() {
-        let mapping = StateMapping::Value {
-            metric: "breaker_state".into(),
-            breaker_label: "breaker".into(),
-            values: StateMapping::default_values(),
-        };
-        let mut observer = Observer::new(mapping, "svc", "prometheus:y");
+        let mut observer = gauge_observer();
         let scrape = |lines: &[(&str, u8)]| {
             let text: String = lines
                 .iter()

@@ -63,6 +63,21 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
         }
     }
     let has = |kind: FaultKindName| names.iter().any(|n| *n.get_ref() == kind);
+    // A setting of some kinds only: an error naming them when none of them is listed.
+    let used_by = |kinds: &[FaultKindName], field: &str, span: std::ops::Range<usize>| {
+        if kinds.iter().any(|kind| has(*kind)) {
+            return Ok(());
+        }
+        let quoted: Vec<String> = kinds
+            .iter()
+            .map(|kind| format!("\"{}\"", kind.as_str()))
+            .collect();
+        let message = match quoted.as_slice() {
+            [one] => format!("only used by kind {one}"),
+            _ => format!("only used by kinds {}", quoted.join(" and ")),
+        };
+        Err(check.error(field, span, message))
+    };
 
     let status = match &raw.status {
         Some(status) => {
@@ -74,26 +89,18 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
                     format!("{v} is not an HTTP error status (400 to 599)"),
                 ));
             }
-            if !has(FaultKindName::Error) {
-                return Err(check.error(
-                    "fault.status",
-                    status.span(),
-                    "only used by kind \"error\"",
-                ));
-            }
+            used_by(&[FaultKindName::Error], "fault.status", status.span())?;
             v
         }
         None => 500,
     };
     let delay = match &raw.delay {
         Some(delay) => {
-            if !has(FaultKindName::Delay) && !has(FaultKindName::NetDelay) {
-                return Err(check.error(
-                    "fault.delay",
-                    delay.span(),
-                    "only used by kinds \"delay\" and \"net_delay\"",
-                ));
-            }
+            used_by(
+                &[FaultKindName::Delay, FaultKindName::NetDelay],
+                "fault.delay",
+                delay.span(),
+            )?;
             let v = check.duration_at_most("fault.delay", delay, MAX_FAULT_DELAY)?;
             if v.is_zero() {
                 return Err(check.error("fault.delay", delay.span(), "must be above zero"));
@@ -114,13 +121,7 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
     };
     let jitter = match &raw.jitter {
         Some(jitter) => {
-            if !has(FaultKindName::Delay) {
-                return Err(check.error(
-                    "fault.jitter",
-                    jitter.span(),
-                    "only used by kind \"delay\"",
-                ));
-            }
+            used_by(&[FaultKindName::Delay], "fault.jitter", jitter.span())?;
             check.duration_at_most("fault.jitter", jitter, MAX_FAULT_DELAY)?
         }
         None => Duration::ZERO,
@@ -128,13 +129,7 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
 
     let signal = match &raw.signal {
         Some(signal) => {
-            if !has(FaultKindName::Kill) {
-                return Err(check.error(
-                    "fault.signal",
-                    signal.span(),
-                    "only used by kind \"kill\"",
-                ));
-            }
+            used_by(&[FaultKindName::Kill], "fault.signal", signal.span())?;
             let wanted = signal.get_ref().trim().to_ascii_uppercase();
             let wanted = if wanted.starts_with("SIG") {
                 wanted
