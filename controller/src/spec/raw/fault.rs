@@ -150,6 +150,19 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
 
     let mut kinds = Vec::with_capacity(names.len());
     for name in &names {
+        // A delay kind without `delay`: an error at the kind, with an example.
+        let needs_delay = |example: &str| {
+            delay.ok_or_else(|| {
+                check.error(
+                    "fault.delay",
+                    name.span(),
+                    format!(
+                        "kind \"{}\" needs `delay` (e.g. \"{example}\")",
+                        name.get_ref().as_str()
+                    ),
+                )
+            })
+        };
         kinds.push(match name.get_ref() {
             FaultKindName::Error => FaultKind::Error { status },
             FaultKindName::Hang => FaultKind::Hang,
@@ -159,26 +172,13 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
             FaultKindName::Kill => FaultKind::Kill { signal },
             FaultKindName::Restart => FaultKind::Restart,
             FaultKindName::NetLoss => FaultKind::NetLoss,
-            FaultKindName::NetDelay => {
-                let Some(delay) = delay else {
-                    return Err(check.error(
-                        "fault.delay",
-                        name.span(),
-                        "kind \"net_delay\" needs `delay` (e.g. \"200ms\")",
-                    ));
-                };
-                FaultKind::NetDelay { delay }
-            }
-            FaultKindName::Delay => {
-                let Some(delay) = delay else {
-                    return Err(check.error(
-                        "fault.delay",
-                        name.span(),
-                        "kind \"delay\" needs `delay` (e.g. \"500ms\")",
-                    ));
-                };
-                FaultKind::Delay { delay, jitter }
-            }
+            FaultKindName::NetDelay => FaultKind::NetDelay {
+                delay: needs_delay("200ms")?,
+            },
+            FaultKindName::Delay => FaultKind::Delay {
+                delay: needs_delay("500ms")?,
+                jitter,
+            },
         });
     }
 
