@@ -21,13 +21,7 @@ pub struct AgentStream {
 impl AgentStream {
     /// Connects to `{agent_url}/_agent/stream`; returns once subscribed.
     pub async fn connect(agent_url: &str) -> Result<Self, String> {
-        let ws_url = format!(
-            "ws://{}/_agent/stream",
-            agent_url.trim_start_matches("http://")
-        );
-        let (mut stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
-            .await
-            .map_err(|e| format!("{ws_url}: {e}"))?;
+        let mut stream = super::transitions::subscribe(agent_url, "/_agent/stream").await?;
         let events = Arc::new(Mutex::new(Vec::new()));
         let reader = {
             let events = Arc::clone(&events);

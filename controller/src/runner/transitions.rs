@@ -13,6 +13,21 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::store::TransitionRecord;
 use crate::target::ServiceId;
 
+/// The websocket stream at `path` of a target's base URL (`http://…`); an error names the URL.
+pub(super) async fn subscribe(
+    url: &str,
+    path: &str,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    String,
+> {
+    let ws_url = format!("ws://{}{path}", url.trim_start_matches("http://"));
+    let (stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+        .await
+        .map_err(|e| format!("{ws_url}: {e}"))?;
+    Ok(stream)
+}
+
 /// Subscriptions to the services' transition streams; events land in one shared list.
 pub struct TransitionCollector {
     events: Arc<Mutex<Vec<TransitionRecord>>>,
@@ -26,13 +41,7 @@ impl TransitionCollector {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut readers = JoinSet::new();
         for (label, url) in services {
-            let ws_url = format!(
-                "ws://{}/_breakers/stream",
-                url.trim_start_matches("http://")
-            );
-            let (mut stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
-                .await
-                .map_err(|e| format!("{ws_url}: {e}"))?;
+            let mut stream = subscribe(url, "/_breakers/stream").await?;
             let events = Arc::clone(&events);
             let label = label.clone();
             readers.spawn(async move {
