@@ -99,10 +99,36 @@ pub fn database_url(location: &str) -> Result<(String, Backend), StoreError> {
     Ok((format!("sqlite://{location}?mode=rwc"), Backend::Sqlite))
 }
 
-/// How many times a SQLite file's migration is run when another process migrates it at the same time.
-const SQLITE_MIGRATION_ATTEMPTS: u32 = 5;
+/// How many times a step of opening a SQLite file is run when another process opens it at the same time.
+const SQLITE_OPEN_ATTEMPTS: u32 = 5;
 /// The pause between two of those attempts.
-const SQLITE_MIGRATION_PAUSE: Duration = Duration::from_millis(100);
+const SQLITE_OPEN_PAUSE: Duration = Duration::from_millis(100);
+
+/// Runs `step`, and on SQLite runs it again after [`SQLITE_OPEN_PAUSE`] while it fails, up to
+/// [`SQLITE_OPEN_ATTEMPTS`] times in all; the last error is returned. On PostgreSQL it runs once.
+async fn again_on_sqlite<T, E, Step, Attempt>(
+    backend: Backend,
+    what: &str,
+    mut step: Step,
+) -> Result<T, E>
+where
+    E: std::fmt::Display,
+    Step: FnMut() -> Attempt,
+    Attempt: std::future::Future<Output = Result<T, E>>,
+{
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Ok(value) => return Ok(value),
+            Err(error) if backend == Backend::Sqlite && attempt < SQLITE_OPEN_ATTEMPTS => {
+                tracing::debug!(%error, attempt, "{what} alongside another process; again");
+                attempt += 1;
+                tokio::time::sleep(SQLITE_OPEN_PAUSE).await;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
 
 impl Store {
     /// Runs the query `sql` with `key` bound as `$1` and reads every row it returns with `read`.
@@ -163,25 +189,20 @@ impl Store {
             })
             .connect(&url)
             .await?;
+        // Two processes opening one new SQLite file at once contend for it: switching it to WAL can answer
+        // "database is locked" without waiting, and sqlx's migration lock is a no-op on SQLite, so the later
+        // may find a table the other has just created. Both steps are repeatable (each migration commits with
+        // its version recorded, so a second pass applies only what is still missing): on SQLite they are run
+        // again after a pause.
         if backend == Backend::Sqlite {
             // Persistent in the file: readers (the dashboard) never block the writer.
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .fetch_optional(&pool)
-                .await?;
+            again_on_sqlite(backend, "switching to WAL", || {
+                sqlx::query("PRAGMA journal_mode = WAL").fetch_optional(&pool)
+            })
+            .await?;
         }
         let migrator = migrations::migrator(backend).await?;
-        let mut attempt = 1;
-        // sqlx's migration lock is a no-op on SQLite, so two processes opening one new file migrate it at
-        // once and the later finds a table the other has just created. Each migration commits with its
-        // version recorded, so a second pass applies only what is still missing.
-        while let Err(error) = migrator.run(&pool).await {
-            if backend != Backend::Sqlite || attempt == SQLITE_MIGRATION_ATTEMPTS {
-                return Err(error.into());
-            }
-            tracing::debug!(%error, attempt, "migrating alongside another process; again");
-            attempt += 1;
-            tokio::time::sleep(SQLITE_MIGRATION_PAUSE).await;
-        }
+        again_on_sqlite(backend, "migrating", || migrator.run(&pool)).await?;
         Ok(Store { pool, backend })
     }
 

@@ -78,10 +78,11 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
 }
 
 /// Two processes opening one new SQLite file at once (a controller and a dashboard, or a test watching a
-/// controller) both get a store with the whole schema: the one that loses the race to migrate does not fail.
+/// controller) both get a store with the whole schema: the one that loses the race to switch the file to WAL or
+/// to migrate it does not fail.
 #[tokio::test]
 async fn two_stores_opening_one_new_file_at_once_both_open() {
-    for _ in 0..8 {
+    for _ in 0..32 {
         let file = TempDb::new();
         let location = file.0.to_str().unwrap().to_owned();
         let (first, second) = tokio::join!(Store::open(&location), Store::open(&location));
@@ -94,6 +95,49 @@ async fn two_stores_opening_one_new_file_at_once_both_open() {
         first.close().await;
         second.close().await;
     }
+}
+
+/// A step of opening a SQLite file that fails is run again after a pause, up to five times in all, the last
+/// error returned; on PostgreSQL it runs once.
+#[tokio::test(start_paused = true)]
+async fn a_contended_sqlite_step_is_run_again_a_bounded_number_of_times() {
+    let attempts = std::cell::Cell::new(0);
+    let fails_twice = || {
+        attempts.set(attempts.get() + 1);
+        let attempt = attempts.get();
+        async move {
+            if attempt <= 2 {
+                Err(format!("busy {attempt}"))
+            } else {
+                Ok(attempt)
+            }
+        }
+    };
+    let started = tokio::time::Instant::now();
+    assert_eq!(
+        again_on_sqlite(Backend::Sqlite, "opening", fails_twice).await,
+        Ok(3)
+    );
+    assert_eq!(started.elapsed(), 2 * SQLITE_OPEN_PAUSE);
+
+    attempts.set(0);
+    assert_eq!(
+        again_on_sqlite(Backend::Postgres, "opening", fails_twice).await,
+        Err("busy 1".to_owned())
+    );
+    assert_eq!(attempts.get(), 1);
+
+    attempts.set(0);
+    let always_fails = || {
+        attempts.set(attempts.get() + 1);
+        let attempt = attempts.get();
+        async move { Err::<(), _>(format!("busy {attempt}")) }
+    };
+    assert_eq!(
+        again_on_sqlite(Backend::Sqlite, "opening", always_fails).await,
+        Err(format!("busy {SQLITE_OPEN_ATTEMPTS}"))
+    );
+    assert_eq!(attempts.get(), SQLITE_OPEN_ATTEMPTS);
 }
 
 /// A stored value that does not decode is an error naming its column, never a silent blank.
