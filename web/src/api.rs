@@ -2,10 +2,11 @@
 //! bearer token or the login cookie with its CSRF header.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 use http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
-use http::{HeaderMap, StatusCode};
+use http::request::Parts;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -25,6 +26,35 @@ use crate::error::AppError;
 use crate::hub::Hub;
 use crate::hub::LiveEvent;
 use crate::operations::{AnnotationEntry, AnnotationRequest, FaultRequest, MAX_ANNOTATIONS_LISTED};
+
+/// A request allowed to act: the bearer token, or the login cookie with its CSRF header. Every mutating handler
+/// takes one; it is checked before the request's body is read.
+#[derive(Debug)]
+pub struct Acting;
+
+impl<S: Send + Sync> FromRequestParts<S> for Acting
+where
+    Arc<Auth>: FromRef<S>,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        Arc::<Auth>::from_ref(state).authorize(&parts.headers, None)?;
+        Ok(Acting)
+    }
+}
+
+impl FromRef<AppState> for Arc<Auth> {
+    fn from_ref(state: &AppState) -> Self {
+        Arc::clone(&state.auth)
+    }
+}
+
+impl FromRef<BreakerEventsState> for Arc<Auth> {
+    fn from_ref(state: &BreakerEventsState) -> Self {
+        Arc::clone(&state.auth)
+    }
+}
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
@@ -84,10 +114,9 @@ pub async fn experiment(
 /// `POST /api/experiments`, body: the TOML spec.
 pub async fn create_experiment(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let id = state.operations.create(body).await?;
     Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
 }
@@ -100,12 +129,11 @@ pub struct AtQuery {
 /// `POST /api/experiments/{id}/start`, optional `at` in the query or a JSON body `{"at": …}`.
 pub async fn start_experiment(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     Path(id): Path<i64>,
     Query(query): Query<AtQuery>,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let mut at = match query.at {
         Some(text) => parse_at(&Value::String(text))?,
         None => None,
@@ -123,10 +151,9 @@ pub async fn start_experiment(
 
 pub async fn abort_experiment(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     state.operations.abort(id).await?;
     Ok(Json(json!({ "id": id, "aborted": true })).into_response())
 }
@@ -189,8 +216,7 @@ pub async fn results_json(
     ))
 }
 
-pub async fn halt(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
+pub async fn halt(State(state): State<AppState>, _: Acting) -> Result<Response, AppError> {
     state.operations.halt().await?;
     Ok(Json(json!({ "halted": true })).into_response())
 }
@@ -230,10 +256,9 @@ pub struct AnnotationBody {
 /// `POST /api/annotations`, body `{"text": …, "author"?: …, "experiment"?: id}`; answers the stored annotation.
 pub async fn annotate(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let body: AnnotationBody = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let entry = store_annotation(&state, body.text, body.author, body.experiment).await?;
@@ -284,12 +309,11 @@ pub struct TargetQuery {
 /// `PUT /api/faults/{id}?target=payment`, body: the agent's fault document.
 pub async fn set_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     Path(id): Path<String>,
     Query(query): Query<TargetQuery>,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     check_fault_id(&id)?;
     let fault = FaultSpec::from_json_slice(body.as_bytes())
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
@@ -313,11 +337,10 @@ fn check_fault_id(id: &str) -> Result<(), AppError> {
 
 pub async fn clear_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     Path(id): Path<String>,
     Query(query): Query<TargetQuery>,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     check_fault_id(&id)?;
     let target = fault_target(query)?;
     state.operations.clear_fault(target, id.clone()).await?;
@@ -334,10 +357,9 @@ pub async fn containers(State(state): State<AppState>) -> Result<Response, AppEr
 /// `net_delay`, `loss` as the game-day form has them, as text): applies a container fault, returns its id.
 pub async fn set_container_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let form: crate::pages::ContainerFaultForm = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let request = crate::pages::container_fault_of_form(&form)?;
@@ -348,10 +370,9 @@ pub async fn set_container_fault(
 /// `DELETE /api/containers/faults/{id}`: undoes a container fault now.
 pub async fn clear_container_fault(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     state.operations.clear_container_fault(id).await?;
     Ok(Json(json!({ "id": id, "cleared": true })).into_response())
 }
@@ -384,10 +405,9 @@ pub(crate) fn parse_mode(mode: &str) -> Result<breaker::Mode, AppError> {
 
 pub async fn set_breaker_mode(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let body: BreakerModeBody = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let mode = parse_mode(&body.mode)?;
@@ -454,10 +474,9 @@ pub fn spawn_breaker_events_server(
 /// (when a dashboard runs) and into the run being recorded; answers how many were taken.
 pub async fn breaker_events(
     State(state): State<BreakerEventsState>,
-    headers: HeaderMap,
+    _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    state.auth.authorize(&headers, None)?;
     let ingested = state
         .inbox
         .ingest(&body, now_ms())
