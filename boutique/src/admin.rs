@@ -231,8 +231,8 @@ enum PushRefused {
     #[error(transparent)]
     Config(#[from] BreakerConfigError),
     /// Not a mode switch ([`ModeSwitch::parse`] names the field).
-    #[error("{0}")]
-    Mode(String),
+    #[error(transparent)]
+    Mode(#[from] ModeSwitchError),
 }
 
 /// The query of a push: `?lease=30s`, or nothing (the config stays until changed or restored).
@@ -349,29 +349,42 @@ pub struct ModeSwitch {
     pub mode: breaker::Mode,
 }
 
+/// Why a body is not a [`ModeSwitch`]; `Display` names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeSwitchError {
+    #[error("body: not JSON ({0})")]
+    NotJson(String),
+    #[error(r#"body: expected a JSON object like {{"mode": "shadow"}}"#)]
+    NotAnObject,
+    #[error("{0}: unknown field (the only field is `mode`)")]
+    UnknownField(String),
+    #[error("mode: missing")]
+    MissingMode,
+    #[error(r#"mode: {0} is not one of "enforce", "shadow", "forced-open", "disabled""#)]
+    UnknownMode(String),
+}
+
 impl ModeSwitch {
     /// Reads a body; errors name the field.
-    pub fn parse(body: &[u8]) -> Result<ModeSwitch, String> {
+    pub fn parse(body: &[u8]) -> Result<ModeSwitch, ModeSwitchError> {
         serde_json::from_slice(body).map_err(|_| ModeSwitch::why_refused(body))
     }
 
     /// Why `body` is not a mode switch, naming the field.
-    fn why_refused(body: &[u8]) -> String {
+    fn why_refused(body: &[u8]) -> ModeSwitchError {
         let value: serde_json::Value = match serde_json::from_slice(body) {
             Ok(value) => value,
-            Err(err) => return format!("body: not JSON ({err})"),
+            Err(err) => return ModeSwitchError::NotJson(err.to_string()),
         };
         let Some(object) = value.as_object() else {
-            return r#"body: expected a JSON object like {"mode": "shadow"}"#.to_owned();
+            return ModeSwitchError::NotAnObject;
         };
         if let Some(unknown) = object.keys().find(|key| *key != "mode") {
-            return format!("{unknown}: unknown field (the only field is `mode`)");
+            return ModeSwitchError::UnknownField(unknown.clone());
         }
         match object.get("mode") {
-            None => "mode: missing".to_owned(),
-            Some(mode) => format!(
-                "mode: {mode} is not one of \"enforce\", \"shadow\", \"forced-open\", \"disabled\""
-            ),
+            None => ModeSwitchError::MissingMode,
+            Some(mode) => ModeSwitchError::UnknownMode(mode.to_string()),
         }
     }
 }
@@ -387,7 +400,7 @@ async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response 
 
 #[cfg(test)]
 mod tests {
-    use super::{BreakerConfigError, ModeSwitch, parse_breaker_config};
+    use super::{BreakerConfigError, ModeSwitch, ModeSwitchError, parse_breaker_config};
 
     /// What the admin client sends for each mode is what the service reads back: one type on both sides.
     #[test]
@@ -421,11 +434,17 @@ mod tests {
                 r#"body: expected a JSON object like {"mode": "shadow"}"#.to_owned(),
             ),
         ] {
-            assert_eq!(ModeSwitch::parse(body.as_bytes()), Err(error), "{body}");
+            let refused = ModeSwitch::parse(body.as_bytes()).unwrap_err();
+            assert_eq!(refused.to_string(), error, "{body}");
         }
+        assert!(matches!(
+            ModeSwitch::parse(b"mode"),
+            Err(ModeSwitchError::NotJson(_))
+        ));
         assert!(
             ModeSwitch::parse(b"mode")
                 .unwrap_err()
+                .to_string()
                 .starts_with("body: not JSON")
         );
     }

@@ -27,26 +27,33 @@ async fn currencies() -> Json<Vec<&'static str>> {
     Json(data::EUR_RATES.iter().map(|(code, _)| *code).collect())
 }
 
+/// Why an amount cannot be converted; `Display` names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    #[error("from: units and nanos must have the same sign")]
+    MixedSigns,
+    #[error("from.currency_code: unsupported currency {0:?}")]
+    UnsupportedFrom(String),
+    #[error("to_code: unsupported currency {0:?}")]
+    UnsupportedTo(String),
+}
+
 /// Converts `from` into `to_code`, or names what is unsupported.
-pub fn convert_money(from: &Money, to_code: &str) -> Result<Money, String> {
+pub fn convert_money(from: &Money, to_code: &str) -> Result<Money, ConvertError> {
     if !from.is_valid() {
-        return Err("from: units and nanos must have the same sign".to_owned());
+        return Err(ConvertError::MixedSigns);
     }
-    let from_rate = data::eur_rate(&from.currency_code).ok_or_else(|| {
-        format!(
-            "from.currency_code: unsupported currency {:?}",
-            from.currency_code
-        )
-    })?;
-    let to_rate = data::eur_rate(to_code)
-        .ok_or_else(|| format!("to_code: unsupported currency {to_code:?}"))?;
+    let from_rate = data::eur_rate(&from.currency_code)
+        .ok_or_else(|| ConvertError::UnsupportedFrom(from.currency_code.clone()))?;
+    let to_rate =
+        data::eur_rate(to_code).ok_or_else(|| ConvertError::UnsupportedTo(to_code.to_owned()))?;
     Ok(from.converted(to_code, to_rate / from_rate))
 }
 
 async fn convert(State(_): State<CurrencyState>, Json(request): Json<ConvertRequest>) -> Response {
     match convert_money(&request.from, &request.to_code) {
         Ok(money) => Json(money).into_response(),
-        Err(message) => json_error(StatusCode::BAD_REQUEST, message),
+        Err(refused) => json_error(StatusCode::BAD_REQUEST, refused.to_string()),
     }
 }
 
@@ -66,16 +73,14 @@ mod tests {
     #[test]
     fn unsupported_codes_name_the_field() {
         let price = Money::from_cents("USD", 100);
-        assert!(
-            convert_money(&price, "XXX")
-                .unwrap_err()
-                .starts_with("to_code")
+        assert_eq!(
+            convert_money(&price, "XXX").unwrap_err().to_string(),
+            r#"to_code: unsupported currency "XXX""#
         );
         let odd = Money::from_cents("XXX", 100);
-        assert!(
-            convert_money(&odd, "USD")
-                .unwrap_err()
-                .starts_with("from.currency_code")
+        assert_eq!(
+            convert_money(&odd, "USD").unwrap_err().to_string(),
+            r#"from.currency_code: unsupported currency "XXX""#
         );
     }
 }
