@@ -110,9 +110,8 @@ impl EmbeddedOperations {
     ) -> Result<String, OperationError> {
         self.experiment_row(id).await?;
         let (stats, annotations) = self.stats_and_annotations(id).await?;
-        let report = rendered(move || report::render_annotated(&stats, &annotations, format))
-            .await
-            .map_err(internal)?;
+        let report =
+            rendered(move || report::render_annotated(&stats, &annotations, format)).await?;
         Ok(report.text)
     }
 
@@ -137,9 +136,11 @@ impl EmbeddedOperations {
 /// Runs a rendering on the blocking pool; a rendering that panicked is an error, not a crash.
 async fn rendered<T: Send + 'static>(
     render: impl FnOnce() -> Result<T, report::ReportError> + Send + 'static,
-) -> Result<T, String> {
+) -> Result<T, OperationError> {
     match tokio::task::spawn_blocking(render).await {
-        Ok(rendered) => rendered.map_err(|error| error.to_string()),
-        Err(error) => Err(format!("rendering the report stopped: {error}")),
+        Ok(rendered) => rendered.map_err(internal),
+        Err(error) => Err(internal(format_args!(
+            "rendering the report stopped: {error}"
+        ))),
     }
 }
