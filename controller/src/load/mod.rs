@@ -35,7 +35,9 @@ pub use budget::{
     DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
     check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
 };
-pub use custom::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
+pub use custom::{
+    CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, TemplateError, Values,
+};
 pub use mix::{
     CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Step, Workload,
     endpoint, luhn_valid, online_boutique,

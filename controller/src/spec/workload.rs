@@ -228,7 +228,7 @@ fn request_template(
         ));
     }
     let path = Template::parse(&request.path, names)
-        .map_err(|e| check.error(&field("path"), span.clone(), e))?;
+        .map_err(|e| check.error(&field("path"), span.clone(), e.to_string()))?;
     // The path as written (placeholders filled with a letter) must be a valid request target.
     let sample: String = request.path.replace(['{', '}'], "x");
     if http::Uri::try_from(sample.as_str()).is_err() || request.path.contains(' ') {
@@ -240,8 +240,9 @@ fn request_template(
     }
     let mut form = Vec::new();
     for (key, value) in request.form.iter().flatten() {
-        let template = Template::parse(value, names)
-            .map_err(|e| check.error(&field(&format!("form.{key}")), span.clone(), e))?;
+        let template = Template::parse(value, names).map_err(|e| {
+            check.error(&field(&format!("form.{key}")), span.clone(), e.to_string())
+        })?;
         form.push((key.clone(), template));
     }
     let json = match &request.json {
@@ -317,7 +318,7 @@ fn header_templates(
         if value.len() > MAX_HEADER_VALUE {
             return Err((at, format!("longer than {MAX_HEADER_VALUE} bytes")));
         }
-        let template = Template::parse(value, names).map_err(|e| (at.clone(), e))?;
+        let template = Template::parse(value, names).map_err(|e| (at.clone(), e.to_string()))?;
         if HeaderValue::from_str(&template.filled_with("x")).is_err() {
             return Err((at, format!("`{value}` is not a valid header value")));
         }
@@ -363,9 +364,9 @@ fn json_template(
         ));
     }
     Ok(match value {
-        toml::Value::String(text) => {
-            JsonTemplate::Text(Template::parse(text, names).map_err(|e| (field.to_owned(), e))?)
-        }
+        toml::Value::String(text) => JsonTemplate::Text(
+            Template::parse(text, names).map_err(|e| (field.to_owned(), e.to_string()))?,
+        ),
         toml::Value::Integer(number) => JsonTemplate::Literal((*number).into()),
         toml::Value::Float(number) => JsonTemplate::Literal(
             serde_json::Number::from_f64(*number)
