@@ -172,5 +172,5 @@ async fn a_source_that_does_not_answer_names_itself() {
         .await
         .err()
         .expect("no baseline, no run");
-    assert!(error.starts_with("sources[0].url"), "{error}");
+    assert!(error.to_string().starts_with("sources[0].url"), "{error}");
 }

@@ -9,6 +9,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use agent::api::AgentEvent;
 
+use super::setup_error::SetupError;
 use super::task::RunTask;
 use crate::store::{FaultEvent, FaultEventRecord};
 
@@ -20,7 +21,7 @@ pub struct AgentStream {
 
 impl AgentStream {
     /// Connects to `{agent_url}/_agent/stream`; returns once subscribed.
-    pub async fn connect(agent_url: &str) -> Result<Self, String> {
+    pub async fn connect(agent_url: &str) -> Result<Self, SetupError> {
         let mut stream = super::transitions::subscribe(agent_url, "/_agent/stream").await?;
         let events = Arc::new(Mutex::new(Vec::new()));
         let reader = {

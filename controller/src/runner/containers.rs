@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::now_ms;
 use super::scope::fault_event;
+use super::setup_error::SetupError;
 use super::task::RunTask;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
@@ -88,12 +89,12 @@ impl ContainerStack {
         planned: &PlannedRun,
         run: RunId,
         events: &Arc<Mutex<Vec<FaultEventRecord>>>,
-    ) -> Result<ContainerRun, String> {
+    ) -> Result<ContainerRun, SetupError> {
         let engine = self.leases.engine().clone();
         let stack = engine
             .stack(&self.project)
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| SetupError::Containers(Box::new(error)))?;
         let sampler = ContainerSampler::start(engine, stack.clone(), SAMPLE_PERIOD);
         let mut started = ContainerRun {
             faults: AppliedFaults {
@@ -113,18 +114,19 @@ impl ContainerStack {
             .filter(|container| spec.fault.target == container.service.as_str())
             .collect();
         if replicas.is_empty() {
-            return Err(DockerError::NoSuchService {
-                project: self.project.clone(),
-                service: spec.fault.target.to_string(),
-            }
-            .to_string());
+            return Err(SetupError::Containers(Box::new(
+                DockerError::NoSuchService {
+                    project: self.project.clone(),
+                    service: spec.fault.target.to_string(),
+                },
+            )));
         }
         for container in replicas {
             let id = self
                 .leases
                 .inject(container, &action, spec.fault.lease, Some(run), now_ms())
                 .await
-                .map_err(|error| format!("container fault not applied: {error}"))?;
+                .map_err(|error| SetupError::ContainerFaultNotApplied(Box::new(error)))?;
             let fault_id = format!("container-{id}");
             events.lock().push(fault_event(
                 FaultEvent::Applied,

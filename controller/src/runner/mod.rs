@@ -14,6 +14,7 @@ pub mod prometheus;
 mod resume;
 mod sampler;
 mod scope;
+mod setup_error;
 mod sources;
 mod stop;
 mod task;
@@ -30,6 +31,7 @@ pub use agent_stream::{AgentStream, parse_agent_event};
 pub use containers::{ContainerStack, container_action};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use sampler::Sampler;
+pub use setup_error::SetupError;
 pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
 pub use task::RunTask;
@@ -128,6 +130,9 @@ pub enum RunnerError {
     Store(#[from] StoreError),
     #[error("testbed: {0}")]
     Testbed(String),
+    /// A stream or a foreign source a run needs did not start.
+    #[error("testbed: {0}")]
+    Setup(#[from] SetupError),
     #[error("testbed admin call: {0}")]
     Admin(#[from] AdminError),
     #[error("load: {0}")]
@@ -357,8 +362,7 @@ impl Runner {
                 self.push_inbox.as_ref(),
                 self.live_transitions.clone(),
             )
-            .await
-            .map_err(RunnerError::Testbed)?,
+            .await?,
         );
         let run = self
             .store
@@ -497,7 +501,7 @@ impl Runner {
         let injects = planned.condition.fault_rate > 0.0;
         if let Some(stack) = &self.containers {
             if let Err(reason) = scope.begin_containers(stack, spec, planned, run).await {
-                abort_reason = Some(reason);
+                abort_reason = Some(reason.to_string());
             }
         } else if injects && planned.condition.fault.name().is_container() {
             abort_reason = Some(format!(
@@ -520,7 +524,7 @@ impl Runner {
                 scheduled = Some((fault_id, fault));
             } else if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await
             {
-                abort_reason = Some(reason);
+                abort_reason = Some(reason.to_string());
             }
         }
         scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));

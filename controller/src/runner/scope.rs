@@ -24,6 +24,7 @@ use super::breaker_hold::HeldBreakers;
 use super::containers::{ContainerRun, ContainerStack};
 use super::fault_schedule::ScheduledFault;
 use super::sampler::Sampler;
+use super::setup_error::SetupError;
 use super::sources::SourceCollector;
 use super::task::RunTask;
 use super::transitions::TransitionCollector;
@@ -80,7 +81,7 @@ pub struct RunScope {
     transitions: Option<TransitionCollector>,
     /// Breakers Tolerant did not write (`[[sources]]`, pushes).
     foreign: Option<SourceCollector>,
-    agent_stream: Option<Result<AgentStream, String>>,
+    agent_stream: Option<Result<AgentStream, SetupError>>,
     sampler: Option<Sampler>,
     /// The compose stack's sampling and container fault, when the run is against it.
     containers: Option<ContainerRun>,
@@ -102,9 +103,7 @@ impl RunScope {
             .filter(|(name, _)| offers_of(name.as_str()).breaker_stream)
             .cloned()
             .collect();
-        let transitions = TransitionCollector::connect(&streams)
-            .await
-            .map_err(RunnerError::Testbed)?;
+        let transitions = TransitionCollector::connect(&streams).await?;
         let agent_stream = AgentStream::connect(&testbed.agent).await;
         Ok(RunScope {
             admin: admin.clone(),
@@ -140,7 +139,7 @@ impl RunScope {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
         run: RunId,
-    ) -> Result<(), String> {
+    ) -> Result<(), SetupError> {
         let started = stack.begin(spec, planned, run, &self.fault_events).await?;
         self.containers = Some(started);
         Ok(())
@@ -153,11 +152,11 @@ impl RunScope {
         fault_id: &str,
         fault: &agent::api::FaultSpec,
         lease: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), SetupError> {
         self.admin
             .put_fault(&self.agent_url, fault_id, fault)
             .await
-            .map_err(|error| format!("fault not applied: {error}"))?;
+            .map_err(SetupError::FaultNotApplied)?;
         self.record(FaultEvent::Applied, fault_id, fault.to_json_value());
         let renewal = spawn_renewal(
             self.admin.clone(),
@@ -272,7 +271,7 @@ impl RunScope {
             Some(Err(error)) => self.record(
                 FaultEvent::AgentStreamUnavailable,
                 "",
-                json!({ "error": error }),
+                json!({ "error": error.to_string() }),
             ),
             None => {}
         }

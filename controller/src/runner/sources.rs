@@ -11,8 +11,9 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::MissedTickBehavior;
 
-use super::admin::AdminClient;
+use super::admin::{AdminClient, AdminError};
 use super::now_ms;
+use super::setup_error::SetupError;
 use super::task::RunTask;
 use crate::sources::{Observer, PushInbox, parse_exposition};
 use crate::spec::{ScrapeSpec, SourceSpec};
@@ -28,11 +29,11 @@ pub struct SourceCollector {
 }
 
 /// Takes one scrape: the exposition's samples, or why not.
-async fn scrape(client: &AdminClient, url: &str) -> Result<Vec<crate::sources::Sample>, String> {
-    let body = client
-        .call(Method::GET, url, None, Bytes::new())
-        .await
-        .map_err(|error| error.to_string())?;
+async fn scrape(
+    client: &AdminClient,
+    url: &str,
+) -> Result<Vec<crate::sources::Sample>, AdminError> {
+    let body = client.call(Method::GET, url, None, Bytes::new()).await?;
     Ok(parse_exposition(&String::from_utf8_lossy(&body)))
 }
 
@@ -43,7 +44,7 @@ impl SourceCollector {
         sources: &[SourceSpec],
         inbox: Option<&PushInbox>,
         live: Option<TransitionSink>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SetupError> {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         let client = AdminClient::without_token();
@@ -69,7 +70,7 @@ impl SourceCollector {
             let mut observer = Observer::new(mapping, service, scrape_spec.source_name());
             let baseline = scrape(&client, &url)
                 .await
-                .map_err(|error| format!("sources[{index}].url: no baseline scrape ({error})"))?;
+                .map_err(|source| SetupError::NoBaseline { index, source })?;
             let (client, keep) = (client.clone(), keep.clone());
             // A breaker already open (or half-open) at the baseline is on the timeline from here.
             for event in observer.observe(&baseline, now_ms().max(0) as u64) {

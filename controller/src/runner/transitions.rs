@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::setup_error::SetupError;
 use crate::store::TransitionRecord;
 use crate::target::ServiceId;
 
@@ -19,13 +20,16 @@ pub(super) async fn subscribe(
     path: &str,
 ) -> Result<
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    String,
+    SetupError,
 > {
     let ws_url = format!("ws://{}{path}", url.trim_start_matches("http://"));
-    let (stream, _) = tokio_tungstenite::connect_async(ws_url.as_str())
-        .await
-        .map_err(|e| format!("{ws_url}: {e}"))?;
-    Ok(stream)
+    match tokio_tungstenite::connect_async(ws_url.as_str()).await {
+        Ok((stream, _)) => Ok(stream),
+        Err(error) => Err(SetupError::Subscribe {
+            url: ws_url,
+            source: Box::new(error),
+        }),
+    }
 }
 
 /// Subscriptions to the services' transition streams; events land in one shared list.
@@ -37,7 +41,7 @@ pub struct TransitionCollector {
 impl TransitionCollector {
     /// Connects to `{url}/_breakers/stream` of every service (`(label, base URL http://…)`). Returns once
     /// every subscription is established, so no transition after this call is missed.
-    pub async fn connect(services: &[(ServiceId, String)]) -> Result<Self, String> {
+    pub async fn connect(services: &[(ServiceId, String)]) -> Result<Self, SetupError> {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut readers = JoinSet::new();
         for (label, url) in services {

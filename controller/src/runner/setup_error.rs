@@ -1,0 +1,99 @@
+//! Why a run could not be set up: a stream that did not open, a foreign source without its baseline scrape, a
+//! fault (on the agent or on containers) not applied. The text of each is what the runner's error, a run's
+//! stored abort reason and the logs show. The engine's errors are boxed: they are large, and a runner's
+//! error that holds one is returned everywhere.
+
+use tokio_tungstenite::tungstenite;
+
+use super::admin::AdminError;
+use crate::docker::DockerError;
+
+/// A part of a run that did not start; see the module documentation.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A websocket stream (a service's transitions, the agent's events) did not open; names its URL.
+    #[error("{url}: {source}")]
+    Subscribe {
+        url: String,
+        #[source]
+        source: Box<tungstenite::Error>,
+    },
+    /// A `[[sources]]` Prometheus source did not answer its baseline scrape; names the source's field.
+    #[error("sources[{index}].url: no baseline scrape ({source})")]
+    NoBaseline {
+        index: usize,
+        #[source]
+        source: AdminError,
+    },
+    /// The agent did not take the run's fault.
+    #[error("fault not applied: {0}")]
+    FaultNotApplied(#[source] AdminError),
+    /// The compose stack could not be listed, or has no container of the fault's target.
+    #[error(transparent)]
+    Containers(Box<DockerError>),
+    /// The container fault did not go on one of the target's replicas.
+    #[error("container fault not applied: {0}")]
+    ContainerFaultNotApplied(#[source] Box<DockerError>),
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+
+    use super::*;
+
+    fn refused() -> AdminError {
+        AdminError::Transport {
+            method: Method::PUT,
+            url: "http://agent".into(),
+            message: "connection refused".into(),
+        }
+    }
+
+    fn no_such_service() -> DockerError {
+        DockerError::NoSuchService {
+            project: "shop".into(),
+            service: "payment".into(),
+        }
+    }
+
+    /// Each says what it said as a plain string before it was typed: stored reasons and tests compare it.
+    #[test]
+    fn each_reads_as_the_message_it_replaced() {
+        let cases = [
+            (
+                SetupError::Subscribe {
+                    url: "ws://127.0.0.1:9/_breakers/stream".into(),
+                    source: Box::new(tungstenite::Error::ConnectionClosed),
+                },
+                format!(
+                    "ws://127.0.0.1:9/_breakers/stream: {}",
+                    tungstenite::Error::ConnectionClosed
+                ),
+            ),
+            (
+                SetupError::NoBaseline {
+                    index: 2,
+                    source: refused(),
+                },
+                "sources[2].url: no baseline scrape (PUT http://agent: connection refused)".into(),
+            ),
+            (
+                SetupError::FaultNotApplied(refused()),
+                "fault not applied: PUT http://agent: connection refused".into(),
+            ),
+            (
+                SetupError::Containers(Box::new(no_such_service())),
+                "compose project `shop`: no container of service `payment`".into(),
+            ),
+            (
+                SetupError::ContainerFaultNotApplied(Box::new(no_such_service())),
+                "container fault not applied: compose project `shop`: no container of service `payment`"
+                    .into(),
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
+    }
+}
