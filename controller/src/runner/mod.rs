@@ -18,10 +18,10 @@ mod setup_error;
 mod sources;
 mod stop;
 mod task;
+mod testbed;
 mod transitions;
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
@@ -35,6 +35,7 @@ pub use setup_error::SetupError;
 pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
 pub use task::RunTask;
+pub use testbed::{EMBEDDED_AGENT_SERVICE, Testbed, start_embedded_stack};
 pub use transitions::{TransitionCollector, as_replica, parse_transition, replica_label};
 
 use breaker_hold::HeldBreakers;
@@ -45,84 +46,6 @@ use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
-use crate::target::ServiceId;
-
-/// Where the testbed lives and how to talk to it.
-#[derive(Debug, Clone)]
-pub struct Testbed {
-    /// The frontend the virtual users load.
-    pub frontend: SocketAddr,
-    /// Every service's base URL (`http://…`), by name: reset, breaker config, transition streams. The names are
-    /// [`ServiceId`]s, not [`boutique::ServiceName`]s: a spec's `[targets]` may name services that are not the
-    /// boutique's, and a compose replica is followed under its label (`checkout#2`).
-    pub services: Vec<(ServiceId, String)>,
-    /// Base URL of the fault agent's control API.
-    pub agent: String,
-    /// Bearer token for admin and agent mutations.
-    pub token: String,
-}
-
-impl Testbed {
-    /// The testbed of an embedded stack started by this process.
-    pub fn of_stack(stack: &boutique::RunningStack, token: impl Into<String>) -> Self {
-        use boutique::ServiceName;
-        Testbed {
-            frontend: stack.addrs()[&ServiceName::Frontend],
-            services: ServiceName::ALL
-                .iter()
-                .map(|service| (ServiceId::from(*service), stack.url(*service)))
-                .collect(),
-            agent: stack.url(ServiceName::Payment),
-            token: token.into(),
-        }
-    }
-}
-
-/// The service whose agent the embedded stack exposes (`/_agent/...` on Payment).
-pub const EMBEDDED_AGENT_SERVICE: &str = boutique::ServiceName::Payment.as_str();
-
-/// Starts the ten boutique services in this process for a spec: the token is fresh and random,
-/// the breakers start with the spec's config in its first mode.
-pub async fn start_embedded_stack(
-    spec: &ExperimentSpec,
-) -> Result<(boutique::RunningStack, Testbed), RunnerError> {
-    let injects = spec.fault.rates.iter().any(|rate| *rate > 0.0);
-    if injects && spec.fault.target != EMBEDDED_AGENT_SERVICE {
-        return Err(RunnerError::Testbed(format!(
-            "fault.target: the embedded stack runs its agent in {EMBEDDED_AGENT_SERVICE} only, not in {}",
-            spec.fault.target
-        )));
-    }
-    let token = random_token();
-    let config = boutique::RawStackConfig {
-        breaker: spec.breaker_config(spec.breaker.modes[0])?,
-        token: Some(token.clone()),
-        agent: agent::RawAgentConfig {
-            token: Some(token.clone()),
-            seed: spec.seed,
-            ..agent::RawAgentConfig::default()
-        }
-        .build()
-        .map_err(|error| RunnerError::Testbed(error.to_string()))?,
-        seed: spec.seed,
-        ..boutique::RawStackConfig::default()
-    }
-    .build()
-    .map_err(|error| RunnerError::Testbed(error.to_string()))?;
-    let stack = boutique::RunningStack::start(config)
-        .await
-        .map_err(|e| RunnerError::Testbed(e.to_string()))?;
-    let testbed = Testbed::of_stack(&stack, token);
-    Ok((stack, testbed))
-}
-
-fn random_token() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..32)
-        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
-        .collect()
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
