@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{DeserializeError, Deserializer, Serializer, V2Serializer};
 use serde::Serialize;
 
 use super::outcome::{Outcome, OutcomeCounts};
@@ -43,10 +43,8 @@ pub fn serialize_histogram(histogram: &Histogram<u64>) -> Vec<u8> {
 }
 
 /// Reads a histogram written by [`serialize_histogram`] (or any V2 / V2-deflate encoder).
-pub fn deserialize_histogram(bytes: &[u8]) -> Result<Histogram<u64>, String> {
-    Deserializer::new()
-        .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("{e:?}"))
+pub fn deserialize_histogram(bytes: &[u8]) -> Result<Histogram<u64>, DeserializeError> {
+    Deserializer::new().deserialize(&mut &bytes[..])
 }
 
 /// Latency percentiles of a histogram, in microseconds.

@@ -323,7 +323,7 @@ fn histogram_error(run: RunId, endpoint: &str, message: String) -> StatsError {
 }
 
 fn histogram_of(run: RunId, endpoint: &str, bytes: &[u8]) -> Result<Histogram<u64>, StatsError> {
-    deserialize_histogram(bytes).map_err(|message| histogram_error(run, endpoint, message))
+    deserialize_histogram(bytes).map_err(|error| histogram_error(run, endpoint, error.to_string()))
 }
 
 /// Adds a stored second's latency histogram into `merged`.
