@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::admin::{AdminClient, AdminError};
+use super::renewal::spawn_renewal;
 use super::scope::fault_event;
 use super::task::RunTask;
 use crate::store::{FaultEvent, FaultEventRecord};
@@ -43,7 +44,7 @@ impl HeldBreakers {
             admin.set_breakers(&url, &config, Some(lease)).await?;
             held.services.push(url);
         }
-        held.renewal = Some(spawn_renewal(
+        held.renewal = Some(renew_breakers(
             admin.clone(),
             held.services.clone(),
             lease,
@@ -95,26 +96,28 @@ impl Drop for HeldBreakers {
     }
 }
 
-/// Renews every service's lease every third of its length until stopped.
-fn spawn_renewal(
+/// Renews every service's breaker config every third of `lease` until stopped; a failed renewal recorded.
+fn renew_breakers(
     admin: AdminClient,
     services: Vec<String>,
     lease: Duration,
     failures: Arc<Mutex<Vec<FaultEventRecord>>>,
 ) -> RunTask<()> {
-    RunTask::spawn(async move {
-        let period = lease / 3;
-        loop {
-            tokio::time::sleep(period).await;
-            for url in &services {
+    let services = Arc::new(services);
+    spawn_renewal(lease, failures, move || {
+        let (admin, services) = (admin.clone(), Arc::clone(&services));
+        async move {
+            let mut failed = Vec::new();
+            for url in services.iter() {
                 if let Err(error) = admin.renew_breakers(url).await {
-                    failures.lock().push(fault_event(
+                    failed.push(fault_event(
                         FaultEvent::BreakersRenewFailed,
                         "",
                         json!({ "service": url, "error": error.to_string() }),
                     ));
                 }
             }
+            failed
         }
     })
 }

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::now_ms;
+use super::renewal::{renewal_event, spawn_renewal};
 use super::scope::fault_event;
 use super::setup_error::SetupError;
 use super::task::RunTask;
@@ -135,7 +136,7 @@ impl ContainerStack {
             ));
             started.faults.ids.push((id, fault_id));
         }
-        started.renewal = Some(spawn_renewal(
+        started.renewal = Some(renew_containers(
             self.leases.clone(),
             started.faults.ids.clone(),
             spec.fault.lease,
@@ -145,27 +146,24 @@ impl ContainerStack {
     }
 }
 
-/// Renews every fault's lease at a third of its length.
-fn spawn_renewal(
+/// Renews every container fault's lease (`(lease id, fault id)`) every third of `lease` until stopped; each
+/// renewal recorded.
+fn renew_containers(
     leases: ContainerLeases,
     ids: Vec<(i64, String)>,
     lease: Duration,
     events: Arc<Mutex<Vec<FaultEventRecord>>>,
 ) -> RunTask<()> {
-    RunTask::spawn(async move {
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            for (id, fault_id) in &ids {
-                let event = match leases.renew(*id, lease, now_ms()).await {
-                    Ok(()) => fault_event(FaultEvent::Renewed, fault_id, json!({})),
-                    Err(error) => fault_event(
-                        FaultEvent::RenewFailed,
-                        fault_id,
-                        json!({ "error": error.to_string() }),
-                    ),
-                };
-                events.lock().push(event);
+    let ids = Arc::new(ids);
+    spawn_renewal(lease, events, move || {
+        let (leases, ids) = (leases.clone(), Arc::clone(&ids));
+        async move {
+            let mut recorded = Vec::new();
+            for (id, fault_id) in ids.iter() {
+                let renewed = leases.renew(*id, lease, now_ms()).await;
+                recorded.push(renewal_event(fault_id, renewed));
             }
+            recorded
         }
     })
 }

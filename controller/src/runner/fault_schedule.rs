@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::admin::AdminClient;
-use super::scope::{fault_event, spawn_renewal};
+use super::scope::{fault_event, renew_fault};
 use super::task::RunTask;
 use crate::store::{FaultEvent, FaultEventRecord};
 
@@ -60,7 +60,7 @@ impl ScheduledFault {
                                 .push(fault_event(FaultEvent::ApplyFailed, &id, detail));
                         }
                     }
-                    let renewal = spawn_renewal(
+                    let renewal = renew_fault(
                         admin.clone(),
                         agent_url.clone(),
                         id.clone(),

@@ -11,6 +11,7 @@ mod drive;
 mod fault_schedule;
 mod preflight;
 pub mod prometheus;
+mod renewal;
 mod resume;
 mod sampler;
 mod scope;

@@ -23,6 +23,7 @@ use super::agent_stream::AgentStream;
 use super::breaker_hold::HeldBreakers;
 use super::containers::{ContainerRun, ContainerStack};
 use super::fault_schedule::ScheduledFault;
+use super::renewal::{renewal_event, spawn_renewal};
 use super::sampler::Sampler;
 use super::setup_error::SetupError;
 use super::sources::SourceCollector;
@@ -158,7 +159,7 @@ impl RunScope {
             .await
             .map_err(SetupError::FaultNotApplied)?;
         self.record(FaultEvent::Applied, fault_id, fault.to_json_value());
-        let renewal = spawn_renewal(
+        let renewal = renew_fault(
             self.admin.clone(),
             self.agent_url.clone(),
             fault_id.to_owned(),
@@ -363,27 +364,21 @@ impl Drop for RunScope {
     }
 }
 
-/// Renews the fault's lease every third of its length until stopped.
-pub(super) fn spawn_renewal(
+/// Renews the agent's fault `fault_id` every third of `lease` until stopped; each renewal recorded.
+pub(super) fn renew_fault(
     admin: AdminClient,
     agent_url: String,
     fault_id: String,
     lease: Duration,
     events: Arc<Mutex<Vec<FaultEventRecord>>>,
 ) -> RunTask<()> {
-    RunTask::spawn(async move {
-        let period = lease / 3;
-        loop {
-            tokio::time::sleep(period).await;
-            let event = match admin.renew_fault(&agent_url, &fault_id).await {
-                Ok(()) => fault_event(FaultEvent::Renewed, &fault_id, json!({})),
-                Err(error) => fault_event(
-                    FaultEvent::RenewFailed,
-                    &fault_id,
-                    json!({ "error": error.to_string() }),
-                ),
-            };
-            events.lock().push(event);
+    spawn_renewal(lease, events, move || {
+        let (admin, agent_url, fault_id) = (admin.clone(), agent_url.clone(), fault_id.clone());
+        async move {
+            vec![renewal_event(
+                &fault_id,
+                admin.renew_fault(&agent_url, &fault_id).await,
+            )]
         }
     })
 }
