@@ -88,19 +88,7 @@ impl EmbeddedOperations {
         service: Option<ServiceId>,
         mode: breaker::Mode,
     ) -> Result<(), OperationError> {
-        let targets: Vec<String> =
-            match &service {
-                Some(name) => vec![self.service_url(name.as_str()).ok_or_else(|| {
-                    OperationError::Invalid(format!("service: no service `{name}`"))
-                })?],
-                None => self
-                    .inner
-                    .testbed
-                    .services
-                    .iter()
-                    .map(|(_, url)| url.clone())
-                    .collect(),
-            };
+        let targets = mode_targets(&self.inner.testbed.services, service.as_ref())?;
         for url in targets {
             self.inner
                 .client
@@ -112,11 +100,83 @@ impl EmbeddedOperations {
     }
 }
 
+/// The base URLs a breaker-mode switch goes to: every service for none; for a service's plain name every replica
+/// of it (`checkout` reaches `checkout`, `checkout#2`, …); for a replica's label (`checkout#2`) that one only. An
+/// unknown name is refused naming the field.
+fn mode_targets(
+    services: &[(ServiceId, String)],
+    service: Option<&ServiceId>,
+) -> Result<Vec<String>, OperationError> {
+    let chosen = |label: &ServiceId| match service {
+        None => true,
+        Some(name) if name.is_replica() => label == name,
+        Some(name) => label.service() == name.as_str(),
+    };
+    let urls: Vec<String> = services
+        .iter()
+        .filter(|(label, _)| chosen(label))
+        .map(|(_, url)| url.clone())
+        .collect();
+    match service {
+        Some(name) if urls.is_empty() => Err(OperationError::Invalid(format!(
+            "service: no service `{name}`"
+        ))),
+        _ => Ok(urls),
+    }
+}
+
 /// What the agent refused about the request (a bad id, a lease over its cap) is the request's fault: a 400
 /// naming the field, without the agent's internal URL. Anything else is a failure behind the dashboard.
 fn agent_failed(error: AdminError) -> OperationError {
     match error.refused_input() {
         Some(message) => OperationError::Invalid(message),
         None => failed(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testbed() -> Vec<(ServiceId, String)> {
+        [
+            "frontend",
+            "checkout",
+            "checkout#2",
+            "checkout#3",
+            "payment",
+        ]
+        .into_iter()
+        .map(|label| (label.parse().unwrap(), format!("http://{label}")))
+        .collect()
+    }
+
+    fn targets(service: Option<&str>) -> Result<Vec<String>, OperationError> {
+        let service = service.map(|name| name.parse::<ServiceId>().unwrap());
+        mode_targets(&testbed(), service.as_ref())
+    }
+
+    /// A scaled service's switch reaches every replica; a replica's label that one only; none, everything.
+    #[test]
+    fn a_mode_switch_reaches_every_replica_of_a_named_service() {
+        assert_eq!(
+            targets(Some("checkout")).unwrap(),
+            ["http://checkout", "http://checkout#2", "http://checkout#3"]
+        );
+        assert_eq!(targets(Some("checkout#2")).unwrap(), ["http://checkout#2"]);
+        assert_eq!(targets(Some("payment")).unwrap(), ["http://payment"]);
+        assert_eq!(targets(None).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn an_unknown_service_or_replica_is_refused_naming_the_field() {
+        for name in ["cart", "checkout#4", "payment#2"] {
+            match targets(Some(name)) {
+                Err(OperationError::Invalid(message)) => {
+                    assert_eq!(message, format!("service: no service `{name}`"))
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
     }
 }
