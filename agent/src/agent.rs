@@ -47,7 +47,7 @@ use crate::config::AgentConfig;
 use crate::metrics::Counters;
 use crate::rng::RequestRng;
 
-/// Path prefix of the control API; requests under it are never faulted nor counted.
+/// Path prefix of the fault API (`fault_api.rs`); requests under it are never faulted nor counted.
 pub const FAULT_API_PREFIX: &str = "/_agent/";
 
 /// Most faults an agent holds at once; a put of a new id beyond it is refused naming `id`.
@@ -214,7 +214,7 @@ impl Agent {
         crate::inject::FaultLayer::new(self.clone())
     }
 
-    /// The control API (`/_agent/...`) as an axum router.
+    /// The fault API (`/_agent/...`) as an axum router.
     pub fn fault_api_router(&self) -> axum::Router {
         crate::fault_api::router(self.clone())
     }

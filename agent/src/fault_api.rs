@@ -41,33 +41,33 @@ pub(crate) fn router(agent: Agent) -> Router {
         .with_state(agent)
 }
 
-/// A refused control request.
+/// A refused fault API request (answered as JSON naming the field, or 401/404).
 #[derive(Debug)]
-enum ControlError {
+enum FaultApiError {
     Unauthorized(&'static str),
     BadInput { field: String, message: String },
     NotFound(String),
 }
 
-impl From<SpecError> for ControlError {
+impl From<SpecError> for FaultApiError {
     fn from(error: SpecError) -> Self {
-        ControlError::BadInput {
+        FaultApiError::BadInput {
             message: error.to_string(),
             field: error.field,
         }
     }
 }
 
-impl From<AgentError> for ControlError {
+impl From<AgentError> for FaultApiError {
     fn from(error: AgentError) -> Self {
         match error {
             AgentError::InvalidSpec(error) => error.into(),
-            AgentError::LeaseOverCap { .. } => ControlError::BadInput {
+            AgentError::LeaseOverCap { .. } => FaultApiError::BadInput {
                 field: "lease".into(),
                 message: error.to_string(),
             },
-            AgentError::NotFound { .. } => ControlError::NotFound(error.to_string()),
-            AgentError::TooManyFaults { .. } => ControlError::BadInput {
+            AgentError::NotFound { .. } => FaultApiError::NotFound(error.to_string()),
+            AgentError::TooManyFaults { .. } => FaultApiError::BadInput {
                 field: "id".into(),
                 message: error.to_string(),
             },
@@ -75,24 +75,24 @@ impl From<AgentError> for ControlError {
     }
 }
 
-impl IntoResponse for ControlError {
+impl IntoResponse for FaultApiError {
     fn into_response(self) -> Response {
         let (status, body) = match self {
-            ControlError::Unauthorized(message) => (
+            FaultApiError::Unauthorized(message) => (
                 StatusCode::UNAUTHORIZED,
                 ErrorBody {
                     error: message.into(),
                     field: None,
                 },
             ),
-            ControlError::BadInput { field, message } => (
+            FaultApiError::BadInput { field, message } => (
                 StatusCode::BAD_REQUEST,
                 ErrorBody {
                     error: message,
                     field: Some(field),
                 },
             ),
-            ControlError::NotFound(message) => (
+            FaultApiError::NotFound(message) => (
                 StatusCode::NOT_FOUND,
                 ErrorBody {
                     error: message,
@@ -112,22 +112,22 @@ impl IntoResponse for ControlError {
 
 /// Checks `Authorization: Bearer <token>` against the agent's token in constant time (only the length of the
 /// token can leak through timing).
-fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), ControlError> {
+fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), FaultApiError> {
     let Some(expected) = agent.config().token() else {
-        return Err(ControlError::Unauthorized(
+        return Err(FaultApiError::Unauthorized(
             "this agent has no token configured, so every mutation is refused",
         ));
     };
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
-        .ok_or(ControlError::Unauthorized(
+        .ok_or(FaultApiError::Unauthorized(
             "missing bearer token (Authorization: Bearer <token>)",
         ))?;
     if bool::from(presented.ct_eq(expected.as_bytes())) {
         Ok(())
     } else {
-        Err(ControlError::Unauthorized("wrong bearer token"))
+        Err(FaultApiError::Unauthorized("wrong bearer token"))
     }
 }
 
@@ -136,9 +136,9 @@ fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), ControlError> {
 struct Authorized;
 
 impl FromRequestParts<Agent> for Authorized {
-    type Rejection = ControlError;
+    type Rejection = FaultApiError;
 
-    async fn from_request_parts(parts: &mut Parts, agent: &Agent) -> Result<Self, ControlError> {
+    async fn from_request_parts(parts: &mut Parts, agent: &Agent) -> Result<Self, FaultApiError> {
         authorize(agent, &parts.headers).map(|()| Authorized)
     }
 }
@@ -152,7 +152,7 @@ async fn put_fault(
     _: Authorized,
     Path(id): Path<String>,
     body: Bytes,
-) -> Result<Response, ControlError> {
+) -> Result<Response, FaultApiError> {
     validate_fault_id(&id)?;
     let spec = FaultSpec::from_json_slice(&body)?;
     let outcome = agent.put(&id, spec)?;
@@ -169,7 +169,7 @@ async fn renew_fault(
     _: Authorized,
     Path(id): Path<String>,
     body: Bytes,
-) -> Result<Json<FaultView>, ControlError> {
+) -> Result<Json<FaultView>, FaultApiError> {
     let lease = parse_renew_body(&body)?;
     Ok(Json(agent.renew(&id, lease)?))
 }
@@ -209,7 +209,7 @@ async fn delete_fault(
     State(agent): State<Agent>,
     _: Authorized,
     Path(id): Path<String>,
-) -> Result<StatusCode, ControlError> {
+) -> Result<StatusCode, FaultApiError> {
     agent.remove(&id)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -217,7 +217,7 @@ async fn delete_fault(
 async fn halt(
     State(agent): State<Agent>,
     _: Authorized,
-) -> Result<Json<HaltResponse>, ControlError> {
+) -> Result<Json<HaltResponse>, FaultApiError> {
     Ok(Json(HaltResponse {
         removed: agent.halt(),
     }))
