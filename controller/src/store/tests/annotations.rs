@@ -125,16 +125,7 @@ async fn bad_annotation_text_is_refused_naming_the_field_and_nothing_is_stored()
 
         // A run must be one of the annotation's experiment.
         let (spec, other) = new_experiment(store).await;
-        let others_run = store
-            .start_run(
-                other,
-                &spec.plan()[0],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let others_run = start_run_of(store, &spec, other, 0, 1).await;
         for experiment_id in [Some(experiment), None] {
             let error = store
                 .insert_annotation(&NewAnnotation {

@@ -161,6 +161,26 @@ async fn new_experiment(store: &Store) -> (ExperimentSpec, ExperimentId) {
     (spec, id)
 }
 
+/// `experiment`'s run at plan position `index` of `spec`, started at `now_ms` with no warmup and 10 s to go.
+async fn start_run_of(
+    store: &Store,
+    spec: &ExperimentSpec,
+    experiment: ExperimentId,
+    index: usize,
+    now_ms: i64,
+) -> RunId {
+    store
+        .start_run(
+            experiment,
+            &spec.plan()[index],
+            Duration::ZERO,
+            Duration::from_secs(10),
+            now_ms,
+        )
+        .await
+        .unwrap()
+}
+
 /// A new experiment's run at plan position `index`, started (no rows yet).
 async fn started_run(store: &Store, index: usize) -> RunId {
     let (spec, experiment) = new_experiment(store).await;

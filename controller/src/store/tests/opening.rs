@@ -146,16 +146,7 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
     let (stores, _file) = stores().await;
     for store in &stores {
         let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[0],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let run = start_run_of(store, &spec, experiment, 0, 1).await;
         store
             .finish_run(run, &record(Status::Finished, Duration::ZERO))
             .await

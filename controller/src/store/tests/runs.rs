@@ -95,16 +95,7 @@ async fn an_aborted_run_keeps_its_reason() {
     let (stores, _file) = stores().await;
     for store in &stores {
         let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[0],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let run = start_run_of(store, &spec, experiment, 0, 1).await;
         store
             .finish_run(run, &record(Status::Aborted, Duration::ZERO))
             .await
@@ -135,16 +126,7 @@ async fn a_run_is_written_once() {
     let (stores, _file) = stores().await;
     for store in &stores {
         let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[1],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let run = start_run_of(store, &spec, experiment, 1, 1).await;
         let record = record(Status::Finished, Duration::ZERO);
         store.finish_run(run, &record).await.unwrap();
         let error = store.finish_run(run, &record).await.unwrap_err();
@@ -249,16 +231,7 @@ async fn a_failing_write_leaves_nothing_behind() {
     let (stores, _file) = stores().await;
     for store in &stores {
         let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[0],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let run = start_run_of(store, &spec, experiment, 0, 1).await;
         let mut broken = record(Status::Finished, Duration::ZERO);
         // The same second twice violates the samples' primary key after other rows were written.
         let duplicate = broken.seconds[0].clone();
@@ -340,16 +313,7 @@ async fn failed_runs_read_back_as_failed_with_their_load_errors() {
     let (stores, _file) = stores().await;
     for store in &stores {
         let (spec, experiment) = new_experiment(store).await;
-        let run = store
-            .start_run(
-                experiment,
-                &spec.plan()[0],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                1,
-            )
-            .await
-            .unwrap();
+        let run = start_run_of(store, &spec, experiment, 0, 1).await;
         let mut failed = record(Status::Failed, Duration::ZERO);
         failed.abort_reason =
             Some("load generator: 7 request(s) failed in the driver itself".into());
@@ -372,16 +336,7 @@ async fn failed_runs_read_back_as_failed_with_their_load_errors() {
         );
 
         // A finished run stores its count too (0), an unfinished one has none yet.
-        let next = store
-            .start_run(
-                experiment,
-                &spec.plan()[1],
-                Duration::ZERO,
-                Duration::from_secs(10),
-                2,
-            )
-            .await
-            .unwrap();
+        let next = start_run_of(store, &spec, experiment, 1, 2).await;
         assert_eq!(store.runs(experiment).await.unwrap()[1].load_errors, None);
         store
             .finish_run(next, &record(Status::Finished, Duration::ZERO))
