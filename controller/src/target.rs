@@ -80,6 +80,12 @@ impl ServiceId {
         split_replica(&self.0).map_or(1, |(_, number)| number)
     }
 
+    /// Whether this labels a further replica of `service` (`checkout#2` of `checkout`; not `checkout` itself, not
+    /// another service's replica): the label that replica's transitions are stored and shown under.
+    pub fn is_replica_of(&self, service: &str) -> bool {
+        self.is_replica() && self.service() == service
+    }
+
     /// Whether this is a further replica's label (`checkout#2`), not a plain name.
     pub fn is_replica(&self) -> bool {
         self.0.contains('#')

@@ -105,7 +105,7 @@ pub fn follow_replicas(services: &mut Vec<(ServiceId, String)>, containers: &[St
     for (name, url) in services.iter_mut() {
         let is_scaled = scaled
             .iter()
-            .any(|(label, _)| controller::runner::replica_label(label, name.as_str()).is_some());
+            .any(|(label, _)| label.is_replica_of(name.as_str()));
         if let Some((_, first)) = replicas.iter().find(|(label, _)| name == label.as_str())
             && is_scaled
         {

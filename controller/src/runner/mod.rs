@@ -37,7 +37,7 @@ pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
 pub use task::RunTask;
 pub use testbed::{EMBEDDED_AGENT_SERVICE, Testbed, start_embedded_stack};
-pub use transitions::{TransitionCollector, as_replica, parse_transition, replica_label};
+pub use transitions::{TransitionCollector, as_replica, parse_transition};
 
 use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};

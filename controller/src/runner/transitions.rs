@@ -79,26 +79,20 @@ impl TransitionCollector {
     }
 }
 
-/// `label` when it names a replica of the service a transition reports (`checkout#2` for `checkout`): the
-/// label its transitions are stored and shown under. `None` for the service itself or another name.
-pub fn replica_label<'a>(label: &'a ServiceId, service: &str) -> Option<&'a ServiceId> {
-    (label.is_replica() && label.service() == service).then_some(label)
-}
-
 /// Renames a transition of a stream followed under `label` as that replica's: `service` becomes the label and a
 /// breaker named after the service as caller (`checkout->payment`) is named after the replica
 /// (`checkout#2->payment`). Nothing changes when `label` is not a replica of `service`.
 pub fn as_replica(label: &ServiceId, service: &mut String, breaker: &mut String) {
-    let Some(replica) = replica_label(label, service) else {
+    if !label.is_replica_of(service) {
         return;
-    };
+    }
     if let Some(dependency) = breaker
         .strip_prefix(service.as_str())
         .and_then(|rest| rest.strip_prefix("->"))
     {
-        *breaker = format!("{replica}->{dependency}");
+        *breaker = format!("{label}->{dependency}");
     }
-    *service = replica.to_string();
+    *service = label.to_string();
 }
 
 /// One message of `/_breakers/stream`, decoded into the breaker's own [`breaker::TransitionEvent`], as a
@@ -150,20 +144,12 @@ mod tests {
     #[test]
     fn a_replica_label_qualifies_only_its_own_service() {
         let id = |label: &str| ServiceId::new(label).unwrap();
-        let qualified = |label: &str, service: &str| {
-            replica_label(&id(label), service).map(ServiceId::to_string)
-        };
-        assert_eq!(
-            qualified("checkout#2", "checkout").as_deref(),
-            Some("checkout#2")
-        );
-        assert_eq!(
-            qualified("checkout#12", "checkout").as_deref(),
-            Some("checkout#12")
-        );
-        assert_eq!(qualified("checkout", "checkout"), None);
-        assert_eq!(qualified("cart#2", "checkout"), None);
-        assert_eq!(qualified("checkoutx#2", "checkout"), None);
+        let qualified = |label: &str, service: &str| id(label).is_replica_of(service);
+        assert!(qualified("checkout#2", "checkout"));
+        assert!(qualified("checkout#12", "checkout"));
+        assert!(!qualified("checkout", "checkout"));
+        assert!(!qualified("cart#2", "checkout"));
+        assert!(!qualified("checkoutx#2", "checkout"));
         // What is not `NAME#N` is no label at all: `ServiceId` refuses it.
         assert!(ServiceId::new("checkout#").is_err() && ServiceId::new("checkout#2x").is_err());
         let renamed = |label: &str, service: &str, breaker: &str| {
