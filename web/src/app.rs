@@ -11,7 +11,7 @@ use controller::sources::PushInbox;
 use crate::auth::Auth;
 use crate::hub::Hub;
 use crate::operations::Operations;
-use crate::{api, assets, live, pages, simulate};
+use crate::{api, assets, automation_api, live, pages, simulate};
 
 /// Everything a handler may need.
 #[derive(Clone)]
@@ -50,6 +50,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/{id}/abort", post(api::abort_experiment))
         .route("/api/experiments/{id}/results", get(api::results))
         .route(
+            "/api/experiments/{id}/validate",
+            get(automation_api::validate),
+        )
+        .route(
             "/api/experiments/{id}/runs/{run}/timeline",
             get(api::run_timeline),
         )
@@ -72,7 +76,15 @@ pub fn router(state: AppState) -> Router {
             "/api/containers/faults/{id}",
             axum::routing::delete(api::clear_container_fault),
         )
-        .route("/api/breakers", post(api::set_breaker_mode))
+        .route("/api/faults", get(automation_api::faults))
+        .route(
+            "/api/breakers",
+            get(automation_api::breakers).post(api::set_breaker_mode),
+        )
+        .route(
+            "/api/load",
+            put(automation_api::start_load).delete(automation_api::stop_load),
+        )
         .route("/api/breaker-events", post(api::breaker_events))
         .route("/api/simulate", get(simulate::simulate))
         .route("/api/simulate/spec", get(simulate::spec))

@@ -4,6 +4,7 @@ pub mod api;
 pub mod app;
 pub mod assets;
 pub mod auth;
+pub mod automation_api;
 pub mod dashboard;
 pub mod error;
 #[cfg(test)]

@@ -264,6 +264,11 @@ impl Hub {
         self.inner.shared.lock().state.clone()
     }
 
+    /// The latest breaker board (after the last flushed frame), without copying the rest of the state.
+    pub fn board(&self) -> Option<BreakerBoard> {
+        self.inner.shared.lock().state.board.clone()
+    }
+
     fn snapshot_and_receiver(&self) -> (Frame, broadcast::Receiver<Frame>) {
         let shared = self.inner.shared.lock();
         let text = snapshot_json(shared.last_frame, &shared.state);

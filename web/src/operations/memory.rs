@@ -248,6 +248,63 @@ impl Operations for MemoryOperations {
         ready(Ok(()))
     }
 
+    /// The faults set and not cleared since the last halt, as an agent would list them (nothing injected yet).
+    fn faults(&self) -> OperationFuture<'_, super::AgentFaults> {
+        let mut faults: Vec<agent::api::FaultView> = Vec::new();
+        for call in self.calls() {
+            match call {
+                Call::SetFault(request) => {
+                    faults.retain(|fault| fault.id != request.id);
+                    let lease_ms = request
+                        .fault
+                        .lease()
+                        .map_or(0, |lease| lease.as_millis() as u64);
+                    faults.push(agent::api::FaultView {
+                        id: request.id,
+                        fault: request.fault,
+                        lease_ms,
+                        expires_in_ms: lease_ms,
+                        injected: 0,
+                    });
+                }
+                Call::ClearFault(_, id) => faults.retain(|fault| fault.id != id),
+                Call::Halt => faults.clear(),
+                _ => {}
+            }
+        }
+        ready(Ok(super::AgentFaults {
+            target: boutique::ServiceName::Payment.into(),
+            faults,
+        }))
+    }
+
+    /// The stored spec's criteria, each unevaluable (the memory stores no runs); none is a conflict.
+    fn validate(&self, id: i64) -> OperationFuture<'_, controller::stats::ValidationReport> {
+        ready(
+            self.with_experiment(id, |_, spec| controller::stats::criteria_of_spec(spec))
+                .and_then(|criteria| {
+                    let criteria =
+                        criteria.map_err(|error| OperationError::Invalid(error.to_string()))?;
+                    if criteria.is_empty() {
+                        return Err(OperationError::Conflict(format!(
+                            "validate: the spec of experiment {id} has no [[validate]] criteria"
+                        )));
+                    }
+                    let results = criteria
+                        .into_iter()
+                        .map(|criterion| controller::stats::CriterionResult {
+                            criterion,
+                            outcome: controller::stats::CriterionOutcome::Unevaluable,
+                            condition: None,
+                            summary: None,
+                            explanation: "the in-memory operations store no runs".into(),
+                        })
+                        .collect();
+                    Ok(controller::stats::ValidationReport { results })
+                }),
+        )
+    }
+
     fn set_breaker_mode(
         &self,
         service: Option<ServiceId>,

@@ -268,6 +268,14 @@ impl LoadRequest {
     }
 }
 
+/// The faults an agent holds now, as its own `GET /_agent/faults` lists them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentFaults {
+    /// The service whose agent it is.
+    pub target: ServiceId,
+    pub faults: Vec<agent::api::FaultView>,
+}
+
 /// Everything the dashboard can ask the controller to do.
 pub trait Operations: Send + Sync + 'static {
     fn experiments(&self) -> OperationFuture<'_, Vec<ExperimentSummary>>;
@@ -288,6 +296,11 @@ pub trait Operations: Send + Sync + 'static {
     fn halt(&self) -> OperationFuture<'_, ()>;
     fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()>;
     fn clear_fault(&self, target: ServiceId, id: String) -> OperationFuture<'_, ()>;
+    /// The faults the testbed's agent holds now (asked of the agent, not remembered).
+    fn faults(&self) -> OperationFuture<'_, AgentFaults>;
+    /// Experiment `id`'s `[[validate]]` criteria judged on its stored 95 % intervals, as `tolerant validate`
+    /// judges them; a spec without criteria is a conflict naming `validate`.
+    fn validate(&self, id: i64) -> OperationFuture<'_, controller::stats::ValidationReport>;
     /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
     /// breaker's config stays as it was.
     fn set_breaker_mode(

@@ -21,6 +21,7 @@ use crate::operations::memory::{Call, MemoryOperations};
 
 mod access;
 mod annotations;
+mod automation;
 mod containers;
 mod forms;
 mod game_day;

@@ -356,6 +356,14 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.delete_fault(target, id))
     }
 
+    fn faults(&self) -> OperationFuture<'_, super::AgentFaults> {
+        Box::pin(self.agent_faults())
+    }
+
+    fn validate(&self, id: i64) -> OperationFuture<'_, controller::stats::ValidationReport> {
+        Box::pin(self.validation_of(id))
+    }
+
     fn set_breaker_mode(
         &self,
         service: Option<ServiceId>,

@@ -115,6 +115,22 @@ impl EmbeddedOperations {
         Ok(report.text)
     }
 
+    /// Experiment `id`'s `[[validate]]` criteria (read from its stored spec) judged on its stored intervals.
+    pub(super) async fn validation_of(
+        &self,
+        id: i64,
+    ) -> Result<stats::ValidationReport, OperationError> {
+        let row = self.experiment_row(id).await?;
+        let spec = controller::spec::ExperimentSpec::parse(&row.spec_toml).map_err(internal)?;
+        if spec.validate.is_empty() {
+            return Err(OperationError::Conflict(format!(
+                "validate: the spec of experiment {id} has no [[validate]] criteria"
+            )));
+        }
+        let (stats, _) = self.stats_and_annotations(id).await?;
+        Ok(stats::evaluate(&spec.validate, &stats))
+    }
+
     /// Experiment `id`'s statistics and annotations, as every rendering of its results reads them.
     async fn stats_and_annotations(
         &self,

@@ -8,7 +8,7 @@ use controller::target::ServiceId;
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
-use crate::operations::{FaultRequest, OperationError};
+use crate::operations::{AgentFaults, FaultRequest, OperationError};
 
 impl EmbeddedOperations {
     /// Undoes every container fault in force (first: a paused Payment would not answer the agent's halt),
@@ -80,6 +80,20 @@ impl EmbeddedOperations {
             .delete_fault(&self.inner.testbed.agent, &id)
             .await
             .map_err(agent_failed)
+    }
+
+    /// The faults the agent holds now, as it lists them.
+    pub(super) async fn agent_faults(&self) -> Result<AgentFaults, OperationError> {
+        let faults = self
+            .inner
+            .client
+            .get_json(&format!("{}/_agent/faults", self.inner.testbed.agent))
+            .await
+            .map_err(failed)?;
+        Ok(AgentFaults {
+            target: boutique::ServiceName::Payment.into(),
+            faults,
+        })
     }
 
     /// Every breaker of `service` (or of every service) switches to `mode`, keeping the rest of its config.
