@@ -61,7 +61,7 @@ def run_experiment(
             f"poll_interval: {poll_interval} is not in [{MIN_POLL_S:g}, timeout] seconds"
         )
     client = TolerantClient(configuration, secrets)
-    if spec is not None:
+    if experiment_id is None:
         experiment_id = int(client.act("POST", "/api/experiments", str(spec))["id"])
     experiment_id = int(experiment_id)
     client.act("POST", f"/api/experiments/{experiment_id}/start")
