@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import requests
 
@@ -84,13 +84,23 @@ def exchange(name: str, method: str, path: str, body: Any = None, token: Optiona
     return answer
 
 
-def until(what: str, check, timeout: float = 60.0) -> None:
+def until(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
     """Waits until ``check()`` is true, at most ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
             sys.exit(f"gave up waiting for {what}")
         time.sleep(0.5)
+
+
+def until_finished(experiment: int) -> None:
+    """Waits until Tolerant experiment ``experiment`` has finished, at most two minutes."""
+
+    def finished() -> bool:
+        answer = requests.get(f"{URL}/api/experiments/{experiment}", timeout=10).json()
+        return bool(answer["experiment"]["status"] == "finished")
+
+    until(f"experiment {experiment} to finish", finished, timeout=120)
 
 
 def breaker_state(name: str) -> Optional[str]:
@@ -145,28 +155,14 @@ def main() -> None:
     exchange(
         "experiment-start-refused", "POST", f"/api/experiments/{experiment}/start", None, TOKEN
     )
-    until(
-        "the experiment to finish",
-        lambda: requests.get(f"{URL}/api/experiments/{experiment}", timeout=10).json()[
-            "experiment"
-        ]["status"]
-        == "finished",
-        timeout=120,
-    )
+    until_finished(experiment)
     exchange("experiment-finished", "GET", f"/api/experiments/{experiment}")
     exchange("experiments", "GET", "/api/experiments")
     exchange("results", "GET", f"/api/experiments/{experiment}/results")
     exchange("gate", "GET", f"/api/experiments/{experiment}/validate")
     healthy = exchange("healthy-created", "POST", "/api/experiments", HEALTHY_SPEC, TOKEN)["id"]
     exchange("healthy-started", "POST", f"/api/experiments/{healthy}/start", None, TOKEN)
-    until(
-        "the healthy experiment to finish",
-        lambda: requests.get(f"{URL}/api/experiments/{healthy}", timeout=10).json()[
-            "experiment"
-        ]["status"]
-        == "finished",
-        timeout=120,
-    )
+    until_finished(healthy)
     exchange("gate-passed", "GET", f"/api/experiments/{healthy}/validate")
     exchange("experiments-two", "GET", "/api/experiments")
     ungated = exchange("ungated-created", "POST", "/api/experiments", UNGATED_SPEC, TOKEN)["id"]

@@ -163,34 +163,20 @@ async fn the_load_switch_needs_the_token_checks_its_bounds_and_reaches_the_contr
     );
 }
 
-const GATED_SPEC: &str = r#"name = "gated"
-rounds = 2
-duration = "2s"
-
-[load]
-users = 1
-
-[fault]
-target = "payment"
-rates = [1.0]
-
-[breaker]
-modes = ["enforce"]
-
-[[validate]]
-name = "checkout failure stays below 5 %"
-metric = "checkout_failure"
-fault_rate = 1.0
-breaker = "enforce"
-comparison = "<"
-threshold = 0.05
-"#;
+/// The runnable spec with one `[[validate]]` criterion.
+fn gated_spec() -> String {
+    format!(
+        "{RUNNABLE_SPEC}\n[[validate]]\nname = \"checkout failure stays below 5 %\"\n\
+         metric = \"checkout_failure\"\nfault_rate = 1.0\nbreaker = \"enforce\"\n\
+         comparison = \"<\"\nthreshold = 0.05\n"
+    )
+}
 
 #[tokio::test]
 async fn the_gate_is_judged_on_the_stored_experiment_and_a_spec_without_criteria_is_a_conflict() {
     let database = TempDatabase::new("automation-gate");
     let (state, _store) = stored_app(&database.location()).await;
-    let created = send(&state, bearer("/api/experiments", GATED_SPEC)).await;
+    let created = send(&state, bearer("/api/experiments", &gated_spec())).await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let gated = json(created).await["id"].as_i64().expect("id");
     let response = send(&state, get(&format!("/api/experiments/{gated}/validate"))).await;

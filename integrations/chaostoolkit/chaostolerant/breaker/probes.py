@@ -13,6 +13,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
 from chaostolerant.client import TolerantClient
+from chaostolerant.waiting import checked_wait
 
 __all__ = ["breaker", "breaker_state", "breakers", "wait_for_breaker_state"]
 
@@ -70,20 +71,15 @@ def wait_for_breaker_state(
     seconds pass first."""
     if state not in _STATES:
         raise ActivityFailed(f"state: `{state}` is not one of {', '.join(_STATES)}")
-    if not 0 < float(timeout) <= MAX_WAIT_S:
-        raise ActivityFailed(f"timeout: {timeout} is not in (0, {MAX_WAIT_S:g}] seconds")
-    if not MIN_POLL_S <= float(poll_interval) <= float(timeout):
-        raise ActivityFailed(
-            f"poll_interval: {poll_interval} is not in [{MIN_POLL_S:g}, timeout] seconds"
-        )
+    timeout_s, poll_s = checked_wait(timeout, poll_interval, MAX_WAIT_S, MIN_POLL_S)
     client = TolerantClient(configuration, secrets)
-    deadline = time.monotonic() + float(timeout)
+    deadline = time.monotonic() + timeout_s
     while True:
         tile = _find(client.get("/api/breakers")["breakers"], name)
         if tile["state"] == state:
             return tile
-        if time.monotonic() + float(poll_interval) > deadline:
+        if time.monotonic() + poll_s > deadline:
             raise ActivityFailed(
-                f"breaker `{name}` is still {tile['state']} after {timeout:g} s, not {state}"
+                f"breaker `{name}` is still {tile['state']} after {timeout_s:g} s, not {state}"
             )
-        time.sleep(float(poll_interval))
+        time.sleep(poll_s)

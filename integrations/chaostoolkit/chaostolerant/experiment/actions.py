@@ -13,6 +13,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaoslib.types import Configuration, Secrets
 
 from chaostolerant.client import TolerantClient
+from chaostolerant.waiting import checked_wait
 
 __all__ = ["abort_experiment", "run_experiment"]
 
@@ -54,29 +55,24 @@ def run_experiment(
     failed) or outlasts ``timeout`` seconds (it is aborted then) is an activity failure saying why."""
     if (experiment_id is None) == (spec is None):
         raise ActivityFailed("experiment_id: give either experiment_id or spec, not both or neither")
-    if not 0 < float(timeout) <= MAX_WAIT_S:
-        raise ActivityFailed(f"timeout: {timeout} is not in (0, {MAX_WAIT_S:g}] seconds")
-    if not MIN_POLL_S <= float(poll_interval) <= float(timeout):
-        raise ActivityFailed(
-            f"poll_interval: {poll_interval} is not in [{MIN_POLL_S:g}, timeout] seconds"
-        )
+    timeout_s, poll_s = checked_wait(timeout, poll_interval, MAX_WAIT_S, MIN_POLL_S)
     client = TolerantClient(configuration, secrets)
     if experiment_id is None:
         experiment_id = int(client.act("POST", "/api/experiments", str(spec))["id"])
     experiment_id = int(experiment_id)
     client.act("POST", f"/api/experiments/{experiment_id}/start")
-    deadline = time.monotonic() + float(timeout)
+    deadline = time.monotonic() + timeout_s
     try:
         while True:
             summary = _summary(client, experiment_id)
             if summary["status"] in TERMINAL:
                 break
-            if time.monotonic() + float(poll_interval) > deadline:
+            if time.monotonic() + poll_s > deadline:
                 client.act("POST", f"/api/experiments/{experiment_id}/abort")
                 raise ActivityFailed(
-                    f"experiment {experiment_id} still {summary['status']} after {timeout:g} s: aborted"
+                    f"experiment {experiment_id} still {summary['status']} after {timeout_s:g} s: aborted"
                 )
-            time.sleep(float(poll_interval))
+            time.sleep(poll_s)
     except ActivityFailed:
         raise
     except BaseException:
