@@ -8,7 +8,7 @@ import pytest
 from chaoslib.exceptions import ActivityFailed
 
 import chaostolerant.experiment.actions as experiment_actions
-from chaostolerant.experiment.actions import run_experiment
+from chaostolerant.experiment.actions import abort_experiment, run_experiment
 from chaostolerant.experiment.probes import (
     condition_figure,
     experiment_figures,
@@ -16,7 +16,7 @@ from chaostolerant.experiment.probes import (
     gate_passed,
     gate_verdict,
 )
-from conftest import recording
+from conftest import TOKEN, bearer, recording
 
 SPEC = 'name = "recorded-gate"\nrounds = 2\n'
 CONDITION = "error 503 @ 100% / enforce"
@@ -110,6 +110,13 @@ def test_run_arguments_are_checked_before_anything_is_sent(dashboard, configurat
         run_experiment(configuration=configuration, secrets=secrets, **arguments)
     assert str(failure.value).startswith(message)
     assert dashboard.received == []
+
+
+def test_abort_an_experiment(dashboard, configuration, secrets):
+    dashboard.replay("experiment-aborted")
+    assert abort_experiment(3, configuration=configuration, secrets=secrets) == {"aborted": True, "id": 3}
+    assert dashboard.requests() == ["POST /api/experiments/3/abort"]
+    assert bearer(dashboard.received[0]) == f"Bearer {TOKEN}"
 
 
 def test_status_of_a_missing_experiment(dashboard, configuration):
