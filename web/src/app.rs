@@ -50,6 +50,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/{id}/abort", post(api::abort_experiment))
         .route("/api/experiments/{id}/results", get(api::results))
         .route(
+            "/api/experiments/{id}/runs/{run}/figures",
+            get(automation_api::run_figures),
+        )
+        .route(
             "/api/experiments/{id}/validate",
             get(automation_api::validate),
         )

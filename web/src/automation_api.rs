@@ -1,6 +1,6 @@
 //! The API scripts drive a game day with (the Chaos Toolkit extension in `integrations/chaostoolkit/`, CI
 //! jobs): every breaker's state and counters now, the faults the agent holds now, the game day's load on and
-//! off, and a stored experiment's `[[validate]]` verdict. Reads are open; the load switch needs [`Acting`].
+//! off, a stored run's figures and a stored experiment's `[[validate]]` verdict. Reads are open; the load switch needs [`Acting`].
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -12,7 +12,7 @@ use crate::api::Acting;
 use crate::app::AppState;
 use crate::error::AppError;
 use crate::hub::BreakerTile;
-use crate::operations::{AgentFaults, LoadRequest};
+use crate::operations::{AgentFaults, LoadRequest, RunFigures};
 
 /// `GET /api/breakers`: the breaker board as the dashboard's sampler last read it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -75,6 +75,22 @@ pub async fn stop_load(
 ) -> Result<Json<LoadAnswer>, AppError> {
     state.operations.set_load(None).await?;
     Ok(Json(LoadAnswer { load: None }))
+}
+
+/// `GET /api/experiments/{id}/runs/{run}/figures`: one finished run's figures (a run's id is in the results'
+/// `runs`); 404 naming `run` when the experiment has no such finished run.
+pub async fn run_figures(
+    State(state): State<AppState>,
+    Path((id, run)): Path<(i64, i64)>,
+) -> Result<Json<RunFigures>, AppError> {
+    state
+        .operations
+        .run_figures(id, run)
+        .await?
+        .map(Json)
+        .ok_or_else(|| {
+            AppError::NotFound(format!("run: experiment {id} has no finished run {run}"))
+        })
 }
 
 /// `GET /api/experiments/{id}/validate`: the release gate's verdict on a stored experiment.

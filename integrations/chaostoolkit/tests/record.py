@@ -158,7 +158,10 @@ def main() -> None:
     until_finished(experiment)
     exchange("experiment-finished", "GET", f"/api/experiments/{experiment}")
     exchange("experiments", "GET", "/api/experiments")
-    exchange("results", "GET", f"/api/experiments/{experiment}/results")
+    results = exchange("results", "GET", f"/api/experiments/{experiment}/results")
+    run = results["runs"][0]["id"]
+    exchange("run-figures", "GET", f"/api/experiments/{experiment}/runs/{run}/figures")
+    exchange("run-figures-missing", "GET", f"/api/experiments/{experiment}/runs/999/figures")
     exchange("gate", "GET", f"/api/experiments/{experiment}/validate")
     healthy = exchange("healthy-created", "POST", "/api/experiments", HEALTHY_SPEC, TOKEN)["id"]
     exchange("healthy-started", "POST", f"/api/experiments/{healthy}/start", None, TOKEN)

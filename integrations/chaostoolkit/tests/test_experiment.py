@@ -15,6 +15,7 @@ from chaostolerant.experiment.probes import (
     experiment_status,
     gate_passed,
     gate_verdict,
+    run_figures,
 )
 from conftest import TOKEN, bearer, recording
 
@@ -140,6 +141,17 @@ def test_figures_per_condition_and_one_figure(dashboard, configuration):
     with pytest.raises(ActivityFailed) as failure:
         condition_figure(1, "happiness", configuration=configuration)
     assert str(failure.value).startswith("metric: experiment 1 has no metric `happiness`")
+
+
+def test_one_runs_figures_and_a_run_that_is_not_there(dashboard, configuration):
+    dashboard.replay("run-figures", "run-figures-missing")
+    run = run_figures(1, 1, configuration=configuration)
+    assert (run["run_id"], run["round"], run["condition"]) == (1, 1, CONDITION)
+    assert run["figures"]["checkout_failure"] == 1.0
+    assert 0.0 <= run["figures"]["availability"] <= 1.0
+    with pytest.raises(ActivityFailed) as failure:
+        run_figures(1, 999, configuration=configuration)
+    assert "(404): run: experiment 1 has no finished run 999" in str(failure.value)
 
 
 def test_the_gates_verdict_failed_and_passed(dashboard, configuration):

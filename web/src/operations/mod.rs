@@ -183,6 +183,17 @@ pub struct RunTimeline {
     pub faults: Vec<FaultChange>,
 }
 
+/// One finished run's figures: every metric its stored rows allowed computing, by the report's metric key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunFigures {
+    pub run_id: i64,
+    /// The label of the run's condition.
+    pub condition: String,
+    /// 1-based round.
+    pub round: i64,
+    pub figures: std::collections::BTreeMap<String, f64>,
+}
+
 /// A manual fault for the game day page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FaultRequest {
@@ -292,6 +303,8 @@ pub trait Operations: Send + Sync + 'static {
     fn report(&self, id: i64, format: controller::report::Format) -> OperationFuture<'_, String>;
     /// The stored timeline of run `run` of experiment `experiment` (`None`: the experiment has no such run).
     fn run_timeline(&self, experiment: i64, run: i64) -> OperationFuture<'_, Option<RunTimeline>>;
+    /// The figures of finished run `run` of experiment `experiment` (`None`: it has no such finished run).
+    fn run_figures(&self, experiment: i64, run: i64) -> OperationFuture<'_, Option<RunFigures>>;
     /// Clears every fault on every known agent.
     fn halt(&self) -> OperationFuture<'_, ()>;
     fn set_fault(&self, request: FaultRequest) -> OperationFuture<'_, ()>;

@@ -163,6 +163,38 @@ async fn the_load_switch_needs_the_token_checks_its_bounds_and_reaches_the_contr
     );
 }
 
+#[tokio::test]
+async fn a_finished_runs_figures_and_a_run_that_is_not_there() {
+    let (state, _) = app();
+    let created = send(&state, bearer("/api/experiments", SPEC)).await;
+    let id = json(created).await["id"].as_i64().expect("id");
+    let response = send(
+        &state,
+        get(&format!("/api/experiments/{id}/runs/1/figures")),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json(response).await;
+    assert_eq!(
+        (body["run_id"].as_i64(), body["round"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(body["figures"]["availability"], 0.5);
+    let response = send(
+        &state,
+        get(&format!("/api/experiments/{id}/runs/2/figures")),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let error = json(response).await["error"]
+        .as_str()
+        .expect("message")
+        .to_owned();
+    assert_eq!(error, format!("run: experiment {id} has no finished run 2"));
+    let response = send(&state, get("/api/experiments/999/runs/1/figures")).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
 /// The runnable spec with one `[[validate]]` criterion.
 fn gated_spec() -> String {
     format!(

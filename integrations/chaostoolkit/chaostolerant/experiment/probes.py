@@ -1,5 +1,6 @@
 """Probes of stored Tolerant experiments: their status, their figures (per condition, each metric's mean with
-its 95 % half-width, from ``GET /api/experiments/{id}/results``) and the ``[[validate]]`` gate's verdict
+its 95 % half-width, from ``GET /api/experiments/{id}/results``; one run's values, from
+``GET /api/experiments/{id}/runs/{run}/figures``) and the ``[[validate]]`` gate's verdict
 (``GET /api/experiments/{id}/validate``), so a steady-state hypothesis can say "checkout failure stays below
 5 %" the way a release pipeline's ``tolerant validate`` does.
 
@@ -20,6 +21,7 @@ __all__ = [
     "experiment_status",
     "gate_passed",
     "gate_verdict",
+    "run_figures",
 ]
 
 
@@ -77,6 +79,19 @@ def condition_figure(
     if cell is None:
         raise ActivityFailed(f"metric: `{metric}` has no value in `{condition}`")
     return float(cell["mean"])
+
+
+def run_figures(
+    experiment_id: int,
+    run_id: int,
+    configuration: Configuration = None,
+    secrets: Secrets = None,
+) -> Dict[str, Any]:
+    """The figures of one finished run of experiment ``experiment_id`` (its ids are the results' ``runs``):
+    ``{"run_id", "condition", "round", "figures": {metric key: value}}``, e.g.
+    ``figures["checkout_failure"]``."""
+    client = TolerantClient(configuration, secrets)
+    return dict(client.get(f"/api/experiments/{int(experiment_id)}/runs/{int(run_id)}/figures"))
 
 
 def _latest_named(client: TolerantClient, name: str) -> int:

@@ -344,6 +344,14 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.run_timeline_of(experiment, run))
     }
 
+    fn run_figures(
+        &self,
+        experiment: i64,
+        run: i64,
+    ) -> OperationFuture<'_, Option<crate::operations::RunFigures>> {
+        Box::pin(self.run_figures_of(experiment, run))
+    }
+
     fn halt(&self) -> OperationFuture<'_, ()> {
         Box::pin(self.agent_halt())
     }

@@ -8,7 +8,9 @@ use controller::stats::{self, ExperimentStats};
 use controller::store::{AnnotationRow, ExperimentId};
 
 use super::{EmbeddedOperations, entry_of, internal, store_failed, summary_of};
-use crate::operations::{Cell, ChartSvg, ConditionResult, OperationError, Results, VerdictResult};
+use crate::operations::{
+    Cell, ChartSvg, ConditionResult, OperationError, Results, RunFigures, VerdictResult,
+};
 
 impl EmbeddedOperations {
     pub(super) async fn results_of(&self, id: i64) -> Result<Results, OperationError> {
@@ -113,6 +115,34 @@ impl EmbeddedOperations {
         let report =
             rendered(move || report::render_annotated(&stats, &annotations, format)).await?;
         Ok(report.text)
+    }
+
+    /// The figures of finished run `run` of experiment `id`, from the same statistics as its results.
+    pub(super) async fn run_figures_of(
+        &self,
+        id: i64,
+        run: i64,
+    ) -> Result<Option<RunFigures>, OperationError> {
+        self.experiment_row(id).await?;
+        let (stats, _) = self.stats_and_annotations(id).await?;
+        let Some(metrics) = stats.runs.iter().find(|metrics| metrics.run_id.0 == run) else {
+            return Ok(None);
+        };
+        let condition = stats
+            .conditions
+            .iter()
+            .find(|condition| condition.condition.index == metrics.condition_index)
+            .map_or_else(String::new, |condition| condition.condition.label.clone());
+        Ok(Some(RunFigures {
+            run_id: run,
+            condition,
+            round: metrics.round + 1,
+            figures: metrics
+                .values
+                .iter()
+                .map(|(key, value)| (key.to_string(), *value))
+                .collect(),
+        }))
     }
 
     /// Experiment `id`'s `[[validate]]` criteria (read from its stored spec) judged on its stored intervals.
