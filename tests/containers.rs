@@ -15,8 +15,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use controller::clock::now_ms;
 use controller::docker::{ContainerAction, ContainerLeases, Engine, StackContainer};
-use controller::runner::now_ms;
 use controller::store::{ExperimentRow, RunId, Status, Store};
 
 mod common;

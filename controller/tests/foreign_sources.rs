@@ -97,7 +97,7 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
     inbox
         .ingest(
             r#"{"service":"shop","breaker":"upstream","to":"open","source":"pybreaker"}"#,
-            controller::runner::now_ms() as u64,
+            controller::clock::now_ms() as u64,
         )
         .expect("valid push");
 
@@ -146,7 +146,7 @@ async fn a_breaker_already_open_at_the_baseline_scrape_is_on_the_timeline() {
         service: "orders".into(),
         mapping: StateMapping::resilience4j(),
     };
-    let before = controller::runner::now_ms();
+    let before = controller::clock::now_ms();
     let collector = SourceCollector::start(&[SourceSpec::Prometheus(spec)], None, None)
         .await
         .expect("the baseline scrape works");

@@ -134,7 +134,7 @@ pub async fn connect(
     }
     let leases = ContainerLeases::new(engine, store.clone());
     // Faults a killed controller left behind whose lease has ended are undone before anything is checked.
-    let undone = leases.sweep(controller::runner::now_ms()).await?;
+    let undone = leases.sweep(controller::clock::now_ms()).await?;
     if undone > 0 {
         tracing::info!(undone, "container faults left behind undone");
     }

@@ -222,7 +222,7 @@ async fn halt_containers(store: &Store) -> anyhow::Result<()> {
     let engine =
         controller::docker::Engine::connect(&controller::docker::socket_from_env()).await?;
     let leases = controller::docker::ContainerLeases::new(engine, store.clone());
-    let undone = leases.undo_all(controller::runner::now_ms()).await?;
+    let undone = leases.undo_all(controller::clock::now_ms()).await?;
     println!("containers: {undone} container fault(s) undone");
     Ok(())
 }

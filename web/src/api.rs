@@ -16,6 +16,7 @@ use agent::api::FaultSpec;
 use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::post;
+use controller::clock::now_ms;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
 use controller::target::ServiceId;
@@ -58,13 +59,6 @@ impl FromRef<BreakerEventsState> for Arc<Auth> {
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 /// A start time: Unix milliseconds, or an RFC 3339 timestamp (`2026-11-29T19:00:00Z`).
 pub fn parse_at(value: &Value) -> Result<Option<i64>, AppError> {
@@ -232,7 +226,7 @@ pub(crate) async fn store_annotation(
     let entry = state
         .operations
         .annotate(AnnotationRequest {
-            at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+            at_ms: now_ms(),
             text,
             author,
             experiment_id,
@@ -477,9 +471,11 @@ pub async fn breaker_events(
     _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
+    // Pushed times are checked against the controller's clock (never before the epoch).
+    let now = u64::try_from(now_ms()).unwrap_or(0);
     let ingested = state
         .inbox
-        .ingest(&body, now_ms())
+        .ingest(&body, now)
         .map_err(|error| match error {
             PushError::RateLimited => AppError::TooMany(error.to_string()),
             PushError::Invalid { .. } => AppError::BadRequest(error.to_string()),

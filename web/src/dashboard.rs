@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller::clock::now_ms;
 use controller::docker::{ContainerLeases, Engine};
-use controller::runner::{ContainerStack, Testbed, now_ms};
+use controller::runner::{ContainerStack, Testbed};
 use controller::store::Store;
 use controller::target::ServiceId;
 use tokio::sync::oneshot;

@@ -55,7 +55,7 @@ async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let database = dir.join("tolerant.db").display().to_string();
-    let due = controller::runner::now_ms() + 3_600_000;
+    let due = controller::clock::now_ms() + 3_600_000;
 
     let (first, store) = operations(&database).await;
     let id = first.create(SPEC.to_owned()).await.expect("valid spec");

@@ -87,7 +87,7 @@ pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
         | AgentEvent::Removed { at_ms, .. } => i64::try_from(*at_ms).ok(),
         AgentEvent::Lagged { .. } => None,
     }
-    .unwrap_or_else(super::now_ms);
+    .unwrap_or_else(crate::clock::now_ms);
     Some(FaultEventRecord {
         at_ms,
         event: name,

@@ -9,11 +9,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::json;
 
-use super::now_ms;
 use super::renewal::{renewal_event, spawn_renewal};
 use super::scope::fault_event;
 use super::setup_error::SetupError;
 use super::task::RunTask;
+use crate::clock::now_ms;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
 use crate::store::{ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId};

@@ -23,7 +23,6 @@ mod testbed;
 mod transitions;
 
 use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +42,7 @@ use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};
 use scope::{RunScope, ScopeEnd};
 
+use crate::clock::now_ms;
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
@@ -90,13 +90,6 @@ pub enum Progress {
         /// Why the run was aborted or failed.
         reason: Option<String>,
     },
-}
-
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Runs experiments against one testbed and stores what they saw.

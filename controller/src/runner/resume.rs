@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use crate::spec::ExperimentSpec;
 use crate::store::{ExperimentId, ExperimentRow, Status, Store, StoreError};
 
-use super::{Progress, Runner, RunnerError, now_ms};
+use super::{Progress, Runner, RunnerError};
+use crate::clock::now_ms;
 
 /// Where a resumed experiment stands before its remaining runs start.
 #[derive(Debug, Clone, PartialEq, Eq)]

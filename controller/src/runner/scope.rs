@@ -29,7 +29,8 @@ use super::setup_error::SetupError;
 use super::sources::SourceCollector;
 use super::task::RunTask;
 use super::transitions::TransitionCollector;
-use super::{RunnerError, Testbed, now_ms};
+use super::{RunnerError, Testbed};
+use crate::clock::now_ms;
 use crate::energy::EnergySource;
 use crate::spec::{ExperimentSpec, Offers, PlannedRun};
 use crate::store::{

@@ -12,9 +12,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::MissedTickBehavior;
 
 use super::admin::{AdminClient, AdminError};
-use super::now_ms;
 use super::setup_error::SetupError;
 use super::task::RunTask;
+use crate::clock::now_ms;
 use crate::sources::{Observer, PushInbox, parse_exposition};
 use crate::spec::{ScrapeSpec, SourceSpec};
 use crate::store::TransitionRecord;

@@ -27,9 +27,10 @@ mod testbed;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use controller::clock::now_ms;
 use controller::load::SecondSink;
 use controller::runner::TransitionSink;
-use controller::runner::{AdminClient, ContainerStack, Runner, Testbed, now_ms};
+use controller::runner::{AdminClient, ContainerStack, Runner, Testbed};
 use controller::sources::PushInbox;
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
 use controller::target::ServiceId;
@@ -124,10 +125,6 @@ fn entry_of(row: &AnnotationRow) -> AnnotationEntry {
     }
 }
 
-fn now() -> i64 {
-    now_ms()
-}
-
 fn summary_of(
     row: &ExperimentRow,
     finished: Option<i64>,
@@ -171,14 +168,14 @@ impl EmbeddedOperations {
         for experiment in store.experiments().await.map_err(store_failed)? {
             if experiment.status == Status::Running {
                 store
-                    .mark_interrupted(experiment.id, now())
+                    .mark_interrupted(experiment.id, now_ms())
                     .await
                     .map_err(store_failed)?;
                 store
                     .set_experiment_status(
                         experiment.id,
                         Status::Interrupted,
-                        now(),
+                        now_ms(),
                         Some("the controller stopped while it ran"),
                     )
                     .await
@@ -251,7 +248,7 @@ impl EmbeddedOperations {
             .publish(LiveEvent::Experiment(ExperimentChange {
                 experiment_id: id,
                 status,
-                at_ms: now() as u64,
+                at_ms: now_ms() as u64,
             }));
     }
 
@@ -309,7 +306,7 @@ impl Operations for EmbeddedOperations {
     fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             match at_ms {
-                Some(at) if at > now() => self.schedule_start(id, at).await,
+                Some(at) if at > now_ms() => self.schedule_start(id, at).await,
                 _ => {
                     self.unschedule(id).await?;
                     self.start_now(id).await

@@ -12,9 +12,10 @@ use parking_lot::Mutex;
 
 use std::collections::BTreeMap;
 
+use super::EmbeddedOperations;
 use super::board::BoardTracker;
-use super::{EmbeddedOperations, now};
 use crate::hub::{EndpointSample, LiveEvent, LiveSample, OutcomeCounts, PoolSample, bucketize};
+use controller::clock::now_ms;
 
 /// What the load driver saw in the seconds closed since the last live sample: its outcomes (timeouts
 /// and connection errors included, unlike the frontend's counters) and the latest per-endpoint latency.
@@ -143,7 +144,7 @@ impl EmbeddedOperations {
                     }
                 }
             }
-            let (tiles, mode_changes) = board.observe(now() as u64, &snapshots, &configs);
+            let (tiles, mode_changes) = board.observe(now_ms() as u64, &snapshots, &configs);
             // A switched mode usually comes with a new config: read it on the next tick.
             configs_due = !mode_changes.is_empty();
             for change in mode_changes {
@@ -210,7 +211,7 @@ impl EmbeddedOperations {
             let load = self.inner.load_seconds.lock().take().unwrap_or_default();
             let from_load = !load.endpoints.is_empty();
             self.inner.hub.publish(LiveEvent::Sample(LiveSample {
-                at_ms: now() as u64,
+                at_ms: now_ms() as u64,
                 second,
                 warmup: load.warmup,
                 outcomes: if from_load { load.outcomes } else { outcomes },
