@@ -59,7 +59,7 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
         }],
         collector: Vec::new(),
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     }
 }

@@ -99,7 +99,7 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
     let transitions = store.transitions(run).await.expect("transitions");
     let tripped: BTreeSet<(String, String)> = transitions
         .iter()
-        .filter(|t| t.service.starts_with("checkout") && t.to == "open")
+        .filter(|t| t.service.starts_with("checkout") && t.to == breaker::State::Open)
         .map(|t| (t.service.clone(), t.breaker.clone()))
         .collect();
     assert!(

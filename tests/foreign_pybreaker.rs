@@ -234,7 +234,13 @@ async fn transitions(db: &Path, experiment: i64) -> Vec<Vec<(String, String, Str
         let rows = store.transitions(run.id).await.unwrap();
         all.push(
             rows.into_iter()
-                .map(|t| (t.from, t.to, t.source.unwrap_or_default()))
+                .map(|t| {
+                    (
+                        t.from.as_str().to_owned(),
+                        t.to.as_str().to_owned(),
+                        t.source.unwrap_or_default(),
+                    )
+                })
                 .collect(),
         );
     }

@@ -165,15 +165,18 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
     let mut transitions = Vec::new();
     if rate > 0.0 && enforce {
         for k in 0..=round as i64 {
-            for (offset, from, to) in [(0, "closed", "open"), (1_000, "open", "half_open")] {
+            for (offset, from, to) in [
+                (0, breaker::State::Closed, breaker::State::Open),
+                (1_000, breaker::State::Open, breaker::State::HalfOpen),
+            ] {
                 transitions.push(TransitionRecord {
                     at_ms: window_ms + 2_000 * k + offset,
                     service: "frontend".into(),
                     breaker: "frontend->checkout".into(),
-                    from: from.into(),
-                    to: to.into(),
-                    reason: "consecutive_failures".into(),
-                    detail: serde_json::json!({}),
+                    from,
+                    to,
+                    reason: breaker::Reason::ConsecutiveFailures,
+                    detail: breaker::TransitionDetail::default(),
                     seq: 2 * k + offset / 1_000,
                     shadow: false,
                     source: None,
@@ -198,7 +201,7 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
         endpoints,
         collector,
         transitions,
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: Some((joules, EnergySource::Modelled)),
     }
 }

@@ -149,7 +149,7 @@ fn ended(status: Status, abort_reason: Option<String>) -> RunRecord {
         endpoints: Vec::new(),
         collector: Vec::new(),
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     }
 }

@@ -78,11 +78,11 @@ async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
     assert!((5.0..8.0).contains(&to), "{period:?}");
 
     // The lease (3 s, renewed every second) is renewed only while the fault is on.
-    let events = store.fault_events(run.id).await.unwrap();
+    let events = store.run_events(run.id).await.unwrap();
     let at = |name: &str| {
         events
             .iter()
-            .filter(|e| e.event.as_str() == name)
+            .filter(|e| e.event.kind().as_str() == name)
             .map(|e| e.at_ms)
             .collect::<Vec<_>>()
     };

@@ -68,7 +68,7 @@ async fn the_results_page_says_what_a_plain_target_did_not_measure_and_shows_no_
             extra: None,
         }],
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     };
     store.finish_run(run, &record).await.expect("finished");

@@ -11,11 +11,11 @@ use agent::api::AgentEvent;
 
 use super::setup_error::SetupError;
 use super::task::RunTask;
-use crate::store::{FaultEvent, FaultEventRecord};
+use crate::store::{AgentReport, RunEvent, RunEventRecord};
 
 /// A subscription to the agent's event stream.
 pub struct AgentStream {
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
     reader: RunTask<()>,
 }
 
@@ -46,14 +46,14 @@ impl AgentStream {
         self,
         fault_id: &str,
         grace: std::time::Duration,
-    ) -> (Vec<FaultEventRecord>, Option<String>) {
+    ) -> (Vec<RunEventRecord>, Option<String>) {
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             let removed = self
                 .events
                 .lock()
                 .iter()
-                .any(|e| e.fault_id == fault_id && e.event == FaultEvent::AgentRemoved);
+                .any(|e| e.fault_id == fault_id && is_removal(&e.event));
             if removed || tokio::time::Instant::now() >= deadline || self.reader.is_finished() {
                 break;
             }
@@ -63,7 +63,7 @@ impl AgentStream {
     }
 
     /// Stops listening and returns the events seen and, if the reader had panicked, its message.
-    pub async fn finish(self) -> (Vec<FaultEventRecord>, Option<String>) {
+    pub async fn finish(self) -> (Vec<RunEventRecord>, Option<String>) {
         let panicked = self.reader.stop().await;
         (std::mem::take(&mut *self.events.lock()), panicked)
     }
@@ -72,15 +72,8 @@ impl AgentStream {
 /// One message of the agent's stream, decoded into the agent's own [`AgentEvent`], as a fault event
 /// record (`agent:<event>`; `applied` with `renewed: true` becomes `agent:renewed`); `None` for what is
 /// not an agent event.
-pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
+pub fn parse_agent_event(text: &str) -> Option<RunEventRecord> {
     let event: AgentEvent = serde_json::from_str(text).ok()?;
-    let name = match &event {
-        AgentEvent::Applied { renewed: true, .. } => FaultEvent::AgentRenewed,
-        AgentEvent::Applied { .. } => FaultEvent::AgentApplied,
-        AgentEvent::Expired { .. } => FaultEvent::AgentExpired,
-        AgentEvent::Removed { .. } => FaultEvent::AgentRemoved,
-        AgentEvent::Lagged { .. } => FaultEvent::AgentLagged,
-    };
     let at_ms = match &event {
         AgentEvent::Applied { at_ms, .. }
         | AgentEvent::Expired { at_ms, .. }
@@ -88,12 +81,18 @@ pub fn parse_agent_event(text: &str) -> Option<FaultEventRecord> {
         AgentEvent::Lagged { .. } => None,
     }
     .unwrap_or_else(crate::clock::now_ms);
-    Some(FaultEventRecord {
+    Some(RunEventRecord {
         at_ms,
-        event: name,
         fault_id: event.fault_id().unwrap_or("").to_owned(),
-        detail: serde_json::to_value(&event).ok()?,
+        event: RunEvent::agent(event),
     })
+}
+
+fn is_removal(event: &RunEvent) -> bool {
+    matches!(
+        event,
+        RunEvent::Agent(AgentReport::Event(AgentEvent::Removed { .. }))
+    )
 }
 
 #[cfg(test)]
@@ -108,7 +107,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (
-                applied.event.as_str(),
+                applied.event.kind().as_str(),
                 applied.fault_id.as_str(),
                 applied.at_ms
             ),
@@ -118,16 +117,16 @@ mod tests {
             r#"{"event":"applied","id":"f1","fault":{"kind":"error","status":500,"rate":1.0},"lease_ms":30000,"renewed":true,"at_ms":20,"seq":2}"#,
         )
         .unwrap();
-        assert_eq!(renewed.event.as_str(), "agent:renewed");
+        assert_eq!(renewed.event.kind().as_str(), "agent:renewed");
         let removed = parse_agent_event(
             r#"{"event":"removed","id":"f1","reason":"deleted","at_ms":30,"seq":3}"#,
         )
         .unwrap();
-        assert_eq!(removed.event.as_str(), "agent:removed");
-        assert_eq!(removed.detail["reason"], "deleted");
+        assert_eq!(removed.event.kind().as_str(), "agent:removed");
+        assert_eq!(removed.event.detail_json()["reason"], "deleted");
         let lagged = parse_agent_event(r#"{"event":"lagged","missed":3}"#).unwrap();
         assert_eq!(
-            (lagged.event.as_str(), lagged.fault_id.as_str()),
+            (lagged.event.kind().as_str(), lagged.fault_id.as_str()),
             ("agent:lagged", "")
         );
         assert!(parse_agent_event("[]").is_none());

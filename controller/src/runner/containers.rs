@@ -7,16 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 
 use super::renewal::{renewal_event, spawn_renewal};
-use super::scope::fault_event;
+use super::scope::run_event;
 use super::setup_error::SetupError;
 use super::task::RunTask;
 use crate::clock::now_ms;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
-use crate::store::{ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId};
+use crate::store::{ContainerSampleRecord, FaultCall, PutFault, RunEvent, RunEventRecord, RunId};
 
 /// How often every container's stats are read.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -89,7 +88,7 @@ impl ContainerStack {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
         run: RunId,
-        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+        events: &Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Result<ContainerRun, SetupError> {
         let engine = self.leases.engine().clone();
         let stack = engine
@@ -129,11 +128,12 @@ impl ContainerStack {
                 .await
                 .map_err(|error| SetupError::ContainerFaultNotApplied(Box::new(error)))?;
             let fault_id = format!("container-{id}");
-            events.lock().push(fault_event(
-                FaultEvent::Applied,
-                &fault_id,
-                json!({ "container": container.name, "action": action }),
-            ));
+            let put = PutFault::Container {
+                container: container.name.clone(),
+                action: action.clone(),
+            };
+            let applied = run_event(&fault_id, RunEvent::Fault(FaultCall::Applied(put)));
+            events.lock().push(applied);
             started.faults.ids.push((id, fault_id));
         }
         started.renewal = Some(renew_containers(
@@ -152,7 +152,7 @@ fn renew_containers(
     leases: ContainerLeases,
     ids: Vec<(i64, String)>,
     lease: Duration,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
 ) -> RunTask<()> {
     let ids = Arc::new(ids);
     spawn_renewal(lease, events, move || {
@@ -172,7 +172,7 @@ impl ContainerRun {
     /// Undoes the run's container fault (events recorded), stops sampling; returns the samples.
     pub async fn end(
         mut self,
-        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+        events: &Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Vec<ContainerSampleRecord> {
         if let Some(renewal) = self.renewal.take() {
             // A renewal that panicked shows as the lease's lapse; the undo below still runs.
@@ -180,22 +180,20 @@ impl ContainerRun {
         }
         for (id, fault_id) in std::mem::take(&mut self.faults.ids) {
             let event = match self.faults.leases.undo(id, now_ms()).await {
-                Ok(_) => fault_event(FaultEvent::Removed, &fault_id, json!({})),
-                Err(error) => fault_event(
-                    FaultEvent::RemoveFailed,
-                    &fault_id,
-                    json!({ "error": error.to_string() }),
-                ),
+                Ok(_) => FaultCall::Removed { period: None },
+                Err(error) => FaultCall::RemoveFailed {
+                    period: None,
+                    error: error.to_string(),
+                },
             };
-            events.lock().push(event);
+            events
+                .lock()
+                .push(run_event(&fault_id, RunEvent::Fault(event)));
         }
         let (samples, errors) = self.sampler.stop();
         for error in errors {
-            events.lock().push(fault_event(
-                FaultEvent::StatsFailed,
-                "",
-                json!({ "error": error }),
-            ));
+            let failed = RunEvent::ContainerStatsFailed { error };
+            events.lock().push(run_event("", failed));
         }
         samples
     }

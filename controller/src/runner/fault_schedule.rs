@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::admin::AdminClient;
-use super::scope::{fault_event, renew_fault};
+use super::scope::{renew_fault, run_event};
 use super::task::RunTask;
-use crate::store::{FaultEvent, FaultEventRecord};
+use crate::store::{FaultCall, PutFault, RunEvent, RunEventRecord};
 
 /// A schedule running for one run.
 pub(super) struct ScheduledFault {
@@ -36,7 +35,7 @@ impl ScheduledFault {
         fault: agent::api::FaultSpec,
         lease: Duration,
         periods: Vec<(Duration, Duration)>,
-        events: Arc<Mutex<Vec<FaultEventRecord>>>,
+        events: Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Self {
         let maybe_on = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
@@ -47,19 +46,18 @@ impl ScheduledFault {
                 for (period, (from, to)) in periods.into_iter().enumerate() {
                     tokio::time::sleep_until(started + from).await;
                     maybe_on.store(true, Ordering::SeqCst);
-                    let mut detail = fault.to_json_value();
-                    detail["period"] = json!(period);
-                    match admin.put_fault(&agent_url, &id, &fault).await {
-                        Ok(()) => events
-                            .lock()
-                            .push(fault_event(FaultEvent::Applied, &id, detail)),
-                        Err(error) => {
-                            detail["error"] = json!(error.to_string());
-                            events
-                                .lock()
-                                .push(fault_event(FaultEvent::ApplyFailed, &id, detail));
-                        }
-                    }
+                    let call = match admin.put_fault(&agent_url, &id, &fault).await {
+                        Ok(()) => FaultCall::Applied(PutFault::Agent {
+                            fault: fault.clone(),
+                            period: Some(period),
+                        }),
+                        Err(error) => FaultCall::ApplyFailed {
+                            fault: fault.clone(),
+                            period: Some(period),
+                            error: error.to_string(),
+                        },
+                    };
+                    events.lock().push(run_event(&id, RunEvent::Fault(call)));
                     let renewal = renew_fault(
                         admin.clone(),
                         agent_url.clone(),
@@ -69,18 +67,19 @@ impl ScheduledFault {
                     );
                     tokio::time::sleep_until(started + to).await;
                     renewal.stop().await;
-                    let event = match admin.delete_fault(&agent_url, &id).await {
+                    let call = match admin.delete_fault(&agent_url, &id).await {
                         Ok(()) => {
                             maybe_on.store(false, Ordering::SeqCst);
-                            fault_event(FaultEvent::Removed, &id, json!({ "period": period }))
+                            FaultCall::Removed {
+                                period: Some(period),
+                            }
                         }
-                        Err(error) => fault_event(
-                            FaultEvent::RemoveFailed,
-                            &id,
-                            json!({ "period": period, "error": error.to_string() }),
-                        ),
+                        Err(error) => FaultCall::RemoveFailed {
+                            period: Some(period),
+                            error: error.to_string(),
+                        },
                     };
-                    events.lock().push(event);
+                    events.lock().push(run_event(&id, RunEvent::Fault(call)));
                 }
             })
         };

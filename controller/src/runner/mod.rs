@@ -377,7 +377,7 @@ impl Runner {
             endpoints,
             collector: ended.samples,
             transitions: ended.transitions,
-            fault_events: ended.fault_events,
+            events: ended.fault_events,
             energy,
         };
         let availability = record.outcomes().availability();

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::admin::AdminClient;
@@ -34,14 +33,15 @@ use crate::clock::now_ms;
 use crate::energy::EnergySource;
 use crate::spec::{ExperimentSpec, Offers, PlannedRun};
 use crate::store::{
-    CollectorSample, ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId, TransitionRecord,
+    AgentReport, CollectorSample, ContainerSampleRecord, FaultCall, PutFault, RunEvent,
+    RunEventRecord, RunId, TransitionRecord,
 };
 
 /// What a run collected besides its load, once its scope has ended.
 #[derive(Debug)]
 pub struct ScopeEnd {
     /// The runner's control calls and the agent's own events, by time.
-    pub fault_events: Vec<FaultEventRecord>,
+    pub fault_events: Vec<RunEventRecord>,
     pub transitions: Vec<TransitionRecord>,
     pub samples: Vec<CollectorSample>,
     pub energy_source: EnergySource,
@@ -76,7 +76,7 @@ struct AppliedFault {
 pub struct RunScope {
     admin: AdminClient,
     agent_url: String,
-    fault_events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    fault_events: Arc<Mutex<Vec<RunEventRecord>>>,
     fault: Option<AppliedFault>,
     /// A fault on a schedule inside the run (`fault.schedule`), instead of `fault`.
     scheduled: Option<ScheduledFault>,
@@ -159,7 +159,13 @@ impl RunScope {
             .put_fault(&self.agent_url, fault_id, fault)
             .await
             .map_err(SetupError::FaultNotApplied)?;
-        self.record(FaultEvent::Applied, fault_id, fault.to_json_value());
+        self.record(
+            fault_id,
+            RunEvent::Fault(FaultCall::Applied(PutFault::Agent {
+                fault: fault.clone(),
+                period: None,
+            })),
+        );
         let renewal = renew_fault(
             self.admin.clone(),
             self.agent_url.clone(),
@@ -271,9 +277,10 @@ impl RunScope {
                 panics.extend(panicked.map(|message| format!("agent stream reader: {message}")));
             }
             Some(Err(error)) => self.record(
-                FaultEvent::AgentStreamUnavailable,
                 "",
-                json!({ "error": error.to_string() }),
+                RunEvent::Agent(AgentReport::StreamUnavailable {
+                    error: error.to_string(),
+                }),
             ),
             None => {}
         }
@@ -316,21 +323,19 @@ impl RunScope {
             );
             id
         };
-        match self.admin.delete_fault(&self.agent_url, &id).await {
-            Ok(()) => self.record(FaultEvent::Removed, &id, json!({})),
-            Err(error) => self.record(
-                FaultEvent::RemoveFailed,
-                &id,
-                json!({ "error": error.to_string() }),
-            ),
-        }
+        let call = match self.admin.delete_fault(&self.agent_url, &id).await {
+            Ok(()) => FaultCall::Removed { period: None },
+            Err(error) => FaultCall::RemoveFailed {
+                period: None,
+                error: error.to_string(),
+            },
+        };
+        self.record(&id, RunEvent::Fault(call));
         Some(id)
     }
 
-    fn record(&self, event: FaultEvent, fault_id: &str, detail: serde_json::Value) {
-        self.fault_events
-            .lock()
-            .push(fault_event(event, fault_id, detail));
+    fn record(&self, fault_id: &str, event: RunEvent) {
+        self.fault_events.lock().push(run_event(fault_id, event));
     }
 }
 
@@ -371,7 +376,7 @@ pub(super) fn renew_fault(
     agent_url: String,
     fault_id: String,
     lease: Duration,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
 ) -> RunTask<()> {
     spawn_renewal(lease, events, move || {
         let (admin, agent_url, fault_id) = (admin.clone(), agent_url.clone(), fault_id.clone());
@@ -384,15 +389,11 @@ pub(super) fn renew_fault(
     })
 }
 
-pub(super) fn fault_event(
-    event: FaultEvent,
-    fault_id: &str,
-    detail: serde_json::Value,
-) -> FaultEventRecord {
-    FaultEventRecord {
+/// `event` about `fault_id` (empty: about no fault), now.
+pub(super) fn run_event(fault_id: &str, event: RunEvent) -> RunEventRecord {
+    RunEventRecord {
         at_ms: now_ms(),
-        event,
         fault_id: fault_id.to_owned(),
-        detail,
+        event,
     }
 }

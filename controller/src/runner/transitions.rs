@@ -115,10 +115,10 @@ mod tests {
         .unwrap();
         assert_eq!(record.breaker, "frontend->checkout");
         assert_eq!(
-            (record.from.as_str(), record.to.as_str()),
-            ("closed", "open")
+            (record.from, record.to),
+            (breaker::State::Closed, breaker::State::Open)
         );
-        assert_eq!(record.detail["failures"], 5);
+        assert_eq!(record.detail.failures, Some(5));
         assert_eq!(
             (record.at_ms, record.seq, record.shadow),
             (1_732_896_000_123, 42, false)

@@ -1,6 +1,7 @@
 //! Unit tests: t critical values, summaries and Welch against hand-computed numbers, per-run metrics
 //! from synthetic rows, per-condition grouping, interval coverage; criteria in `criteria.rs`.
 
+use breaker::State;
 use std::collections::BTreeMap;
 
 use super::*;
@@ -271,15 +272,15 @@ fn run_row(condition_index: i64, round: i64) -> RunRow {
     }
 }
 
-fn transition(breaker: &str, at_ms: i64, from: &str, to: &str) -> TransitionRecord {
+fn transition(breaker: &str, at_ms: i64, from: State, to: State) -> TransitionRecord {
     TransitionRecord {
         at_ms,
         service: "frontend".into(),
         breaker: breaker.into(),
-        from: from.into(),
-        to: to.into(),
-        reason: "test".into(),
-        detail: serde_json::Value::Null,
+        from,
+        to,
+        reason: breaker::Reason::Forced,
+        detail: breaker::TransitionDetail::default(),
         seq: at_ms,
         shadow: false,
         source: None,
@@ -337,15 +338,55 @@ fn run_data() -> RunData {
     }];
     let from = START_MS + 2_000;
     let transitions = vec![
-        transition("frontend->checkout", from - 500, "closed", "open"),
-        transition("frontend->checkout", from + 1_000, "open", "half_open"),
-        transition("frontend->checkout", from + 1_100, "half_open", "open"),
-        transition("frontend->checkout", from + 3_000, "open", "half_open"),
-        transition("frontend->checkout", from + 3_050, "half_open", "closed"),
-        transition("frontend->checkout", from + 9_000, "closed", "open"),
-        transition("checkout->payment", from + 2_000, "closed", "open"),
-        transition("checkout->payment", from + 2_500, "open", "half_open"),
-        transition("checkout->payment", from + 11_000, "half_open", "open"),
+        transition("frontend->checkout", from - 500, State::Closed, State::Open),
+        transition(
+            "frontend->checkout",
+            from + 1_000,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 1_100,
+            State::HalfOpen,
+            State::Open,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 3_000,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 3_050,
+            State::HalfOpen,
+            State::Closed,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 9_000,
+            State::Closed,
+            State::Open,
+        ),
+        transition(
+            "checkout->payment",
+            from + 2_000,
+            State::Closed,
+            State::Open,
+        ),
+        transition(
+            "checkout->payment",
+            from + 2_500,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "checkout->payment",
+            from + 11_000,
+            State::HalfOpen,
+            State::Open,
+        ),
     ];
     RunData {
         run: run_row(0, 0),
@@ -541,7 +582,7 @@ fn an_unreadable_histogram_is_an_error_naming_run_and_endpoint() {
 
 #[test]
 fn time_open_counts_a_breaker_open_for_the_whole_window() {
-    let transitions = [transition("a->b", 0, "closed", "open")];
+    let transitions = [transition("a->b", 0, State::Closed, State::Open)];
     assert_eq!(breaker_time_open(&transitions, 100, 1100), (0, 1000));
     assert_eq!(breaker_time_open(&transitions, -100, 900), (1, 900));
     assert_eq!(breaker_time_open(&[], 0, 1000), (0, 0));

@@ -17,6 +17,7 @@ mod annotations;
 mod containers;
 mod experiments;
 mod opening;
+mod run_events;
 mod runs;
 
 const SPEC: &str = r#"
@@ -116,10 +117,13 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
                 at_ms: 1_500,
                 service: "checkout".into(),
                 breaker: "checkout->payment".into(),
-                from: "closed".into(),
-                to: "open".into(),
-                reason: "consecutive_failures".into(),
-                detail: json!({"failures": 5}),
+                from: breaker::State::Closed,
+                to: breaker::State::Open,
+                reason: breaker::Reason::ConsecutiveFailures,
+                detail: breaker::TransitionDetail {
+                    failures: Some(5),
+                    ..Default::default()
+                },
                 seq: 1,
                 shadow: false,
                 source: None,
@@ -128,27 +132,31 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
                 at_ms: 1_700,
                 service: "shop".into(),
                 breaker: "inventory".into(),
-                from: "closed".into(),
-                to: "open".into(),
-                reason: "observed".into(),
-                detail: json!({}),
+                from: breaker::State::Closed,
+                to: breaker::State::Open,
+                reason: breaker::Reason::Observed,
+                detail: breaker::TransitionDetail::default(),
                 seq: 1,
                 shadow: false,
                 source: Some("prometheus:http://127.0.0.1:9000/metrics".into()),
             },
         ],
-        fault_events: vec![
-            FaultEventRecord {
+        events: vec![
+            RunEventRecord {
                 at_ms: 1_000,
-                event: FaultEvent::Applied,
                 fault_id: "run-1".into(),
-                detail: json!({"kind": "error", "status": 500, "rate": 1.0}),
+                event: RunEvent::Fault(FaultCall::Applied(PutFault::Agent {
+                    fault: serde_json::from_value(
+                        json!({"kind": "error", "status": 500, "rate": 1.0}),
+                    )
+                    .unwrap(),
+                    period: None,
+                })),
             },
-            FaultEventRecord {
+            RunEventRecord {
                 at_ms: 1_900,
-                event: FaultEvent::Removed,
                 fault_id: "run-1".into(),
-                detail: json!({}),
+                event: RunEvent::Fault(FaultCall::Removed { period: None }),
             },
         ],
         energy: Some((40.0, EnergySource::Modelled)),
