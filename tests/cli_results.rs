@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
 use controller::report::CSV_HEADER;
-use controller::runner::AdminClient;
 use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
+use controller::testbed::AdminClient;
 use http::Method;
 
 mod common;

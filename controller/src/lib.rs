@@ -3,7 +3,10 @@
 pub mod clock;
 pub mod docker;
 pub mod energy;
+pub mod exposition;
+pub mod lease;
 pub mod load;
+pub mod observe;
 pub mod panic;
 pub mod predict;
 pub mod report;
@@ -13,3 +16,5 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod target;
+pub mod task;
+pub mod testbed;

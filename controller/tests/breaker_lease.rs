@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use boutique::ServiceName;
 use boutique::breaker_lease::BreakerConfigView;
-use controller::runner::{AdminClient, Runner, Testbed, start_embedded_stack};
+use controller::runner::Runner;
 use controller::spec::ExperimentSpec;
 use controller::store::Store;
+use controller::testbed::{AdminClient, Testbed, start_embedded_stack};
 
 /// The stack starts with its breakers enforcing (the first mode of this spec).
 const STACK: &str = r#"

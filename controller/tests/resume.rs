@@ -13,14 +13,14 @@ use std::time::Duration;
 use controller::load::{EndpointSecond, LatencySummary, OutcomeCounts, SecondStats};
 use controller::report::{Format, report};
 use controller::runner::{
-    AdminClient, Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, Testbed,
-    choose_start, fault_spec, start_embedded_stack,
+    Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, choose_start, fault_spec,
 };
 use controller::spec::{ExperimentSpec, PlannedRun, StopSpec};
 use controller::stats::load_experiment;
 use controller::store::{
     ExperimentId, RunId, RunRecord, RunRow, STOP_CONDITION_REASON, Status, Store,
 };
+use controller::testbed::{AdminClient, Testbed, start_embedded_stack};
 
 /// Five positions (one round, fixed order): enough for every kind of stored attempt at once.
 const FIVE_POSITIONS: &str = r#"

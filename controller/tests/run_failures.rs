@@ -3,9 +3,10 @@
 //! `failed` with the panic's message, and the experiment is aborted instead of staying `running`.
 
 use bytes::Bytes;
-use controller::runner::{AdminClient, Progress, Runner, RunnerError, start_embedded_stack};
+use controller::runner::{Progress, Runner, RunnerError};
 use controller::spec::ExperimentSpec;
 use controller::store::{Status, Store};
+use controller::testbed::{AdminClient, start_embedded_stack};
 use http::Method;
 
 const SPEC: &str = r#"
@@ -96,11 +97,11 @@ async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
     );
     // The fault was applied, then removed by the run's end.
     let events: Vec<String> = store
-        .fault_events(run)
+        .run_events(run)
         .await
         .unwrap()
         .into_iter()
-        .map(|event| event.event.as_str().to_owned())
+        .map(|event| event.event.kind().as_str().to_owned())
         .filter(|event| !event.starts_with("agent:"))
         .collect();
     assert_eq!(

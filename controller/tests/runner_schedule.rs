@@ -3,9 +3,10 @@
 //! actually applied, and the lease is renewed only while the fault is on.
 
 use controller::load::endpoint;
-use controller::runner::{Runner, start_embedded_stack};
+use controller::runner::Runner;
 use controller::spec::ExperimentSpec;
 use controller::store::{Status, Store};
+use controller::testbed::start_embedded_stack;
 
 const SCHEDULED: &str = r#"
 name = "scheduled-blip"

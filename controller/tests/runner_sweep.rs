@@ -4,9 +4,10 @@
 //! mode nothing was rejected.
 
 use controller::load::endpoint;
-use controller::runner::{Progress, Runner, RunnerError, start_embedded_stack};
+use controller::runner::{Progress, Runner, RunnerError};
 use controller::spec::{BreakerMode, ExperimentSpec};
 use controller::store::{Status, Store};
+use controller::testbed::start_embedded_stack;
 
 const SWEEP: &str = r#"
 name = "small-sweep"
@@ -94,7 +95,7 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         assert!(samples.iter().any(|s| s.collector.cpu_seconds.is_some()));
         let histograms = store.endpoint_histograms(run.id).await.unwrap();
         let transitions = store.transitions(run.id).await.unwrap();
-        let faults = store.fault_events(run.id).await.unwrap();
+        let faults = store.run_events(run.id).await.unwrap();
         let rejected: u64 = histograms.iter().map(|h| h.outcomes.rejected).sum();
         let label = &run.condition_label;
 
@@ -106,13 +107,13 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             // The runner's own control calls, in order…
             let events: Vec<&str> = faults
                 .iter()
-                .map(|f| f.event.as_str())
+                .map(|f| f.event.kind().as_str())
                 .filter(|e| !e.starts_with("agent:"))
                 .collect();
             // …and the agent's account of the same fault.
             let agent: Vec<&str> = faults
                 .iter()
-                .map(|f| f.event.as_str())
+                .map(|f| f.event.kind().as_str())
                 .filter(|e| e.starts_with("agent:"))
                 .collect();
             assert!(agent.contains(&"agent:applied"), "{label}: {agent:?}");
@@ -121,7 +122,7 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             assert_eq!(events.last(), Some(&"removed"), "{label}: {events:?}");
         }
 
-        let opened = transitions.iter().any(|t| t.to == "open");
+        let opened = transitions.iter().any(|t| t.to == breaker::State::Open);
         if run.breaker_mode == BreakerMode::Shadow.as_str() {
             assert_eq!(rejected, 0, "{label}: shadow mode never rejects");
         }
@@ -195,11 +196,11 @@ window = "3s"
     let samples = store.samples(run.id).await.unwrap();
     assert!(samples.len() < 30, "{} seconds stored", samples.len());
     let events: Vec<String> = store
-        .fault_events(run.id)
+        .run_events(run.id)
         .await
         .unwrap()
         .into_iter()
-        .map(|f| f.event.as_str().to_owned())
+        .map(|f| f.event.kind().as_str().to_owned())
         .filter(|e| !e.starts_with("agent:"))
         .collect();
     assert_eq!(
@@ -295,7 +296,7 @@ modes = ["disabled"]
     let db = std::env::temp_dir().join(format!("tolerant-cancel-{}.db", std::process::id()));
     let store = Store::open(db.to_str().unwrap()).await.unwrap();
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
-    let admin = controller::runner::AdminClient::new(testbed.token.clone());
+    let admin = controller::testbed::AdminClient::new(testbed.token.clone());
     let faults_url = format!("{}/_agent/faults", testbed.agent);
     let fault_count = || async {
         let body = admin

@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use boutique::ServiceName;
 use controller::docker::{self, ContainerLeases, Engine, StackContainer};
-use controller::runner::{ContainerStack, Testbed};
+use controller::lease::ContainerStack;
 use controller::store::Store;
 use controller::target::ServiceId;
+use controller::testbed::Testbed;
 
 /// The port every service listens on inside its container (see `docker-compose.yml`).
 pub const SERVICE_PORT: u16 = 8080;

@@ -10,14 +10,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use controller::runner::{
-    Progress, ResumePoint, Runner, StartChoice, Testbed, choose_start, start_embedded_stack,
-};
+use controller::runner::{Progress, ResumePoint, Runner, StartChoice, choose_start};
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
 use controller::store::{
     DEFAULT_DATABASE, ExperimentId, RunId, RunRow, STOP_CONDITION_REASON, Status, Store,
 };
+use controller::testbed::{Testbed, start_embedded_stack};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use controller::clock::now_ms;
 use controller::docker::{ContainerLeases, Engine};
-use controller::runner::{ContainerStack, Testbed};
+use controller::lease::ContainerStack;
 use controller::store::Store;
 use controller::target::ServiceId;
+use controller::testbed::Testbed;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

@@ -12,9 +12,9 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 use agent::{Agent, RawAgentConfig};
-use controller::runner::Testbed;
 use controller::sources::{PushInbox, RateLimit};
 use controller::store::Store;
+use controller::testbed::Testbed;
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use controller::runner::AdminClient;
+use controller::testbed::AdminClient;
 use futures::StreamExt;
 use http::Method;
 use serde_json::Value;

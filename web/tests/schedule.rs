@@ -2,8 +2,8 @@
 //! restart of the controller, and aborting a scheduled experiment removes it from the queue.
 
 use controller::report::Format;
-use controller::runner::Testbed;
 use controller::store::{ExperimentId, Store};
+use controller::testbed::Testbed;
 use web::hub::{Hub, HubConfig};
 use web::operations::Operations;
 use web::operations::embedded::EmbeddedOperations;

@@ -224,7 +224,7 @@ modes = ["disabled"]
         let dir = fresh_dir("tolerant-resume-prepare");
         let store = store_in(&dir).await;
         let spec = ExperimentSpec::parse(SPEC).expect("spec");
-        let (stack, testbed) = crate::runner::start_embedded_stack(&spec)
+        let (stack, testbed) = crate::testbed::start_embedded_stack(&spec)
             .await
             .expect("embedded stack");
         let runner = Runner::new(store.clone(), testbed.clone());

@@ -9,9 +9,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use controller::runner::Testbed;
 use controller::sources::{PushInbox, RateLimit};
 use controller::store::{ExperimentId, Status, Store};
+use controller::testbed::Testbed;
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;

@@ -97,7 +97,7 @@ fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
         .find(|run| run.condition.fault == FaultKind::NetLoss && run.condition.fault_rate > 0.0)
         .expect("a net_loss run");
     assert_eq!(
-        crate::runner::container_action(loss.condition.fault, loss.condition.fault_rate),
+        crate::lease::container_action(loss.condition.fault, loss.condition.fault_rate),
         Some(crate::docker::ContainerAction::NetLoss { percent: 20.0 })
     );
 

@@ -4,8 +4,8 @@ use bytes::Bytes;
 use controller::clock::now_ms;
 use http::Method;
 
-use controller::runner::AdminError;
 use controller::target::ServiceId;
+use controller::testbed::AdminError;
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};

@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::admin::{AdminClient, AdminError};
+use super::recorded;
 use super::renewal::spawn_renewal;
-use super::scope::run_event;
-use super::task::RunTask;
 use crate::store::{BreakerHoldFailure, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
+use crate::testbed::{AdminClient, AdminError};
 
 /// Services holding a run's leased breaker config.
 pub struct HeldBreakers {
     admin: AdminClient,
     services: Vec<String>,
-    renewal: Option<RunTask<()>>,
+    renewal: Option<OwnedTask<()>>,
     /// Renewals that failed (a lease that may have run out), kept for the run's fault timeline.
     failures: Arc<Mutex<Vec<RunEventRecord>>>,
 }
@@ -66,7 +66,7 @@ impl HeldBreakers {
                     service: url.clone(),
                     error: error.to_string(),
                 };
-                (self.failures.lock()).push(run_event("", RunEvent::BreakerHold(failure)));
+                (self.failures.lock()).push(recorded("", RunEvent::BreakerHold(failure)));
             }
         }
         (std::mem::take(&mut *self.failures.lock()), panicked)
@@ -101,7 +101,7 @@ fn renew_breakers(
     services: Vec<String>,
     lease: Duration,
     failures: Arc<Mutex<Vec<RunEventRecord>>>,
-) -> RunTask<()> {
+) -> OwnedTask<()> {
     let services = Arc::new(services);
     spawn_renewal(lease, failures, move || {
         let (admin, services) = (admin.clone(), Arc::clone(&services));
@@ -113,7 +113,7 @@ fn renew_breakers(
                         service: url.clone(),
                         error: error.to_string(),
                     };
-                    failed.push(run_event("", RunEvent::BreakerHold(failure)));
+                    failed.push(recorded("", RunEvent::BreakerHold(failure)));
                 }
             }
             failed

@@ -8,14 +8,24 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::recorded;
 use super::renewal::{renewal_event, spawn_renewal};
-use super::scope::run_event;
-use super::setup_error::SetupError;
-use super::task::RunTask;
 use crate::clock::now_ms;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
 use crate::store::{ContainerSampleRecord, FaultCall, PutFault, RunEvent, RunEventRecord, RunId};
+use crate::task::OwnedTask;
+
+/// Why a run's container fault is not on.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerFaultError {
+    /// The compose stack could not be listed, or has no container of the fault's target.
+    #[error(transparent)]
+    Stack(Box<DockerError>),
+    /// The container fault did not go on one of the target's replicas.
+    #[error("container fault not applied: {0}")]
+    NotApplied(#[source] Box<DockerError>),
+}
 
 /// How often every container's stats are read.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -75,7 +85,7 @@ impl Drop for AppliedFaults {
 #[derive(Debug)]
 pub struct ContainerRun {
     faults: AppliedFaults,
-    renewal: Option<RunTask<()>>,
+    renewal: Option<OwnedTask<()>>,
     sampler: ContainerSampler,
 }
 
@@ -89,12 +99,12 @@ impl ContainerStack {
         planned: &PlannedRun,
         run: RunId,
         events: &Arc<Mutex<Vec<RunEventRecord>>>,
-    ) -> Result<ContainerRun, SetupError> {
+    ) -> Result<ContainerRun, ContainerFaultError> {
         let engine = self.leases.engine().clone();
         let stack = engine
             .stack(&self.project)
             .await
-            .map_err(|error| SetupError::Containers(Box::new(error)))?;
+            .map_err(|error| ContainerFaultError::Stack(Box::new(error)))?;
         let sampler = ContainerSampler::start(engine, stack.clone(), SAMPLE_PERIOD);
         let mut started = ContainerRun {
             faults: AppliedFaults {
@@ -114,7 +124,7 @@ impl ContainerStack {
             .filter(|container| spec.fault.target == container.service.as_str())
             .collect();
         if replicas.is_empty() {
-            return Err(SetupError::Containers(Box::new(
+            return Err(ContainerFaultError::Stack(Box::new(
                 DockerError::NoSuchService {
                     project: self.project.clone(),
                     service: spec.fault.target.to_string(),
@@ -126,13 +136,13 @@ impl ContainerStack {
                 .leases
                 .inject(container, &action, spec.fault.lease, Some(run), now_ms())
                 .await
-                .map_err(|error| SetupError::ContainerFaultNotApplied(Box::new(error)))?;
+                .map_err(|error| ContainerFaultError::NotApplied(Box::new(error)))?;
             let fault_id = format!("container-{id}");
             let put = PutFault::Container {
                 container: container.name.clone(),
                 action: action.clone(),
             };
-            let applied = run_event(&fault_id, RunEvent::Fault(FaultCall::Applied(put)));
+            let applied = recorded(&fault_id, RunEvent::Fault(FaultCall::Applied(put)));
             events.lock().push(applied);
             started.faults.ids.push((id, fault_id));
         }
@@ -153,7 +163,7 @@ fn renew_containers(
     ids: Vec<(i64, String)>,
     lease: Duration,
     events: Arc<Mutex<Vec<RunEventRecord>>>,
-) -> RunTask<()> {
+) -> OwnedTask<()> {
     let ids = Arc::new(ids);
     spawn_renewal(lease, events, move || {
         let (leases, ids) = (leases.clone(), Arc::clone(&ids));
@@ -188,12 +198,12 @@ impl ContainerRun {
             };
             events
                 .lock()
-                .push(run_event(&fault_id, RunEvent::Fault(event)));
+                .push(recorded(&fault_id, RunEvent::Fault(event)));
         }
         let (samples, errors) = self.sampler.stop();
         for error in errors {
             let failed = RunEvent::ContainerStatsFailed { error };
-            events.lock().push(run_event("", failed));
+            events.lock().push(recorded("", failed));
         }
         samples
     }

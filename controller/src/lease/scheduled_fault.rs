@@ -13,22 +13,22 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::admin::AdminClient;
-use super::scope::{renew_fault, run_event};
-use super::task::RunTask;
+use super::agent_fault::renew_fault;
+use super::recorded;
 use crate::store::{FaultCall, PutFault, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
+use crate::testbed::AdminClient;
 
 /// A schedule running for one run.
-pub(super) struct ScheduledFault {
-    pub(super) id: String,
-    task: RunTask<()>,
+pub struct ScheduledFault {
+    task: OwnedTask<()>,
     /// Set before each put and cleared after a removal: whether the agent may hold the fault now.
     maybe_on: Arc<AtomicBool>,
 }
 
 impl ScheduledFault {
     /// Starts the schedule now: `periods` are `[start, end)` offsets from now, in order.
-    pub(super) fn start(
+    pub fn start(
         admin: AdminClient,
         agent_url: String,
         fault_id: &str,
@@ -42,7 +42,7 @@ impl ScheduledFault {
         let task = {
             let id = fault_id.to_owned();
             let maybe_on = Arc::clone(&maybe_on);
-            RunTask::spawn(async move {
+            OwnedTask::spawn(async move {
                 for (period, (from, to)) in periods.into_iter().enumerate() {
                     tokio::time::sleep_until(started + from).await;
                     maybe_on.store(true, Ordering::SeqCst);
@@ -57,7 +57,7 @@ impl ScheduledFault {
                             error: error.to_string(),
                         },
                     };
-                    events.lock().push(run_event(&id, RunEvent::Fault(call)));
+                    events.lock().push(recorded(&id, RunEvent::Fault(call)));
                     let renewal = renew_fault(
                         admin.clone(),
                         agent_url.clone(),
@@ -79,26 +79,22 @@ impl ScheduledFault {
                             error: error.to_string(),
                         },
                     };
-                    events.lock().push(run_event(&id, RunEvent::Fault(call)));
+                    events.lock().push(recorded(&id, RunEvent::Fault(call)));
                 }
             })
         };
-        ScheduledFault {
-            id: fault_id.to_owned(),
-            task,
-            maybe_on,
-        }
+        ScheduledFault { task, maybe_on }
     }
 
     /// Stops the schedule (no later period starts, renewal ends); returns whether the fault may still be on
     /// the agent and needs removing, and the schedule task's panic message if it had panicked.
-    pub(super) async fn stop(self) -> (bool, Option<String>) {
+    pub async fn stop(self) -> (bool, Option<String>) {
         let panicked = self.task.stop().await;
         (self.maybe_on.load(Ordering::SeqCst), panicked)
     }
 
     /// Stops the schedule at once (for a scope dropped without ending); returns whether the fault may be on.
-    pub(super) fn abandon(self) -> bool {
+    pub fn abandon(self) -> bool {
         drop(self.task);
         self.maybe_on.load(Ordering::SeqCst)
     }

@@ -8,17 +8,17 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::scope::run_event;
-use super::task::RunTask;
+use super::recorded;
 use crate::store::{FaultCall, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
 
 /// How often a lease of `lease` is renewed.
-pub(super) fn renewal_period(lease: Duration) -> Duration {
+pub fn renewal_period(lease: Duration) -> Duration {
     lease / 3
 }
 
 /// What renewing `fault_id`'s lease did: `renewed`, or `renew_failed` with the error.
-pub(super) fn renewal_event(
+pub fn renewal_event(
     fault_id: &str,
     renewed: Result<(), impl std::fmt::Display>,
 ) -> RunEventRecord {
@@ -28,21 +28,21 @@ pub(super) fn renewal_event(
             error: error.to_string(),
         },
     };
-    run_event(fault_id, RunEvent::Fault(call))
+    recorded(fault_id, RunEvent::Fault(call))
 }
 
 /// Runs `renew` every [`renewal_period`] of `lease` until the task is stopped or dropped; the events each
 /// renewal returns go into `events`.
-pub(super) fn spawn_renewal<Renew, Round>(
+pub fn spawn_renewal<Renew, Round>(
     lease: Duration,
     events: Arc<Mutex<Vec<RunEventRecord>>>,
     mut renew: Renew,
-) -> RunTask<()>
+) -> OwnedTask<()>
 where
     Renew: FnMut() -> Round + Send + 'static,
     Round: Future<Output = Vec<RunEventRecord>> + Send + 'static,
 {
-    RunTask::spawn(async move {
+    OwnedTask::spawn(async move {
         loop {
             tokio::time::sleep(renewal_period(lease)).await;
             let recorded = renew().await;
