@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use agent::api::FaultSpec;
-use axum::Router;
 use axum::extract::FromRef;
-use axum::routing::post;
 use controller::clock::now_ms;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
@@ -430,37 +428,6 @@ impl FromRef<AppState> for BreakerEventsState {
             hub: Some(state.hub.clone()),
         }
     }
-}
-
-/// `POST /api/breaker-events` alone, for `tolerant run` (no dashboard): pushed events go to the runs only.
-pub fn breaker_events_router(inbox: PushInbox, token: impl Into<String>) -> Router {
-    Router::new()
-        .route("/api/breaker-events", post(breaker_events))
-        .with_state(BreakerEventsState {
-            auth: Arc::new(Auth::new(token)),
-            inbox,
-            hub: None,
-        })
-}
-
-/// Serves [`breaker_events_router`] on `listener` until the returned task is aborted.
-pub fn spawn_breaker_events_server(
-    listener: tokio::net::TcpListener,
-    inbox: PushInbox,
-    token: impl Into<String>,
-) -> tokio::task::JoinHandle<()> {
-    let app = breaker_events_router(inbox, token);
-    tokio::spawn(async move {
-        let served = agent::serve::serve(
-            listener,
-            app,
-            agent::serve::HEADER_READ_TIMEOUT,
-            std::future::pending(),
-        );
-        if let Err(error) = served.await {
-            tracing::warn!(%error, "breaker event ingest stopped");
-        }
-    })
 }
 
 /// `POST /api/breaker-events`: state changes of breakers Tolerant did not write, pushed by their listener hooks
