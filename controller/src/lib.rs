@@ -17,4 +17,6 @@ pub mod stats;
 pub mod store;
 pub mod target;
 pub mod task;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_support;
 pub mod testbed;

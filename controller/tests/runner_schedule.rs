@@ -4,8 +4,8 @@
 
 use controller::load::endpoint;
 use controller::runner::Runner;
-use controller::spec::ExperimentSpec;
-use controller::store::{Status, Store};
+use controller::store::Status;
+use controller::test_support::{self, TempStore};
 use controller::testbed::start_embedded_stack;
 
 const SCHEDULED: &str = r#"
@@ -35,9 +35,9 @@ modes = ["disabled"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
-    let spec = ExperimentSpec::parse(SCHEDULED).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-schedule-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SCHEDULED);
+    let db = TempStore::new("schedule");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
     let experiment = runner.run_experiment(&spec, |_| {}).await.unwrap();
@@ -96,7 +96,4 @@ async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
     );
 
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }

@@ -5,8 +5,9 @@
 
 use controller::load::endpoint;
 use controller::runner::{Progress, Runner, RunnerError};
-use controller::spec::{BreakerMode, ExperimentSpec};
-use controller::store::{Status, Store};
+use controller::spec::BreakerMode;
+use controller::store::Status;
+use controller::test_support::{self, TempStore};
 use controller::testbed::start_embedded_stack;
 
 const SWEEP: &str = r#"
@@ -41,9 +42,9 @@ base = "60s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_sweep_stores_every_run_with_plausible_figures() {
-    let spec = ExperimentSpec::parse(SWEEP).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-sweep-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SWEEP);
+    let db = TempStore::new("sweep");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
 
@@ -145,14 +146,11 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         }
     }
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_condition_aborts_the_run_and_clears_the_fault() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "stop"
 rounds = 1
@@ -177,10 +175,9 @@ modes = ["disabled"]
 availability_below = 0.9999
 window = "3s"
 "#,
-    )
-    .unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-stop-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    );
+    let db = TempStore::new("stop");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
     let experiment = runner.run_experiment(&spec, |_| {}).await.unwrap();
@@ -214,18 +211,15 @@ window = "3s"
         "{events:?}"
     );
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }
 
 /// Preflight against the embedded stack: it passes as started; a service nobody answers for, a wrong token, or an
 /// agent nobody answers for each fail naming the target, and nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() {
-    let spec = ExperimentSpec::parse(SWEEP).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-preflight-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SWEEP);
+    let db = TempStore::new("preflight");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     Runner::new(store.clone(), testbed.clone())
         .check_testbed()
@@ -262,7 +256,6 @@ async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() 
     stack.shutdown().await;
     assert!(store.experiments().await.unwrap().is_empty());
     store.close().await;
-    let _ = std::fs::remove_file(&db);
 }
 
 /// Cancelling a run (an abort, Ctrl-C) ends its scope as a finish does: when `run_experiment` returns, the
@@ -270,7 +263,7 @@ async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() 
 /// stored, and the attempt and the experiment are marked interrupted, so a resume redoes the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_run_removes_its_fault_before_it_returns() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "cancelled"
 rounds = 1
@@ -291,10 +284,9 @@ lease = "60s"
 [breaker]
 modes = ["disabled"]
 "#,
-    )
-    .unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-cancel-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    );
+    let db = TempStore::new("cancel");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let admin = controller::testbed::AdminClient::new(testbed.token.clone());
     let faults_url = format!("{}/_agent/faults", testbed.agent);
@@ -332,7 +324,4 @@ modes = ["disabled"]
     assert!(store.samples(runs[0].id).await.unwrap().is_empty());
     stack.shutdown().await;
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }

@@ -15,7 +15,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use controller::clock::now_ms;
-use controller::store::{ExperimentId, Status, Store};
+use controller::store::{ExperimentId, Status};
+use controller::test_support::TempStore;
 use controller::testbed::Testbed;
 use parking_lot::Mutex;
 use web::hub::{Hub, HubConfig};
@@ -106,12 +107,8 @@ agent = "http://{addr}"
 async fn the_testbed_is_polled_once_a_second_during_a_run_with_the_dashboard_open() {
     let received = Received::default();
     let addr = serve(Arc::clone(&received)).await;
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-observer-polling");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let store = Store::open(&dir.join("tolerant.db").display().to_string())
-        .await
-        .expect("store");
+    let dir = TempStore::new("web-observer-polling");
+    let store = dir.open().await;
     let testbed = Testbed {
         frontend: addr,
         services: vec![("shop".parse().expect("label"), format!("http://{addr}"))],

@@ -1,6 +1,7 @@
 //! Unit tests: t critical values, summaries and Welch against hand-computed numbers, per-run metrics
 //! from synthetic rows, per-condition grouping, interval coverage; criteria in `criteria.rs`.
 
+use crate::test_support;
 use breaker::State;
 use std::collections::BTreeMap;
 
@@ -821,7 +822,7 @@ fn criteria_deserialize_inside_a_spec_struct_with_the_line_of_a_bad_value() {
 
 #[test]
 fn what_a_plain_target_cannot_measure_is_said() {
-    let spec = crate::spec::ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "byo"
 duration = "10s"
@@ -832,8 +833,7 @@ target = "shop"
 shop = { url = "http://127.0.0.1:9000", offers = ["pool"] }
 agent = "http://127.0.0.1:9002"
 "#,
-    )
-    .unwrap();
+    );
     let lines = crate::stats::not_measured(&spec);
     let joined = lines.join("\n");
     for capability in ["reset", "breaker-config", "breaker-stream", "cart-metrics"] {
@@ -846,11 +846,10 @@ agent = "http://127.0.0.1:9002"
     );
     assert!(!crate::stats::observes_breakers(&spec));
 
-    let scraped = crate::spec::ExperimentSpec::parse(&format!(
+    let scraped = test_support::spec(&format!(
         "{}\n[[sources]]\nkind = \"prometheus\"\nurl = \"http://127.0.0.1:9000/metrics\"\npreset = \"resilience4j\"\ninterval = \"200ms\"\n",
         spec.source
-    ))
-    .unwrap();
+    ));
     assert!(crate::stats::observes_breakers(&scraped));
     let joined = crate::stats::not_measured(&scraped).join("\n");
     assert!(
@@ -858,9 +857,7 @@ agent = "http://127.0.0.1:9002"
         "{joined}"
     );
     assert!(joined.contains("scraped every 200ms"), "{joined}");
-    let embedded =
-        crate::spec::ExperimentSpec::parse("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n")
-            .unwrap();
+    let embedded = test_support::spec("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n");
     assert!(crate::stats::not_measured(&embedded).is_empty());
 }
 
@@ -869,11 +866,10 @@ agent = "http://127.0.0.1:9002"
 #[test]
 fn scheduled_fault_periods_are_counted_from_the_warmups_end() {
     let spec = |schedule: &str| {
-        crate::spec::ExperimentSpec::parse(&format!(
+        test_support::spec(&format!(
             "name = \"t\"\nduration = \"100s\"\nwarmup = \"20s\"\n[load]\nusers = 1\n\
              [fault]\ntarget = \"payment\"\nrates = [1.0]\n{schedule}"
         ))
-        .expect("valid")
     };
     assert_eq!(super::measured_fault_periods(&spec("")), Vec::new());
     assert_eq!(

@@ -103,29 +103,6 @@ async fn log_in(state: &AppState) -> (String, String) {
     (pair, session.csrf)
 }
 
-/// A SQLite file in the temp dir, removed with its WAL files when dropped.
-pub(crate) struct TempDatabase(std::path::PathBuf);
-
-impl TempDatabase {
-    pub(crate) fn new(name: &str) -> Self {
-        TempDatabase(
-            std::env::temp_dir().join(format!("tolerant-web-{name}-{}.db", std::process::id())),
-        )
-    }
-
-    pub(crate) fn location(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TempDatabase {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
-}
-
 const RUNNABLE_SPEC: &str = r#"name = "game-day"
 rounds = 1
 duration = "2s"

@@ -55,8 +55,8 @@ fn both_migration_flavours_declare_the_same_columns() {
 
 #[tokio::test]
 async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
-    let file = TempDb::new();
-    let location = file.0.to_str().unwrap().to_owned();
+    let file = TempStore::new("store");
+    let location = file.location();
     let store = Store::open(&location).await.unwrap();
     assert_eq!(store.backend(), Backend::Sqlite);
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
@@ -66,7 +66,7 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
     assert_eq!(mode, "wal");
     let (_, id) = new_experiment(&store).await;
     store.close().await;
-    assert!(file.0.exists());
+    assert!(std::path::Path::new(&location).exists());
 
     // Migrations are not re-applied; data survives.
     let store = Store::open(&location).await.unwrap();
@@ -83,8 +83,8 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
 #[tokio::test]
 async fn two_stores_opening_one_new_file_at_once_both_open() {
     for _ in 0..32 {
-        let file = TempDb::new();
-        let location = file.0.to_str().unwrap().to_owned();
+        let file = TempStore::new("store");
+        let location = file.location();
         let (first, second) = tokio::join!(Store::open(&location), Store::open(&location));
         let (first, second) = (first.unwrap(), second.unwrap());
         let (_, id) = new_experiment(&first).await;
