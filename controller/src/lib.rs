@@ -1,8 +1,12 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod clock;
 pub mod docker;
 pub mod energy;
+pub mod exposition;
+pub mod lease;
 pub mod load;
+pub mod observe;
 pub mod panic;
 pub mod predict;
 pub mod report;
@@ -12,3 +16,7 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod target;
+pub mod task;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_support;
+pub mod testbed;

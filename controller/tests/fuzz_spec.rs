@@ -9,6 +9,7 @@
 //! `PROPTEST_CASES=100000` is the long profile (see FUZZING.md). Failing cases are saved in
 //! `tests/fuzz_spec.proptest-regressions` and replayed first.
 
+use controller::test_support;
 use std::time::Duration;
 
 use controller::spec::{
@@ -567,7 +568,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
 
 #[test]
 fn the_base_spec_is_valid() {
-    let spec = ExperimentSpec::parse(&render(&base())).expect("base spec");
+    let spec = test_support::spec(&render(&base()));
     assert_eq!(spec.plan().len(), 8);
 }
 

@@ -3,6 +3,7 @@
 mod agent;
 mod boutique;
 mod compose;
+mod condition_table;
 mod controller;
 mod healthcheck;
 pub(crate) mod output;

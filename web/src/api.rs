@@ -13,9 +13,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use agent::api::FaultSpec;
-use axum::Router;
 use axum::extract::FromRef;
-use axum::routing::post;
+use controller::clock::now_ms;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
 use controller::target::ServiceId;
@@ -58,13 +57,6 @@ impl FromRef<BreakerEventsState> for Arc<Auth> {
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 /// A start time: Unix milliseconds, or an RFC 3339 timestamp (`2026-11-29T19:00:00Z`).
 pub fn parse_at(value: &Value) -> Result<Option<i64>, AppError> {
@@ -232,7 +224,7 @@ pub(crate) async fn store_annotation(
     let entry = state
         .operations
         .annotate(AnnotationRequest {
-            at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+            at_ms: now_ms(),
             text,
             author,
             experiment_id,
@@ -438,37 +430,6 @@ impl FromRef<AppState> for BreakerEventsState {
     }
 }
 
-/// `POST /api/breaker-events` alone, for `tolerant run` (no dashboard): pushed events go to the runs only.
-pub fn breaker_events_router(inbox: PushInbox, token: impl Into<String>) -> Router {
-    Router::new()
-        .route("/api/breaker-events", post(breaker_events))
-        .with_state(BreakerEventsState {
-            auth: Arc::new(Auth::new(token)),
-            inbox,
-            hub: None,
-        })
-}
-
-/// Serves [`breaker_events_router`] on `listener` until the returned task is aborted.
-pub fn spawn_breaker_events_server(
-    listener: tokio::net::TcpListener,
-    inbox: PushInbox,
-    token: impl Into<String>,
-) -> tokio::task::JoinHandle<()> {
-    let app = breaker_events_router(inbox, token);
-    tokio::spawn(async move {
-        let served = agent::serve::serve(
-            listener,
-            app,
-            agent::serve::HEADER_READ_TIMEOUT,
-            std::future::pending(),
-        );
-        if let Err(error) = served.await {
-            tracing::warn!(%error, "breaker event ingest stopped");
-        }
-    })
-}
-
 /// `POST /api/breaker-events`: state changes of breakers Tolerant did not write, pushed by their listener hooks
 /// (one event object or an array; see `controller::sources::push`). Every transition goes on the live timeline
 /// (when a dashboard runs) and into the run being recorded; answers how many were taken.
@@ -477,9 +438,11 @@ pub async fn breaker_events(
     _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
+    // Pushed times are checked against the controller's clock (never before the epoch).
+    let now = u64::try_from(now_ms()).unwrap_or(0);
     let ingested = state
         .inbox
-        .ingest(&body, now_ms())
+        .ingest(&body, now)
         .map_err(|error| match error {
             PushError::RateLimited => AppError::TooMany(error.to_string()),
             PushError::Invalid { .. } => AppError::BadRequest(error.to_string()),

@@ -7,10 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller::clock::now_ms;
 use controller::docker::{ContainerLeases, Engine};
-use controller::runner::{ContainerStack, Testbed, now_ms};
+use controller::lease::ContainerStack;
 use controller::store::Store;
 use controller::target::ServiceId;
+use controller::testbed::Testbed;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 

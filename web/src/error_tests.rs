@@ -3,13 +3,14 @@
 
 use http::StatusCode;
 
-use crate::routes_tests::{TempDatabase, get, send, stored_app, text};
+use crate::routes_tests::{get, send, stored_app, text};
+use controller::test_support::TempStore;
 
 const GENERIC: &str = "internal error; the detail is in the controller log (error id ";
 
 #[tokio::test]
 async fn a_store_failure_is_a_generic_500_with_an_error_id_and_no_detail() {
-    let database = TempDatabase::new("closed-store");
+    let database = TempStore::new("web-closed-store");
     let (state, store) = stored_app(&database.location()).await;
     let missing = send(&state, get("/api/experiments/999")).await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);

@@ -17,6 +17,7 @@ pub mod live;
 mod not_measured_tests;
 pub mod operations;
 pub mod pages;
+pub mod push_listener;
 pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;

@@ -1,52 +1,41 @@
 //! Runner: executes an experiment's plan against a testbed, one run after another — reset the
 //! testbed, apply the condition's breaker config, apply its fault through the agent (renewing the
-//! lease while the run lasts), drive load for warmup + duration, collect transitions and fault
-//! events, remove the fault, and store the run in one transaction.
+//! lease while the run lasts, [`crate::lease`]), drive load for warmup + duration, record what the observer
+//! sees meanwhile (transitions, the agent's events, samples: [`crate::observe`]), remove the fault, and store
+//! the run in one transaction.
+//!
+//! [`scope`] holds what one run started and ends it, [`recorder`] what a run keeps of the observations,
+//! [`drive`] and [`stop`] the load and its stop condition, [`resume`] and [`preflight`] what happens before the
+//! first run.
 
-mod admin;
-mod agent_stream;
-mod breaker_hold;
-pub mod containers;
 mod drive;
-mod fault_schedule;
 mod preflight;
-pub mod prometheus;
-mod renewal;
+mod recorder;
 mod resume;
-mod sampler;
 mod scope;
 mod setup_error;
-mod sources;
 mod stop;
-mod task;
-mod testbed;
-mod transitions;
 
 use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
-pub use agent_stream::{AgentStream, parse_agent_event};
-pub use containers::{ContainerStack, container_action};
+pub use recorder::{Recording, RunRecorder, SampledLabels};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
-pub use sampler::Sampler;
 pub use setup_error::SetupError;
-pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
-pub use task::RunTask;
-pub use testbed::{EMBEDDED_AGENT_SERVICE, Testbed, start_embedded_stack};
-pub use transitions::{TransitionCollector, as_replica, parse_transition};
 
-use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};
 use scope::{RunScope, ScopeEnd};
 
+use crate::clock::now_ms;
+use crate::lease::{ContainerStack, HeldBreakers};
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
+use crate::observe::Observer;
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
+use crate::testbed::{AdminClient, AdminError, Testbed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -92,13 +81,6 @@ pub enum Progress {
     },
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Runs experiments against one testbed and stores what they saw.
 pub struct Runner {
     store: Store,
@@ -110,8 +92,8 @@ pub struct Runner {
     live_seconds: Option<load::SecondSink>,
     /// Pushed foreign breaker events; a run takes every one that arrives while it lasts.
     push_inbox: Option<PushInbox>,
-    /// Where a copy of every scraped foreign transition goes as a run sees it (the live dashboard).
-    live_transitions: Option<TransitionSink>,
+    /// What sees the testbed during a run (shared with the dashboard when both run in one process).
+    observer: Observer,
     /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
     containers: Option<ContainerStack>,
 }
@@ -122,11 +104,11 @@ impl Runner {
         Runner {
             store,
             testbed,
+            observer: Observer::new(admin.clone()),
             admin,
             cancel: CancellationToken::new(),
             live_seconds: None,
             push_inbox: None,
-            live_transitions: None,
             containers: None,
         }
     }
@@ -137,9 +119,10 @@ impl Runner {
         self
     }
 
-    /// Also sends a copy of every transition a `[[sources]]` scrape sees to `sink` as runs go.
-    pub fn with_live_transitions(mut self, sink: TransitionSink) -> Self {
-        self.live_transitions = Some(sink);
+    /// Sees the testbed through `observer` (one the dashboard watches too), instead of an observer of its own:
+    /// the testbed is followed and sampled once, whoever watches.
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = observer;
         self
     }
 
@@ -276,18 +259,17 @@ impl Runner {
         let load = self.load_config(spec, planned)?;
         let breakers = self.prepare(spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
-        let mut scope =
-            RunScope::open(&self.admin, &self.testbed, &|name| spec.offers_of(name)).await?;
+        let mut scope = RunScope::open(
+            &self.admin,
+            &self.testbed,
+            &|name| spec.offers_of(name),
+            &self.observer,
+            self.push_inbox.as_ref(),
+        )
+        .await?;
         scope.hold_breakers(breakers);
         // Foreign breakers: a baseline scrape of every source before the run exists.
-        scope.follow_foreign(
-            SourceCollector::start(
-                &spec.sources,
-                self.push_inbox.as_ref(),
-                self.live_transitions.clone(),
-            )
-            .await?,
-        );
+        scope.follow_foreign(&spec.sources).await?;
         let run = self
             .store
             .start_run(
@@ -346,6 +328,12 @@ impl Runner {
                 .iter()
                 .map(|message| format!("{message} (panicked)")),
         );
+        if ended.missed > 0 {
+            failures.push(format!(
+                "the run's record missed {} observation(s): its recorder fell behind the observer",
+                ended.missed
+            ));
+        }
         let container_samples = std::mem::take(&mut ended.container_samples);
 
         // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
@@ -384,7 +372,7 @@ impl Runner {
             endpoints,
             collector: ended.samples,
             transitions: ended.transitions,
-            fault_events: ended.fault_events,
+            events: ended.fault_events,
             energy,
         };
         let availability = record.outcomes().availability();

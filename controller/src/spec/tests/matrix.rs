@@ -1,13 +1,13 @@
 //! The matrix: conditions crossed, plans shuffled per round from the seed, fixed order kept.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn matrix_crosses_kinds_rates_and_modes() {
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         "{MINIMAL}rate = 5.0\n[fault]\ntarget = \"payment\"\nkinds = [\"error\", \"delay\"]\ndelay = \"200ms\"\nrates = [0.1, 0.9]\n[breaker]\nmodes = [\"shadow\", \"enforce\"]\n"
-    ))
-    .unwrap();
+    ));
     let conditions = spec.conditions();
     assert_eq!(conditions.len(), 2 * 2 * 2);
     let distinct: BTreeSet<String> = conditions.iter().map(Condition::label).collect();
@@ -52,10 +52,9 @@ fn randomized_plan_holds_each_condition_once_per_round_and_is_reproducible() {
 
 #[test]
 fn fixed_order_keeps_expansion_order() {
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         "order = \"fixed\"\nrounds = 3\n{MINIMAL}[fault]\ntarget = \"payment\"\nrates = [0.0, 0.5, 1.0]\n"
-    ))
-    .unwrap();
+    ));
     let indices: Vec<usize> = spec.plan().iter().map(|run| run.condition.index).collect();
     assert_eq!(indices, vec![0, 1, 2, 0, 1, 2, 0, 1, 2]);
 }

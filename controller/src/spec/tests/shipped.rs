@@ -1,6 +1,7 @@
 //! The shipped experiments and the README's examples parse, with the designs they publish.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn every_shipped_experiment_parses() {
@@ -74,7 +75,7 @@ fn hang_variant_uses_hang_faults() {
 
 #[test]
 fn minimal_spec_takes_defaults() {
-    let spec = ExperimentSpec::parse(MINIMAL).unwrap();
+    let spec = test_support::spec(MINIMAL);
     assert_eq!(spec.rounds, 1);
     assert_eq!(spec.time_scale, 1.0);
     assert_eq!(spec.order, Order::Randomized);
@@ -95,7 +96,7 @@ fn every_toml_example_of_the_experiments_readme_is_a_valid_spec() {
         .collect();
     assert!(!blocks.is_empty(), "the README shows an example spec");
     for block in &blocks {
-        let spec = ExperimentSpec::parse(block).unwrap_or_else(|error| panic!("{error}\n{block}"));
+        let spec = test_support::spec(block);
         assert!(!spec.validate.is_empty(), "the example is a release gate");
     }
     // Every table of a spec is documented.

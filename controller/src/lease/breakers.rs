@@ -9,21 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 
-use super::admin::{AdminClient, AdminError};
+use super::recorded;
 use super::renewal::spawn_renewal;
-use super::scope::fault_event;
-use super::task::RunTask;
-use crate::store::{FaultEvent, FaultEventRecord};
+use crate::store::{BreakerHoldFailure, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
+use crate::testbed::{AdminClient, AdminError};
 
 /// Services holding a run's leased breaker config.
 pub struct HeldBreakers {
     admin: AdminClient,
     services: Vec<String>,
-    renewal: Option<RunTask<()>>,
+    renewal: Option<OwnedTask<()>>,
     /// Renewals that failed (a lease that may have run out), kept for the run's fault timeline.
-    failures: Arc<Mutex<Vec<FaultEventRecord>>>,
+    failures: Arc<Mutex<Vec<RunEventRecord>>>,
 }
 
 impl HeldBreakers {
@@ -55,7 +54,7 @@ impl HeldBreakers {
 
     /// Stops renewing and restores every service's startup config; returns the failed renewals and restores,
     /// and the renewal task's panic message if it had panicked (the config's lease may have lapsed mid-run).
-    pub async fn restore(mut self) -> (Vec<FaultEventRecord>, Option<String>) {
+    pub async fn restore(mut self) -> (Vec<RunEventRecord>, Option<String>) {
         let panicked = match self.renewal.take() {
             Some(renewal) => renewal.stop().await,
             None => None,
@@ -63,11 +62,11 @@ impl HeldBreakers {
         let services = std::mem::take(&mut self.services);
         for url in &services {
             if let Err(error) = self.admin.restore_breakers(url).await {
-                self.failures.lock().push(fault_event(
-                    FaultEvent::BreakersRestoreFailed,
-                    "",
-                    json!({ "service": url, "error": error.to_string() }),
-                ));
+                let failure = BreakerHoldFailure::RestoreFailed {
+                    service: url.clone(),
+                    error: error.to_string(),
+                };
+                (self.failures.lock()).push(recorded("", RunEvent::BreakerHold(failure)));
             }
         }
         (std::mem::take(&mut *self.failures.lock()), panicked)
@@ -101,8 +100,8 @@ fn renew_breakers(
     admin: AdminClient,
     services: Vec<String>,
     lease: Duration,
-    failures: Arc<Mutex<Vec<FaultEventRecord>>>,
-) -> RunTask<()> {
+    failures: Arc<Mutex<Vec<RunEventRecord>>>,
+) -> OwnedTask<()> {
     let services = Arc::new(services);
     spawn_renewal(lease, failures, move || {
         let (admin, services) = (admin.clone(), Arc::clone(&services));
@@ -110,11 +109,11 @@ fn renew_breakers(
             let mut failed = Vec::new();
             for url in services.iter() {
                 if let Err(error) = admin.renew_breakers(url).await {
-                    failed.push(fault_event(
-                        FaultEvent::BreakersRenewFailed,
-                        "",
-                        json!({ "service": url, "error": error.to_string() }),
-                    ));
+                    let failure = BreakerHoldFailure::RenewFailed {
+                        service: url.clone(),
+                        error: error.to_string(),
+                    };
+                    failed.push(recorded("", RunEvent::BreakerHold(failure)));
                 }
             }
             failed

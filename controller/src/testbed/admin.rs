@@ -1,5 +1,7 @@
 //! HTTP calls to the testbed's control surfaces: service admin endpoints (reset, breaker config) and
-//! the fault agent's control API (put, renew, delete). Every mutation carries the bearer token.
+//! the fault agent's control API (put, renew, delete), and the reads the observer samples (pools, carts,
+//! `/metrics`, breaker snapshots). Every mutation carries the bearer token; every answer is read within
+//! [`ADMIN_CALL_TIMEOUT`] and at most [`MAX_ANSWER_BYTES`].
 
 use std::time::Duration;
 
@@ -12,6 +14,9 @@ use hyper_util::rt::TokioExecutor;
 
 /// Time one control call may take.
 pub const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest answer body read (a foreign source's whole exposition fits many times over).
+pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 
 /// A control call that did not get the answer it needed.
 #[derive(Debug, thiserror::Error)]
@@ -129,8 +134,7 @@ impl AdminClient {
                 .await
                 .map_err(|e| transport(e.to_string()))?;
             let status = response.status();
-            let body = response
-                .into_body()
+            let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
                 .await
                 .map_err(|e| transport(e.to_string()))?

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use breaker::{Reason, State, TransitionDetail, TransitionEvent};
 
-use super::exposition::Sample;
 use super::foreign_state;
+use crate::exposition::Sample;
 
 /// At most this many breakers are followed per source; more are ignored (a label with an unbounded value set
 /// must not grow the controller's memory).
@@ -138,21 +138,21 @@ struct Known {
 
 /// Follows the breakers of one source from scrape to scrape.
 #[derive(Debug, Clone)]
-pub struct Observer {
+pub struct ScrapedBreakers {
     mapping: StateMapping,
     service: String,
     source: String,
     known: BTreeMap<String, Known>,
 }
 
-impl Observer {
+impl ScrapedBreakers {
     /// `service` is what the events' `service` field says; `source` names the source (`prometheus:<url>`).
     pub fn new(
         mapping: StateMapping,
         service: impl Into<String>,
         source: impl Into<String>,
     ) -> Self {
-        Observer {
+        ScrapedBreakers {
             mapping,
             service: service.into(),
             source: source.into(),
@@ -341,8 +341,8 @@ fn event_of(
 
 #[cfg(test)]
 mod tests {
-    use super::super::exposition::parse_exposition;
     use super::*;
+    use crate::exposition::parse_exposition;
 
     fn r4j(name: &str, state: &str) -> String {
         ["closed", "open", "half_open", "disabled", "forced_open"]
@@ -365,7 +365,8 @@ mod tests {
 
     #[test]
     fn resilience4j_state_series_become_transitions_after_a_baseline() {
-        let mut observer = Observer::new(StateMapping::resilience4j(), "shop", "prometheus:x");
+        let mut observer =
+            ScrapedBreakers::new(StateMapping::resilience4j(), "shop", "prometheus:x");
         let scrape = |a: &str, b: &str| parse_exposition(&(r4j("a", a) + &r4j("b", b)));
         // The baseline: a closed makes no event, b already open makes one.
         assert_eq!(
@@ -399,13 +400,13 @@ mod tests {
     }
 
     /// An observer of the gauge `breaker_state{breaker=…}` with the default state values.
-    fn gauge_observer() -> Observer {
+    fn gauge_observer() -> ScrapedBreakers {
         let mapping = StateMapping::Value {
             metric: "breaker_state".into(),
             breaker_label: "breaker".into(),
             values: StateMapping::default_values(),
         };
-        Observer::new(mapping, "svc", "prometheus:y")
+        ScrapedBreakers::new(mapping, "svc", "prometheus:y")
     }
 
     #[test]
@@ -433,7 +434,7 @@ mod tests {
 
     #[test]
     fn opossum_counters_replay_the_transitions_between_scrapes() {
-        let mut observer = Observer::new(StateMapping::opossum(""), "node", "prometheus:z");
+        let mut observer = ScrapedBreakers::new(StateMapping::opossum(""), "node", "prometheus:z");
         let scrape = |open: u32, half: u32, close: u32| {
             parse_exposition(&format!(
                 "circuit{{name=\"pay\",event=\"fire\"}} 100\n\
@@ -511,7 +512,7 @@ mod tests {
 
     #[test]
     fn the_number_of_breakers_followed_is_bounded() {
-        let mut observer = Observer::new(StateMapping::resilience4j(), "s", "p");
+        let mut observer = ScrapedBreakers::new(StateMapping::resilience4j(), "s", "p");
         let many: String = (0..MAX_BREAKERS_PER_SOURCE + 5)
             .map(|i| r4j(&format!("b{i}"), "closed"))
             .collect();

@@ -7,16 +7,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 
-use super::now_ms;
+use super::recorded;
 use super::renewal::{renewal_event, spawn_renewal};
-use super::scope::fault_event;
-use super::setup_error::SetupError;
-use super::task::RunTask;
+use crate::clock::now_ms;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
 use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
-use crate::store::{ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId};
+use crate::store::{ContainerSampleRecord, FaultCall, PutFault, RunEvent, RunEventRecord, RunId};
+use crate::task::OwnedTask;
+
+/// Why a run's container fault is not on.
+#[derive(Debug, thiserror::Error)]
+pub enum ContainerFaultError {
+    /// The compose stack could not be listed, or has no container of the fault's target.
+    #[error(transparent)]
+    Stack(Box<DockerError>),
+    /// The container fault did not go on one of the target's replicas.
+    #[error("container fault not applied: {0}")]
+    NotApplied(#[source] Box<DockerError>),
+}
 
 /// How often every container's stats are read.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -76,7 +85,7 @@ impl Drop for AppliedFaults {
 #[derive(Debug)]
 pub struct ContainerRun {
     faults: AppliedFaults,
-    renewal: Option<RunTask<()>>,
+    renewal: Option<OwnedTask<()>>,
     sampler: ContainerSampler,
 }
 
@@ -89,13 +98,13 @@ impl ContainerStack {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
         run: RunId,
-        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
-    ) -> Result<ContainerRun, SetupError> {
+        events: &Arc<Mutex<Vec<RunEventRecord>>>,
+    ) -> Result<ContainerRun, ContainerFaultError> {
         let engine = self.leases.engine().clone();
         let stack = engine
             .stack(&self.project)
             .await
-            .map_err(|error| SetupError::Containers(Box::new(error)))?;
+            .map_err(|error| ContainerFaultError::Stack(Box::new(error)))?;
         let sampler = ContainerSampler::start(engine, stack.clone(), SAMPLE_PERIOD);
         let mut started = ContainerRun {
             faults: AppliedFaults {
@@ -115,7 +124,7 @@ impl ContainerStack {
             .filter(|container| spec.fault.target == container.service.as_str())
             .collect();
         if replicas.is_empty() {
-            return Err(SetupError::Containers(Box::new(
+            return Err(ContainerFaultError::Stack(Box::new(
                 DockerError::NoSuchService {
                     project: self.project.clone(),
                     service: spec.fault.target.to_string(),
@@ -127,13 +136,14 @@ impl ContainerStack {
                 .leases
                 .inject(container, &action, spec.fault.lease, Some(run), now_ms())
                 .await
-                .map_err(|error| SetupError::ContainerFaultNotApplied(Box::new(error)))?;
+                .map_err(|error| ContainerFaultError::NotApplied(Box::new(error)))?;
             let fault_id = format!("container-{id}");
-            events.lock().push(fault_event(
-                FaultEvent::Applied,
-                &fault_id,
-                json!({ "container": container.name, "action": action }),
-            ));
+            let put = PutFault::Container {
+                container: container.name.clone(),
+                action: action.clone(),
+            };
+            let applied = recorded(&fault_id, RunEvent::Fault(FaultCall::Applied(put)));
+            events.lock().push(applied);
             started.faults.ids.push((id, fault_id));
         }
         started.renewal = Some(renew_containers(
@@ -152,8 +162,8 @@ fn renew_containers(
     leases: ContainerLeases,
     ids: Vec<(i64, String)>,
     lease: Duration,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
-) -> RunTask<()> {
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
+) -> OwnedTask<()> {
     let ids = Arc::new(ids);
     spawn_renewal(lease, events, move || {
         let (leases, ids) = (leases.clone(), Arc::clone(&ids));
@@ -172,7 +182,7 @@ impl ContainerRun {
     /// Undoes the run's container fault (events recorded), stops sampling; returns the samples.
     pub async fn end(
         mut self,
-        events: &Arc<Mutex<Vec<FaultEventRecord>>>,
+        events: &Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Vec<ContainerSampleRecord> {
         if let Some(renewal) = self.renewal.take() {
             // A renewal that panicked shows as the lease's lapse; the undo below still runs.
@@ -180,22 +190,20 @@ impl ContainerRun {
         }
         for (id, fault_id) in std::mem::take(&mut self.faults.ids) {
             let event = match self.faults.leases.undo(id, now_ms()).await {
-                Ok(_) => fault_event(FaultEvent::Removed, &fault_id, json!({})),
-                Err(error) => fault_event(
-                    FaultEvent::RemoveFailed,
-                    &fault_id,
-                    json!({ "error": error.to_string() }),
-                ),
+                Ok(_) => FaultCall::Removed { period: None },
+                Err(error) => FaultCall::RemoveFailed {
+                    period: None,
+                    error: error.to_string(),
+                },
             };
-            events.lock().push(event);
+            events
+                .lock()
+                .push(recorded(&fault_id, RunEvent::Fault(event)));
         }
         let (samples, errors) = self.sampler.stop();
         for error in errors {
-            events.lock().push(fault_event(
-                FaultEvent::StatsFailed,
-                "",
-                json!({ "error": error }),
-            ));
+            let failed = RunEvent::ContainerStatsFailed { error };
+            events.lock().push(recorded("", failed));
         }
         samples
     }

@@ -11,55 +11,53 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::time::Instant;
 
-use super::admin::AdminClient;
-use super::scope::{fault_event, renew_fault};
-use super::task::RunTask;
-use crate::store::{FaultEvent, FaultEventRecord};
+use super::agent_fault::renew_fault;
+use super::recorded;
+use crate::store::{FaultCall, PutFault, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
+use crate::testbed::AdminClient;
 
 /// A schedule running for one run.
-pub(super) struct ScheduledFault {
-    pub(super) id: String,
-    task: RunTask<()>,
+pub struct ScheduledFault {
+    task: OwnedTask<()>,
     /// Set before each put and cleared after a removal: whether the agent may hold the fault now.
     maybe_on: Arc<AtomicBool>,
 }
 
 impl ScheduledFault {
     /// Starts the schedule now: `periods` are `[start, end)` offsets from now, in order.
-    pub(super) fn start(
+    pub fn start(
         admin: AdminClient,
         agent_url: String,
         fault_id: &str,
         fault: agent::api::FaultSpec,
         lease: Duration,
         periods: Vec<(Duration, Duration)>,
-        events: Arc<Mutex<Vec<FaultEventRecord>>>,
+        events: Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Self {
         let maybe_on = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
         let task = {
             let id = fault_id.to_owned();
             let maybe_on = Arc::clone(&maybe_on);
-            RunTask::spawn(async move {
+            OwnedTask::spawn(async move {
                 for (period, (from, to)) in periods.into_iter().enumerate() {
                     tokio::time::sleep_until(started + from).await;
                     maybe_on.store(true, Ordering::SeqCst);
-                    let mut detail = fault.to_json_value();
-                    detail["period"] = json!(period);
-                    match admin.put_fault(&agent_url, &id, &fault).await {
-                        Ok(()) => events
-                            .lock()
-                            .push(fault_event(FaultEvent::Applied, &id, detail)),
-                        Err(error) => {
-                            detail["error"] = json!(error.to_string());
-                            events
-                                .lock()
-                                .push(fault_event(FaultEvent::ApplyFailed, &id, detail));
-                        }
-                    }
+                    let call = match admin.put_fault(&agent_url, &id, &fault).await {
+                        Ok(()) => FaultCall::Applied(PutFault::Agent {
+                            fault: fault.clone(),
+                            period: Some(period),
+                        }),
+                        Err(error) => FaultCall::ApplyFailed {
+                            fault: fault.clone(),
+                            period: Some(period),
+                            error: error.to_string(),
+                        },
+                    };
+                    events.lock().push(recorded(&id, RunEvent::Fault(call)));
                     let renewal = renew_fault(
                         admin.clone(),
                         agent_url.clone(),
@@ -69,37 +67,34 @@ impl ScheduledFault {
                     );
                     tokio::time::sleep_until(started + to).await;
                     renewal.stop().await;
-                    let event = match admin.delete_fault(&agent_url, &id).await {
+                    let call = match admin.delete_fault(&agent_url, &id).await {
                         Ok(()) => {
                             maybe_on.store(false, Ordering::SeqCst);
-                            fault_event(FaultEvent::Removed, &id, json!({ "period": period }))
+                            FaultCall::Removed {
+                                period: Some(period),
+                            }
                         }
-                        Err(error) => fault_event(
-                            FaultEvent::RemoveFailed,
-                            &id,
-                            json!({ "period": period, "error": error.to_string() }),
-                        ),
+                        Err(error) => FaultCall::RemoveFailed {
+                            period: Some(period),
+                            error: error.to_string(),
+                        },
                     };
-                    events.lock().push(event);
+                    events.lock().push(recorded(&id, RunEvent::Fault(call)));
                 }
             })
         };
-        ScheduledFault {
-            id: fault_id.to_owned(),
-            task,
-            maybe_on,
-        }
+        ScheduledFault { task, maybe_on }
     }
 
     /// Stops the schedule (no later period starts, renewal ends); returns whether the fault may still be on
     /// the agent and needs removing, and the schedule task's panic message if it had panicked.
-    pub(super) async fn stop(self) -> (bool, Option<String>) {
+    pub async fn stop(self) -> (bool, Option<String>) {
         let panicked = self.task.stop().await;
         (self.maybe_on.load(Ordering::SeqCst), panicked)
     }
 
     /// Stops the schedule at once (for a scope dropped without ending); returns whether the fault may be on.
-    pub(super) fn abandon(self) -> bool {
+    pub fn abandon(self) -> bool {
         drop(self.task);
         self.maybe_on.load(Ordering::SeqCst)
     }

@@ -8,42 +8,41 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::scope::fault_event;
-use super::task::RunTask;
-use crate::store::{FaultEvent, FaultEventRecord};
+use super::recorded;
+use crate::store::{FaultCall, RunEvent, RunEventRecord};
+use crate::task::OwnedTask;
 
 /// How often a lease of `lease` is renewed.
-pub(super) fn renewal_period(lease: Duration) -> Duration {
+pub fn renewal_period(lease: Duration) -> Duration {
     lease / 3
 }
 
 /// What renewing `fault_id`'s lease did: `renewed`, or `renew_failed` with the error.
-pub(super) fn renewal_event(
+pub fn renewal_event(
     fault_id: &str,
     renewed: Result<(), impl std::fmt::Display>,
-) -> FaultEventRecord {
-    match renewed {
-        Ok(()) => fault_event(FaultEvent::Renewed, fault_id, serde_json::json!({})),
-        Err(error) => fault_event(
-            FaultEvent::RenewFailed,
-            fault_id,
-            serde_json::json!({ "error": error.to_string() }),
-        ),
-    }
+) -> RunEventRecord {
+    let call = match renewed {
+        Ok(()) => FaultCall::Renewed,
+        Err(error) => FaultCall::RenewFailed {
+            error: error.to_string(),
+        },
+    };
+    recorded(fault_id, RunEvent::Fault(call))
 }
 
 /// Runs `renew` every [`renewal_period`] of `lease` until the task is stopped or dropped; the events each
 /// renewal returns go into `events`.
-pub(super) fn spawn_renewal<Renew, Round>(
+pub fn spawn_renewal<Renew, Round>(
     lease: Duration,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
     mut renew: Renew,
-) -> RunTask<()>
+) -> OwnedTask<()>
 where
     Renew: FnMut() -> Round + Send + 'static,
-    Round: Future<Output = Vec<FaultEventRecord>> + Send + 'static,
+    Round: Future<Output = Vec<RunEventRecord>> + Send + 'static,
 {
-    RunTask::spawn(async move {
+    OwnedTask::spawn(async move {
         loop {
             tokio::time::sleep(renewal_period(lease)).await;
             let recorded = renew().await;
@@ -68,11 +67,10 @@ mod tests {
                 let at = started.elapsed();
                 rounds.lock().push(at);
                 async move {
-                    vec![FaultEventRecord {
+                    vec![RunEventRecord {
                         at_ms: at.as_millis() as i64,
-                        event: FaultEvent::Renewed,
+                        event: RunEvent::Fault(FaultCall::Renewed),
                         fault_id: "f".to_owned(),
-                        detail: serde_json::json!({}),
                     }]
                 }
             }
@@ -94,13 +92,14 @@ mod tests {
         let renewed = renewal_event("f1", Ok::<(), String>(()));
         assert_eq!(
             (renewed.event, renewed.fault_id.as_str()),
-            (FaultEvent::Renewed, "f1")
+            (RunEvent::Fault(FaultCall::Renewed), "f1")
         );
         let failed = renewal_event("f1", Err("connection refused"));
-        assert_eq!(failed.event, FaultEvent::RenewFailed);
         assert_eq!(
-            failed.detail,
-            serde_json::json!({ "error": "connection refused" })
+            failed.event,
+            RunEvent::Fault(FaultCall::RenewFailed {
+                error: "connection refused".into()
+            })
         );
     }
 }

@@ -1,9 +1,13 @@
-//! The testbed a run talks to — where its frontend, services and agent are — and the embedded one: the ten
-//! boutique services started in this process for a spec.
+//! The testbed a run talks to — where its frontend, services and agent are — its control client ([`admin`]:
+//! resets, breaker configs and modes, faults on the agent, and the reads the observer samples), and the embedded
+//! one: the ten boutique services started in this process for a spec.
+
+pub mod admin;
 
 use std::net::SocketAddr;
 
-use super::RunnerError;
+pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError, MAX_ANSWER_BYTES};
+
 use crate::spec::ExperimentSpec;
 use crate::target::ServiceId;
 
@@ -41,14 +45,25 @@ impl Testbed {
 /// The service whose agent the embedded stack exposes (`/_agent/...` on Payment).
 pub const EMBEDDED_AGENT_SERVICE: &str = boutique::ServiceName::Payment.as_str();
 
+/// Why the embedded stack did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedStackError {
+    /// The spec asks what the embedded stack cannot do, or a service did not start.
+    #[error("testbed: {0}")]
+    Testbed(String),
+    /// The spec's breaker config for its first mode is out of bounds (a parsed spec never is).
+    #[error("breaker.{0}")]
+    BreakerConfig(#[from] breaker::ConfigError),
+}
+
 /// Starts the ten boutique services in this process for a spec: the token is fresh and random,
 /// the breakers start with the spec's config in its first mode.
 pub async fn start_embedded_stack(
     spec: &ExperimentSpec,
-) -> Result<(boutique::RunningStack, Testbed), RunnerError> {
+) -> Result<(boutique::RunningStack, Testbed), EmbeddedStackError> {
     let injects = spec.fault.rates.iter().any(|rate| *rate > 0.0);
     if injects && spec.fault.target != EMBEDDED_AGENT_SERVICE {
-        return Err(RunnerError::Testbed(format!(
+        return Err(EmbeddedStackError::Testbed(format!(
             "fault.target: the embedded stack runs its agent in {EMBEDDED_AGENT_SERVICE} only, not in {}",
             spec.fault.target
         )));
@@ -63,15 +78,15 @@ pub async fn start_embedded_stack(
             ..agent::RawAgentConfig::default()
         }
         .build()
-        .map_err(|error| RunnerError::Testbed(error.to_string()))?,
+        .map_err(|error| EmbeddedStackError::Testbed(error.to_string()))?,
         seed: spec.seed,
         ..boutique::RawStackConfig::default()
     }
     .build()
-    .map_err(|error| RunnerError::Testbed(error.to_string()))?;
+    .map_err(|error| EmbeddedStackError::Testbed(error.to_string()))?;
     let stack = boutique::RunningStack::start(config)
         .await
-        .map_err(|e| RunnerError::Testbed(e.to_string()))?;
+        .map_err(|e| EmbeddedStackError::Testbed(e.to_string()))?;
     let testbed = Testbed::of_stack(&stack, token);
     Ok((stack, testbed))
 }
