@@ -25,7 +25,6 @@
 //! private, read through accessors.
 //! Unknown fields, including fields of another kind (`status` on a `delay`), are rejected.
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
@@ -515,22 +514,6 @@ impl AgentEvent {
             | AgentEvent::Removed { id, .. } => Some(id),
             AgentEvent::Lagged { .. } => None,
         }
-    }
-}
-
-/// Body of every 4xx/5xx answer of the control API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    /// Human-readable message, naming the field when there is one.
-    pub error: String,
-    /// The offending field, when the error is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-}
-
-impl fmt::Display for ErrorBody {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.error)
     }
 }
 

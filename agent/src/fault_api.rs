@@ -1,8 +1,8 @@
 //! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
-//! checked before the body is even parsed, so a refused request changes nothing. Errors are JSON
-//! [`ErrorBody`] objects naming the field at fault.
+//! checked before the body is even parsed, so a refused request changes nothing. Errors are the stack's one JSON
+//! [`ErrorBody`], naming the field at fault.
 
 use axum::Json;
 use axum::Router;
@@ -18,13 +18,14 @@ use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::sync::broadcast;
 
+use serving::ErrorBody;
+
 use crate::Agent;
 use crate::agent::AgentError;
 use crate::api::{
-    AgentEvent, ErrorBody, FaultSpec, FaultView, HaltResponse, SpecError, parse_duration,
-    validate_fault_id,
+    AgentEvent, FaultSpec, FaultView, HaltResponse, SpecError, parse_duration, validate_fault_id,
 };
-use crate::stream::{STREAM_SEND_TIMEOUT, forward_json};
+use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
 
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -78,29 +79,19 @@ impl From<AgentError> for FaultApiError {
 impl IntoResponse for FaultApiError {
     fn into_response(self) -> Response {
         let (status, body) = match self {
-            FaultApiError::Unauthorized(message) => (
-                StatusCode::UNAUTHORIZED,
-                ErrorBody {
-                    error: message.into(),
-                    field: None,
-                },
-            ),
+            FaultApiError::Unauthorized(message) => {
+                (StatusCode::UNAUTHORIZED, ErrorBody::new(message))
+            }
             FaultApiError::BadInput { field, message } => (
                 StatusCode::BAD_REQUEST,
-                ErrorBody {
-                    error: message,
-                    field: Some(field),
-                },
+                ErrorBody::new(message).with_field(field),
             ),
             FaultApiError::NotFound(message) => (
                 StatusCode::NOT_FOUND,
-                ErrorBody {
-                    error: message,
-                    field: Some("id".into()),
-                },
+                ErrorBody::new(message).with_field("id"),
             ),
         };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = body.into_response_with(status);
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -235,17 +226,12 @@ async fn stream_events(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !crate::origin::stream_origin_allowed(&headers) {
-        return (
-            StatusCode::FORBIDDEN,
-            Json(ErrorBody {
-                error:
-                    "Origin: a browser may open this stream only from a loopback page or this host"
-                        .into(),
-                field: Some("Origin".into()),
-            }),
+    if !serving::origin::stream_origin_allowed(&headers) {
+        return ErrorBody::new(
+            "Origin: a browser may open this stream only from a loopback page or this host",
         )
-            .into_response();
+        .with_field("Origin")
+        .into_response_with(StatusCode::FORBIDDEN);
     }
     // Subscribe before the handshake completes so nothing between the 101 and the first send is missed.
     let events = agent.subscribe();

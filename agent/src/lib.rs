@@ -22,11 +22,8 @@ mod config;
 mod fault_api;
 pub mod inject;
 mod metrics;
-pub mod origin;
 pub mod rng;
-pub mod serve;
 pub mod sidecar;
-pub mod stream;
 
 pub use agent::{Agent, AgentError, FAULT_API_PREFIX, MAX_FAULTS, PutOutcome};
 pub use config::{

@@ -2,12 +2,13 @@
 
 use std::time::Duration;
 
-use agent::api::{AgentEvent, ErrorBody, FaultView, HaltResponse, RemovalReason};
+use agent::api::{AgentEvent, FaultView, HaltResponse, RemovalReason};
 use agent::{Agent, AgentConfig, RawAgentConfig};
 use axum::body::Body;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use serving::ErrorBody;
 use tokio::sync::broadcast;
 use tower::ServiceExt;
 
@@ -268,7 +269,10 @@ async fn bad_input_names_the_field_and_changes_nothing() {
         )
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        let answer: ErrorBody = serde_json::from_value(answer).unwrap();
+        // The stack's one error body, nothing more.
+        let parsed: ErrorBody = serde_json::from_value(answer.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&parsed).unwrap(), answer, "{body}");
+        let answer = parsed;
         assert_eq!(
             answer.field.as_deref(),
             Some(field),

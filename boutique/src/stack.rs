@@ -201,7 +201,7 @@ async fn bind(service: ServiceName, addr: SocketAddr) -> Result<TcpListener, Sta
         })
 }
 
-/// Serves one service; a client must send each request head within `head_timeout` ([`agent::serve`]).
+/// Serves one service; a client must send each request head within `head_timeout` ([`serving::server`]).
 fn spawn_server(
     service: ServiceName,
     listener: TcpListener,
@@ -210,7 +210,7 @@ fn spawn_server(
     shutdown: CancellationToken,
 ) -> JoinHandle<Result<(), StackError>> {
     tokio::spawn(async move {
-        agent::serve::serve(listener, router, head_timeout, shutdown.cancelled_owned())
+        serving::serve(listener, router, head_timeout, shutdown.cancelled_owned())
             .await
             .map_err(|source| StackError::Serve { service, source })
     })

@@ -229,7 +229,7 @@ pub fn check_origin(headers: &HeaderMap) -> Result<(), AuthError> {
     };
     let host = headers.get(HOST).and_then(|host| host.to_str().ok());
     match origin.to_str() {
-        Ok(origin) if agent::origin::is_same_origin(origin, host) => Ok(()),
+        Ok(origin) if serving::origin::is_same_origin(origin, host) => Ok(()),
         _ => Err(AuthError::Origin),
     }
 }

@@ -134,7 +134,7 @@ impl Sidecar {
             workers.push(Worker { handoff, live });
         }
         drop(failed_sender);
-        let control = crate::serve::serve(
+        let control = serving::serve(
             self.control_listener,
             fault_api_router(&self.shared.agent),
             HEADER_READ_TIMEOUT,
@@ -149,7 +149,7 @@ impl Sidecar {
 
     /// Serves both listeners on the current runtime until an accept loop fails for good.
     pub async fn serve(self) -> io::Result<()> {
-        let control = crate::serve::serve(
+        let control = serving::serve(
             self.control_listener,
             fault_api_router(&self.shared.agent),
             HEADER_READ_TIMEOUT,
