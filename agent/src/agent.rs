@@ -41,7 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{
-    AgentEvent, FaultKind, FaultSpec, FaultView, RemovalReason, SpecError, validate_fault_id,
+    AgentEvent, FaultKind, FaultSpec, FaultView, RemovalReason, InvalidFault, validate_fault_id,
 };
 use crate::config::AgentConfig;
 use crate::metrics::Counters;
@@ -60,7 +60,7 @@ const EVENT_BUFFER: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
     #[error(transparent)]
-    InvalidSpec(#[from] SpecError),
+    InvalidSpec(#[from] InvalidFault),
     #[error("lease: {requested:?} is over the agent's cap of {max:?}")]
     LeaseOverCap { requested: Duration, max: Duration },
     #[error("no active fault with id `{id}`")]
@@ -425,7 +425,7 @@ impl Agent {
         self.shared.counters.record_injection(fault.spec.kind());
         Some(match fault.spec.kind() {
             FaultKind::Error { status, .. } => Injection::Error {
-                status: *status,
+                status: status.get(),
                 body: fault.error_body.clone(),
             },
             FaultKind::Hang => Injection::Hang {
@@ -447,7 +447,7 @@ impl Agent {
             None => Ok(self.shared.config.default_lease()),
             Some(requested) if requested > max => Err(AgentError::LeaseOverCap { requested, max }),
             Some(requested) if requested < crate::api::MIN_LEASE => {
-                Err(SpecError::new("lease", "must be at least 1ms").into())
+                Err(InvalidFault::new("lease", "must be at least 1ms").into())
             }
             Some(requested) => Ok(requested),
         }
@@ -460,7 +460,7 @@ impl Agent {
         };
         let max = self.shared.config.max_hold();
         let over = |field: &str, what: Duration| {
-            SpecError::new(
+            InvalidFault::new(
                 field,
                 format!(
                     "{} is over the agent's hold cap of {}",

@@ -14,7 +14,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::sync::broadcast;
 
@@ -23,7 +22,8 @@ use serving::ErrorBody;
 use crate::Agent;
 use crate::agent::AgentError;
 use crate::api::{
-    AgentEvent, FaultSpec, FaultView, HaltResponse, SpecError, parse_duration, validate_fault_id,
+    AgentEvent, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest, parse_duration,
+    read_json_object, validate_fault_id,
 };
 use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
 
@@ -50,8 +50,8 @@ enum FaultApiError {
     NotFound(String),
 }
 
-impl From<SpecError> for FaultApiError {
-    fn from(error: SpecError) -> Self {
+impl From<InvalidFault> for FaultApiError {
+    fn from(error: InvalidFault) -> Self {
         FaultApiError::BadInput {
             message: error.to_string(),
             field: error.field,
@@ -165,35 +165,19 @@ async fn renew_fault(
     Ok(Json(agent.renew(&id, lease)?))
 }
 
-/// An empty body, or `{"lease": "<duration>"}`.
-fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, SpecError> {
+/// An empty body, or a [`RenewRequest`] (`{"lease": "<duration>"}`); errors name the field (`body` when the
+/// body is not a JSON object).
+fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, InvalidFault> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| SpecError::new("body", format!("malformed JSON: {error}")))?;
-    let Value::Object(mut object) = value else {
-        return Err(SpecError::new("body", "expected a JSON object"));
-    };
-    let lease = match object.remove("lease") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(
-            parse_duration(&text).map_err(|error| SpecError::new("lease", error.to_string()))?,
-        ),
-        Some(_) => {
-            return Err(SpecError::new(
-                "lease",
-                "expected a duration string such as \"30s\"",
-            ));
-        }
-    };
-    if let Some(unknown) = object.keys().next() {
-        return Err(SpecError::new(
-            unknown.clone(),
-            "unknown field, expected lease",
-        ));
-    }
-    Ok(lease)
+    let request: RenewRequest = read_json_object(body)?;
+    request
+        .lease
+        .map(|text| {
+            parse_duration(&text).map_err(|error| InvalidFault::new("lease", error.to_string()))
+        })
+        .transpose()
 }
 
 async fn delete_fault(
@@ -285,10 +269,10 @@ mod tests {
             .put("f1", FaultSpec::error(500, 1.0).unwrap())
             .unwrap();
         agent.remove("f1").unwrap();
-        let applied: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let applied: serde_json::Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(applied["event"], "applied");
         assert_eq!(applied["id"], "f1");
-        let removed: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let removed: serde_json::Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(removed["event"], "removed");
         assert_eq!(removed["reason"], "deleted");
         drop(in_sender);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec, MatchRule};
+use agent::api::{ErrorStatus, FaultKind, FaultSpec, MatchRule};
 use agent::inject::{AbortReason, FaultBody, INJECTED_HEADER};
 use agent::{Agent, RawAgentConfig};
 use bytes::Bytes;
@@ -199,7 +199,7 @@ async fn match_rules_select_method_and_path_prefix() {
     let agent = agent_with_seed(1);
     let spec = FaultSpec::try_new(
         FaultKind::Error {
-            status: 500,
+            status: ErrorStatus::new(500).unwrap(),
             body: None,
         },
         1.0,
@@ -237,7 +237,7 @@ async fn error_faults_answer_with_their_status_and_body() {
     let agent = agent_with_seed(1);
     let spec = FaultSpec::try_new(
         FaultKind::Error {
-            status: 503,
+            status: ErrorStatus::new(503).unwrap(),
             body: Some("payment is down".into()),
         },
         1.0,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agent::api::{AgentEvent, FaultKind, FaultSpec, MatchRule, RemovalReason};
+use agent::api::{AgentEvent, ErrorStatus, FaultKind, FaultSpec, MatchRule, RemovalReason};
 use agent::{Agent, AgentConfig};
 use futures::StreamExt;
 use tokio::net::TcpListener;
@@ -40,7 +40,7 @@ async fn the_stream_carries_applied_removed_and_expired_events() {
     agent.remove("gone").unwrap();
     let short = FaultSpec::try_new(
         FaultKind::Error {
-            status: 500,
+            status: ErrorStatus::new(500).unwrap(),
             body: None,
         },
         1.0,

@@ -38,7 +38,7 @@ pub enum AdminError {
     },
     /// Refused before sending: an input that cannot be put into a URL as it is (a fault id).
     #[error(transparent)]
-    Invalid(#[from] agent::api::SpecError),
+    Invalid(#[from] agent::api::InvalidFault),
 }
 
 impl AdminError {

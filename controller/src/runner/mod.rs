@@ -503,7 +503,7 @@ impl Runner {
 pub fn fault_spec(
     spec: &ExperimentSpec,
     planned: &PlannedRun,
-) -> Result<Option<agent::api::FaultSpec>, agent::api::SpecError> {
+) -> Result<Option<agent::api::FaultSpec>, agent::api::InvalidFault> {
     let kind = match planned.condition.fault {
         FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
         FaultKind::Hang => agent::api::FaultKind::Hang,
