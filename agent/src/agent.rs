@@ -41,7 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{
-    AgentEvent, FaultKind, FaultSpec, FaultView, RemovalReason, InvalidFault, validate_fault_id,
+    AgentEvent, FaultKind, FaultSpec, FaultView, InvalidFault, RemovalReason, validate_fault_id,
 };
 use crate::config::AgentConfig;
 use crate::metrics::Counters;

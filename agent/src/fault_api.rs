@@ -269,10 +269,12 @@ mod tests {
             .put("f1", FaultSpec::error(500, 1.0).unwrap())
             .unwrap();
         agent.remove("f1").unwrap();
-        let applied: serde_json::Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let applied: serde_json::Value =
+            serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(applied["event"], "applied");
         assert_eq!(applied["id"], "f1");
-        let removed: serde_json::Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let removed: serde_json::Value =
+            serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(removed["event"], "removed");
         assert_eq!(removed["reason"], "deleted");
         drop(in_sender);

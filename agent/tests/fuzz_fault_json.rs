@@ -9,8 +9,8 @@
 //! runs proptest's default 256 cases per property; `PROPTEST_CASES=100000` is the long profile (FUZZING.md).
 
 use agent::api::{
-    FaultKind, FaultSpec, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES, MAX_PATH_PREFIX_BYTES, MIN_LEASE,
-    InvalidFault,
+    FaultKind, FaultSpec, InvalidFault, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES,
+    MAX_PATH_PREFIX_BYTES, MIN_LEASE,
 };
 use agent::{Agent, AgentConfig, AgentError, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE, MAX_FAULTS};
 use proptest::prelude::*;

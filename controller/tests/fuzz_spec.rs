@@ -503,7 +503,7 @@ fn check_bounds(spec: &ExperimentSpec, text: &str) -> Result<(), TestCaseError> 
     }
     for kind in &fault.kinds {
         match kind {
-            FaultKind::Error { status } => prop_assert!((400..=599).contains(status)),
+            FaultKind::Error { status } => prop_assert!((400..=599).contains(&status.get())),
             FaultKind::Delay { delay, jitter } => {
                 prop_assert!(!delay.is_zero() && *delay <= MAX_FAULT_DELAY);
                 prop_assert!(*jitter <= MAX_FAULT_DELAY);

@@ -37,7 +37,10 @@ impl TryFrom<f64> for Rate {
         if (0.0..=1.0).contains(&rate) {
             Ok(Rate(rate))
         } else {
-            Err(InvalidFault::new("rate", format!("{rate} is outside [0, 1]")))
+            Err(InvalidFault::new(
+                "rate",
+                format!("{rate} is outside [0, 1]"),
+            ))
         }
     }
 }
@@ -48,6 +51,9 @@ impl TryFrom<f64> for Rate {
 pub struct ErrorStatus(u16);
 
 impl ErrorStatus {
+    /// 500, an error fault's status where none is given (an experiment spec's default).
+    pub const INTERNAL_SERVER_ERROR: ErrorStatus = ErrorStatus(500);
+
     /// The status; the error names `status`.
     pub fn new(status: u16) -> Result<Self, InvalidFault> {
         Self::try_from(u64::from(status))
@@ -70,6 +76,13 @@ impl TryFrom<u64> for ErrorStatus {
                 format!("{status} is not an error status (400–599)"),
             )),
         }
+    }
+}
+
+/// Written as the number.
+impl serde::Serialize for ErrorStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u16(self.0)
     }
 }
 

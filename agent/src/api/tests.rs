@@ -212,7 +212,8 @@ fn the_wire_text_keeps_its_keys_in_alphabetical_order() {
         serde_json::to_string(&delay).unwrap(),
         r#"{"delay":"250ms","jitter":"0s","kind":"delay","lease":"5s","match":{"method":"GET","path_prefix":"/p"},"rate":0.75}"#
     );
-    let error = FaultSpec::from_json_value(json!({"status":503,"kind":"error","body":"down"})).unwrap();
+    let error =
+        FaultSpec::from_json_value(json!({"status":503,"kind":"error","body":"down"})).unwrap();
     assert_eq!(
         serde_json::to_string(&error).unwrap(),
         r#"{"body":"down","kind":"error","rate":1.0,"status":503}"#
@@ -226,7 +227,10 @@ fn refusals_of_the_raw_shape_name_their_field() {
     let repeated = refused(r#"{"kind":"hang","rate":0.5,"rate":0.6}"#);
     assert_eq!(repeated.field, "rate");
     assert!(!repeated.message.contains("line"), "{repeated}");
-    assert_eq!(refused(r#"{"kind":"hang","match":{"method":5}}"#).field, "match.method");
+    assert_eq!(
+        refused(r#"{"kind":"hang","match":{"method":5}}"#).field,
+        "match.method"
+    );
     assert_eq!(refused(r#"{"kind":"hang","match":5}"#).field, "match");
     // Found by tests/fuzz_fault_json.rs: serde's derived struct read `["GET"]` as a match rule on GET, and an empty
     // key was blamed as an empty field name.
@@ -239,7 +243,10 @@ fn refusals_of_the_raw_shape_name_their_field() {
         &MatchRule::default()
     );
     assert_eq!(refused(r#"{"kind":"error","status":-1}"#).field, "status");
-    assert_eq!(refused(r#"{"kind":"error","status":500.5}"#).field, "status");
+    assert_eq!(
+        refused(r#"{"kind":"error","status":500.5}"#).field,
+        "status"
+    );
     assert_eq!(refused(r#"{"kind":"hang","rate":null}"#).field, "rate");
     assert_eq!(refused(r#"{"kind":5}"#).field, "kind");
     // Not one JSON object: the body's.

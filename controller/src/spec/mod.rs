@@ -175,7 +175,7 @@ impl FaultKindName {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FaultKind {
     Error {
-        status: u16,
+        status: agent::api::ErrorStatus,
     },
     Hang,
     Delay {

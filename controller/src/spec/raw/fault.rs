@@ -81,18 +81,13 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
 
     let status = match &raw.status {
         Some(status) => {
-            let v = *status.get_ref();
-            if !(400..=599).contains(&v) {
-                return Err(check.error(
-                    "fault.status",
-                    status.span(),
-                    format!("{v} is not an HTTP error status (400 to 599)"),
-                ));
-            }
+            // The agent's own rule (400–599), so a spec never plans a status the agent refuses.
+            let checked = agent::api::ErrorStatus::new(*status.get_ref())
+                .map_err(|error| check.error("fault.status", status.span(), error.message))?;
             used_by(&[FaultKindName::Error], "fault.status", status.span())?;
-            v
+            checked
         }
-        None => 500,
+        None => agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
     };
     let delay = match &raw.delay {
         Some(delay) => {

@@ -131,7 +131,9 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         // No [fault]: one level, no injection.
         None => FaultSpec {
             target: boutique::ServiceName::Payment.into(),
-            kinds: vec![FaultKind::Error { status: 500 }],
+            kinds: vec![FaultKind::Error {
+                status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
+            }],
             rates: vec![0.0],
             match_rule: MatchRule::default(),
             lease: DEFAULT_LEASE,

@@ -32,7 +32,12 @@ fn seed_study_has_the_published_design() {
         (Duration::from_secs(1), Duration::from_secs(10))
     );
     assert_eq!(spec.fault.target, "payment");
-    assert_eq!(spec.fault.kinds, vec![FaultKind::Error { status: 500 }]);
+    assert_eq!(
+        spec.fault.kinds,
+        vec![FaultKind::Error {
+            status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR
+        }]
+    );
     assert_eq!(spec.fault.rates, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
     assert_eq!(
         spec.breaker.modes,
