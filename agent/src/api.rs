@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use parts::{
-    ErrorStatus, Lease, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES, MAX_PATH_PREFIX_BYTES, MIN_LEASE,
-    Rate, checked_method,
+    ErrorStatus, InvalidFault, Lease, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES,
+    MAX_PATH_PREFIX_BYTES, MIN_LEASE, MatchRule, Rate, checked_method,
 };
 pub use raw::{RawFaultSpec, read_json_object};
 
@@ -73,35 +73,6 @@ impl FaultKind {
     }
 }
 
-/// Which requests a fault applies to; an empty rule matches every request. Its wire and file shape too (the
-/// agent's `match`, an experiment spec's `[fault.match]`): a fault or a spec checks it with
-/// [`MatchRule::checked`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatchRule {
-    /// HTTP method, upper case (`GET`, `POST`, ...); `None` matches every method.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// Path prefix starting with `/`, compared byte-wise against the request path; `None` matches every path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_prefix: Option<String>,
-}
-
-impl MatchRule {
-    /// Whether a request with this method and path is covered by the rule.
-    pub fn matches(&self, method: &str, path: &str) -> bool {
-        self.method.as_deref().is_none_or(|wanted| wanted == method)
-            && self
-                .path_prefix
-                .as_deref()
-                .is_none_or(|prefix| path.starts_with(prefix))
-    }
-
-    fn is_empty(&self) -> bool {
-        self.method.is_none() && self.path_prefix.is_none()
-    }
-}
-
 /// One fault as set through `PUT /_agent/faults/{id}`, checked: built only from a [`RawFaultSpec`] by `TryFrom`
 /// (parsing, [`FaultSpec::try_new`]). Serialises as its raw shape; deserialising checks it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -111,24 +82,6 @@ pub struct FaultSpec {
     rate: Rate,
     matcher: MatchRule,
     lease: Option<Lease>,
-}
-
-/// A refused fault document: which field is wrong and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct InvalidFault {
-    /// The offending field (`rate`, `status`, `match.method`, ...), or `body` when the document itself is unusable.
-    pub field: String,
-    pub message: String,
-}
-
-impl InvalidFault {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        InvalidFault {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
 }
 
 impl TryFrom<RawFaultSpec> for FaultSpec {
@@ -212,7 +165,7 @@ impl From<FaultSpec> for RawFaultSpec {
             jitter: None,
             kind: Some(spec.kind.name().to_owned()),
             lease: spec.lease.map(|lease| format_duration(lease.get())),
-            matcher: (!spec.matcher.is_empty()).then_some(spec.matcher),
+            matcher: (spec.matcher != MatchRule::default()).then_some(spec.matcher),
             rate: spec.rate.get(),
             status: None,
         };

@@ -19,19 +19,19 @@ use tokio::sync::broadcast;
 
 use serving::ErrorBody;
 
-use crate::Agent;
-use crate::agent::AgentError;
+use crate::agent::Agent;
 use crate::api::{
     AgentEvent, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest, parse_duration,
     read_json_object, validate_fault_id,
 };
+use crate::refusal::AgentError;
 use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
 
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The fault API router, state bound.
-pub(crate) fn router(agent: Agent) -> Router {
+/// The fault API (`/_agent/...`) of `agent` as an axum router, state bound.
+pub fn router(agent: Agent) -> Router {
     Router::new()
         .route("/_agent/faults", get(list_faults))
         .route("/_agent/faults/{id}", put(put_fault).delete(delete_fault))

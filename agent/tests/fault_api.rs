@@ -1,4 +1,4 @@
-//! The control API through `fault_api_router().oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
+//! The control API through `fault_api::router(agent).oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
 
 use std::time::Duration;
 
@@ -41,7 +41,10 @@ fn mutation(
 }
 
 async fn call(agent: &Agent, request: Request<Body>) -> (StatusCode, Value) {
-    let response = agent.fault_api_router().oneshot(request).await.unwrap();
+    let response = agent::fault_api::router(agent.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let value = if bytes.is_empty() {
@@ -466,8 +469,7 @@ async fn halt_clears_everything_and_emits_removed_events() {
 async fn metrics_are_prometheus_text() {
     let agent = agent();
     put(&agent, "a", json!({"kind":"error","status":500})).await;
-    let response = agent
-        .fault_api_router()
+    let response = agent::fault_api::router(agent.clone())
         .oneshot(Request::get("/_agent/metrics").body(Body::empty()).unwrap())
         .await
         .unwrap();

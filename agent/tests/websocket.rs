@@ -15,7 +15,7 @@ async fn the_stream_carries_applied_removed_and_expired_events() {
     let agent = Agent::new(AgentConfig::default());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let router = agent.fault_api_router();
+    let router = agent::fault_api::router(agent.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
 
     let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/_agent/stream"))

@@ -144,14 +144,14 @@ fn build_service(
             let business = payment::router(payment::PaymentState::default());
             let business = business
                 .layer(from_fn_with_state(ctx.pool.clone(), pool::limit))
-                .layer(agent.layer())
+                .layer(agent::FaultLayer::new(agent.clone()))
                 .layer(from_fn_with_state(ctx.requests.clone(), metrics::track));
             let hooks: Arc<dyn ServiceHooks> = Arc::new(PaymentHooks {
                 agent: agent.clone(),
             });
             let router = business
                 .merge(admin::router(ctx.clone(), hooks))
-                .merge(agent.fault_api_router());
+                .merge(agent::fault_api::router(agent.clone()));
             BuiltService {
                 router,
                 agent: Some(agent),

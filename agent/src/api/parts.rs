@@ -1,11 +1,11 @@
-//! The checked parts of a fault document, each made only valid by `TryFrom` (or a checking function) whose error
-//! names its field: [`Rate`] (in [0, 1]), [`ErrorStatus`] (400–599), [`Lease`] (at least [`MIN_LEASE`]), an `error`
-//! body within [`MAX_ERROR_BODY_BYTES`], a match rule's method and path prefix.
+//! The parts of a fault document, each made only valid by `TryFrom` (or a checking function) whose error names
+//! its field ([`InvalidFault`]): [`Rate`] (in [0, 1]), [`ErrorStatus`] (400–599), [`Lease`] (at least
+//! [`MIN_LEASE`]), an `error` body within [`MAX_ERROR_BODY_BYTES`], a [`MatchRule`]'s method and path prefix.
 
 use std::fmt;
 use std::time::Duration;
 
-use super::{InvalidFault, MatchRule};
+use serde::{Deserialize, Serialize};
 
 /// Longest accepted `body` of an `error` fault, in bytes.
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -15,6 +15,49 @@ pub const MIN_LEASE: Duration = Duration::from_millis(1);
 pub const MAX_METHOD_BYTES: usize = 32;
 /// Longest accepted `match.path_prefix`, in bytes.
 pub const MAX_PATH_PREFIX_BYTES: usize = 1024;
+
+/// A refused fault document: which field is wrong and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct InvalidFault {
+    /// The offending field (`rate`, `status`, `match.method`, ...), or `body` when the document itself is unusable.
+    pub field: String,
+    pub message: String,
+}
+
+impl InvalidFault {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InvalidFault {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Which requests a fault applies to; an empty rule matches every request. Its wire and file shape too (the
+/// agent's `match`, an experiment spec's `[fault.match]`): a fault or a spec checks it with
+/// [`MatchRule::checked`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchRule {
+    /// HTTP method, upper case (`GET`, `POST`, ...); `None` matches every method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Path prefix starting with `/`, compared byte-wise against the request path; `None` matches every path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+}
+
+impl MatchRule {
+    /// Whether a request with this method and path is covered by the rule.
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        self.method.as_deref().is_none_or(|wanted| wanted == method)
+            && self
+                .path_prefix
+                .as_deref()
+                .is_none_or(|prefix| path.starts_with(prefix))
+    }
+}
 
 /// Probability that a fault fires on a matching request: a number in [0, 1] (`rate`).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]

@@ -16,7 +16,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::{InvalidFault, MatchRule};
+use super::parts::{InvalidFault, MatchRule};
 
 /// A fault document as written (the body of `PUT /_agent/faults/{id}`), nothing checked yet. Durations are
 /// strings such as `"250ms"` or `"30s"`.

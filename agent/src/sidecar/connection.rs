@@ -39,8 +39,8 @@ use super::framing::BodyCursor;
 use super::head::{self, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
 use super::relay::{PumpError, RelayError, pump, relay_response};
 use super::upstream::{Upstream, UpstreamConnection};
-use crate::Agent;
-use crate::agent::Injection;
+use crate::agent::Agent;
+use crate::fault_table::decision::Injection;
 use crate::inject::{HeldRequest, INJECTED_HEADER};
 
 /// How long a keep-alive client connection may sit idle between requests.
