@@ -17,10 +17,10 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, FaultKind, Pattern, RawScenario, Scenario, Upstream, Workload};
+use breaker::sim::{self, CallFailure, Pattern, RawScenario, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{BreakerMode, Condition, ExperimentSpec, FaultKind as SpecFault};
+use crate::spec::{BreakerMode, Condition, ConditionFault, ExperimentSpec};
 use crate::stats::{MetricName, Summary};
 
 /// Seeds each condition is simulated with.
@@ -144,18 +144,18 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         return None;
     }
     let kind = match condition.fault {
-        SpecFault::Error { .. } | SpecFault::Reset => FaultKind::Error,
-        SpecFault::Hang => FaultKind::Hang,
+        ConditionFault::Error { .. } | ConditionFault::Reset => CallFailure::Error,
+        ConditionFault::Hang => CallFailure::Hang,
         // A paused container holds every call until the caller's timeout, like a hang; a stopped or killed
         // one refuses them at once, like an error.
-        SpecFault::Pause => FaultKind::Hang,
-        SpecFault::Stop | SpecFault::Kill { .. } => FaultKind::Error,
+        ConditionFault::Pause => CallFailure::Hang,
+        ConditionFault::Stop | ConditionFault::Kill { .. } => CallFailure::Error,
         // A restart is down for a moment the model cannot know; lost packets are retransmitted, so a network
         // fault slows calls by an amount the model cannot know either.
-        SpecFault::Delay { .. }
-        | SpecFault::Restart
-        | SpecFault::NetDelay { .. }
-        | SpecFault::NetLoss => return None,
+        ConditionFault::Delay { .. }
+        | ConditionFault::Restart
+        | ConditionFault::NetDelay { .. }
+        | ConditionFault::NetLoss => return None,
     };
     let window = spec.run_warmup() + spec.run_duration();
     let share = dependency_share(spec)?;

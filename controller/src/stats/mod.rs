@@ -20,9 +20,8 @@ pub use condition::{
     MetricSummary, PredictedCondition, StoppedRun,
 };
 pub use criteria::{
-    Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,
-    Outcome as CriterionOutcome, ValidationReport, check_against_spec, criteria_of_spec, evaluate,
-    parse_criteria,
+    Criterion, CriterionComparison, CriterionError, CriterionOutcome, CriterionResult,
+    ValidationReport, check_against_spec, criteria_of_spec, evaluate, parse_criteria,
 };
 pub use metric::{
     ENDPOINT_ALIASES, MetricKey, MetricName, cart_view_endpoint, checkout_endpoint,

@@ -34,7 +34,7 @@ fn seed_study_has_the_published_design() {
     assert_eq!(spec.fault.target, "payment");
     assert_eq!(
         spec.fault.kinds,
-        vec![FaultKind::Error {
+        vec![ConditionFault::Error {
             status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR
         }]
     );
@@ -70,7 +70,7 @@ fn smoke_experiment_takes_about_a_minute() {
 #[test]
 fn hang_variant_uses_hang_faults() {
     let spec = ExperimentSpec::from_file(experiments_dir().join("payment-hang.toml")).unwrap();
-    assert_eq!(spec.fault.kinds, vec![FaultKind::Hang]);
+    assert_eq!(spec.fault.kinds, vec![ConditionFault::Hang]);
     assert_eq!(
         spec.fault.match_rule.path_prefix.as_deref(),
         Some("/charge")
