@@ -3,6 +3,7 @@
 pub mod docker;
 pub mod energy;
 pub mod load;
+pub mod metric;
 pub mod panic;
 pub mod predict;
 pub mod report;

@@ -172,7 +172,7 @@ impl SummaryTable {
             .iter()
             .map(|headline| {
                 let name = headline.key.split('[').next().unwrap_or(headline.key);
-                controller::stats::MetricName::ALL
+                controller::metric::MetricName::ALL
                     .into_iter()
                     .find(|metric| metric.as_str() == name)
                     .and_then(|metric| controller::stats::left_out(&results.not_measured, metric))
@@ -308,8 +308,8 @@ mod tests {
         results.not_measured = vec![controller::stats::NotMeasured {
             statement: "breaker opens and time open were not measured: no stream".into(),
             metrics: vec![
-                controller::stats::MetricName::BreakerOpens,
-                controller::stats::MetricName::TimeOpenS,
+                controller::metric::MetricName::BreakerOpens,
+                controller::metric::MetricName::TimeOpenS,
             ],
         }];
         let summary = SummaryTable::of(&results);

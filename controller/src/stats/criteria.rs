@@ -19,8 +19,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::condition::{ConditionStats, ExperimentStats};
-use super::metric::{MetricKey, MetricName, resolve_endpoint};
 use super::student::Summary;
+use crate::metric::{MetricKey, MetricName, resolve_endpoint};
 use crate::spec::{BreakerMode, ExperimentSpec, FaultKindName};
 
 /// How a metric's interval must compare with the threshold.

@@ -2,6 +2,7 @@
 //! against the spec, and judging them by the whole interval.
 
 use super::*;
+use crate::metric::{MetricKey, MetricName};
 
 fn criteria(toml_text: &str) -> Result<Vec<Criterion>, CriterionError> {
     criteria_of_spec(toml_text)
