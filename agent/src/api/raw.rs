@@ -138,7 +138,24 @@ fn refusal(error: serde_path_to_error::Error<serde_json::Error>) -> InvalidFault
     if field.is_empty() || field.ends_with('.') {
         field.push_str("\"\"");
     }
+    let message = match (message.split_once(", expected "), expected_of(&field)) {
+        (Some((found, _)), Some(expected)) => format!("{found}, expected {expected}"),
+        _ => message,
+    };
     InvalidFault::new(field, message)
+}
+
+/// What a field of the document holds, in the reader's words rather than serde's (`f64`, `u64`).
+fn expected_of(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "rate" => "a number in [0, 1]",
+        "status" => "an integer in 400–599",
+        "delay" | "jitter" | "lease" => "a duration string such as \"250ms\" or \"30s\"",
+        "kind" => "one of error, hang, delay, reset",
+        "body" | "match.method" | "match.path_prefix" => "a string",
+        "match" => "an object",
+        _ => return None,
+    })
 }
 
 /// serde_json's message without the position it appends (`… at line 1 column 9`): the field says where.

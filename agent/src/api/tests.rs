@@ -243,6 +243,15 @@ fn refusals_of_the_raw_shape_name_their_field() {
         &MatchRule::default()
     );
     assert_eq!(refused(r#"{"kind":"error","status":-1}"#).field, "status");
+    // serde's own words for a wrong type give way to what the field holds.
+    assert_eq!(
+        refused(r#"{"kind":"hang","rate":"half"}"#).to_string(),
+        r#"rate: invalid type: string "half", expected a number in [0, 1]"#
+    );
+    assert_eq!(
+        refused(r#"{"kind":"delay","delay":5}"#).to_string(),
+        r#"delay: invalid type: integer `5`, expected a duration string such as "250ms" or "30s""#
+    );
     assert_eq!(
         refused(r#"{"kind":"error","status":500.5}"#).field,
         "status"
