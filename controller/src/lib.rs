@@ -6,6 +6,7 @@ pub mod energy;
 pub mod exposition;
 pub mod lease;
 pub mod load;
+pub mod metric;
 pub mod observe;
 pub mod panic;
 pub mod predict;

@@ -19,7 +19,7 @@ use crate::config::Mode;
 use crate::core::policy::splitmix64;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
-use crate::sim::scenario::{FaultKind, Pattern, Scenario, Workload};
+use crate::sim::scenario::{CallFailure, Pattern, Scenario, Workload};
 use crate::state::{Outcome, State};
 
 pub(super) const NANOS_PER_SECOND: u64 = 1_000_000_000;
@@ -358,11 +358,11 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                         let (outcome, cost) = if failed {
                             tally.dependency_failures += 1;
                             match up.kind {
-                                FaultKind::Hang => {
+                                CallFailure::Hang => {
                                     tally.slow_failures += 1;
                                     (Outcome::Failure, timeout_ns)
                                 }
-                                FaultKind::Error => {
+                                CallFailure::Error => {
                                     tally.fast_failures += 1;
                                     (Outcome::Failure, 0)
                                 }

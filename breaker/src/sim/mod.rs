@@ -32,7 +32,7 @@ mod settings;
 pub use engine::{CallRecord, Decision};
 pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
 pub use scenario::{
-    FaultKind, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
+    CallFailure, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
     MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
     Upstream, Warmup, Workload,
 };

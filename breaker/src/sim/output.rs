@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::clock::duration_nanos;
 use crate::config::Probes;
 use crate::sim::engine::{CallRecord, Pass};
-use crate::sim::scenario::{FaultKind, Scenario};
+use crate::sim::scenario::{CallFailure, Scenario};
 use crate::state::State;
 
 const NANOS: f64 = 1_000_000_000.0;
@@ -240,8 +240,8 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     let request_rate_per_instance = scenario.workload().mean_rate() / instances;
     let dependency_rate_per_instance = request_rate_per_instance * share;
     let failure_cost_ns = match up.kind {
-        FaultKind::Hang => duration_nanos(up.timeout),
-        FaultKind::Error => 0,
+        CallFailure::Hang => duration_nanos(up.timeout),
+        CallFailure::Error => 0,
     };
     let time_to_trip_s = 1.0 / dependency_rate_per_instance + failure_cost_ns as f64 / NANOS;
     let window_ns = duration_nanos(scenario.window());
@@ -272,7 +272,9 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         0
     };
     let time_to_exhaustion_s = match (scenario.workers(), up.kind) {
-        (Some(workers), FaultKind::Hang) => Some(f64::from(workers) / dependency_rate_per_instance),
+        (Some(workers), CallFailure::Hang) => {
+            Some(f64::from(workers) / dependency_rate_per_instance)
+        }
         _ => None,
     };
     let jitter_needed_s = match (up.warmup, scenario.breaker().half_open().probes()) {

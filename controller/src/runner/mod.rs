@@ -33,7 +33,7 @@ use crate::lease::{ContainerStack, HeldBreakers};
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::observe::Observer;
 use crate::sources::PushInbox;
-use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
+use crate::spec::{ConditionFault, ExperimentSpec, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 use crate::testbed::{AdminClient, AdminError, Testbed};
 
@@ -491,28 +491,25 @@ impl Runner {
 pub fn fault_spec(
     spec: &ExperimentSpec,
     planned: &PlannedRun,
-) -> Result<Option<agent::api::FaultSpec>, agent::api::SpecError> {
+) -> Result<Option<agent::api::FaultSpec>, agent::api::InvalidFault> {
     let kind = match planned.condition.fault {
-        FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
-        FaultKind::Hang => agent::api::FaultKind::Hang,
-        FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
-        FaultKind::Reset => agent::api::FaultKind::Reset,
-        FaultKind::Pause
-        | FaultKind::Stop
-        | FaultKind::Kill { .. }
-        | FaultKind::Restart
-        | FaultKind::NetDelay { .. }
-        | FaultKind::NetLoss => {
+        ConditionFault::Error { status } => agent::api::FaultKind::Error { status, body: None },
+        ConditionFault::Hang => agent::api::FaultKind::Hang,
+        ConditionFault::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
+        ConditionFault::Reset => agent::api::FaultKind::Reset,
+        ConditionFault::Pause
+        | ConditionFault::Stop
+        | ConditionFault::Kill { .. }
+        | ConditionFault::Restart
+        | ConditionFault::NetDelay { .. }
+        | ConditionFault::NetLoss => {
             return Ok(None);
         }
     };
     agent::api::FaultSpec::try_new(
         kind,
         planned.condition.fault_rate,
-        agent::api::MatchRule {
-            method: spec.fault.match_rule.method.clone(),
-            path_prefix: spec.fault.match_rule.path_prefix.clone(),
-        },
+        spec.fault.match_rule.clone(),
         Some(spec.fault.lease),
     )
     .map(Some)

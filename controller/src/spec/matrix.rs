@@ -7,14 +7,14 @@
 
 use serde::Serialize;
 
-use super::{BreakerMode, ExperimentSpec, FaultKind, Order};
+use super::{BreakerMode, ConditionFault, ExperimentSpec, Order};
 
 /// One cell of the factorial design.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Condition {
     /// Position in expansion order (stable across rounds; the key runs are grouped by).
     pub index: usize,
-    pub fault: FaultKind,
+    pub fault: ConditionFault,
     pub fault_rate: f64,
     pub breaker_mode: BreakerMode,
 }
@@ -23,18 +23,18 @@ impl Condition {
     /// Short human label, e.g. `error 500 @ 25% / enforce`.
     pub fn label(&self) -> String {
         let fault = match self.fault {
-            FaultKind::Error { status } => format!("error {status}"),
-            FaultKind::Hang => "hang".to_owned(),
-            FaultKind::Delay { delay, .. } => {
+            ConditionFault::Error { status } => format!("error {status}"),
+            ConditionFault::Hang => "hang".to_owned(),
+            ConditionFault::Delay { delay, .. } => {
                 format!("delay {}", humantime::format_duration(delay))
             }
-            FaultKind::Reset => "reset".to_owned(),
-            FaultKind::Kill { signal } => format!("kill {signal}"),
-            FaultKind::NetDelay { delay } => {
+            ConditionFault::Reset => "reset".to_owned(),
+            ConditionFault::Kill { signal } => format!("kill {signal}"),
+            ConditionFault::NetDelay { delay } => {
                 format!("net_delay {}", humantime::format_duration(delay))
             }
-            FaultKind::NetLoss => "net_loss".to_owned(),
-            FaultKind::Pause | FaultKind::Stop | FaultKind::Restart => {
+            ConditionFault::NetLoss => "net_loss".to_owned(),
+            ConditionFault::Pause | ConditionFault::Stop | ConditionFault::Restart => {
                 self.fault.name().as_str().to_owned()
             }
         };

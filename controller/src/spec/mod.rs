@@ -71,7 +71,7 @@ pub struct ExperimentSpec {
     pub order: Order,
     pub seed: u64,
     pub load: LoadSpec,
-    pub fault: FaultSpec,
+    pub fault: FaultFactor,
     pub breaker: BreakerSpec,
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
@@ -173,9 +173,9 @@ impl FaultKindName {
 /// One fault kind with its parameters, as applied in one condition.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum FaultKind {
+pub enum ConditionFault {
     Error {
-        status: u16,
+        status: agent::api::ErrorStatus,
     },
     Hang,
     Delay {
@@ -205,39 +205,35 @@ pub enum FaultKind {
     NetLoss,
 }
 
-impl FaultKind {
+impl ConditionFault {
     pub fn name(&self) -> FaultKindName {
         match self {
-            FaultKind::Error { .. } => FaultKindName::Error,
-            FaultKind::Hang => FaultKindName::Hang,
-            FaultKind::Delay { .. } => FaultKindName::Delay,
-            FaultKind::Reset => FaultKindName::Reset,
-            FaultKind::Pause => FaultKindName::Pause,
-            FaultKind::Stop => FaultKindName::Stop,
-            FaultKind::Kill { .. } => FaultKindName::Kill,
-            FaultKind::Restart => FaultKindName::Restart,
-            FaultKind::NetDelay { .. } => FaultKindName::NetDelay,
-            FaultKind::NetLoss => FaultKindName::NetLoss,
+            ConditionFault::Error { .. } => FaultKindName::Error,
+            ConditionFault::Hang => FaultKindName::Hang,
+            ConditionFault::Delay { .. } => FaultKindName::Delay,
+            ConditionFault::Reset => FaultKindName::Reset,
+            ConditionFault::Pause => FaultKindName::Pause,
+            ConditionFault::Stop => FaultKindName::Stop,
+            ConditionFault::Kill { .. } => FaultKindName::Kill,
+            ConditionFault::Restart => FaultKindName::Restart,
+            ConditionFault::NetDelay { .. } => FaultKindName::NetDelay,
+            ConditionFault::NetLoss => FaultKindName::NetLoss,
         }
     }
 }
 
-/// Which requests of the target a fault hits (the agent's `match`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatchRule {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_prefix: Option<String>,
-}
+/// Which requests of the target a fault hits: the agent's own `match` (`[fault.match]` is read in its shape and
+/// checked by its rules).
+pub use agent::api::MatchRule;
 
+/// The `[fault]` table: the fault factor (kinds × rates, one level each) on one target, with its match rule,
+/// lease and schedule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultSpec {
+pub struct FaultFactor {
     /// A boutique service name, or a `[targets]` name.
     pub target: ServiceId,
     /// Every kind is one factor level, with its parameters filled in.
-    pub kinds: Vec<FaultKind>,
+    pub kinds: Vec<ConditionFault>,
     /// Injection probabilities in `[0, 1]`, one factor level each.
     pub rates: Vec<f64>,
     pub match_rule: MatchRule,

@@ -7,11 +7,9 @@ use crate::docker::fault::SIGNALS;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::spec::bounds::{
-    DEFAULT_LEASE, MAX_FAULT_DELAY, MAX_LEASE, MAX_PATH_PREFIX_BYTES, MAX_RATE_LEVELS,
-};
+use crate::spec::bounds::{DEFAULT_LEASE, MAX_FAULT_DELAY, MAX_LEASE, MAX_RATE_LEVELS};
 use crate::spec::checker::Checker;
-use crate::spec::{FaultKind, FaultKindName, FaultSpec, MatchRule, SpecError};
+use crate::spec::{ConditionFault, FaultFactor, FaultKindName, MatchRule, SpecError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +30,7 @@ pub(super) struct RawFault {
     pub(super) schedule: Option<Spanned<crate::spec::schedule::RawSchedule>>,
 }
 
-pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
+pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, SpecError> {
     // Checked against the services and `[targets]` once both are known (see `parse`).
     let target = check.service_id("fault.target", &raw.target)?;
 
@@ -81,18 +79,13 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
 
     let status = match &raw.status {
         Some(status) => {
-            let v = *status.get_ref();
-            if !(400..=599).contains(&v) {
-                return Err(check.error(
-                    "fault.status",
-                    status.span(),
-                    format!("{v} is not an HTTP error status (400 to 599)"),
-                ));
-            }
+            // The agent's own rule (400–599), so a spec never plans a status the agent refuses.
+            let checked = agent::api::ErrorStatus::new(*status.get_ref())
+                .map_err(|error| check.error("fault.status", status.span(), error.message))?;
             used_by(&[FaultKindName::Error], "fault.status", status.span())?;
-            v
+            checked
         }
-        None => 500,
+        None => agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
     };
     let delay = match &raw.delay {
         Some(delay) => {
@@ -164,18 +157,18 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
             })
         };
         kinds.push(match name.get_ref() {
-            FaultKindName::Error => FaultKind::Error { status },
-            FaultKindName::Hang => FaultKind::Hang,
-            FaultKindName::Reset => FaultKind::Reset,
-            FaultKindName::Pause => FaultKind::Pause,
-            FaultKindName::Stop => FaultKind::Stop,
-            FaultKindName::Kill => FaultKind::Kill { signal },
-            FaultKindName::Restart => FaultKind::Restart,
-            FaultKindName::NetLoss => FaultKind::NetLoss,
-            FaultKindName::NetDelay => FaultKind::NetDelay {
+            FaultKindName::Error => ConditionFault::Error { status },
+            FaultKindName::Hang => ConditionFault::Hang,
+            FaultKindName::Reset => ConditionFault::Reset,
+            FaultKindName::Pause => ConditionFault::Pause,
+            FaultKindName::Stop => ConditionFault::Stop,
+            FaultKindName::Kill => ConditionFault::Kill { signal },
+            FaultKindName::Restart => ConditionFault::Restart,
+            FaultKindName::NetLoss => ConditionFault::NetLoss,
+            FaultKindName::NetDelay => ConditionFault::NetDelay {
                 delay: needs_delay("200ms")?,
             },
-            FaultKindName::Delay => FaultKind::Delay {
+            FaultKindName::Delay => ConditionFault::Delay {
                 delay: needs_delay("500ms")?,
                 jitter,
             },
@@ -205,35 +198,18 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
         rates.push(v);
     }
 
-    let mut match_rule = raw
-        .match_rule
-        .as_ref()
-        .map(|rule| rule.get_ref().clone())
-        .unwrap_or_default();
-    if let Some(method) = &match_rule.method {
-        // The agent's rule, so a spec never asks for a fault the agent refuses.
-        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
-        let method = agent::api::checked_method(method)
-            .map_err(|error| check.error("fault.match.method", span, error.message))?;
-        match_rule.method = Some(method);
-    }
-    if let Some(prefix) = &match_rule.path_prefix {
-        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
-        if prefix.len() > MAX_PATH_PREFIX_BYTES {
-            return Err(check.error(
-                "fault.match.path_prefix",
-                span,
-                format!("is longer than {MAX_PATH_PREFIX_BYTES} bytes"),
-            ));
-        }
-        if !prefix.starts_with('/') {
-            return Err(check.error(
-                "fault.match.path_prefix",
-                span,
-                format!("`{prefix}` must start with /"),
-            ));
-        }
-    }
+    // The agent's own rules (method letters and `-`, upper-cased; path prefix from `/`, bounded), so a spec
+    // never asks for a fault the agent refuses; the error names the spec's field.
+    let match_rule = match &raw.match_rule {
+        Some(rule) => rule.get_ref().clone().checked().map_err(|error| {
+            check.error(
+                &format!("fault.{}", error.field),
+                rule.span(),
+                error.message,
+            )
+        })?,
+        None => MatchRule::default(),
+    };
 
     let lease = match &raw.lease {
         Some(lease) => {
@@ -250,7 +226,7 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
         None => DEFAULT_LEASE,
     };
 
-    Ok(FaultSpec {
+    Ok(FaultFactor {
         target,
         kinds,
         rates,

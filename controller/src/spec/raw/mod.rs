@@ -19,7 +19,7 @@ use crate::spec::bounds::{
 };
 use crate::spec::checker::Checker;
 use crate::spec::{
-    BreakerMode, BreakerSpec, ExperimentSpec, FaultKind, FaultSpec, MatchRule, Order,
+    BreakerMode, BreakerSpec, ConditionFault, ExperimentSpec, FaultFactor, MatchRule, Order,
     SERVICE_NAMES, SpecError,
 };
 use breaker::RawBreaker;
@@ -129,9 +129,11 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
     let mut fault = match &raw.fault {
         Some(fault) => fault::fault(&check, fault.get_ref())?,
         // No [fault]: one level, no injection.
-        None => FaultSpec {
+        None => FaultFactor {
             target: boutique::ServiceName::Payment.into(),
-            kinds: vec![FaultKind::Error { status: 500 }],
+            kinds: vec![ConditionFault::Error {
+                status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
+            }],
             rates: vec![0.0],
             match_rule: MatchRule::default(),
             lease: DEFAULT_LEASE,
