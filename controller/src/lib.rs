@@ -4,6 +4,7 @@ pub mod docker;
 pub mod energy;
 pub mod load;
 pub mod panic;
+pub mod advisor;
 pub mod predict;
 pub mod report;
 pub mod runner;

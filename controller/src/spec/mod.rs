@@ -6,7 +6,7 @@
 //! [`SpecError`] naming the dotted field and its line, before anything runs or is stored.
 
 mod bounds;
-mod checker;
+pub(crate) mod checker;
 mod error;
 mod matrix;
 mod raw;

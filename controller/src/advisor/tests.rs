@@ -1,0 +1,1 @@
+//! Hand-checkable advisor cases.
