@@ -1,10 +1,10 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod advisor;
 pub mod docker;
 pub mod energy;
 pub mod load;
 pub mod panic;
-pub mod advisor;
 pub mod predict;
 pub mod report;
 pub mod runner;

@@ -71,7 +71,8 @@ fn detectors(input: &TuneInput) -> Vec<RawTripConfig> {
         .any(|p| matches!(p.kind, ProfileKind::Hang { .. }));
     if hangs {
         // A hang lasts the caller's timeout: a call is slow well before that, never before a healthy one ends.
-        let slow = (input.traffic.timeout / 2).max(input.traffic.latency + Duration::from_millis(1));
+        let slow =
+            (input.traffic.timeout / 2).max(input.traffic.latency + Duration::from_millis(1));
         for rate in [0.5, 0.8] {
             for window_s in [5, 10, 30] {
                 for min_calls in [5, 20] {

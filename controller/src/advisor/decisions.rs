@@ -16,7 +16,12 @@ pub struct Decision {
     pub answer: String,
 }
 
-const FAMILIES: [&str; 4] = ["consecutive_failures", "failure_rate", "last_calls", "slow_call"];
+const FAMILIES: [&str; 4] = [
+    "consecutive_failures",
+    "failure_rate",
+    "last_calls",
+    "slow_call",
+];
 
 /// The three decisions for `input`, from its ranked candidates.
 pub fn decisions(
@@ -71,7 +76,8 @@ fn detector(
     }
     let recommended = &ranked[0];
     let mut answer = if parts.is_empty() {
-        "no profile is a sustained failure to detect; the detector is chosen on cost alone".to_owned()
+        "no profile is a sustained failure to detect; the detector is chosen on cost alone"
+            .to_owned()
     } else {
         parts.join("; ")
     };

@@ -85,10 +85,14 @@ pub struct Profile {
 /// What goes wrong in a profile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ProfileKind {
-    /// The dependency fails every call for `length`, every `every`.
-    Blips { length: Duration, every: Duration },
-    /// A share `rate` of calls fail, the whole window.
-    Partial { rate: f64 },
+    /// The dependency fails every call for `length`, every `every` (at once, or hanging until the timeout).
+    Blips {
+        length: Duration,
+        every: Duration,
+        hang: bool,
+    },
+    /// A share `rate` of calls fail, the whole window (at once, or hanging until the timeout).
+    Partial { rate: f64, hang: bool },
     /// Every call hangs until the caller's timeout, for `length`.
     Hang { length: Duration },
     /// Every call fails at once, for `length`.
@@ -221,6 +225,15 @@ struct RawProfile {
     length: Option<Spanned<String>>,
     every: Option<Spanned<String>>,
     window: Option<Spanned<String>>,
+    /// How a failing call of blips or a partial failure fails: `error` (at once, the default) or `hang`.
+    fault: Option<Spanned<FailingCall>>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum FailingCall {
+    Error,
+    Hang,
 }
 
 #[derive(Deserialize)]
@@ -280,7 +293,11 @@ impl TuneInput {
         };
         let traffic = traffic(&check, raw.traffic.get_ref(), raw.traffic.span())?;
         if raw.profiles.get_ref().is_empty() {
-            return Err(check.error("profiles", raw.profiles.span(), "must list at least one profile"));
+            return Err(check.error(
+                "profiles",
+                raw.profiles.span(),
+                "must list at least one profile",
+            ));
         }
         if raw.profiles.get_ref().len() > MAX_PROFILES {
             return Err(check.error(
@@ -304,7 +321,9 @@ impl TuneInput {
         let costs = match &raw.costs {
             Some(raw) => {
                 let price = |field: &str, value: &Option<Spanned<f64>>, default: f64| match value {
-                    Some(v) => check.number_in(&format!("costs.{field}"), v, (0.0, MAX_WEIGHT), "units"),
+                    Some(v) => {
+                        check.number_in(&format!("costs.{field}"), v, (0.0, MAX_WEIGHT), "units")
+                    }
                     None => Ok(default),
                 };
                 let defaults = Costs::default();
@@ -314,9 +333,17 @@ impl TuneInput {
                         &raw.rejected_success,
                         defaults.rejected_success,
                     )?,
-                    blocked_second: price("blocked_second", &raw.blocked_second, defaults.blocked_second)?,
+                    blocked_second: price(
+                        "blocked_second",
+                        &raw.blocked_second,
+                        defaults.blocked_second,
+                    )?,
                     refused: price("refused", &raw.refused, defaults.refused)?,
-                    detect_second: price("detect_second", &raw.detect_second, defaults.detect_second)?,
+                    detect_second: price(
+                        "detect_second",
+                        &raw.detect_second,
+                        defaults.detect_second,
+                    )?,
                 }
             }
             None => Costs::default(),
@@ -325,8 +352,11 @@ impl TuneInput {
             Some(raw) => Constraints {
                 detect_within: match &raw.detect_within {
                     Some(value) => {
-                        let within =
-                            check.duration_at_most("constraints.detect_within", value, MAX_DETECT_WITHIN)?;
+                        let within = check.duration_at_most(
+                            "constraints.detect_within",
+                            value,
+                            MAX_DETECT_WITHIN,
+                        )?;
                         if within < Duration::from_millis(10) {
                             return Err(check.error(
                                 "constraints.detect_within",
@@ -357,7 +387,9 @@ impl TuneInput {
             Some(raw) => SearchSettings {
                 seed: raw.seed.unwrap_or(1),
                 max_candidates: match &raw.max_candidates {
-                    Some(value) => count(&check, "search.max_candidates", value, 1, MAX_CANDIDATES)?,
+                    Some(value) => {
+                        count(&check, "search.max_candidates", value, 1, MAX_CANDIDATES)?
+                    }
                     None => MAX_CANDIDATES,
                 },
             },
@@ -430,7 +462,11 @@ fn count(
     if (min..=max).contains(&v) {
         Ok(v)
     } else {
-        Err(check.error(field, value.span(), format!("{v} is not between {min} and {max}")))
+        Err(check.error(
+            field,
+            value.span(),
+            format!("{v} is not between {min} and {max}"),
+        ))
     }
 }
 
@@ -469,7 +505,10 @@ fn traffic(
                     format!("{v} is not a rate above 0 and at most {MAX_TRAFFIC_RATE} requests per second"),
                 ));
             }
-            for (field, value) in [("traffic.think_min", &raw.think_min), ("traffic.think_max", &raw.think_max)] {
+            for (field, value) in [
+                ("traffic.think_min", &raw.think_min),
+                ("traffic.think_max", &raw.think_max),
+            ] {
                 if let Some(value) = value {
                     return Err(check.error(field, value.span(), "only used with `users`"));
                 }
@@ -478,16 +517,17 @@ fn traffic(
         }
         (None, Some(users)) => {
             let users_v = count(check, "traffic.users", users, 1, MAX_TRAFFIC_USERS)?;
-            let think = |field: &str, value: &Option<Spanned<String>>, default: Duration| match value {
-                Some(value) => {
-                    let d = check.duration_at_most(field, value, Duration::from_secs(3600))?;
-                    if d < MIN_THINK {
-                        return Err(check.error(field, value.span(), "must be at least 10ms"));
+            let think =
+                |field: &str, value: &Option<Spanned<String>>, default: Duration| match value {
+                    Some(value) => {
+                        let d = check.duration_at_most(field, value, Duration::from_secs(3600))?;
+                        if d < MIN_THINK {
+                            return Err(check.error(field, value.span(), "must be at least 10ms"));
+                        }
+                        Ok(d)
                     }
-                    Ok(d)
-                }
-                None => Ok(default),
-            };
+                    None => Ok(default),
+                };
             let think_min = think("traffic.think_min", &raw.think_min, Duration::from_secs(1))?;
             let think_max = think("traffic.think_max", &raw.think_max, Duration::from_secs(10))?;
             if think_max < think_min {
@@ -504,7 +544,11 @@ fn traffic(
     };
     let timeout = check.duration_at_most("traffic.timeout", &raw.timeout, MAX_CALL_TIMEOUT)?;
     if timeout < Duration::from_millis(1) {
-        return Err(check.error("traffic.timeout", raw.timeout.span(), "must be at least 1ms"));
+        return Err(check.error(
+            "traffic.timeout",
+            raw.timeout.span(),
+            "must be at least 1ms",
+        ));
     }
     let latency = match &raw.latency {
         Some(latency) => {
@@ -522,7 +566,13 @@ fn traffic(
     };
     let workers = match &raw.workers {
         Some(workers) if *workers.get_ref() == 0 => None,
-        Some(workers) => Some(count(check, "traffic.workers", workers, 0, MAX_TRAFFIC_WORKERS)?),
+        Some(workers) => Some(count(
+            check,
+            "traffic.workers",
+            workers,
+            0,
+            MAX_TRAFFIC_WORKERS,
+        )?),
         None => None,
     };
     let instances = match &raw.instances {
@@ -548,7 +598,9 @@ fn profile(
     let name = raw.name.get_ref().trim();
     let name_ok = !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !name_ok {
         return Err(check.error(
             &field("name"),
@@ -567,10 +619,17 @@ fn profile(
     ) -> Result<&'v Spanned<String>, SpecError> {
         let what = field.rsplit('.').next().unwrap_or(field);
         value.as_ref().ok_or_else(|| {
-            check.error(field, kind_span, format!("this kind needs `{what}` (e.g. {example})"))
+            check.error(
+                field,
+                kind_span,
+                format!("this kind needs `{what}` (e.g. {example})"),
+            )
         })
     }
-    let needs = |value: &'_ Option<Spanned<String>>, what: &str, example: &str| -> Result<Spanned<String>, SpecError> {
+    let needs = |value: &'_ Option<Spanned<String>>,
+                 what: &str,
+                 example: &str|
+     -> Result<Spanned<String>, SpecError> {
         needed(check, &field(what), value, kind_span.clone(), example).cloned()
     };
     let unused = |value_span: Option<std::ops::Range<usize>>, what: &str| match value_span {
@@ -578,17 +637,35 @@ fn profile(
         None => Ok(()),
     };
     let rate_span = raw.rate.as_ref().map(Spanned::span);
+    let hang = raw
+        .fault
+        .as_ref()
+        .is_some_and(|f| *f.get_ref() == FailingCall::Hang);
+    if let (Some(fault), KindName::Hang | KindName::Outage | KindName::Baseline) =
+        (&raw.fault, kind_name)
+    {
+        return Err(check.error(
+            &field("fault"),
+            fault.span(),
+            "only blips and partial failures say how a call fails",
+        ));
+    }
     let length_span = raw.length.as_ref().map(Spanned::span);
     let every_span = raw.every.as_ref().map(Spanned::span);
     let kind = match kind_name {
         KindName::Blips => {
             unused(rate_span, "rate")?;
             let length_raw = needs(&raw.length, "length", "\"3s\"")?;
-            let length = check.duration_at_most(&field("length"), &length_raw, MAX_PROFILE_WINDOW)?;
+            let length =
+                check.duration_at_most(&field("length"), &length_raw, MAX_PROFILE_WINDOW)?;
             let every_raw = needs(&raw.every, "every", "\"30s\"")?;
             let every = check.duration_at_most(&field("every"), &every_raw, MAX_PROFILE_WINDOW)?;
             if length < Duration::from_millis(1) {
-                return Err(check.error(&field("length"), length_raw.span(), "must be at least 1ms"));
+                return Err(check.error(
+                    &field("length"),
+                    length_raw.span(),
+                    "must be at least 1ms",
+                ));
             }
             if every <= length {
                 return Err(check.error(
@@ -597,20 +674,28 @@ fn profile(
                     "must be longer than length (blips need healthy time between them)",
                 ));
             }
-            ProfileKind::Blips { length, every }
+            ProfileKind::Blips {
+                length,
+                every,
+                hang,
+            }
         }
         KindName::Partial | KindName::Baseline => {
             unused(length_span, "length")?;
             unused(every_span, "every")?;
             let rate_raw = raw.rate.as_ref().ok_or_else(|| {
-                check.error(&field("rate"), kind_span.clone(), "this kind needs `rate` (e.g. 0.25)")
+                check.error(
+                    &field("rate"),
+                    kind_span.clone(),
+                    "this kind needs `rate` (e.g. 0.25)",
+                )
             })?;
             let rate = check.fraction(&field("rate"), rate_raw)?;
             if kind_name == KindName::Partial {
                 if rate == 0.0 {
                     return Err(check.error(&field("rate"), rate_raw.span(), "must be above 0"));
                 }
-                ProfileKind::Partial { rate }
+                ProfileKind::Partial { rate, hang }
             } else {
                 if rate >= 1.0 {
                     return Err(check.error(
@@ -626,9 +711,14 @@ fn profile(
             unused(rate_span, "rate")?;
             unused(every_span, "every")?;
             let length_raw = needs(&raw.length, "length", "\"60s\"")?;
-            let length = check.duration_at_most(&field("length"), &length_raw, MAX_PROFILE_WINDOW)?;
+            let length =
+                check.duration_at_most(&field("length"), &length_raw, MAX_PROFILE_WINDOW)?;
             if length < Duration::from_millis(1) {
-                return Err(check.error(&field("length"), length_raw.span(), "must be at least 1ms"));
+                return Err(check.error(
+                    &field("length"),
+                    length_raw.span(),
+                    "must be at least 1ms",
+                ));
             }
             if kind_name == KindName::Hang {
                 ProfileKind::Hang { length }
@@ -669,7 +759,11 @@ fn profile(
     }
     if let ProfileKind::Blips { every, .. } = kind {
         if every > window {
-            return Err(check.error(&field("window"), window_span.clone(), "must hold at least one blip"));
+            return Err(check.error(
+                &field("window"),
+                window_span.clone(),
+                "must hold at least one blip",
+            ));
         }
     }
     let requests = traffic.workload.mean_rate() * window.as_secs_f64();

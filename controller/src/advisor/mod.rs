@@ -147,8 +147,7 @@ pub fn advise(
         let rank = 1 + evaluations
             .iter()
             .filter(|e| {
-                (e.feasible(), -(e.cost.total))
-                    > (evaluation.feasible(), -(evaluation.cost.total))
+                (e.feasible(), -(e.cost.total)) > (evaluation.feasible(), -(evaluation.cost.total))
             })
             .count();
         CurrentPlacement {
@@ -214,8 +213,11 @@ fn explain(input: &TuneInput, ranked: &[Evaluation], current: Option<&CurrentPla
             describe(&cheapest.violations)
         ));
     } else {
-        decided_by = runner_up_term(ranked).unwrap_or("rejected_success").to_owned();
-        reasons.push("every constraint leaves the cheapest candidate in: the cost decided".to_owned());
+        decided_by = runner_up_term(ranked)
+            .unwrap_or("rejected_success")
+            .to_owned();
+        reasons
+            .push("every constraint leaves the cheapest candidate in: the cost decided".to_owned());
     }
     if let Some(term) = runner_up_term(ranked) {
         let runner_up = ranked.iter().skip(1).find(|e| e.feasible());
@@ -408,7 +410,13 @@ impl Advice {
                 let _ = writeln!(out, "  breaks: {}", describe(&e.violations));
             }
             for note in &current.notes {
-                let _ = writeln!(out, "  {}: {} — {}", note.field, note.kind.as_str(), note.note);
+                let _ = writeln!(
+                    out,
+                    "  {}: {} — {}",
+                    note.field,
+                    note.kind.as_str(),
+                    note.note
+                );
             }
         }
         let _ = writeln!(out, "\nthe study's three decisions, for this input:");

@@ -73,28 +73,47 @@ impl FrontChart {
                 .map_err(|e| PlotError(e.to_string()))?;
             let xy = |p: &FrontPoint| (p.rejection_cost, p.saved_s);
             chart
-                .draw_series(self.others.iter().map(|p| Circle::new(xy(p), 3, GREY.filled())))
+                .draw_series(
+                    self.others
+                        .iter()
+                        .map(|p| Circle::new(xy(p), 3, GREY.filled())),
+                )
                 .map_err(|e| PlotError(e.to_string()))?
                 .label("candidate")
                 .legend(|(x, y)| Circle::new((x + 8, y), 4, GREY.filled()));
             chart
-                .draw_series(LineSeries::new(self.front.iter().map(xy), BLUE.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    self.front.iter().map(xy),
+                    BLUE.stroke_width(2),
+                ))
                 .map_err(|e| PlotError(e.to_string()))?;
             chart
-                .draw_series(self.front.iter().map(|p| Circle::new(xy(p), 5, BLUE.filled())))
+                .draw_series(
+                    self.front
+                        .iter()
+                        .map(|p| Circle::new(xy(p), 5, BLUE.filled())),
+                )
                 .map_err(|e| PlotError(e.to_string()))?
                 .label("Pareto front")
                 .legend(|(x, y)| Circle::new((x + 8, y), 5, BLUE.filled()));
             if let Some(point) = &self.recommended {
                 chart
-                    .draw_series(std::iter::once(Circle::new(xy(point), 9, GREEN.stroke_width(3))))
+                    .draw_series(std::iter::once(Circle::new(
+                        xy(point),
+                        9,
+                        GREEN.stroke_width(3),
+                    )))
                     .map_err(|e| PlotError(e.to_string()))?
                     .label("recommended")
                     .legend(|(x, y)| Circle::new((x + 8, y), 6, GREEN.stroke_width(3)));
             }
             if let Some(point) = &self.current {
                 chart
-                    .draw_series(std::iter::once(TriangleMarker::new(xy(point), 9, ORANGE.filled())))
+                    .draw_series(std::iter::once(TriangleMarker::new(
+                        xy(point),
+                        9,
+                        ORANGE.filled(),
+                    )))
                     .map_err(|e| PlotError(e.to_string()))?
                     .label("current")
                     .legend(|(x, y)| TriangleMarker::new((x + 8, y), 7, ORANGE.filled()));

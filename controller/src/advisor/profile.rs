@@ -4,29 +4,47 @@
 use std::time::Duration;
 
 use breaker::BreakerConfig;
-use breaker::sim::{
-    FaultKind, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
-};
+use breaker::sim::{FaultKind, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream};
 
 use crate::advisor::input::{Profile, ProfileKind, Traffic};
 
 /// Healthy time before an outage, a hang or the first blip starts.
 pub const FAULT_LEAD: Duration = Duration::from_secs(10);
 
+fn failing(hang: bool) -> FaultKind {
+    if hang {
+        FaultKind::Hang
+    } else {
+        FaultKind::Error
+    }
+}
+
 impl Profile {
     /// When the fault is on, how much of the calls fail, and how a failing call fails.
     fn fault(&self) -> (Schedule, f64, FaultKind) {
         match self.kind {
-            ProfileKind::Blips { length, every } => (
+            ProfileKind::Blips {
+                length,
+                every,
+                hang,
+            } => (
                 Schedule::Periodic {
                     start: FAULT_LEAD.min(self.window / 4),
                     on: length,
                     off: every - length,
                 },
                 1.0,
-                FaultKind::Error,
+                failing(hang),
             ),
-            ProfileKind::Partial { rate } | ProfileKind::Baseline { rate } => (
+            ProfileKind::Partial { rate, hang } => (
+                Schedule::Once {
+                    start: Duration::ZERO,
+                    length: self.window,
+                },
+                rate,
+                failing(hang),
+            ),
+            ProfileKind::Baseline { rate } => (
                 Schedule::Once {
                     start: Duration::ZERO,
                     length: self.window,
@@ -79,7 +97,10 @@ impl Profile {
 
     /// Whether the profile is a full outage (every call failing): its detection time is a cost term.
     pub fn is_full_outage(&self) -> bool {
-        matches!(self.kind, ProfileKind::Outage { .. } | ProfileKind::Hang { .. })
+        matches!(
+            self.kind,
+            ProfileKind::Outage { .. } | ProfileKind::Hang { .. }
+        )
     }
 
     /// `[start, end)` of the first period the fault is on, seconds since the window's start.

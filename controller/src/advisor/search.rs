@@ -62,7 +62,10 @@ impl CostTerms {
 #[serde(tag = "constraint", rename_all = "snake_case")]
 pub enum Violation {
     /// A sustained failure was not detected within `constraints.detect_within` (`detect_s: None`: never).
-    DetectWithin { profile: String, detect_s: Option<f64> },
+    DetectWithin {
+        profile: String,
+        detect_s: Option<f64>,
+    },
     /// The baseline tripped it more often than `constraints.false_trips_per_hour`.
     FalseTripsPerHour { profile: String, per_hour: f64 },
 }
@@ -136,8 +139,13 @@ impl<'a> Prepared<'a> {
         let input = self.input;
         let mut per_profile = Vec::with_capacity(input.profiles.len());
         for (profile, without) in input.profiles.iter().zip(&self.counterfactuals) {
-            let figures = match profile.scenario(&input.traffic, config.clone(), input.search.seed) {
-                Ok(scenario) => figures(input, profile, &sim::simulate_with(&scenario, without).totals),
+            let figures = match profile.scenario(&input.traffic, config.clone(), input.search.seed)
+            {
+                Ok(scenario) => figures(
+                    input,
+                    profile,
+                    &sim::simulate_with(&scenario, without).totals,
+                ),
                 // Every candidate is a checked config and the profile ran without a breaker: not reached.
                 Err(_) => ProfileFigures {
                     profile: profile.name.clone(),
@@ -162,8 +170,9 @@ fn figures(input: &TuneInput, profile: &Profile, totals: &Totals) -> ProfileFigu
     let timeout_s = input.traffic.timeout.as_secs_f64();
     let latency_s = input.traffic.latency.as_secs_f64();
     let blocked_with = totals.slow_failures as f64 * timeout_s;
-    let blocked_without =
-        (totals.caller_seconds_without - totals.successful_without_breaker as f64 * latency_s).max(0.0);
+    let blocked_without = (totals.caller_seconds_without
+        - totals.successful_without_breaker as f64 * latency_s)
+        .max(0.0);
     let (start, end) = profile.first_fault_s();
     let detect_s = totals
         .first_open_s
@@ -234,12 +243,15 @@ fn price(input: &TuneInput, config: BreakerConfig, per_profile: Vec<ProfileFigur
 
 /// Every candidate evaluated, feasible ones first, each group by total cost (then label, for a stable order).
 pub fn rank(prepared: &Prepared<'_>, candidates: &[BreakerConfig]) -> Vec<Evaluation> {
-    let mut evaluations: Vec<Evaluation> = candidates.iter().map(|c| prepared.evaluate(c)).collect();
+    let mut evaluations: Vec<Evaluation> =
+        candidates.iter().map(|c| prepared.evaluate(c)).collect();
     evaluations.sort_by(|a, b| {
         b.feasible()
             .cmp(&a.feasible())
             .then(a.violations.len().cmp(&b.violations.len()))
             .then(a.cost.total.total_cmp(&b.cost.total))
+            // Equal costs (often: none trips): the shorter open window and the fewer probes risk less.
+            .then(a.config.open().base().cmp(&b.config.open().base()))
             .then_with(|| a.label.cmp(&b.label))
     });
     evaluations

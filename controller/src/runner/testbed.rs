@@ -46,7 +46,7 @@ pub const EMBEDDED_AGENT_SERVICE: &str = boutique::ServiceName::Payment.as_str()
 pub async fn start_embedded_stack(
     spec: &ExperimentSpec,
 ) -> Result<(boutique::RunningStack, Testbed), RunnerError> {
-    let injects = spec.fault.rates.iter().any(|rate| *rate > 0.0);
+    let injects = spec.conditions().iter().any(|c| c.fault_rate > 0.0);
     if injects && spec.fault.target != EMBEDDED_AGENT_SERVICE {
         return Err(RunnerError::Testbed(format!(
             "fault.target: the embedded stack runs its agent in {EMBEDDED_AGENT_SERVICE} only, not in {}",

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use breaker::{BreakerConfig, Probes, RawBreakerConfig, RawFailureRateConfig, RawTripConfig};
 
-use super::text::{enclosed, go_duration, go_duration_text, split_top_level, strip_comments, unquote};
+use super::text::{
+    enclosed, go_duration, go_duration_text, split_top_level, strip_comments, unquote,
+};
 use super::{
     Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried,
     fixed_open_enforcing, number_text, one_detector,
@@ -43,9 +45,9 @@ fn fields(source: &str) -> Result<Vec<(String, String)>, LibraryError> {
         return split_top_level(body, ',')
             .into_iter()
             .map(|entry| {
-                let (key, value) = entry
-                    .split_once(':')
-                    .ok_or_else(|| LibraryError::new("Settings", format!("`{entry}` is not `Field: value`")))?;
+                let (key, value) = entry.split_once(':').ok_or_else(|| {
+                    LibraryError::new("Settings", format!("`{entry}` is not `Field: value`"))
+                })?;
                 Ok((key.trim().to_owned(), value.trim().to_owned()))
             })
             .collect();
@@ -55,7 +57,10 @@ fn fields(source: &str) -> Result<Vec<(String, String)>, LibraryError> {
     let mut rest = source.as_str();
     while let Some(eq) = rest.find(" = ") {
         let before = &rest[..eq];
-        let target = before.rsplit(|c: char| c.is_whitespace()).next().unwrap_or("");
+        let target = before
+            .rsplit(|c: char| c.is_whitespace())
+            .next()
+            .unwrap_or("");
         // Only `st.Field = …` sets a field; `cb = gobreaker.NewCircuitBreaker(st)` and the like are not settings.
         let key = target
             .split_once('.')
@@ -74,7 +79,10 @@ fn fields(source: &str) -> Result<Vec<(String, String)>, LibraryError> {
         rest = &after[value_end..];
     }
     if out.is_empty() {
-        return Err(LibraryError::new("Settings", "neither a gobreaker.Settings{...} literal nor st.Field = value assignments"));
+        return Err(LibraryError::new(
+            "Settings",
+            "neither a gobreaker.Settings{...} literal nor st.Field = value assignments",
+        ));
     }
     Ok(out)
 }
@@ -90,29 +98,48 @@ fn ready_to_trip(value: &str) -> Result<ReadyToTrip, LibraryError> {
     let open = value.find('{').ok_or_else(unmodelled)?;
     let body = enclosed(value, open).ok_or_else(unmodelled)?;
     let compact: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    let ret = compact.split("return ").nth(1).ok_or_else(unmodelled)?.trim().trim_end_matches(';');
+    let ret = compact
+        .split("return ")
+        .nth(1)
+        .ok_or_else(unmodelled)?
+        .trim()
+        .trim_end_matches(';');
     for (op, bump) in [(">=", 0u32), (">", 1)] {
         if let Some(n) = ret.strip_prefix(&format!("counts.ConsecutiveFailures {op} ")) {
             let n = super::text::whole("ReadyToTrip", n, 0, u64::from(u32::MAX - 1))? as u32;
             // `> n` is `>= n + 1`; keep the written `over`.
-            return Ok(ReadyToTrip::Consecutive { over: (n + bump).saturating_sub(1) });
+            return Ok(ReadyToTrip::Consecutive {
+                over: (n + bump).saturating_sub(1),
+            });
         }
     }
-    let ratio_defined = compact.contains("float64(counts.TotalFailures) / float64(counts.Requests)");
+    let ratio_defined =
+        compact.contains("float64(counts.TotalFailures) / float64(counts.Requests)");
     let parts: Vec<&str> = ret.split("&&").map(str::trim).collect();
     if let [requests, ratio] = parts.as_slice() {
-        let min_requests = requests.strip_prefix("counts.Requests >= ").ok_or_else(unmodelled)?;
+        let min_requests = requests
+            .strip_prefix("counts.Requests >= ")
+            .ok_or_else(unmodelled)?;
         let ratio = ratio
             .strip_prefix("failureRatio >= ")
             .filter(|_| ratio_defined)
-            .or_else(|| ratio.strip_prefix("float64(counts.TotalFailures)/float64(counts.Requests) >= "))
+            .or_else(|| {
+                ratio.strip_prefix("float64(counts.TotalFailures)/float64(counts.Requests) >= ")
+            })
             .ok_or_else(unmodelled)?;
-        let min_requests = super::text::whole("ReadyToTrip", min_requests, 1, u64::from(u32::MAX))? as u32;
+        let min_requests =
+            super::text::whole("ReadyToTrip", min_requests, 1, u64::from(u32::MAX))? as u32;
         let ratio = super::text::number("ReadyToTrip", ratio)?;
         if !(ratio > 0.0 && ratio <= 1.0) {
-            return Err(LibraryError::new("ReadyToTrip", format!("the ratio {ratio} is not in (0, 1]")));
+            return Err(LibraryError::new(
+                "ReadyToTrip",
+                format!("the ratio {ratio} is not in (0, 1]"),
+            ));
         }
-        return Ok(ReadyToTrip::Ratio { min_requests, ratio });
+        return Ok(ReadyToTrip::Ratio {
+            min_requests,
+            ratio,
+        });
     }
     Err(unmodelled())
 }
@@ -120,7 +147,8 @@ fn ready_to_trip(value: &str) -> Result<ReadyToTrip, LibraryError> {
 pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     let mut notes = Vec::new();
     let mut carried = Vec::new();
-    let (mut max_requests, mut interval, mut timeout, mut trip) = (0u64, Duration::ZERO, Duration::ZERO, None);
+    let (mut max_requests, mut interval, mut timeout, mut trip) =
+        (0u64, Duration::ZERO, Duration::ZERO, None);
     for (key, value) in fields(text)? {
         match key.as_str() {
             "Name" => {
@@ -151,7 +179,11 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
         over: DEFAULT_CONSECUTIVE_OVER,
     });
     let max_requests = max_requests.max(1) as u32;
-    let timeout = if timeout.is_zero() { DEFAULT_TIMEOUT } else { timeout };
+    let timeout = if timeout.is_zero() {
+        DEFAULT_TIMEOUT
+    } else {
+        timeout
+    };
     let mut raw = RawBreakerConfig {
         trip: RawTripConfig {
             consecutive_failures: None,
@@ -167,7 +199,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             notes.push(FieldNote::new(
                 "ReadyToTrip",
                 NoteKind::Same,
-                format!("counts.ConsecutiveFailures > {over}: trip.consecutive_failures = {}", over + 1),
+                format!(
+                    "counts.ConsecutiveFailures > {over}: trip.consecutive_failures = {}",
+                    over + 1
+                ),
             ));
             notes.push(FieldNote::new(
                 "Interval",
@@ -175,7 +210,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
                 "gobreaker also clears the consecutive count every Interval while closed (0: never); Tolerant's count runs until a success",
             ));
         }
-        ReadyToTrip::Ratio { min_requests, ratio } => {
+        ReadyToTrip::Ratio {
+            min_requests,
+            ratio,
+        } => {
             let window = if interval.is_zero() {
                 carried.push(("Interval".to_owned(), "0".to_owned()));
                 NEVER_CLEARED
@@ -190,7 +228,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             notes.push(FieldNote::new(
                 "ReadyToTrip",
                 NoteKind::Same,
-                format!("counts.Requests >= {min_requests} && failureRatio >= {}: trip.failure_rate", number_text(ratio)),
+                format!(
+                    "counts.Requests >= {min_requests} && failureRatio >= {}: trip.failure_rate",
+                    number_text(ratio)
+                ),
             ));
             notes.push(FieldNote::new(
                 "Interval",
@@ -208,7 +249,11 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     }
     raw.open.base = timeout;
     raw.open.max = timeout;
-    notes.push(FieldNote::new("Timeout", NoteKind::Same, "open.base (0 means 60 s, as in gobreaker)"));
+    notes.push(FieldNote::new(
+        "Timeout",
+        NoteKind::Same,
+        "open.base (0 means 60 s, as in gobreaker)",
+    ));
     raw.half_open.probes = Probes::limited(max_requests).unwrap_or_default();
     raw.half_open.successes_to_close = max_requests;
     notes.push(FieldNote::new(
@@ -218,20 +263,31 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             "{max_requests}: half_open.probes and successes_to_close; gobreaker admits {max_requests} requests in all while half-open, Tolerant {max_requests} at a time"
         ),
     ));
-    let config = raw.build().map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = raw
+        .build()
+        .map_err(|e| LibraryError::new(e.field, e.message))?;
     let mut settings = vec![
         ("MaxRequests".into(), max_requests.to_string()),
         ("Timeout".into(), go_duration_text(timeout)),
     ];
     match trip {
         ReadyToTrip::Consecutive { over } => {
-            settings.push(("ReadyToTrip".into(), format!("ConsecutiveFailures > {over}")));
+            settings.push((
+                "ReadyToTrip".into(),
+                format!("ConsecutiveFailures > {over}"),
+            ));
         }
-        ReadyToTrip::Ratio { min_requests, ratio } => {
+        ReadyToTrip::Ratio {
+            min_requests,
+            ratio,
+        } => {
             settings.push(("Interval".into(), go_duration_text(interval)));
             settings.push((
                 "ReadyToTrip".into(),
-                format!("Requests >= {min_requests} && failureRatio >= {}", number_text(ratio)),
+                format!(
+                    "Requests >= {min_requests} && failureRatio >= {}",
+                    number_text(ratio)
+                ),
             ));
         }
     }
@@ -256,7 +312,10 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
     }
     fixed_open_enforcing(config)?;
     let Probes::Limited(probes) = config.half_open().probes() else {
-        return Err(LibraryError::new("half_open.probes", "gobreaker admits MaxRequests requests in half-open"));
+        return Err(LibraryError::new(
+            "half_open.probes",
+            "gobreaker admits MaxRequests requests in half-open",
+        ));
     };
     if config.half_open().successes_to_close() != probes.get() {
         return Err(LibraryError::new(
@@ -279,17 +338,28 @@ pub(super) fn export(
     );
     let mut notes = Vec::new();
     if let Some(k) = config.trip().consecutive_failures() {
-        text.push_str(&format!("\tTimeout:     {},\n", go_duration_text(config.open().base())));
+        text.push_str(&format!(
+            "\tTimeout:     {},\n",
+            go_duration_text(config.open().base())
+        ));
         text.push_str(&format!(
             "\tReadyToTrip: func(counts gobreaker.Counts) bool {{\n\t\treturn counts.ConsecutiveFailures > {}\n\t}},\n",
             k - 1
         ));
     } else if let Some(rate) = config.trip().failure_rate() {
         // A window of a day read from `Interval: 0` (never cleared) is written back as it was.
-        let never_cleared = rate.window() == NEVER_CLEARED && carried(kept, "Interval") == Some("0");
-        let interval = if never_cleared { Duration::ZERO } else { rate.window() };
+        let never_cleared =
+            rate.window() == NEVER_CLEARED && carried(kept, "Interval") == Some("0");
+        let interval = if never_cleared {
+            Duration::ZERO
+        } else {
+            rate.window()
+        };
         text.push_str(&format!("\tInterval:    {},\n", go_duration_text(interval)));
-        text.push_str(&format!("\tTimeout:     {},\n", go_duration_text(config.open().base())));
+        text.push_str(&format!(
+            "\tTimeout:     {},\n",
+            go_duration_text(config.open().base())
+        ));
         text.push_str(&format!(
             "\tReadyToTrip: func(counts gobreaker.Counts) bool {{\n\t\tfailureRatio := float64(counts.TotalFailures) / float64(counts.Requests)\n\t\treturn counts.Requests >= {} && failureRatio >= {}\n\t}},\n",
             rate.min_calls(),

@@ -65,7 +65,7 @@ pub struct FieldNote {
 }
 
 impl FieldNote {
-    pub(crate) fn new(field: impl Into<String>, kind: NoteKind, note: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, kind: NoteKind, note: impl Into<String>) -> Self {
         FieldNote {
             field: field.into(),
             kind,
@@ -263,7 +263,10 @@ pub(crate) fn one_detector(config: &BreakerConfig) -> Result<OneDetector<'_>, Li
     if found.len() > 1 {
         return Err(LibraryError::new(
             found[1].0,
-            format!("this library has one trip rule; {} is already it", found[0].0),
+            format!(
+                "this library has one trip rule; {} is already it",
+                found[0].0
+            ),
         ));
     }
     found
@@ -277,7 +280,10 @@ pub(crate) fn fixed_open_enforcing(config: &BreakerConfig) -> Result<Duration, L
     if config.mode() != breaker::Mode::Enforce {
         return Err(LibraryError::new(
             "mode",
-            format!("`{}` has no counterpart in this library's config", config.mode().as_str()),
+            format!(
+                "`{}` has no counterpart in this library's config",
+                config.mode().as_str()
+            ),
         ));
     }
     if config.open().backoff() > 1.0 {
@@ -287,7 +293,10 @@ pub(crate) fn fixed_open_enforcing(config: &BreakerConfig) -> Result<Duration, L
         ));
     }
     if config.open().jitter() > 0.0 {
-        return Err(LibraryError::new("open.jitter", "this library's open window has no jitter"));
+        return Err(LibraryError::new(
+            "open.jitter",
+            "this library's open window has no jitter",
+        ));
     }
     Ok(config.open().base())
 }

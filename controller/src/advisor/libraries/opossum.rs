@@ -30,16 +30,22 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
         .map(|i| i + "options = ".len())
         .or_else(|| source.find('{'))
         .ok_or_else(|| LibraryError::new("options", "no `{ ... }` options object found"))?;
-    let body = enclosed(&source, at).ok_or_else(|| LibraryError::new("options", "the object's `{` is not closed"))?;
-    let (mut percentage, mut reset_ms, mut rolling_ms, mut buckets, mut volume) =
-        (DEFAULT_PERCENTAGE, DEFAULT_RESET_MS, DEFAULT_ROLLING_MS, DEFAULT_BUCKETS, 0u64);
+    let body = enclosed(&source, at)
+        .ok_or_else(|| LibraryError::new("options", "the object's `{` is not closed"))?;
+    let (mut percentage, mut reset_ms, mut rolling_ms, mut buckets, mut volume) = (
+        DEFAULT_PERCENTAGE,
+        DEFAULT_RESET_MS,
+        DEFAULT_ROLLING_MS,
+        DEFAULT_BUCKETS,
+        0u64,
+    );
     let mut mode = Mode::Enforce;
     let mut notes = Vec::new();
     let mut carried = Vec::new();
     for entry in split_top_level(body, ',') {
-        let (key, value) = entry
-            .split_once(':')
-            .ok_or_else(|| LibraryError::new("options", format!("`{entry}` is not `key: value`")))?;
+        let (key, value) = entry.split_once(':').ok_or_else(|| {
+            LibraryError::new("options", format!("`{entry}` is not `key: value`"))
+        })?;
         let key = unquote(key).unwrap_or_else(|| key.trim().to_owned());
         let value = value.trim();
         let is_code = value.starts_with("function") || value.contains("=>");
@@ -66,12 +72,24 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
                 if value == "false" {
                     mode = Mode::Disabled;
                 }
-                notes.push(FieldNote::new(&key, NoteKind::Same, "false is mode = \"disabled\""));
+                notes.push(FieldNote::new(
+                    &key,
+                    NoteKind::Same,
+                    "false is mode = \"disabled\"",
+                ));
             }
-            "name" | "group" | "rollingPercentilesEnabled" | "enableSnapshots" | "abortController"
+            "name"
+            | "group"
+            | "rollingPercentilesEnabled"
+            | "enableSnapshots"
+            | "abortController"
             | "autoRenewAbortController" => {
                 carried.push((key.clone(), value.to_owned()));
-                notes.push(FieldNote::new(&key, NoteKind::Kept, "not about when the breaker trips or recovers"));
+                notes.push(FieldNote::new(
+                    &key,
+                    NoteKind::Kept,
+                    "not about when the breaker trips or recovers",
+                ));
             }
             "errorFilter" if is_code => {
                 carried.push((key.clone(), value.to_owned()));
@@ -105,9 +123,17 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             }
             "cache" | "coalesce" => carried.push((key.clone(), value.to_owned())),
             "maxFailures" => {
-                return Err(LibraryError::new(&key, "deprecated by opossum; use errorThresholdPercentage"));
+                return Err(LibraryError::new(
+                    &key,
+                    "deprecated by opossum; use errorThresholdPercentage",
+                ));
             }
-            other => return Err(LibraryError::new(other, "not an opossum option Tolerant knows")),
+            other => {
+                return Err(LibraryError::new(
+                    other,
+                    "not an opossum option Tolerant knows",
+                ));
+            }
         }
     }
     if buckets != DEFAULT_BUCKETS {
@@ -134,7 +160,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     notes.push(FieldNote::new(
         "volumeThreshold",
         NoteKind::Same,
-        format!("trip.failure_rate.min_calls {} (0 counts as 1)", volume.max(1)),
+        format!(
+            "trip.failure_rate.min_calls {} (0 counts as 1)",
+            volume.max(1)
+        ),
     ));
     notes.push(FieldNote::new("resetTimeout", NoteKind::Same, "open.base"));
     let mut raw = RawBreakerConfig {
@@ -155,7 +184,9 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     raw.open.max = raw.open.base;
     raw.half_open.probes = Probes::limited(1).unwrap_or_default();
     raw.half_open.successes_to_close = 1;
-    let config = raw.build().map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = raw
+        .build()
+        .map_err(|e| LibraryError::new(e.field, e.message))?;
     Ok(Imported {
         library: Library::Opossum,
         config,
@@ -180,18 +211,30 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
     };
     super::whole_ms("trip.failure_rate.window", rate.window())?;
     if !matches!(config.mode(), Mode::Enforce | Mode::Disabled) {
-        return Err(LibraryError::new("mode", "opossum is enabled (enforce) or not (disabled)"));
+        return Err(LibraryError::new(
+            "mode",
+            "opossum is enabled (enforce) or not (disabled)",
+        ));
     }
     if config.open().backoff() > 1.0 {
-        return Err(LibraryError::new("open.backoff", "opossum's resetTimeout is fixed"));
+        return Err(LibraryError::new(
+            "open.backoff",
+            "opossum's resetTimeout is fixed",
+        ));
     }
     if config.open().jitter() > 0.0 {
-        return Err(LibraryError::new("open.jitter", "opossum's resetTimeout has no jitter"));
+        return Err(LibraryError::new(
+            "open.jitter",
+            "opossum's resetTimeout has no jitter",
+        ));
     }
     super::whole_ms("open.base", config.open().base())?;
     single_probe(config)?;
     if config.half_open().successes_to_close() != 1 {
-        return Err(LibraryError::new("half_open.successes_to_close", "opossum closes on one successful trial call"));
+        return Err(LibraryError::new(
+            "half_open.successes_to_close",
+            "opossum closes on one successful trial call",
+        ));
     }
     Ok(())
 }
@@ -206,11 +249,23 @@ pub(super) fn export(
         .failure_rate()
         .ok_or_else(|| LibraryError::new("trip", "no failure rate"))?;
     let mut entries = vec![
-        ("name".to_owned(), carried(kept, "name").map_or_else(|| format!("{name:?}"), str::to_owned)),
-        ("errorThresholdPercentage".to_owned(), number_text(rate.threshold() * 100.0)),
-        ("rollingCountTimeout".to_owned(), rate.window().as_millis().to_string()),
+        (
+            "name".to_owned(),
+            carried(kept, "name").map_or_else(|| format!("{name:?}"), str::to_owned),
+        ),
+        (
+            "errorThresholdPercentage".to_owned(),
+            number_text(rate.threshold() * 100.0),
+        ),
+        (
+            "rollingCountTimeout".to_owned(),
+            rate.window().as_millis().to_string(),
+        ),
         ("volumeThreshold".to_owned(), rate.min_calls().to_string()),
-        ("resetTimeout".to_owned(), config.open().base().as_millis().to_string()),
+        (
+            "resetTimeout".to_owned(),
+            config.open().base().as_millis().to_string(),
+        ),
     ];
     if config.mode() == Mode::Disabled {
         entries.push(("enabled".to_owned(), "false".to_owned()));

@@ -26,11 +26,12 @@ const MIN_DURATION: Duration = Duration::from_millis(500);
 const MAX_BREAK: Duration = Duration::from_secs(24 * 3600);
 
 pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| LibraryError::new("CircuitBreakerStrategyOptions", format!("not JSON: {e}")))?;
-    let options: &Map<String, Value> = value
-        .as_object()
-        .ok_or_else(|| LibraryError::new("CircuitBreakerStrategyOptions", "must be a JSON object"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        LibraryError::new("CircuitBreakerStrategyOptions", format!("not JSON: {e}"))
+    })?;
+    let options: &Map<String, Value> = value.as_object().ok_or_else(|| {
+        LibraryError::new("CircuitBreakerStrategyOptions", "must be a JSON object")
+    })?;
     let mut notes = Vec::new();
     let mut carried = Vec::new();
     let (mut ratio, mut throughput, mut sampling, mut brk) = (None, None, None, None);
@@ -43,22 +44,33 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             "failureratio" => {
                 let v = super::text::number(key, &text)?;
                 if !(v > 0.0 && v <= 1.0) {
-                    return Err(LibraryError::new(key, format!("{v} is not a ratio in (0, 1]")));
+                    return Err(LibraryError::new(
+                        key,
+                        format!("{v} is not a ratio in (0, 1]"),
+                    ));
                 }
                 ratio = Some(v);
             }
-            "minimumthroughput" => throughput = Some(super::text::whole(key, &text, 2, u64::from(u32::MAX))?),
+            "minimumthroughput" => {
+                throughput = Some(super::text::whole(key, &text, 2, u64::from(u32::MAX))?)
+            }
             "samplingduration" => {
                 let d = timespan(key, &text)?;
                 if d < MIN_DURATION || d > MAX_BREAK {
-                    return Err(LibraryError::new(key, "must be between 00:00:00.5 and 1.00:00:00"));
+                    return Err(LibraryError::new(
+                        key,
+                        "must be between 00:00:00.5 and 1.00:00:00",
+                    ));
                 }
                 sampling = Some(d);
             }
             "breakduration" => {
                 let d = timespan(key, &text)?;
                 if d < MIN_DURATION || d > MAX_BREAK {
-                    return Err(LibraryError::new(key, "must be between 00:00:00.5 and 1.00:00:00"));
+                    return Err(LibraryError::new(
+                        key,
+                        "must be between 00:00:00.5 and 1.00:00:00",
+                    ));
                 }
                 brk = Some(d);
             }
@@ -87,7 +99,12 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
                     "not about when the breaker trips or recovers (set in code, not written back)",
                 ));
             }
-            _ => return Err(LibraryError::new(key, "not a CircuitBreakerStrategyOptions property")),
+            _ => {
+                return Err(LibraryError::new(
+                    key,
+                    "not a CircuitBreakerStrategyOptions property",
+                ));
+            }
         }
     }
     let ratio = ratio.unwrap_or(DEFAULT_RATIO);
@@ -97,7 +114,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     notes.push(FieldNote::new(
         "FailureRatio",
         NoteKind::Same,
-        format!("trip.failure_rate.threshold {}: trips at or above it, in both", number_text(ratio)),
+        format!(
+            "trip.failure_rate.threshold {}: trips at or above it, in both",
+            number_text(ratio)
+        ),
     ));
     notes.push(FieldNote::new(
         "SamplingDuration",
@@ -112,7 +132,11 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
         NoteKind::Same,
         format!("trip.failure_rate.min_calls {throughput}: calls in the sampling window before the ratio counts"),
     ));
-    notes.push(FieldNote::new("BreakDuration", NoteKind::Same, "open.base (fixed)"));
+    notes.push(FieldNote::new(
+        "BreakDuration",
+        NoteKind::Same,
+        "open.base (fixed)",
+    ));
     notes.push(FieldNote::new(
         "half-open",
         NoteKind::Same,
@@ -160,18 +184,30 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
         ));
     };
     if rate.min_calls() < 2 {
-        return Err(LibraryError::new("trip.failure_rate.min_calls", "Polly's MinimumThroughput is at least 2"));
+        return Err(LibraryError::new(
+            "trip.failure_rate.min_calls",
+            "Polly's MinimumThroughput is at least 2",
+        ));
     }
     if rate.window() < MIN_DURATION {
-        return Err(LibraryError::new("trip.failure_rate.window", "Polly's SamplingDuration is at least 0.5 s"));
+        return Err(LibraryError::new(
+            "trip.failure_rate.window",
+            "Polly's SamplingDuration is at least 0.5 s",
+        ));
     }
     let base = fixed_open_enforcing(config)?;
     if base < MIN_DURATION || base > MAX_BREAK {
-        return Err(LibraryError::new("open.base", "Polly's BreakDuration is between 0.5 s and a day"));
+        return Err(LibraryError::new(
+            "open.base",
+            "Polly's BreakDuration is between 0.5 s and a day",
+        ));
     }
     single_probe(config)?;
     if config.half_open().successes_to_close() != 1 {
-        return Err(LibraryError::new("half_open.successes_to_close", "Polly closes on one successful probe"));
+        return Err(LibraryError::new(
+            "half_open.successes_to_close",
+            "Polly closes on one successful probe",
+        ));
     }
     Ok(())
 }
@@ -186,11 +222,23 @@ pub(super) fn export(
         .failure_rate()
         .ok_or_else(|| LibraryError::new("trip", "no failure rate"))?;
     let mut options = Map::new();
-    options.insert("Name".into(), Value::String(carried(kept, "Name").unwrap_or(name).to_owned()));
+    options.insert(
+        "Name".into(),
+        Value::String(carried(kept, "Name").unwrap_or(name).to_owned()),
+    );
     options.insert("FailureRatio".into(), serde_json::json!(rate.threshold()));
-    options.insert("MinimumThroughput".into(), serde_json::json!(rate.min_calls()));
-    options.insert("SamplingDuration".into(), Value::String(timespan_text(rate.window())));
-    options.insert("BreakDuration".into(), Value::String(timespan_text(config.open().base())));
+    options.insert(
+        "MinimumThroughput".into(),
+        serde_json::json!(rate.min_calls()),
+    );
+    options.insert(
+        "SamplingDuration".into(),
+        Value::String(timespan_text(rate.window())),
+    );
+    options.insert(
+        "BreakDuration".into(),
+        Value::String(timespan_text(config.open().base())),
+    );
     let text = serde_json::to_string_pretty(&Value::Object(options)).unwrap_or_default() + "\n";
     Ok(Exported {
         text,

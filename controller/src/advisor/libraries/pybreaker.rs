@@ -21,18 +21,24 @@ const DEFAULT_SUCCESS_THRESHOLD: u64 = 1;
 
 pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     let source = strip_comments(text, true);
-    let at = source
-        .find("CircuitBreaker(")
-        .ok_or_else(|| LibraryError::new("CircuitBreaker", "no `CircuitBreaker(...)` call found"))?;
+    let at = source.find("CircuitBreaker(").ok_or_else(|| {
+        LibraryError::new("CircuitBreaker", "no `CircuitBreaker(...)` call found")
+    })?;
     let args = enclosed(&source, at + "CircuitBreaker".len())
         .ok_or_else(|| LibraryError::new("CircuitBreaker", "the call's `(` is not closed"))?;
-    let (mut fail_max, mut reset_timeout, mut success_threshold) =
-        (DEFAULT_FAIL_MAX, DEFAULT_RESET_TIMEOUT_S, DEFAULT_SUCCESS_THRESHOLD);
+    let (mut fail_max, mut reset_timeout, mut success_threshold) = (
+        DEFAULT_FAIL_MAX,
+        DEFAULT_RESET_TIMEOUT_S,
+        DEFAULT_SUCCESS_THRESHOLD,
+    );
     let mut notes = Vec::new();
     let mut carried = Vec::new();
     for arg in split_top_level(args, ',') {
         let (key, value) = arg.split_once('=').ok_or_else(|| {
-            LibraryError::new("CircuitBreaker", format!("`{arg}`: write settings as keyword arguments"))
+            LibraryError::new(
+                "CircuitBreaker",
+                format!("`{arg}`: write settings as keyword arguments"),
+            )
         })?;
         let (key, value) = (key.trim(), value.trim());
         match key {
@@ -40,10 +46,15 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             "reset_timeout" => {
                 reset_timeout = super::text::number(key, value)?;
                 if !(0.001..=365.0 * 86_400.0).contains(&reset_timeout) {
-                    return Err(LibraryError::new(key, "must be between 0.001 and a year of seconds"));
+                    return Err(LibraryError::new(
+                        key,
+                        "must be between 0.001 and a year of seconds",
+                    ));
                 }
             }
-            "success_threshold" => success_threshold = super::text::whole(key, value, 1, 1_000_000)?,
+            "success_threshold" => {
+                success_threshold = super::text::whole(key, value, 1, 1_000_000)?
+            }
             "name" => {
                 let name = unquote(value).unwrap_or_else(|| value.to_owned());
                 carried.push(("name".to_owned(), name));
@@ -59,7 +70,11 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             }
             "listeners" | "throw_new_error_on_trip" => {
                 carried.push((key.to_owned(), value.to_owned()));
-                notes.push(FieldNote::new(key, NoteKind::Kept, "not about when the breaker trips or recovers"));
+                notes.push(FieldNote::new(
+                    key,
+                    NoteKind::Kept,
+                    "not about when the breaker trips or recovers",
+                ));
             }
             "state_storage" => {
                 carried.push((key.to_owned(), value.to_owned()));
@@ -69,7 +84,12 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
                     "a shared (Redis) state makes one breaker of every process; the model has one per instance",
                 ));
             }
-            other => return Err(LibraryError::new(other, "not a pybreaker.CircuitBreaker argument")),
+            other => {
+                return Err(LibraryError::new(
+                    other,
+                    "not a pybreaker.CircuitBreaker argument",
+                ));
+            }
         }
     }
     notes.push(FieldNote::new(
@@ -98,7 +118,9 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     raw.open.max = raw.open.base;
     raw.half_open.probes = Probes::limited(1).unwrap_or_default();
     raw.half_open.successes_to_close = success_threshold as u32;
-    let config = raw.build().map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = raw
+        .build()
+        .map_err(|e| LibraryError::new(e.field, e.message))?;
     Ok(Imported {
         library: Library::Pybreaker,
         config,
@@ -131,8 +153,14 @@ pub(super) fn export(
     let k = config.trip().consecutive_failures().unwrap_or(1);
     let mut args = vec![
         format!("fail_max={k}"),
-        format!("reset_timeout={}", number_text(config.open().base().as_secs_f64())),
-        format!("success_threshold={}", config.half_open().successes_to_close()),
+        format!(
+            "reset_timeout={}",
+            number_text(config.open().base().as_secs_f64())
+        ),
+        format!(
+            "success_threshold={}",
+            config.half_open().successes_to_close()
+        ),
     ];
     for (key, value) in kept {
         if key == "name" {

@@ -130,7 +130,10 @@ fn properties(field: &str, value: &Value) -> Result<Properties, LibraryError> {
 }
 
 /// The instance's properties merged as Resilience4j merges them, with its name and the path they came from.
-fn resolve(section: &Map<String, Value>, instance: Option<&str>) -> Result<(String, String, Properties), LibraryError> {
+fn resolve(
+    section: &Map<String, Value>,
+    instance: Option<&str>,
+) -> Result<(String, String, Properties), LibraryError> {
     let prefix = "resilience4j.circuitbreaker";
     let instances = section
         .get("instances")
@@ -169,7 +172,11 @@ fn resolve(section: &Map<String, Value>, instance: Option<&str>) -> Result<(Stri
         _ => match configs.and_then(|c| c.get("default")) {
             Some(default) => {
                 let path = format!("{prefix}.configs.default");
-                ("default".to_owned(), path.clone(), properties(&path, default)?)
+                (
+                    "default".to_owned(),
+                    path.clone(),
+                    properties(&path, default)?,
+                )
             }
             None => {
                 return Err(LibraryError::new(
@@ -184,13 +191,12 @@ fn resolve(section: &Map<String, Value>, instance: Option<&str>) -> Result<(Stri
         .find(|(k, _)| k == "baseconfig")
         .map(|(_, v)| scalar(v));
     let base = match &base_name {
-        Some(base) => Some(
-            configs
-                .and_then(|c| c.get(base.as_str()))
-                .ok_or_else(|| {
-                    LibraryError::new(format!("{path}.baseConfig"), format!("no config `{base}` in configs"))
-                })?,
-        ),
+        Some(base) => Some(configs.and_then(|c| c.get(base.as_str())).ok_or_else(|| {
+            LibraryError::new(
+                format!("{path}.baseConfig"),
+                format!("no config `{base}` in configs"),
+            )
+        })?),
         None if path.ends_with(".configs.default") => None,
         None => configs.and_then(|c| c.get("default")),
     };
@@ -219,8 +225,12 @@ struct Settings {
 }
 
 pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, LibraryError> {
-    let document: Value = serde_saphyr::from_str(text)
-        .map_err(|e| LibraryError::new("resilience4j", format!("not YAML: {}", first_line(&e.to_string()))))?;
+    let document: Value = serde_saphyr::from_str(text).map_err(|e| {
+        LibraryError::new(
+            "resilience4j",
+            format!("not YAML: {}", first_line(&e.to_string())),
+        )
+    })?;
     let section = circuitbreaker(&document).ok_or_else(|| {
         LibraryError::new("resilience4j.circuitbreaker", "not found in the document")
     })?;
@@ -265,7 +275,10 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
                 "which outcomes count as failures is the caller's classifier in Tolerant (5xx and timeouts); kept for export",
             ));
         } else if !known.contains(&key.as_str()) {
-            return Err(LibraryError::new(field(key), "not a circuit breaker setting Tolerant knows"));
+            return Err(LibraryError::new(
+                field(key),
+                "not a circuit breaker setting Tolerant knows",
+            ));
         }
     }
     let number = |key: &str| -> Result<Option<f64>, LibraryError> {
@@ -290,7 +303,10 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
             Some(v) => match scalar(v).as_str() {
                 "true" => Ok(true),
                 "false" => Ok(false),
-                other => Err(LibraryError::new(field(key), format!("`{other}` is not true or false"))),
+                other => Err(LibraryError::new(
+                    field(key),
+                    format!("`{other}` is not true or false"),
+                )),
             },
         }
     };
@@ -308,11 +324,15 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
     let percent = |key: &str, default: f64| -> Result<f64, LibraryError> {
         let v = number(key)?.unwrap_or(default);
         if !(v > 0.0 && v <= 100.0) {
-            return Err(LibraryError::new(field(key), format!("{v} is not a percentage in (0, 100]")));
+            return Err(LibraryError::new(
+                field(key),
+                format!("{v} is not a percentage in (0, 100]"),
+            ));
         }
         Ok(v)
     };
-    let slow_written = get("slowcallratethreshold").is_some() || get("slowcalldurationthreshold").is_some();
+    let slow_written =
+        get("slowcallratethreshold").is_some() || get("slowcalldurationthreshold").is_some();
     let exponential = flag("enableexponentialbackoff")?;
     let randomized = flag("enablerandomizedwait")?;
     if exponential && randomized {
@@ -325,11 +345,16 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
         count_based,
         window_size: whole("slidingwindowsize", 1, u64::from(breaker::MAX_LAST_CALLS))?
             .unwrap_or(DEFAULT_WINDOW_SIZE),
-        min_calls: whole("minimumnumberofcalls", 1, u64::from(u32::MAX))?.unwrap_or(DEFAULT_MIN_CALLS),
+        min_calls: whole("minimumnumberofcalls", 1, u64::from(u32::MAX))?
+            .unwrap_or(DEFAULT_MIN_CALLS),
         failure_rate: percent("failureratethreshold", DEFAULT_FAILURE_RATE)?,
         wait: duration("waitdurationinopenstate")?.unwrap_or(DEFAULT_WAIT),
-        permitted: whole("permittednumberofcallsinhalfopenstate", 1, u64::from(breaker::MAX_PROBES))?
-            .unwrap_or(DEFAULT_PERMITTED),
+        permitted: whole(
+            "permittednumberofcallsinhalfopenstate",
+            1,
+            u64::from(breaker::MAX_PROBES),
+        )?
+        .unwrap_or(DEFAULT_PERMITTED),
         slow: if slow_written {
             Some((
                 percent("slowcallratethreshold", DEFAULT_SLOW_RATE)?,
@@ -363,7 +388,10 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
         },
     };
     if !settings.wait.is_zero() && settings.wait < Duration::from_millis(1) {
-        return Err(LibraryError::new(field("waitdurationinopenstate"), "must be at least 1ms"));
+        return Err(LibraryError::new(
+            field("waitdurationinopenstate"),
+            "must be at least 1ms",
+        ));
     }
     let threshold = settings.failure_rate / 100.0;
     let mut trip = RawTripConfig {
@@ -440,7 +468,11 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
     notes.push(FieldNote::new(
         field("failureratethreshold"),
         NoteKind::Same,
-        format!("{}%: the detector's threshold {}, tripping at or above it in both", number_text(settings.failure_rate), number_text(threshold)),
+        format!(
+            "{}%: the detector's threshold {}, tripping at or above it in both",
+            number_text(settings.failure_rate),
+            number_text(threshold)
+        ),
     ));
     let mut raw = RawBreakerConfig {
         mode: settings.initial_state,
@@ -456,7 +488,9 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
     ));
     if let Some((multiplier, max)) = settings.exponential {
         raw.open.backoff = multiplier;
-        raw.open.max = max.unwrap_or(Duration::from_secs(365 * 24 * 3600)).max(raw.open.base);
+        raw.open.max = max
+            .unwrap_or(Duration::from_secs(365 * 24 * 3600))
+            .max(raw.open.base);
         notes.push(FieldNote::new(
             field("exponentialbackoffmultiplier"),
             NoteKind::Same,
@@ -465,7 +499,10 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
     }
     if let Some(factor) = settings.randomized {
         if !(0.0..1.0).contains(&factor) {
-            return Err(LibraryError::new(field("randomizedwaitfactor"), "must be in [0, 1)"));
+            return Err(LibraryError::new(
+                field("randomizedwaitfactor"),
+                "must be in [0, 1)",
+            ));
         }
         raw.open.jitter = factor;
         notes.push(FieldNote::new(
@@ -497,7 +534,10 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
         ));
     }
     if let Some(wait) = duration("maxwaitdurationinhalfopenstate")? {
-        carried.push(("maxWaitDurationInHalfOpenState".into(), spring_duration_text(wait)));
+        carried.push((
+            "maxWaitDurationInHalfOpenState".into(),
+            spring_duration_text(wait),
+        ));
         notes.push(FieldNote::new(
             field("maxwaitdurationinhalfopenstate"),
             NoteKind::Approximation,
@@ -518,25 +558,56 @@ pub(super) fn import(text: &str, instance: Option<&str>) -> Result<Imported, Lib
 
 fn entries(s: &Settings) -> Vec<(String, String)> {
     let mut out = vec![
-        ("slidingWindowType".to_owned(), if s.count_based { "COUNT_BASED" } else { "TIME_BASED" }.to_owned()),
+        (
+            "slidingWindowType".to_owned(),
+            if s.count_based {
+                "COUNT_BASED"
+            } else {
+                "TIME_BASED"
+            }
+            .to_owned(),
+        ),
         ("slidingWindowSize".to_owned(), s.window_size.to_string()),
         (
             "minimumNumberOfCalls".to_owned(),
             // Resilience4j itself caps a count window's minimum at its size.
-            if s.count_based { s.min_calls.min(s.window_size) } else { s.min_calls }.to_string(),
+            if s.count_based {
+                s.min_calls.min(s.window_size)
+            } else {
+                s.min_calls
+            }
+            .to_string(),
         ),
-        ("failureRateThreshold".to_owned(), number_text(s.failure_rate)),
-        ("waitDurationInOpenState".to_owned(), spring_duration_text(s.wait)),
-        ("permittedNumberOfCallsInHalfOpenState".to_owned(), s.permitted.to_string()),
+        (
+            "failureRateThreshold".to_owned(),
+            number_text(s.failure_rate),
+        ),
+        (
+            "waitDurationInOpenState".to_owned(),
+            spring_duration_text(s.wait),
+        ),
+        (
+            "permittedNumberOfCallsInHalfOpenState".to_owned(),
+            s.permitted.to_string(),
+        ),
     ];
     if let Some((rate, duration)) = s.slow {
         out.push(("slowCallRateThreshold".into(), number_text(rate)));
-        out.push(("slowCallDurationThreshold".into(), spring_duration_text(duration)));
+        out.push((
+            "slowCallDurationThreshold".into(),
+            spring_duration_text(duration),
+        ));
     }
     if let Some((multiplier, max)) = s.exponential {
-        out.push(("exponentialBackoffMultiplier".into(), number_text(multiplier)));
+        out.push((
+            "exponentialBackoffMultiplier".into(),
+            number_text(multiplier),
+        ));
         if let Some(max) = max {
-            out.push(("exponentialMaxWaitDurationInOpenState".into(), spring_duration_text(max)));
+            out.push((
+                "exponentialMaxWaitDurationInOpenState".into(),
+                spring_duration_text(max),
+            ));
         }
     }
     if let Some(factor) = s.randomized {
@@ -562,7 +633,10 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
         }
     })?;
     if config.trip().slow_call().is_some() && config.trip().failure_rate().is_none() {
-        return Err(LibraryError::new("trip.slow_call", "Resilience4j counts slow calls only beside a TIME_BASED failure rate here"));
+        return Err(LibraryError::new(
+            "trip.slow_call",
+            "Resilience4j counts slow calls only beside a TIME_BASED failure rate here",
+        ));
     }
     let min_calls = match detector {
         OneDetector::Consecutive(k) => u64::from(k),
@@ -584,7 +658,10 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
         ));
     }
     if config.mode() != Mode::Enforce {
-        return Err(LibraryError::new("mode", "only enforce is written (initialState: CLOSED)"));
+        return Err(LibraryError::new(
+            "mode",
+            "only enforce is written (initialState: CLOSED)",
+        ));
     }
     let Probes::Limited(probes) = config.half_open().probes() else {
         return Err(LibraryError::new(
@@ -627,28 +704,55 @@ pub(super) fn export(
         lines.push(("slidingWindowType".into(), "COUNT_BASED".into()));
         lines.push(("slidingWindowSize".into(), last.calls().to_string()));
         lines.push(("minimumNumberOfCalls".into(), last.min_calls().to_string()));
-        lines.push(("failureRateThreshold".into(), number_text(last.threshold() * 100.0)));
+        lines.push((
+            "failureRateThreshold".into(),
+            number_text(last.threshold() * 100.0),
+        ));
         (u64::from(last.min_calls()), true)
     } else if let Some(rate) = trip.failure_rate() {
         lines.push(("slidingWindowType".into(), "TIME_BASED".into()));
-        lines.push(("slidingWindowSize".into(), rate.window().as_secs().to_string()));
+        lines.push((
+            "slidingWindowSize".into(),
+            rate.window().as_secs().to_string(),
+        ));
         lines.push(("minimumNumberOfCalls".into(), rate.min_calls().to_string()));
-        lines.push(("failureRateThreshold".into(), number_text(rate.threshold() * 100.0)));
+        lines.push((
+            "failureRateThreshold".into(),
+            number_text(rate.threshold() * 100.0),
+        ));
         if let Some(slow) = trip.slow_call() {
-            lines.push(("slowCallRateThreshold".into(), number_text(slow.rate() * 100.0)));
-            lines.push(("slowCallDurationThreshold".into(), spring_duration_text(slow.duration())));
+            lines.push((
+                "slowCallRateThreshold".into(),
+                number_text(slow.rate() * 100.0),
+            ));
+            lines.push((
+                "slowCallDurationThreshold".into(),
+                spring_duration_text(slow.duration()),
+            ));
         }
         (u64::from(rate.min_calls()), false)
     } else {
-        return Err(LibraryError::new("trip", "no detector Resilience4j can write"));
+        return Err(LibraryError::new(
+            "trip",
+            "no detector Resilience4j can write",
+        ));
     };
     let _ = count_based;
     let open = config.open();
-    lines.push(("waitDurationInOpenState".into(), spring_duration_text(open.base())));
+    lines.push((
+        "waitDurationInOpenState".into(),
+        spring_duration_text(open.base()),
+    ));
     if open.backoff() > 1.0 {
         lines.push(("enableExponentialBackoff".into(), "true".into()));
-        lines.push(("exponentialBackoffMultiplier".into(), number_text(open.backoff())));
-        lines.push(("exponentialMaxWaitDurationInOpenState".into(), spring_duration_text(open.max())));
+        lines.push((
+            "exponentialBackoffMultiplier".into(),
+            number_text(open.backoff()),
+        ));
+        lines.push((
+            "exponentialMaxWaitDurationInOpenState".into(),
+            spring_duration_text(open.max()),
+        ));
     }
     if open.jitter() > 0.0 {
         lines.push(("enableRandomizedWait".into(), "true".into()));
@@ -658,7 +762,10 @@ pub(super) fn export(
         Probes::Limited(n) => n.get(),
         Probes::All => 1,
     };
-    lines.push(("permittedNumberOfCallsInHalfOpenState".into(), probes.to_string()));
+    lines.push((
+        "permittedNumberOfCallsInHalfOpenState".into(),
+        probes.to_string(),
+    ));
     notes.push(FieldNote::new(
         "half_open",
         NoteKind::Approximation,
@@ -677,7 +784,10 @@ pub(super) fn export(
 /// A value as a YAML scalar (a list for comma-joined exception classes).
 fn yaml_scalar(value: &str) -> String {
     if value.contains(',') {
-        let items: Vec<String> = value.split(',').map(|v| format!("\n        - {v}")).collect();
+        let items: Vec<String> = value
+            .split(',')
+            .map(|v| format!("\n        - {v}"))
+            .collect();
         return items.concat();
     }
     value.to_owned()

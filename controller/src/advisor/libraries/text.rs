@@ -168,7 +168,10 @@ pub(super) fn whole(field: &str, text: &str, min: u64, max: u64) -> Result<u64, 
     if v.fract() != 0.0 || v < min as f64 || v > max as f64 {
         return Err(LibraryError::new(
             field,
-            format!("`{}` is not a whole number between {min} and {max}", text.trim()),
+            format!(
+                "`{}` is not a whole number between {min} and {max}",
+                text.trim()
+            ),
         ));
     }
     Ok(v as u64)
@@ -214,20 +217,33 @@ pub(super) fn spring_duration(field: &str, text: &str) -> Result<Duration, Libra
                     };
                     number.clear();
                 }
-                _ => return Err(LibraryError::new(field, format!("`{text}` is not an ISO-8601 duration"))),
+                _ => {
+                    return Err(LibraryError::new(
+                        field,
+                        format!("`{text}` is not an ISO-8601 duration"),
+                    ));
+                }
             }
         }
         return bounded(field, seconds);
     }
     let duration = humantime::parse_duration(text).map_err(|_| {
-        LibraryError::new(field, format!("`{text}` is not a duration (write e.g. 50s or 500ms)"))
+        LibraryError::new(
+            field,
+            format!("`{text}` is not a duration (write e.g. 50s or 500ms)"),
+        )
     })?;
     bounded(field, duration.as_secs_f64())
 }
 
 /// A .NET `TimeSpan` as configuration binds it: `[d.]hh:mm:ss[.fffffff]`.
 pub(super) fn timespan(field: &str, text: &str) -> Result<Duration, LibraryError> {
-    let bad = || LibraryError::new(field, format!("`{text}` is not a TimeSpan (write e.g. \"00:00:30\")"));
+    let bad = || {
+        LibraryError::new(
+            field,
+            format!("`{text}` is not a TimeSpan (write e.g. \"00:00:30\")"),
+        )
+    };
     let (days, clock) = match text.trim().split_once('.') {
         Some((d, rest)) if !d.contains(':') => (d.parse::<f64>().map_err(|_| bad())?, rest),
         _ => (0.0, text.trim()),
@@ -239,14 +255,22 @@ pub(super) fn timespan(field: &str, text: &str) -> Result<Duration, LibraryError
     let hours: f64 = parts[0].parse().map_err(|_| bad())?;
     let minutes: f64 = parts[1].parse().map_err(|_| bad())?;
     let seconds: f64 = parts[2].parse().map_err(|_| bad())?;
-    bounded(field, days * 86_400.0 + hours * 3600.0 + minutes * 60.0 + seconds)
+    bounded(
+        field,
+        days * 86_400.0 + hours * 3600.0 + minutes * 60.0 + seconds,
+    )
 }
 
 /// A `TimeSpan` as text, the shortest form that reads back (`00:00:30`, `00:00:00.5`, `1.00:00:00`).
 pub(super) fn timespan_text(duration: Duration) -> String {
     let total = duration.as_secs();
     let (days, rest) = (total / 86_400, total % 86_400);
-    let clock = format!("{:02}:{:02}:{:02}", rest / 3600, rest % 3600 / 60, rest % 60);
+    let clock = format!(
+        "{:02}:{:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    );
     let fraction = duration.subsec_nanos();
     let clock = if fraction == 0 {
         clock
@@ -340,19 +364,41 @@ mod tests {
         assert_eq!(spring_duration("f", "50s"), Ok(s(50)));
         assert_eq!(spring_duration("f", "1000"), Ok(s(1)));
         assert_eq!(spring_duration("f", "PT1M30S"), Ok(s(90)));
-        assert_eq!(spring_duration("f", "500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(spring_duration("f", "soon").map_err(|e| e.field), Err("f".to_owned()));
+        assert_eq!(
+            spring_duration("f", "500ms"),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(
+            spring_duration("f", "soon").map_err(|e| e.field),
+            Err("f".to_owned())
+        );
         assert_eq!(timespan("f", "00:00:30"), Ok(s(30)));
         assert_eq!(timespan("f", "1.00:00:00"), Ok(s(86_400)));
-        assert_eq!(timespan("f", "00:00:00.500"), Ok(Duration::from_millis(500)));
+        assert_eq!(
+            timespan("f", "00:00:00.500"),
+            Ok(Duration::from_millis(500))
+        );
         assert!(timespan("f", "30s").is_err());
         for d in [s(30), s(86_400), Duration::from_millis(500), s(3_725)] {
-            assert_eq!(timespan("f", &timespan_text(d)), Ok(d), "{}", timespan_text(d));
-            assert_eq!(go_duration("f", &go_duration_text(d)), Ok(d), "{}", go_duration_text(d));
+            assert_eq!(
+                timespan("f", &timespan_text(d)),
+                Ok(d),
+                "{}",
+                timespan_text(d)
+            );
+            assert_eq!(
+                go_duration("f", &go_duration_text(d)),
+                Ok(d),
+                "{}",
+                go_duration_text(d)
+            );
             assert_eq!(spring_duration("f", &spring_duration_text(d)), Ok(d));
         }
         assert_eq!(go_duration("f", "time.Second * 30"), Ok(s(30)));
-        assert_eq!(go_duration("f", "time.Duration(2) * time.Minute"), Ok(s(120)));
+        assert_eq!(
+            go_duration("f", "time.Duration(2) * time.Minute"),
+            Ok(s(120))
+        );
         assert!(go_duration("f", "30 * time.Fortnight").is_err());
         assert!(spring_duration("f", "400d").is_err(), "over a year");
     }
@@ -363,7 +409,10 @@ mod tests {
             split_top_level("a: 1, b: f(x, y), c: \"p, q\"", ','),
             vec!["a: 1", "b: f(x, y)", "c: \"p, q\""]
         );
-        assert_eq!(strip_comments("a // x\nb /* y */ c \"//no\"", false), "a \nb  c \"//no\"");
+        assert_eq!(
+            strip_comments("a // x\nb /* y */ c \"//no\"", false),
+            "a \nb  c \"//no\""
+        );
         assert_eq!(strip_comments("a # x\nb", true), "a \nb");
         assert_eq!(enclosed("f(a, (b), c) d", 1), Some("a, (b), c"));
         assert_eq!(unquote("'x'"), Some("x".to_owned()));
