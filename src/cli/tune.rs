@@ -10,11 +10,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use breaker::BreakerConfig;
 use clap::Args;
-use controller::advisor::{
-    self, AdviseOptions, CurrentConfig, FieldNote, Library, NoteKind, TuneInput,
-};
+use controller::advisor::{self, AdviseOptions, CurrentConfig, Library, TuneInput};
 
 use crate::cli::output::{err_out, out, out_text};
 
@@ -67,32 +64,9 @@ fn current_config(args: &TuneArgs) -> anyhow::Result<Option<CurrentConfig>> {
             .then(|| Library::recognise(&name, &text))
             .flatten()
     });
-    match library {
-        None => {
-            let config = BreakerConfig::from_toml_str(&text).with_context(|| {
-                format!("--current {} (Tolerant's breaker TOML)", path.display())
-            })?;
-            Ok(Some(CurrentConfig {
-                config,
-                source: "tolerant".into(),
-                notes: vec![FieldNote::new(
-                    "config",
-                    NoteKind::Same,
-                    "Tolerant's own vocabulary",
-                )],
-            }))
-        }
-        Some(library) => {
-            let imported = library
-                .import(&text, args.instance.as_deref())
-                .with_context(|| format!("--current {} ({library})", path.display()))?;
-            Ok(Some(CurrentConfig {
-                config: imported.config,
-                source: library.as_str().into(),
-                notes: imported.notes,
-            }))
-        }
-    }
+    CurrentConfig::read(&text, library, args.instance.as_deref())
+        .map(Some)
+        .with_context(|| format!("--current {}", path.display()))
 }
 
 pub async fn run(args: TuneArgs) -> anyhow::Result<()> {

@@ -9,10 +9,7 @@
 use std::sync::LazyLock;
 
 use axum::Json;
-use breaker::BreakerConfig;
-use controller::advisor::{
-    self, AdviseOptions, CurrentConfig, FieldNote, Library, MAX_FILE_BYTES, NoteKind, TuneInput,
-};
+use controller::advisor::{self, AdviseOptions, CurrentConfig, Library, MAX_FILE_BYTES, TuneInput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -53,31 +50,9 @@ fn current_of(request: &TuneRequest) -> Result<Option<CurrentConfig>, AppError> 
         ),
         None => Library::recognise("", text),
     };
-    match library {
-        None => {
-            let config = BreakerConfig::from_toml_str(text)
-                .map_err(|e| AppError::BadRequest(format!("current: {e}")))?;
-            Ok(Some(CurrentConfig {
-                config,
-                source: "tolerant".into(),
-                notes: vec![FieldNote::new(
-                    "config",
-                    NoteKind::Same,
-                    "Tolerant's own vocabulary",
-                )],
-            }))
-        }
-        Some(library) => {
-            let imported = library
-                .import(text, request.instance.as_deref())
-                .map_err(|e| AppError::BadRequest(format!("current ({library}): {e}")))?;
-            Ok(Some(CurrentConfig {
-                config: imported.config,
-                source: library.as_str().into(),
-                notes: imported.notes,
-            }))
-        }
-    }
+    CurrentConfig::read(text, library, request.instance.as_deref())
+        .map(Some)
+        .map_err(|e| AppError::BadRequest(format!("current: {e}")))
 }
 
 /// The search and everything the page shows of it, on the calling (blocking) thread.

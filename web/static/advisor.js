@@ -228,4 +228,7 @@
       error.hidden = false;
     }
   });
+
+  // `/advisor?run`: search on load (a link that shows the answer).
+  if (new URLSearchParams(location.search).has("run")) $("tune-run").click();
 })();

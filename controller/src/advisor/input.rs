@@ -273,22 +273,7 @@ impl TuneInput {
         let raw: RawInput = toml::from_str(source).map_err(|e| SpecError::from_toml(source, &e))?;
         let check = Checker::new(source);
         let name = match &raw.name {
-            Some(name) => {
-                let text = name.get_ref().trim();
-                let valid = !text.is_empty()
-                    && text.len() <= 64
-                    && text
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-                if !valid {
-                    return Err(check.error(
-                        "name",
-                        name.span(),
-                        "must be 1 to 64 letters, digits, - or _",
-                    ));
-                }
-                text.to_owned()
-            }
+            Some(name) => check.name("name", name)?,
             None => "dependency".to_owned(),
         };
         let traffic = traffic(&check, raw.traffic.get_ref(), raw.traffic.span())?;
@@ -595,19 +580,7 @@ fn profile(
     traffic: &Traffic,
 ) -> Result<Profile, SpecError> {
     let field = |name: &str| format!("profiles[{i}].{name}");
-    let name = raw.name.get_ref().trim();
-    let name_ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !name_ok {
-        return Err(check.error(
-            &field("name"),
-            raw.name.span(),
-            "must be 1 to 64 letters, digits, - or _",
-        ));
-    }
+    let name = check.name(&field("name"), &raw.name)?;
     let kind_name = *raw.kind.get_ref();
     let kind_span = raw.kind.span();
     fn needed<'v>(
@@ -777,7 +750,7 @@ fn profile(
         ));
     }
     Ok(Profile {
-        name: name.to_owned(),
+        name,
         kind,
         weight,
         window,

@@ -59,6 +59,46 @@ pub struct CurrentConfig {
     pub notes: Vec<FieldNote>,
 }
 
+/// A current config that cannot be read: Tolerant's TOML, or a library's file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CurrentError {
+    #[error("Tolerant's breaker TOML: {0}")]
+    Config(#[from] breaker::ConfigError),
+    #[error("{0}: {1}")]
+    Library(Library, libraries::LibraryError),
+}
+
+impl CurrentConfig {
+    /// The current config in `text`: `library`'s format, or Tolerant's breaker TOML when `None`.
+    pub fn read(
+        text: &str,
+        library: Option<Library>,
+        instance: Option<&str>,
+    ) -> Result<CurrentConfig, CurrentError> {
+        match library {
+            None => Ok(CurrentConfig {
+                config: BreakerConfig::from_toml_str(text)?,
+                source: "tolerant".into(),
+                notes: vec![FieldNote::new(
+                    "config",
+                    NoteKind::Same,
+                    "Tolerant's own vocabulary",
+                )],
+            }),
+            Some(library) => {
+                let imported = library
+                    .import(text, instance)
+                    .map_err(|error| CurrentError::Library(library, error))?;
+                Ok(CurrentConfig {
+                    config: imported.config,
+                    source: library.as_str().into(),
+                    notes: imported.notes,
+                })
+            }
+        }
+    }
+}
+
 /// The current config placed on the front.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CurrentPlacement {

@@ -50,6 +50,24 @@ impl<'a> Checker<'a> {
         Ok(id)
     }
 
+    /// A name as written (blanks trimmed): 1 to 64 letters, digits, `-` or `_`.
+    pub(crate) fn name(&self, field: &str, value: &Spanned<String>) -> Result<String, SpecError> {
+        let text = value.get_ref().trim();
+        let valid = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(self.error(
+                field,
+                value.span(),
+                "must be 1 to 64 letters, digits, - or _",
+            ));
+        }
+        Ok(text.to_owned())
+    }
+
     /// A duration as written, at most `max`.
     pub(crate) fn duration_at_most(
         &self,

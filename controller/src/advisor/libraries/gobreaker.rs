@@ -12,13 +12,13 @@
 
 use std::time::Duration;
 
-use breaker::{BreakerConfig, Probes, RawBreakerConfig, RawFailureRateConfig, RawTripConfig};
+use breaker::{BreakerConfig, Probes, RawFailureRateConfig, RawTripConfig};
 
 use super::text::{
     enclosed, go_duration, go_duration_text, split_top_level, strip_comments, unquote,
 };
 use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried,
+    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, built, carried,
     fixed_open_enforcing, number_text, one_detector,
 };
 
@@ -184,18 +184,15 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     } else {
         timeout
     };
-    let mut raw = RawBreakerConfig {
-        trip: RawTripConfig {
-            consecutive_failures: None,
-            failure_rate: None,
-            last_calls: None,
-            slow_call: None,
-        },
-        ..RawBreakerConfig::default()
+    let mut trip_config = RawTripConfig {
+        consecutive_failures: None,
+        failure_rate: None,
+        last_calls: None,
+        slow_call: None,
     };
     match trip {
         ReadyToTrip::Consecutive { over } => {
-            raw.trip.consecutive_failures = Some(over + 1);
+            trip_config.consecutive_failures = Some(over + 1);
             notes.push(FieldNote::new(
                 "ReadyToTrip",
                 NoteKind::Same,
@@ -220,7 +217,7 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             } else {
                 interval
             };
-            raw.trip.failure_rate = Some(RawFailureRateConfig {
+            trip_config.failure_rate = Some(RawFailureRateConfig {
                 threshold: ratio,
                 window: window.max(Duration::from_millis(10)),
                 min_calls: min_requests,
@@ -247,15 +244,11 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             ));
         }
     }
-    raw.open.base = timeout;
-    raw.open.max = timeout;
     notes.push(FieldNote::new(
         "Timeout",
         NoteKind::Same,
         "open.base (0 means 60 s, as in gobreaker)",
     ));
-    raw.half_open.probes = Probes::limited(max_requests).unwrap_or_default();
-    raw.half_open.successes_to_close = max_requests;
     notes.push(FieldNote::new(
         "MaxRequests",
         NoteKind::Approximation,
@@ -263,9 +256,13 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             "{max_requests}: half_open.probes and successes_to_close; gobreaker admits {max_requests} requests in all while half-open, Tolerant {max_requests} at a time"
         ),
     ));
-    let config = raw
-        .build()
-        .map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = built(
+        breaker::Mode::Enforce,
+        trip_config,
+        timeout,
+        max_requests,
+        max_requests,
+    )?;
     let mut settings = vec![
         ("MaxRequests".into(), max_requests.to_string()),
         ("Timeout".into(), go_duration_text(timeout)),

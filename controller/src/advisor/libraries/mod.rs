@@ -312,6 +312,65 @@ pub(crate) fn single_probe(config: &BreakerConfig) -> Result<(), LibraryError> {
     Ok(())
 }
 
+/// One probe whose success closes (Polly's, opossum's half-open), or an error naming what the library lacks.
+pub(crate) fn one_probe_closing(config: &BreakerConfig, library: &str) -> Result<(), LibraryError> {
+    single_probe(config)?;
+    if config.half_open().successes_to_close() != 1 {
+        return Err(LibraryError::new(
+            "half_open.successes_to_close",
+            format!("{library} closes on one successful probe"),
+        ));
+    }
+    Ok(())
+}
+
+/// The config's one detector when it is a failure rate over a time window (what a ratio-only library has), or
+/// an error naming `trip` with `what` the library trips on.
+pub(crate) fn only_failure_rate<'c>(
+    config: &'c BreakerConfig,
+    what: &str,
+) -> Result<&'c breaker::FailureRateConfig, LibraryError> {
+    match one_detector(config)? {
+        OneDetector::FailureRate(rate) => Ok(rate),
+        _ => Err(LibraryError::new(
+            "trip",
+            format!("{what} only (trip.failure_rate)"),
+        )),
+    }
+}
+
+/// The config's failure-rate detector (what an export of a ratio-only library writes).
+pub(crate) fn failure_rate(
+    config: &BreakerConfig,
+) -> Result<&breaker::FailureRateConfig, LibraryError> {
+    config
+        .trip()
+        .failure_rate()
+        .ok_or_else(|| LibraryError::new("trip", "no failure rate"))
+}
+
+/// The checked config of an import: `trip`, a fixed open window of `base`, `probes` at once and `successes`
+/// to close, in `mode`; an error names the config's field.
+pub(crate) fn built(
+    mode: breaker::Mode,
+    trip: breaker::RawTripConfig,
+    base: Duration,
+    probes: u32,
+    successes: u32,
+) -> Result<BreakerConfig, LibraryError> {
+    let mut raw = breaker::RawBreakerConfig {
+        mode,
+        trip,
+        ..breaker::RawBreakerConfig::default()
+    };
+    raw.open.base = base;
+    raw.open.max = base;
+    raw.half_open.probes = breaker::Probes::limited(probes).unwrap_or_default();
+    raw.half_open.successes_to_close = successes;
+    raw.build()
+        .map_err(|e| LibraryError::new(e.field, e.message))
+}
+
 /// The carried setting `key`, if any.
 pub(crate) fn carried<'a>(carried: &'a [(String, String)], key: &str) -> Option<&'a str> {
     carried

@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
-use breaker::{BreakerConfig, Mode, Probes, RawBreakerConfig, RawFailureRateConfig, RawTripConfig};
+use breaker::{BreakerConfig, Mode, RawFailureRateConfig, RawTripConfig};
 
 use super::text::{enclosed, split_top_level, strip_comments, unquote};
 use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried,
-    number_text, one_detector, single_probe,
+    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, built, carried, failure_rate,
+    number_text, one_probe_closing, only_failure_rate,
 };
 
 const DEFAULT_PERCENTAGE: f64 = 50.0;
@@ -166,27 +166,17 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
         ),
     ));
     notes.push(FieldNote::new("resetTimeout", NoteKind::Same, "open.base"));
-    let mut raw = RawBreakerConfig {
-        mode,
-        trip: RawTripConfig {
-            consecutive_failures: None,
-            failure_rate: Some(RawFailureRateConfig {
-                threshold: percentage / 100.0,
-                window: Duration::from_millis(rolling_ms),
-                min_calls: volume.clamp(1, u64::from(u32::MAX)) as u32,
-            }),
-            last_calls: None,
-            slow_call: None,
-        },
-        ..RawBreakerConfig::default()
+    let trip = RawTripConfig {
+        consecutive_failures: None,
+        failure_rate: Some(RawFailureRateConfig {
+            threshold: percentage / 100.0,
+            window: Duration::from_millis(rolling_ms),
+            min_calls: volume.clamp(1, u64::from(u32::MAX)) as u32,
+        }),
+        last_calls: None,
+        slow_call: None,
     };
-    raw.open.base = Duration::from_millis(reset_ms);
-    raw.open.max = raw.open.base;
-    raw.half_open.probes = Probes::limited(1).unwrap_or_default();
-    raw.half_open.successes_to_close = 1;
-    let config = raw
-        .build()
-        .map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = built(mode, trip, Duration::from_millis(reset_ms), 1, 1)?;
     Ok(Imported {
         library: Library::Opossum,
         config,
@@ -203,12 +193,10 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
 }
 
 pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
-    let OneDetector::FailureRate(rate) = one_detector(config)? else {
-        return Err(LibraryError::new(
-            "trip",
-            "opossum trips on an error percentage over its rolling window only (trip.failure_rate)",
-        ));
-    };
+    let rate = only_failure_rate(
+        config,
+        "opossum trips on an error percentage over its rolling window",
+    )?;
     super::whole_ms("trip.failure_rate.window", rate.window())?;
     if !matches!(config.mode(), Mode::Enforce | Mode::Disabled) {
         return Err(LibraryError::new(
@@ -229,14 +217,7 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
         ));
     }
     super::whole_ms("open.base", config.open().base())?;
-    single_probe(config)?;
-    if config.half_open().successes_to_close() != 1 {
-        return Err(LibraryError::new(
-            "half_open.successes_to_close",
-            "opossum closes on one successful trial call",
-        ));
-    }
-    Ok(())
+    one_probe_closing(config, "opossum")
 }
 
 pub(super) fn export(
@@ -244,10 +225,7 @@ pub(super) fn export(
     name: &str,
     kept: &[(String, String)],
 ) -> Result<Exported, LibraryError> {
-    let rate = config
-        .trip()
-        .failure_rate()
-        .ok_or_else(|| LibraryError::new("trip", "no failure rate"))?;
+    let rate = failure_rate(config)?;
     let mut entries = vec![
         (
             "name".to_owned(),

@@ -8,13 +8,13 @@
 
 use std::time::Duration;
 
-use breaker::{BreakerConfig, Probes, RawBreakerConfig, RawFailureRateConfig, RawTripConfig};
+use breaker::{BreakerConfig, RawFailureRateConfig, RawTripConfig};
 use serde_json::{Map, Value};
 
 use super::text::{timespan, timespan_text};
 use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried,
-    fixed_open_enforcing, number_text, one_detector, single_probe,
+    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, built, carried, failure_rate,
+    fixed_open_enforcing, number_text, one_probe_closing, only_failure_rate,
 };
 
 const DEFAULT_RATIO: f64 = 0.1;
@@ -142,26 +142,17 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
         NoteKind::Same,
         "one probe; its success closes: half_open.probes = 1, successes_to_close = 1",
     ));
-    let mut raw = RawBreakerConfig {
-        trip: RawTripConfig {
-            consecutive_failures: None,
-            failure_rate: Some(RawFailureRateConfig {
-                threshold: ratio,
-                window: sampling,
-                min_calls: throughput as u32,
-            }),
-            last_calls: None,
-            slow_call: None,
-        },
-        ..RawBreakerConfig::default()
+    let trip = RawTripConfig {
+        consecutive_failures: None,
+        failure_rate: Some(RawFailureRateConfig {
+            threshold: ratio,
+            window: sampling,
+            min_calls: throughput as u32,
+        }),
+        last_calls: None,
+        slow_call: None,
     };
-    raw.open.base = brk;
-    raw.open.max = brk;
-    raw.half_open.probes = Probes::limited(1).unwrap_or_default();
-    raw.half_open.successes_to_close = 1;
-    let config = raw
-        .build()
-        .map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = built(breaker::Mode::Enforce, trip, brk, 1, 1)?;
     Ok(Imported {
         library: Library::Polly,
         config,
@@ -176,51 +167,12 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
     })
 }
 
-pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
-    let OneDetector::FailureRate(rate) = one_detector(config)? else {
-        return Err(LibraryError::new(
-            "trip",
-            "Polly v8 trips on a failure ratio over a sampling duration only (trip.failure_rate)",
-        ));
-    };
-    if rate.min_calls() < 2 {
-        return Err(LibraryError::new(
-            "trip.failure_rate.min_calls",
-            "Polly's MinimumThroughput is at least 2",
-        ));
-    }
-    if rate.window() < MIN_DURATION {
-        return Err(LibraryError::new(
-            "trip.failure_rate.window",
-            "Polly's SamplingDuration is at least 0.5 s",
-        ));
-    }
-    let base = fixed_open_enforcing(config)?;
-    if base < MIN_DURATION || base > MAX_BREAK {
-        return Err(LibraryError::new(
-            "open.base",
-            "Polly's BreakDuration is between 0.5 s and a day",
-        ));
-    }
-    single_probe(config)?;
-    if config.half_open().successes_to_close() != 1 {
-        return Err(LibraryError::new(
-            "half_open.successes_to_close",
-            "Polly closes on one successful probe",
-        ));
-    }
-    Ok(())
-}
-
 pub(super) fn export(
     config: &BreakerConfig,
     name: &str,
     kept: &[(String, String)],
 ) -> Result<Exported, LibraryError> {
-    let rate = config
-        .trip()
-        .failure_rate()
-        .ok_or_else(|| LibraryError::new("trip", "no failure rate"))?;
+    let rate = failure_rate(config)?;
     let mut options = Map::new();
     options.insert(
         "Name".into(),
@@ -248,4 +200,31 @@ pub(super) fn export(
             "set in code: which results and exceptions count (Tolerant's model counts 5xx and timeouts)",
         )],
     })
+}
+
+pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
+    let rate = only_failure_rate(
+        config,
+        "Polly v8 trips on a failure ratio over a sampling duration",
+    )?;
+    if rate.min_calls() < 2 {
+        return Err(LibraryError::new(
+            "trip.failure_rate.min_calls",
+            "Polly's MinimumThroughput is at least 2",
+        ));
+    }
+    if rate.window() < MIN_DURATION {
+        return Err(LibraryError::new(
+            "trip.failure_rate.window",
+            "Polly's SamplingDuration is at least 0.5 s",
+        ));
+    }
+    let base = fixed_open_enforcing(config)?;
+    if base < MIN_DURATION || base > MAX_BREAK {
+        return Err(LibraryError::new(
+            "open.base",
+            "Polly's BreakDuration is between 0.5 s and a day",
+        ));
+    }
+    one_probe_closing(config, "Polly")
 }

@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
-use breaker::{BreakerConfig, Probes, RawBreakerConfig, RawTripConfig};
+use breaker::{BreakerConfig, RawTripConfig};
 
 use super::text::{enclosed, split_top_level, strip_comments, unquote};
 use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried,
+    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, built, carried,
     fixed_open_enforcing, number_text, one_detector, single_probe,
 };
 
@@ -105,22 +105,19 @@ pub(super) fn import(text: &str) -> Result<Imported, LibraryError> {
             "half_open.successes_to_close = {success_threshold}; pybreaker's lock lets one call through at a time when half-open: half_open.probes = 1"
         ),
     ));
-    let mut raw = RawBreakerConfig {
-        trip: RawTripConfig {
-            consecutive_failures: Some(fail_max as u32),
-            failure_rate: None,
-            last_calls: None,
-            slow_call: None,
-        },
-        ..RawBreakerConfig::default()
+    let trip = RawTripConfig {
+        consecutive_failures: Some(fail_max as u32),
+        failure_rate: None,
+        last_calls: None,
+        slow_call: None,
     };
-    raw.open.base = Duration::from_secs_f64(reset_timeout);
-    raw.open.max = raw.open.base;
-    raw.half_open.probes = Probes::limited(1).unwrap_or_default();
-    raw.half_open.successes_to_close = success_threshold as u32;
-    let config = raw
-        .build()
-        .map_err(|e| LibraryError::new(e.field, e.message))?;
+    let config = built(
+        breaker::Mode::Enforce,
+        trip,
+        Duration::from_secs_f64(reset_timeout),
+        1,
+        success_threshold as u32,
+    )?;
     Ok(Imported {
         library: Library::Pybreaker,
         config,

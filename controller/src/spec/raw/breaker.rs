@@ -40,23 +40,11 @@ pub(super) fn level_name(
     name: &Spanned<String>,
     taken: &[String],
 ) -> Result<String, SpecError> {
-    let text = name.get_ref().trim();
-    let valid = !text.is_empty()
-        && text.len() <= 64
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !valid {
-        return Err(check.error(
-            field,
-            name.span(),
-            "must be 1 to 64 letters, digits, - or _",
-        ));
-    }
-    if taken.iter().any(|t| t == text) {
+    let text = check.name(field, name)?;
+    if taken.contains(&text) {
         return Err(check.error(field, name.span(), format!("`{text}` is listed twice")));
     }
-    Ok(text.to_owned())
+    Ok(text)
 }
 
 /// `[[breaker.configs]]`: each config valid as written and after dividing by `time_scale`.
