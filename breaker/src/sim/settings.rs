@@ -263,6 +263,7 @@ impl Settings {
             trip: RawTripConfig {
                 consecutive_failures: Some(self.threshold),
                 failure_rate: None,
+                last_calls: None,
                 slow_call: None,
             },
             ..RawBreakerConfig::default()

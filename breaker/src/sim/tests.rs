@@ -355,3 +355,82 @@ fn a_raw_scenario_is_checked_when_it_becomes_a_scenario() {
     assert_eq!(scenario.clone().into_raw(), raw);
     assert!(scenario.with_log_calls(true).log_calls());
 }
+
+#[test]
+fn rejected_would_succeed_is_the_successes_the_breaker_cost_and_the_first_open_is_dated() {
+    // Open workload, no pool, random pattern: an admitted call has the same draw in both passes, so the
+    // successes lost with the breaker are exactly its rejections whose draw would have succeeded.
+    let mut raw = idealised(3, 5 * S, limited(1), CallFailure::Error, S, 10, 40);
+    raw.workload = Workload::Open {
+        rate: 20.0,
+        share: 1.0,
+    };
+    raw.upstream.failure_rate = 0.6;
+    let run = simulated(&raw);
+    let t = &run.totals;
+    assert!(t.never_made > 0, "it trips at 60 %");
+    assert!(t.rejected_would_succeed > 0 && t.rejected_would_succeed < t.never_made);
+    assert_eq!(
+        t.successful_without_breaker - t.successful,
+        t.rejected_would_succeed
+    );
+    // It cannot open before the fault starts at 10 s, and at 20 calls a second and 60 % it opens soon after.
+    let first = t.first_open_s.expect("it opened");
+    assert!((10.0..12.0).contains(&first), "{first}");
+    // In a hard outage every rejection during the outage would have failed: only the ones after it count.
+    let hard = simulated(&idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Error,
+        S,
+        10,
+        20,
+    ));
+    assert_eq!(
+        hard.totals.rejected_would_succeed as f64,
+        hard.totals.rejected_after_recovery_s * 1.0,
+        "one call a second: seconds of traffic are calls"
+    );
+    let never = simulated(&idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Error,
+        S,
+        0,
+        0,
+    ));
+    assert_eq!(never.totals.first_open_s, None);
+}
+
+#[test]
+fn a_counterfactual_run_once_gives_what_simulate_gives_for_every_breaker() {
+    let base = Scenario::try_from(idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Hang,
+        S,
+        10,
+        30,
+    ))
+    .expect("valid");
+    let without = Counterfactual::of(&base);
+    for threshold in [1, 3, 8] {
+        let mut raw = base.clone().into_raw();
+        let mut breaker = raw.breaker.clone().into_raw();
+        breaker.trip.consecutive_failures = Some(threshold);
+        raw.breaker = BreakerConfig::try_from(breaker).expect("valid");
+        let scenario = Scenario::try_from(raw).expect("valid");
+        assert_eq!(simulate_with(&scenario, &without), simulate(&scenario));
+    }
+    // A counterfactual of another scenario is not used: the result is still right.
+    let mut longer = base.clone().into_raw();
+    longer.upstream.schedule = Schedule::Once {
+        start: 10 * S,
+        length: 40 * S,
+    };
+    let longer = Scenario::try_from(longer).expect("valid");
+    assert_eq!(simulate_with(&longer, &without), simulate(&longer));
+}

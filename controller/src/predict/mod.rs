@@ -165,7 +165,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         window,
         workload,
         upstream: Upstream {
-            schedule: spec.fault_schedule(),
+            schedule: spec.fault_schedule_of(condition),
             failure_rate: condition.fault_rate,
             pattern: Pattern::Random,
             kind,
@@ -173,7 +173,12 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             latency: Duration::ZERO,
             warmup: None,
         },
-        breaker: spec.breaker_config(BreakerMode::Enforce).ok()?,
+        breaker: spec
+            .breaker_config_of(&Condition {
+                breaker_mode: BreakerMode::Enforce,
+                ..*condition
+            })
+            .ok()?,
         instances: 1,
         workers: None,
         seed,
@@ -231,7 +236,7 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
             // The estimate counts the fault's active time; keep the part of it after the warmup.
             let warmup = spec.run_warmup();
             let (mut active, mut measured_active) = (0.0, 0.0);
-            for (start, end) in spec.fault_periods() {
+            for (start, end) in spec.fault_periods_of(condition) {
                 active += (end - start).as_secs_f64();
                 measured_active += end.saturating_sub(start.max(warmup)).as_secs_f64();
             }

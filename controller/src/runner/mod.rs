@@ -218,7 +218,7 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
-        let config = spec.breaker_config(planned.condition.breaker_mode)?;
+        let config = spec.breaker_config_of(&planned.condition)?;
         // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
@@ -432,7 +432,7 @@ impl Runner {
         };
         if let (true, None, Some(fault)) = (injects, &abort_reason, agent_fault) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-            if spec.fault.schedule.is_some() {
+            if spec.written_schedule_of(&planned.condition).is_some() {
                 scheduled = Some((fault_id, fault));
             } else if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await
             {
@@ -442,7 +442,12 @@ impl Runner {
         scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
         // A scheduled fault counts its periods from here, as the load counts its seconds.
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
-            scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());
+            scope.schedule_fault(
+                &fault_id,
+                fault,
+                spec.fault.lease,
+                spec.fault_periods_of(&planned.condition),
+            );
         }
         // Reported once the faults are on (a scheduled one's periods counted), just before the load starts (or the run ends without load).
         progress(Progress::RunStarted {

@@ -128,7 +128,12 @@ pub async fn load_experiment(
         .map(measured_fault_periods)
         .unwrap_or_default();
     let labels: Vec<String> = crate::spec::ExperimentSpec::parse(&row.spec_toml)
-        .map(|spec| spec.conditions().iter().map(|c| c.label()).collect())
+        .map(|spec| {
+            spec.conditions()
+                .iter()
+                .map(|c| crate::spec::label_in(&spec, c))
+                .collect()
+        })
         .unwrap_or_default();
     stats.predictions = store
         .predictions(experiment)

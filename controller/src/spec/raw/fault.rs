@@ -18,7 +18,7 @@ pub(super) struct RawFault {
     pub(super) kind: Option<Spanned<FaultKindName>>,
     pub(super) kinds: Option<Spanned<Vec<Spanned<FaultKindName>>>>,
     pub(super) status: Option<Spanned<u16>>,
-    pub(super) rates: Spanned<Vec<Spanned<f64>>>,
+    pub(super) rates: Option<Spanned<Vec<Spanned<f64>>>>,
     pub(super) delay: Option<Spanned<String>>,
     pub(super) jitter: Option<Spanned<String>>,
     /// The signal of kind `kill` (default SIGKILL).
@@ -28,6 +28,71 @@ pub(super) struct RawFault {
     pub(super) lease: Option<Spanned<String>>,
     /// When the fault is on inside a run (default: the whole run), checked by [`crate::spec::schedule`].
     pub(super) schedule: Option<Spanned<crate::spec::schedule::RawSchedule>>,
+    /// `[[fault.profiles]]`: named (rate, schedule) levels instead of `rates` (and `schedule`).
+    pub(super) profiles: Option<Spanned<Vec<Spanned<RawFaultProfile>>>>,
+}
+
+/// One `[[fault.profiles]]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFaultProfile {
+    name: Spanned<String>,
+    rate: Spanned<f64>,
+    schedule: Option<Spanned<crate::spec::schedule::RawSchedule>>,
+}
+
+/// `[[fault.profiles]]`: names, rates and schedules (checked against the run's length, as `fault.schedule`).
+pub(super) fn profiles(
+    check: &Checker<'_>,
+    raw: &Spanned<Vec<Spanned<RawFaultProfile>>>,
+    run_length: Duration,
+    time_scale: f64,
+) -> Result<Vec<crate::spec::FaultProfile>, SpecError> {
+    use super::breaker::{MAX_NAMED_LEVELS, level_name};
+    if raw.get_ref().is_empty() || raw.get_ref().len() > MAX_NAMED_LEVELS {
+        return Err(check.error(
+            "fault.profiles",
+            raw.span(),
+            format!("must list 1 to {MAX_NAMED_LEVELS} profiles"),
+        ));
+    }
+    let mut profiles: Vec<crate::spec::FaultProfile> = Vec::new();
+    for (i, entry) in raw.get_ref().iter().enumerate() {
+        let table = entry.get_ref();
+        let taken: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
+        let name = level_name(
+            check,
+            &format!("fault.profiles[{i}].name"),
+            &table.name,
+            &taken,
+        )?;
+        let rate = check.fraction(&format!("fault.profiles[{i}].rate"), &table.rate)?;
+        let schedule = match &table.schedule {
+            Some(schedule) => Some(
+                crate::spec::schedule::schedule(check, schedule, run_length, time_scale).map_err(
+                    |error| match error {
+                        SpecError::Field {
+                            field,
+                            location,
+                            message,
+                        } => SpecError::Field {
+                            field: field.replacen("fault.", &format!("fault.profiles[{i}]."), 1),
+                            location,
+                            message,
+                        },
+                        other => other,
+                    },
+                )?,
+            ),
+            None => None,
+        };
+        profiles.push(crate::spec::FaultProfile {
+            name,
+            rate,
+            schedule,
+        });
+    }
+    Ok(profiles)
 }
 
 pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, SpecError> {
@@ -175,21 +240,46 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, 
         });
     }
 
-    if raw.rates.get_ref().is_empty() {
-        return Err(check.error("fault.rates", raw.rates.span(), "must not be empty"));
+    let written_rates = match (&raw.rates, &raw.profiles) {
+        (Some(rates), None) => rates,
+        (None, Some(_)) => &Spanned::new(0..0, Vec::new()),
+        (Some(rates), Some(_)) => {
+            return Err(check.error(
+                "fault.rates",
+                rates.span(),
+                "give either `rates` or [[fault.profiles]], not both",
+            ));
+        }
+        (None, None) => {
+            return Err(check.error(
+                "fault.rates",
+                raw.target.span(),
+                "missing (or give [[fault.profiles]])",
+            ));
+        }
+    };
+    if let (Some(schedule), Some(_)) = (&raw.schedule, &raw.profiles) {
+        return Err(check.error(
+            "fault.schedule",
+            schedule.span(),
+            "each of [[fault.profiles]] has its own schedule",
+        ));
     }
-    if raw.rates.get_ref().len() > MAX_RATE_LEVELS {
+    if raw.profiles.is_none() && written_rates.get_ref().is_empty() {
+        return Err(check.error("fault.rates", written_rates.span(), "must not be empty"));
+    }
+    if written_rates.get_ref().len() > MAX_RATE_LEVELS {
         return Err(check.error(
             "fault.rates",
-            raw.rates.span(),
+            written_rates.span(),
             format!(
                 "{} levels is more than the maximum {MAX_RATE_LEVELS}",
-                raw.rates.get_ref().len()
+                written_rates.get_ref().len()
             ),
         ));
     }
-    let mut rates = Vec::with_capacity(raw.rates.get_ref().len());
-    for (i, rate) in raw.rates.get_ref().iter().enumerate() {
+    let mut rates = Vec::with_capacity(written_rates.get_ref().len());
+    for (i, rate) in written_rates.get_ref().iter().enumerate() {
         let field = format!("fault.rates[{i}]");
         let v = check.fraction(&field, rate)?;
         if rates.contains(&v) {
@@ -233,5 +323,6 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, 
         match_rule,
         lease,
         schedule: None,
+        profiles: Vec::new(),
     })
 }
