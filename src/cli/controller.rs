@@ -39,7 +39,8 @@ pub struct ExecuteArgs {
     /// Bearer token of external targets' admin and agent APIs (the embedded stack makes its own).
     #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Print the summary as JSON instead of a table.
+    /// Print JSON instead of text: run and resume print the summary; tune the keys recommended, why, front and
+    /// current.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

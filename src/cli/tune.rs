@@ -38,9 +38,6 @@ pub struct TuneArgs {
     /// Run the current config and the top candidates as an experiment and compare measured with predicted cost.
     #[arg(long)]
     pub verify: bool,
-    /// Print JSON (keys recommended, why, front, current) instead of text.
-    #[arg(long)]
-    pub json: bool,
     /// Where to write the front's SVG.
     #[arg(long, value_name = "FILE", default_value = "tune-front.svg")]
     pub svg: PathBuf,
@@ -106,7 +103,7 @@ pub async fn run(args: TuneArgs) -> anyhow::Result<()> {
         })
         .transpose()
         .context("--format")?;
-    if args.json {
+    if args.execute.json {
         let mut json = advice.to_json();
         if args.verify {
             let verification = verify(&input, &advice, current.as_ref(), args.execute).await?;
