@@ -116,7 +116,7 @@ fn a_bad_input_exits_2_naming_the_field_and_its_line() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("profiles[0].rate") && stderr.contains("line 9"),
+        stderr.contains("profiles[0].rate") && stderr.contains("line 8"),
         "{stderr}"
     );
     let current = dir.file("polly.json", "{\"BreakDurationGenerator\": \"x\"}");
