@@ -2,10 +2,12 @@
 
 pub mod docker;
 pub mod energy;
+pub mod kubernetes;
 pub mod load;
 pub mod panic;
 pub mod predict;
 pub mod report;
+pub mod roster;
 pub mod runner;
 pub mod sources;
 pub mod spec;

@@ -74,7 +74,7 @@ fn users_fit(
     spec: &ExperimentSpec,
     compose: &ComposeArgs,
 ) -> Result<(), controller::load::LoadError> {
-    let embedded = compose.compose.is_none() && spec.targets.is_empty();
+    let embedded = compose.deployment().is_none() && spec.targets.is_empty();
     controller::load::check_descriptor_budget(spec.load.users, embedded)
 }
 
@@ -153,14 +153,15 @@ async fn execute(
         json: quiet,
         ..
     } = args;
-    let mut sweep = None;
+    let mut background = Vec::new();
     let mut containers = None;
-    let (stack, testbed) = if let Some(project) = &compose.compose {
-        let (testbed, stack, sweeping) =
-            super::compose::connect(&compose, project, store, token).await?;
-        sweep = Some(sweeping);
-        containers = Some(stack);
-        (None, testbed)
+    let mut replica_changes = None;
+    let (stack, testbed) = if let Some(deployment) = compose.deployment() {
+        let connected = super::compose::connect(&compose, &deployment, store, token).await?;
+        background = connected.tasks;
+        containers = Some(connected.stack);
+        replica_changes = connected.replica_changes;
+        (None, connected.testbed)
     } else if spec.targets.is_empty() {
         let (stack, testbed) = start_embedded_stack(spec).await?;
         (Some(stack), testbed)
@@ -172,6 +173,9 @@ async fn execute(
     let mut runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
     if let Some(containers) = containers {
         runner = runner.with_containers(containers);
+    }
+    if let Some(changes) = replica_changes {
+        runner = runner.with_replica_changes(changes);
     }
     let ingest = match push_listener(spec).await {
         Ok(Some((listener, addr))) => {
@@ -234,8 +238,8 @@ async fn execute(
     if let Some(stack) = stack {
         stack.shutdown().await;
     }
-    if let Some(sweep) = sweep {
-        sweep.abort();
+    for task in background {
+        task.abort();
     }
     let summary = match result {
         Ok(experiment) => print_summary(store, experiment, quiet).await,

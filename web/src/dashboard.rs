@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller::docker::{ContainerLeases, Engine};
+use controller::docker::{ContainerLeases, Deployment, Engine};
 use controller::runner::{ContainerStack, Testbed, now_ms};
 use controller::store::Store;
 use controller::target::ServiceId;
@@ -47,12 +47,12 @@ pub struct DashboardConfig {
     pub compose: Option<ComposeProject>,
 }
 
-/// A compose project on a Docker Engine the dashboard reaches.
+/// A compose project (or a swarm stack) on a Docker Engine the dashboard reaches.
 #[derive(Debug, Clone)]
 pub struct ComposeProject {
     pub engine: Engine,
-    /// The project's name (`com.docker.compose.project` on its containers).
-    pub project: String,
+    /// Which containers: the project's (`com.docker.compose.project` on them) or the stack's tasks.
+    pub deployment: Deployment,
 }
 
 /// How often the dashboard sweeps for container faults whose lease has run out.
@@ -169,7 +169,7 @@ impl RunningDashboard {
                 sweep = Some(leases.spawn_watchdog(LEASE_SWEEP_PERIOD));
                 Some(ContainerStack {
                     leases,
-                    project: compose.project,
+                    deployment: compose.deployment,
                 })
             }
             None => None,

@@ -12,6 +12,7 @@ mod fault_schedule;
 mod preflight;
 pub mod prometheus;
 mod renewal;
+mod replicas;
 mod resume;
 mod sampler;
 mod scope;
@@ -114,6 +115,8 @@ pub struct Runner {
     live_transitions: Option<TransitionSink>,
     /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
     containers: Option<ContainerStack>,
+    /// Replicas an orchestrator starts, stops or replaces while runs go (Swarm, Kubernetes).
+    replica_changes: Option<tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>>,
 }
 
 impl Runner {
@@ -128,7 +131,18 @@ impl Runner {
             push_inbox: None,
             live_transitions: None,
             containers: None,
+            replica_changes: None,
         }
+    }
+
+    /// Every run follows the replicas `changes` announces while it lasts: recorded as events, each new one's
+    /// transitions collected under its label (see `runner/replicas.rs`).
+    pub fn with_replica_changes(
+        mut self,
+        changes: tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
+    ) -> Self {
+        self.replica_changes = Some(changes);
+        self
     }
 
     /// Takes the foreign breaker events pushed to `inbox` while a run lasts into that run.
@@ -279,6 +293,9 @@ impl Runner {
         let mut scope =
             RunScope::open(&self.admin, &self.testbed, &|name| spec.offers_of(name)).await?;
         scope.hold_breakers(breakers);
+        if let Some(changes) = &self.replica_changes {
+            scope.follow_replicas(changes.subscribe());
+        }
         // Foreign breakers: a baseline scrape of every source before the run exists.
         scope.follow_foreign(
             SourceCollector::start(

@@ -24,6 +24,7 @@ use super::breaker_hold::HeldBreakers;
 use super::containers::{ContainerRun, ContainerStack};
 use super::fault_schedule::ScheduledFault;
 use super::renewal::{renewal_event, spawn_renewal};
+use super::replicas::ReplicaFollower;
 use super::sampler::Sampler;
 use super::setup_error::SetupError;
 use super::sources::SourceCollector;
@@ -80,6 +81,8 @@ pub struct RunScope {
     /// A fault on a schedule inside the run (`fault.schedule`), instead of `fault`.
     scheduled: Option<ScheduledFault>,
     transitions: Option<TransitionCollector>,
+    /// Replicas an orchestrator starts or replaces during the run, followed and recorded.
+    replicas: Option<ReplicaFollower>,
     /// Breakers Tolerant did not write (`[[sources]]`, pushes).
     foreign: Option<SourceCollector>,
     agent_stream: Option<Result<AgentStream, SetupError>>,
@@ -113,6 +116,7 @@ impl RunScope {
             fault: None,
             scheduled: None,
             transitions: Some(transitions),
+            replicas: None,
             foreign: None,
             agent_stream: Some(agent_stream),
             sampler: None,
@@ -125,6 +129,18 @@ impl RunScope {
     /// the restore's transitions are not the run's).
     pub fn hold_breakers(&mut self, breakers: HeldBreakers) {
         self.breakers = Some(breakers);
+    }
+
+    /// Follows the replicas `changes` announces until the scope ends: each change recorded, each new replica's
+    /// transitions collected with the scope's own.
+    pub fn follow_replicas(&mut self, changes: tokio::sync::broadcast::Receiver<crate::roster::ReplicaChange>) {
+        if let Some(transitions) = &self.transitions {
+            self.replicas = Some(ReplicaFollower::start(
+                changes,
+                transitions.events(),
+                Arc::clone(&self.fault_events),
+            ));
+        }
     }
 
     /// Collects the foreign breakers' transitions with the scope's own until it ends.
@@ -235,6 +251,14 @@ impl RunScope {
             }
             None => (EnergySource::Modelled, Vec::new()),
         };
+        if let Some(replicas) = self.replicas.take() {
+            panics.extend(
+                replicas
+                    .stop()
+                    .await
+                    .map(|message| format!("replica follower: {message}")),
+            );
+        }
         let mut transitions = match self.transitions.take() {
             Some(collector) => {
                 let (transitions, panicked) = collector.finish().await;

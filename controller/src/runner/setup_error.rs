@@ -52,7 +52,7 @@ mod tests {
 
     fn no_such_service() -> DockerError {
         DockerError::NoSuchService {
-            project: "shop".into(),
+            deployment: crate::docker::Deployment::Compose("shop".into()),
             service: "payment".into(),
         }
     }

@@ -15,13 +15,7 @@ use crate::store::TransitionRecord;
 use crate::target::ServiceId;
 
 /// The websocket stream at `path` of a target's base URL (`http://…`); an error names the URL.
-pub(super) async fn subscribe(
-    url: &str,
-    path: &str,
-) -> Result<
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    SetupError,
-> {
+pub(super) async fn subscribe(url: &str, path: &str) -> Result<Subscription, SetupError> {
     let ws_url = format!("ws://{}{path}", url.trim_start_matches("http://"));
     match tokio_tungstenite::connect_async(ws_url.as_str()).await {
         Ok((stream, _)) => Ok(stream),
@@ -45,22 +39,15 @@ impl TransitionCollector {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut readers = JoinSet::new();
         for (label, url) in services {
-            let mut stream = subscribe(url, "/_breakers/stream").await?;
-            let events = Arc::clone(&events);
-            let label = label.clone();
-            readers.spawn(async move {
-                while let Some(Ok(message)) = stream.next().await {
-                    let Message::Text(text) = message else {
-                        continue;
-                    };
-                    if let Some(mut record) = parse_transition(text.as_str()) {
-                        as_replica(&label, &mut record.service, &mut record.breaker);
-                        events.lock().push(record);
-                    }
-                }
-            });
+            let stream = subscribe(url, "/_breakers/stream").await?;
+            readers.spawn(read_transitions(stream, label.clone(), Arc::clone(&events)));
         }
         Ok(TransitionCollector { events, readers })
+    }
+
+    /// Where the readers put what they read: a replica that joins during the run adds its reader's here.
+    pub fn events(&self) -> Arc<Mutex<Vec<TransitionRecord>>> {
+        Arc::clone(&self.events)
     }
 
     /// Stops listening and returns every transition seen, in time order, and the message of every
@@ -76,6 +63,27 @@ impl TransitionCollector {
         let mut events = std::mem::take(&mut *self.events.lock());
         events.sort_by_key(|event| (event.at_ms, event.seq));
         (events, panics)
+    }
+}
+
+/// A websocket stream of a target that was subscribed to.
+pub(super) type Subscription =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Reads `stream` to its end, each transition stored under `label` into `events`.
+pub(super) async fn read_transitions(
+    mut stream: Subscription,
+    label: ServiceId,
+    events: Arc<Mutex<Vec<TransitionRecord>>>,
+) {
+    while let Some(Ok(message)) = stream.next().await {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        if let Some(mut record) = parse_transition(text.as_str()) {
+            as_replica(&label, &mut record.service, &mut record.breaker);
+            events.lock().push(record);
+        }
     }
 }
 

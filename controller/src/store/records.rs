@@ -210,11 +210,20 @@ pub enum FaultEvent {
     BreakersRenewFailed,
     #[serde(rename = "breakers:restore_failed")]
     BreakersRestoreFailed,
+    /// The orchestrator started a replica under a new label during the run (followed from then on).
+    #[serde(rename = "replica:added")]
+    ReplicaAdded,
+    /// A replica stopped running or being ready.
+    #[serde(rename = "replica:removed")]
+    ReplicaRemoved,
+    /// A new replica took the label of one that was gone (a dead task's slot, a deleted pod's number).
+    #[serde(rename = "replica:replaced")]
+    ReplicaReplaced,
 }
 
 impl FaultEvent {
     /// Every event, for reading stored text back.
-    pub const ALL: [FaultEvent; 15] = [
+    pub const ALL: [FaultEvent; 18] = [
         FaultEvent::Applied,
         FaultEvent::ApplyFailed,
         FaultEvent::Renewed,
@@ -230,6 +239,9 @@ impl FaultEvent {
         FaultEvent::AgentStreamUnavailable,
         FaultEvent::BreakersRenewFailed,
         FaultEvent::BreakersRestoreFailed,
+        FaultEvent::ReplicaAdded,
+        FaultEvent::ReplicaRemoved,
+        FaultEvent::ReplicaReplaced,
     ];
 
     /// The stored (and serialised) name.
@@ -250,6 +262,9 @@ impl FaultEvent {
             FaultEvent::AgentStreamUnavailable => "agent:stream_unavailable",
             FaultEvent::BreakersRenewFailed => "breakers:renew_failed",
             FaultEvent::BreakersRestoreFailed => "breakers:restore_failed",
+            FaultEvent::ReplicaAdded => "replica:added",
+            FaultEvent::ReplicaRemoved => "replica:removed",
+            FaultEvent::ReplicaReplaced => "replica:replaced",
         }
     }
 

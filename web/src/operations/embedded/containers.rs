@@ -10,6 +10,7 @@ use controller::docker::discovery::replica_of_container;
 use controller::docker::{
     ContainerAction, ContainerLeases, DockerError, StackContainer, StatsSampler, Watched,
 };
+use controller::runner::ContainerStack;
 use controller::store::{ContainerSampleRecord, RunId};
 use controller::target::replica_label;
 
@@ -73,11 +74,11 @@ fn change(
 }
 
 impl EmbeddedOperations {
-    fn leases(&self) -> Result<(&ContainerLeases, &str), OperationError> {
+    fn leases(&self) -> Result<(&ContainerLeases, &ContainerStack), OperationError> {
         self.inner
             .containers
             .as_ref()
-            .map(|stack| (&stack.leases, stack.project.as_str()))
+            .map(|stack| (&stack.leases, stack))
             .ok_or_else(|| OperationError::Conflict(NO_ENGINE.into()))
     }
 
@@ -87,12 +88,7 @@ impl EmbeddedOperations {
         let Some(stack) = &self.inner.containers else {
             return Ok(None);
         };
-        let containers = stack
-            .leases
-            .engine()
-            .stack(&stack.project)
-            .await
-            .map_err(engine_failed)?;
+        let containers = stack.containers().await.map_err(engine_failed)?;
         Ok(Some(
             containers
                 .into_iter()
@@ -111,18 +107,15 @@ impl EmbeddedOperations {
         &self,
         request: ContainerFaultRequest,
     ) -> Result<i64, OperationError> {
-        let (leases, project) = self.leases()?;
-        let containers = leases
-            .engine()
-            .stack(project)
-            .await
-            .map_err(engine_failed)?;
+        let (leases, stack) = self.leases()?;
+        let containers = stack.containers().await.map_err(engine_failed)?;
         let container = containers
             .iter()
             .find(|container| container.replica() == request.replica)
             .ok_or_else(|| {
                 OperationError::Invalid(format!(
-                    "container: compose project `{project}` has no `{}` (one of {})",
+                    "container: {} has no `{}` (one of {})",
+                    stack.deployment,
                     request.replica,
                     containers
                         .iter()
@@ -249,7 +242,7 @@ impl EmbeddedOperations {
             return;
         };
         let watched = Watched::Project {
-            project: stack.project.clone(),
+            project: stack.deployment.clone(),
             relist: RELIST_EVERY,
         };
         StatsSampler::for_this_machine(stack.leases.engine().clone(), watched)

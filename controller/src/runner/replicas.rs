@@ -1,0 +1,125 @@
+//! Replicas that come and go during a run — an orchestrator replacing a killed swarm task or a deleted pod, a
+//! rolling update: every change the testbed's watch sends is recorded on the run's timeline
+//! (`replica:added`, `replica:removed`, `replica:replaced`, with the replica's label and who it was), and each
+//! new replica's `/_breakers/stream` is followed under its label from then on, into the run's transitions. A
+//! removed replica's reader is stopped; a replacement's reader takes over its label.
+//!
+//! The watch is the orchestrator's (`docker::swarm::spawn_watch`, `kubernetes::watch`): this only consumes
+//! [`ReplicaChange`]s from a broadcast, so the runner knows nothing of where they came from.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::scope::fault_event;
+use super::task::RunTask;
+use super::transitions::{read_transitions, subscribe};
+use crate::roster::ReplicaChange;
+use crate::store::{FaultEvent, FaultEventRecord, TransitionRecord};
+use crate::target::ServiceId;
+
+/// How long a new replica's stream is tried for (a task runs before its service listens).
+const SUBSCRIBE_FOR: Duration = Duration::from_secs(20);
+/// Pause between two tries.
+const SUBSCRIBE_RETRY: Duration = Duration::from_millis(250);
+
+/// The event and detail a change is recorded as.
+pub fn change_event(change: &ReplicaChange) -> (FaultEvent, serde_json::Value) {
+    match change {
+        ReplicaChange::Added { label, instance } => (
+            FaultEvent::ReplicaAdded,
+            json!({ "replica": label, "instance": instance.name, "url": instance.url }),
+        ),
+        ReplicaChange::Removed { label, name } => (
+            FaultEvent::ReplicaRemoved,
+            json!({ "replica": label, "instance": name }),
+        ),
+        ReplicaChange::Replaced {
+            label,
+            previous,
+            instance,
+        } => (
+            FaultEvent::ReplicaReplaced,
+            json!({
+                "replica": label,
+                "previous": previous,
+                "instance": instance.name,
+                "url": instance.url,
+            }),
+        ),
+    }
+}
+
+/// Follows the replica changes of a run until stopped (or dropped).
+pub struct ReplicaFollower {
+    task: RunTask<()>,
+}
+
+impl ReplicaFollower {
+    /// Records every change from `changes` into `events` and follows each new replica's transitions into
+    /// `transitions`.
+    pub fn start(
+        mut changes: broadcast::Receiver<ReplicaChange>,
+        transitions: Arc<Mutex<Vec<TransitionRecord>>>,
+        events: Arc<Mutex<Vec<FaultEventRecord>>>,
+    ) -> Self {
+        let task = RunTask::spawn(async move {
+            let mut readers = JoinSet::new();
+            let mut by_label: HashMap<ServiceId, AbortHandle> = HashMap::new();
+            loop {
+                let change = match changes.recv().await {
+                    Ok(change) => change,
+                    Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                        tracing::warn!(skipped, "replica changes skipped (a slow run)");
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                let (event, detail) = change_event(&change);
+                let label = change.label().clone();
+                events.lock().push(fault_event(event, label.as_str(), detail));
+                if let Some(reader) = by_label.remove(&label) {
+                    reader.abort();
+                }
+                let url = match &change {
+                    ReplicaChange::Added { instance, .. }
+                    | ReplicaChange::Replaced { instance, .. } => instance.url.clone(),
+                    ReplicaChange::Removed { .. } => continue,
+                };
+                let transitions = Arc::clone(&transitions);
+                let reader = readers.spawn(follow(label.clone(), url, transitions));
+                by_label.insert(label, reader);
+                // Readers that ended are let go of as the run goes.
+                while readers.try_join_next().is_some() {}
+            }
+            // Dropping `readers` stops every reader still following.
+        });
+        ReplicaFollower { task }
+    }
+
+    /// Stops following; the message of a panic, if the follower had one.
+    pub async fn stop(self) -> Option<String> {
+        self.task.stop().await
+    }
+}
+
+/// Subscribes to the replica's stream (tried for [`SUBSCRIBE_FOR`]) and reads it to its end.
+async fn follow(label: ServiceId, url: String, transitions: Arc<Mutex<Vec<TransitionRecord>>>) {
+    let deadline = tokio::time::Instant::now() + SUBSCRIBE_FOR;
+    let stream = loop {
+        match subscribe(&url, "/_breakers/stream").await {
+            Ok(stream) => break stream,
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                tracing::warn!(%label, %error, "a new replica's breaker stream");
+                return;
+            }
+            Err(_) => tokio::time::sleep(SUBSCRIBE_RETRY).await,
+        }
+    };
+    read_transitions(stream, label, transitions).await;
+}
