@@ -175,6 +175,31 @@ impl Roster {
     }
 }
 
+/// A testbed's services (`(label, URL)`, as it was built) as they are now: a label the roster runs gets its
+/// current URL, a further replica's label it no longer runs is left out, a label it runs that the testbed did
+/// not have is added at the end (in label order). A plain service name the roster does not run stays as it was
+/// (a run against it fails as it should).
+pub fn current_services(
+    services: &[(ServiceId, String)],
+    running: &[(ServiceId, String)],
+) -> Vec<(ServiceId, String)> {
+    let now: BTreeMap<&ServiceId, &String> = running.iter().map(|(label, url)| (label, url)).collect();
+    let mut current: Vec<(ServiceId, String)> = services
+        .iter()
+        .filter_map(|(label, url)| match now.get(label) {
+            Some(url) => Some((label.clone(), (*url).clone())),
+            None if label.is_replica() => None,
+            None => Some((label.clone(), url.clone())),
+        })
+        .collect();
+    for (label, url) in running {
+        if !services.iter().any(|(known, _)| known == label) {
+            current.push((label.clone(), url.clone()));
+        }
+    }
+    current
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +331,32 @@ mod tests {
             .unwrap();
         assert_eq!(roster.instance("ad").unwrap().id, "x");
         assert_eq!(roster.instance("ad#2").unwrap().id, "y");
+    }
+
+    #[test]
+    fn the_testbeds_services_follow_the_roster_between_runs() {
+        let id = |label: &str| ServiceId::new(label).unwrap();
+        let entry = |label: &str, url: &str| (id(label), url.to_owned());
+        let built = [
+            entry("cart", "http://cart:8080"),
+            entry("checkout", "http://10.0.0.3:8080"),
+            entry("checkout#2", "http://10.0.0.4:8080"),
+            entry("checkout#3", "http://10.0.0.5:8080"),
+        ];
+        let running = [
+            entry("checkout", "http://10.0.0.3:8080"),
+            entry("checkout#2", "http://10.0.0.9:8080"),
+            entry("checkout#4", "http://10.0.0.7:8080"),
+        ];
+        assert_eq!(
+            current_services(&built, &running),
+            [
+                entry("cart", "http://cart:8080"),
+                entry("checkout", "http://10.0.0.3:8080"),
+                entry("checkout#2", "http://10.0.0.9:8080"),
+                entry("checkout#4", "http://10.0.0.7:8080"),
+            ]
+        );
     }
 
     #[test]

@@ -67,26 +67,36 @@ pub fn testbed_of(
     replicas: &[(String, String)],
     token: String,
 ) -> anyhow::Result<Testbed> {
-    let flag = match deployment {
-        Deployment::Compose(_) => "--compose",
-        Deployment::Swarm(_) => "--swarm",
+    let what = match deployment {
+        Deployment::Compose(name) => format!("--compose {name}"),
+        Deployment::Swarm(name) => format!("--swarm {name}"),
     };
-    let name = deployment.name();
-    let url = |service: &str| -> anyhow::Result<String> {
-        if let Some((_, url)) = replicas.iter().find(|(label, _)| label == service) {
-            return Ok(url.clone());
-        }
-        match containers
+    for service in ServiceName::ALL {
+        let labelled = replicas.iter().any(|(label, _)| label == service.as_str());
+        if let Some(container) = containers
             .iter()
-            .find(|c| c.service == service && c.state == "running")
+            .find(|c| c.service == service.as_str() && c.state == "running")
+            .filter(|_| !labelled)
         {
-            Some(container) => anyhow::bail!(
-                "{flag} {name}: container {} has no address",
-                container.name
-            ),
-            None => {
-                anyhow::bail!("{flag} {name}: no running container of service `{service}`")
-            }
+            anyhow::bail!("{what}: container {} has no address", container.name);
+        }
+    }
+    testbed_from(&what, replicas, None, token)
+}
+
+/// A testbed from labelled replicas (`what` names where they are, for errors): every boutique service at its
+/// plain label's URL, every further replica of one beside it, the frontend loaded, the agent in Payment or —
+/// given `(service, port)` — in that service's first replica at that port (a sidecar).
+pub fn testbed_from(
+    what: &str,
+    replicas: &[(String, String)],
+    agent: Option<(ServiceName, u16)>,
+    token: String,
+) -> anyhow::Result<Testbed> {
+    let url = |service: &str| -> anyhow::Result<String> {
+        match replicas.iter().find(|(label, _)| label == service) {
+            Some((_, url)) => Ok(url.clone()),
+            None => anyhow::bail!("{what}: no running replica of service `{service}`"),
         }
     };
     let mut services = Vec::with_capacity(replicas.len());
@@ -98,10 +108,21 @@ pub fn testbed_of(
     let frontend: SocketAddr = frontend
         .trim_start_matches("http://")
         .parse()
-        .with_context(|| format!("{flag} {name}: frontend address {frontend}"))?;
+        .with_context(|| format!("{what}: frontend address {frontend}"))?;
+    let agent = match agent {
+        None => url(ServiceName::Payment.as_str())?,
+        Some((service, port)) => {
+            let base = url(service.as_str())?;
+            let authority: SocketAddr = base
+                .trim_start_matches("http://")
+                .parse()
+                .with_context(|| format!("{what}: {service} address {base}"))?;
+            format!("http://{}", SocketAddr::new(authority.ip(), port))
+        }
+    };
     Ok(Testbed {
         frontend,
-        agent: url(ServiceName::Payment.as_str())?,
+        agent,
         services,
         token,
     })
@@ -166,6 +187,12 @@ pub fn follow_replicas(services: &mut Vec<(ServiceId, String)>, containers: &[St
     services.extend(scaled);
 }
 
+/// An orchestrator's replica changes and the roster its watch keeps.
+pub type ReplicaWatch = (
+    tokio::sync::broadcast::Sender<ReplicaChange>,
+    std::sync::Arc<parking_lot::Mutex<Roster>>,
+);
+
 /// Everything a run against a compose project or a swarm stack needs.
 pub struct Connected {
     pub testbed: Testbed,
@@ -173,8 +200,9 @@ pub struct Connected {
     pub stack: ContainerStack,
     /// The sweep that undoes faults whose lease ran out, and a swarm stack's watch: abort them when done.
     pub tasks: Vec<tokio::task::JoinHandle<()>>,
-    /// A swarm stack's replica changes, for [`controller::runner::Runner::with_replica_changes`].
-    pub replica_changes: Option<tokio::sync::broadcast::Sender<ReplicaChange>>,
+    /// A swarm stack's replica changes and the roster its watch keeps, for
+    /// [`controller::runner::Runner::with_replica_changes`].
+    pub replica_changes: Option<ReplicaWatch>,
 }
 
 /// Connects to the engine, sweeps faults left behind, finds `deployment`'s containers and starts the sweep (and
@@ -207,15 +235,16 @@ pub async fn connect(
     let mut replica_changes = None;
     if let (Deployment::Swarm(stack), Some(roster)) = (deployment, roster) {
         let (changes, _) = tokio::sync::broadcast::channel(REPLICA_CHANGES_CAPACITY);
+        let roster = std::sync::Arc::new(parking_lot::Mutex::new(roster));
         tasks.push(docker::swarm::spawn_watch(
             leases.engine().clone(),
             stack.clone(),
             SERVICE_PORT,
-            roster,
+            std::sync::Arc::clone(&roster),
             SWARM_WATCH_PERIOD,
             changes.clone(),
         ));
-        replica_changes = Some(changes);
+        replica_changes = Some((changes, roster));
     }
     Ok(Connected {
         testbed,

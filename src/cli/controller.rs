@@ -22,6 +22,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::compose::ComposeArgs;
+use super::kubernetes::KubernetesRunArgs;
 use super::stored::{open_experiment, open_store};
 
 /// Exit status of a spec that does not validate.
@@ -32,7 +33,7 @@ pub const EXIT_BAD_SPEC: i32 = 2;
 pub const EXIT_RUNS_FAILED: i32 = 3;
 
 /// What `run` and `resume` both take: where to store, how to reach external targets, how to print, and a
-/// compose project to run against.
+/// compose project, a swarm stack or a Kubernetes namespace to run against.
 #[derive(Debug, clap::Args)]
 pub struct ExecuteArgs {
     /// Database: a SQLite file path, sqlite://… or postgres://…
@@ -46,6 +47,8 @@ pub struct ExecuteArgs {
     pub json: bool,
     #[command(flatten)]
     pub compose: ComposeArgs,
+    #[command(flatten)]
+    pub kubernetes: KubernetesRunArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -72,9 +75,11 @@ pub struct ResumeArgs {
 /// costs more per user than targets elsewhere.
 fn users_fit(
     spec: &ExperimentSpec,
-    compose: &ComposeArgs,
+    execute: &ExecuteArgs,
 ) -> Result<(), controller::load::LoadError> {
-    let embedded = compose.deployment().is_none() && spec.targets.is_empty();
+    let embedded = execute.compose.deployment().is_none()
+        && execute.kubernetes.kubernetes.is_none()
+        && spec.targets.is_empty();
     controller::load::check_descriptor_budget(spec.load.users, embedded)
 }
 
@@ -121,7 +126,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
-    if let Err(error) = users_fit(&spec, &args.execute.compose) {
+    if let Err(error) = users_fit(&spec, &args.execute) {
         err_out!("{}: {error}", args.spec.display());
         std::process::exit(EXIT_BAD_SPEC);
     }
@@ -134,7 +139,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
     let (store, row) = open_experiment(&args.execute.db, args.id).await?;
     let spec = ExperimentSpec::parse(&row.spec_toml)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    users_fit(&spec, &args.execute.compose)
+    users_fit(&spec, &args.execute)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
     execute(&store, &spec, StartChoice::Resume(row.id), args.execute).await
 }
@@ -150,13 +155,21 @@ async fn execute(
     let ExecuteArgs {
         token,
         compose,
+        kubernetes,
         json: quiet,
         ..
     } = args;
     let mut background = Vec::new();
     let mut containers = None;
     let mut replica_changes = None;
-    let (stack, testbed) = if let Some(deployment) = compose.deployment() {
+    let mut pods = None;
+    let (stack, testbed) = if let Some(namespace) = &kubernetes.kubernetes {
+        let connected = super::kubernetes::connect(&kubernetes, namespace, token).await?;
+        background = connected.tasks;
+        pods = Some(connected.pods);
+        replica_changes = Some(connected.replica_changes);
+        (None, connected.testbed)
+    } else if let Some(deployment) = compose.deployment() {
         let connected = super::compose::connect(&compose, &deployment, store, token).await?;
         background = connected.tasks;
         containers = Some(connected.stack);
@@ -174,8 +187,11 @@ async fn execute(
     if let Some(containers) = containers {
         runner = runner.with_containers(containers);
     }
-    if let Some(changes) = replica_changes {
-        runner = runner.with_replica_changes(changes);
+    if let Some(pods) = pods {
+        runner = runner.with_pods(pods);
+    }
+    if let Some((changes, roster)) = replica_changes {
+        runner = runner.with_replica_changes(changes, roster);
     }
     let ingest = match push_listener(spec).await {
         Ok(Some((listener, addr))) => {

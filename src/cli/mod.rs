@@ -5,6 +5,7 @@ mod boutique;
 mod compose;
 mod controller;
 mod healthcheck;
+mod kubernetes;
 pub(crate) mod output;
 mod results;
 mod serve;
@@ -43,6 +44,8 @@ pub enum Command {
     Halt(results::HaltArgs),
     /// Simulate a breaker on a virtual clock: totals with and without it, per second (no services needed).
     Simulate(simulate::SimulateArgs),
+    /// Tolerant on Kubernetes: `kubernetes manifests` prints what `kubectl apply -f -` installs.
+    Kubernetes(kubernetes::KubernetesArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -66,6 +69,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Halt(args)) => results::halt(args).await,
         Some(Command::Simulate(args)) => simulate::run(args),
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
+        Some(Command::Kubernetes(args)) => kubernetes::run(args).await,
         None => serve::run().await,
     }
 }

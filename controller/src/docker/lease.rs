@@ -32,8 +32,8 @@ pub struct ContainerLeases {
     owner: Arc<str>,
 }
 
-/// `host/pid/random`: tells which controller applied a fault.
-fn owner_name() -> String {
+/// `host/pid/random`: tells which controller applied a fault (a container fault's record, a pod fault's annotation).
+pub fn owner_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname")
         .ok()
         .map(|name| name.trim().to_owned())

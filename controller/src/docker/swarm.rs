@@ -10,11 +10,13 @@
 //! that address is the one followed.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::container::ListContainersOptions;
 use bollard::models::LocalNodeState;
 use bollard::network::ListNetworksOptions;
+use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
 use super::{DockerError, Engine, StackContainer};
@@ -149,14 +151,14 @@ pub fn instances(containers: &[StackContainer], port: u16) -> Vec<Instance> {
         .collect()
 }
 
-/// Looks at stack `stack` every `period` and sends what changed in `roster` (which holds the replicas the
-/// testbed was built from) on `changes`, until the handle is aborted. An engine error is logged and the next
-/// look tried.
+/// Looks at stack `stack` every `period`, keeps `roster` (which holds the replicas the testbed was built from)
+/// up to date and sends what changed on `changes`, until the handle is aborted. An engine error is logged and
+/// the next look tried.
 pub fn spawn_watch(
     engine: Engine,
     stack: String,
     port: u16,
-    mut roster: Roster,
+    roster: Arc<Mutex<Roster>>,
     period: Duration,
     changes: broadcast::Sender<ReplicaChange>,
 ) -> tokio::task::JoinHandle<()> {
@@ -172,7 +174,8 @@ pub fn spawn_watch(
                     continue;
                 }
             };
-            match roster.update(&instances(&containers, port)) {
+            let seen = roster.lock().update(&instances(&containers, port));
+            match seen {
                 Ok(seen) => {
                     for change in seen {
                         tracing::info!(label = %change.label(), event = change.event_name(), "swarm replica");

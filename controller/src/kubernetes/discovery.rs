@@ -4,11 +4,13 @@
 //! [`Roster`], so a pod that is replaced during a run is followed under the label the one it replaced had.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::runtime::{WatchStreamExt, watcher};
+use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
 use super::{Cluster, KubeError, NAME_LABEL};
@@ -60,14 +62,14 @@ impl Cluster {
         Ok(listed.items)
     }
 
-    /// Follows the pods `selector` matches and sends every change of `roster` (which holds the replicas the
-    /// testbed was built from) on `changes`, until the returned future is dropped. A watch error is logged; the
-    /// watcher backs off and lists again.
+    /// Follows the pods `selector` matches, keeps `roster` (which holds the replicas the testbed was built from)
+    /// up to date and sends every change on `changes`, until the returned future is dropped. A watch error is
+    /// logged; the watcher backs off and lists again.
     pub async fn watch(
         &self,
         selector: &str,
         port: u16,
-        mut roster: Roster,
+        roster: Arc<Mutex<Roster>>,
         changes: broadcast::Sender<ReplicaChange>,
     ) {
         let config = watcher::Config::default().labels(selector);
@@ -101,7 +103,8 @@ impl Cluster {
             if listing.is_some() {
                 continue;
             }
-            match roster.update(&instances(pods.values(), port)) {
+            let seen = roster.lock().update(&instances(pods.values(), port));
+            match seen {
                 Ok(seen) => {
                     for change in seen {
                         tracing::info!(label = %change.label(), event = change.event_name(), "pod replica");

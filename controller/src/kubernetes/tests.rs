@@ -165,7 +165,12 @@ async fn watch_replacement(log: &mut Vec<Seen>) -> Vec<ReplicaChange> {
     let (changes, mut received) = broadcast::channel(64);
     let watching = tokio::spawn(async move {
         cluster
-            .watch("app.kubernetes.io/part-of=tolerant-testbed", 8080, Roster::new(), changes)
+            .watch(
+                "app.kubernetes.io/part-of=tolerant-testbed",
+                8080,
+                std::sync::Arc::new(parking_lot::Mutex::new(Roster::new())),
+                changes,
+            )
             .await
     });
     let (list, respond) = next(&mut handle, log).await;

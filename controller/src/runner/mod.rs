@@ -11,6 +11,7 @@ mod drive;
 mod fault_schedule;
 mod preflight;
 pub mod prometheus;
+pub mod pods;
 mod renewal;
 mod replicas;
 mod resume;
@@ -24,6 +25,7 @@ mod testbed;
 mod transitions;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
@@ -115,8 +117,14 @@ pub struct Runner {
     live_transitions: Option<TransitionSink>,
     /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
     containers: Option<ContainerStack>,
-    /// Replicas an orchestrator starts, stops or replaces while runs go (Swarm, Kubernetes).
-    replica_changes: Option<tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>>,
+    /// The Kubernetes namespace the testbed runs in, when it does: pod faults.
+    pods: Option<pods::PodStack>,
+    /// Replicas an orchestrator starts, stops or replaces while runs go (Swarm, Kubernetes): the changes, and
+    /// the roster its watch keeps (each run starts from the replicas running then).
+    replica_changes: Option<(
+        tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
+        Arc<parking_lot::Mutex<crate::roster::Roster>>,
+    )>,
 }
 
 impl Runner {
@@ -131,18 +139,41 @@ impl Runner {
             push_inbox: None,
             live_transitions: None,
             containers: None,
+            pods: None,
             replica_changes: None,
         }
     }
 
-    /// Every run follows the replicas `changes` announces while it lasts: recorded as events, each new one's
-    /// transitions collected under its label (see `runner/replicas.rs`).
+    /// Runs against the pods of a Kubernetes namespace: container fault kinds become their pod equivalents.
+    pub fn with_pods(mut self, pods: pods::PodStack) -> Self {
+        self.pods = Some(pods);
+        self
+    }
+
+    /// Every run starts from the replicas `roster` runs then, and follows the ones `changes` announces while it
+    /// lasts: recorded as events, each new one's transitions collected under its label (see
+    /// `runner/replicas.rs`). The orchestrator's watch keeps both.
     pub fn with_replica_changes(
         mut self,
         changes: tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
+        roster: Arc<parking_lot::Mutex<crate::roster::Roster>>,
     ) -> Self {
-        self.replica_changes = Some(changes);
+        self.replica_changes = Some((changes, roster));
         self
+    }
+
+    /// The testbed as a run starts on it: its services as the orchestrator's roster has them now.
+    fn current_testbed(&self) -> Testbed {
+        match &self.replica_changes {
+            Some((_, roster)) => {
+                let running = roster.lock().running();
+                Testbed {
+                    services: crate::roster::current_services(&self.testbed.services, &running),
+                    ..self.testbed.clone()
+                }
+            }
+            None => self.testbed.clone(),
+        }
     }
 
     /// Takes the foreign breaker events pushed to `inbox` while a run lasts into that run.
@@ -246,6 +277,7 @@ impl Runner {
     /// of `fault.lease`, renewed until the returned guard is restored or dropped.
     async fn prepare(
         &self,
+        testbed: &Testbed,
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
@@ -253,7 +285,7 @@ impl Runner {
         // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
-        for (name, url) in &self.testbed.services {
+        for (name, url) in &testbed.services {
             let offers = spec.offers_of(name.as_str());
             if offers.reset {
                 self.admin.reset(url).await?;
@@ -288,12 +320,12 @@ impl Runner {
         }
         // Checked before anything is reset, put or stored.
         let load = self.load_config(spec, planned)?;
-        let breakers = self.prepare(spec, planned).await?;
+        let testbed = self.current_testbed();
+        let breakers = self.prepare(&testbed, spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
-        let mut scope =
-            RunScope::open(&self.admin, &self.testbed, &|name| spec.offers_of(name)).await?;
+        let mut scope = RunScope::open(&self.admin, &testbed, &|name| spec.offers_of(name)).await?;
         scope.hold_breakers(breakers);
-        if let Some(changes) = &self.replica_changes {
+        if let Some((changes, _)) = &self.replica_changes {
             scope.follow_replicas(changes.subscribe());
         }
         // Foreign breakers: a baseline scrape of every source before the run exists.
@@ -319,7 +351,7 @@ impl Runner {
         // From here the run exists: whatever ends the body, a panic included, ends the scope (fault
         // removed first) and the run is stored.
         let body = crate::panic::caught(self.run_body(
-            &mut scope, spec, load, experiment, planned, run, total, progress,
+            &mut scope, &testbed, spec, load, experiment, planned, run, total, progress,
         ))
         .await;
         let ended = crate::panic::caught(scope.end()).await;
@@ -430,6 +462,7 @@ impl Runner {
     async fn run_body(
         &self,
         scope: &mut RunScope,
+        testbed: &Testbed,
         spec: &ExperimentSpec,
         load: LoadConfig,
         experiment: ExperimentId,
@@ -444,10 +477,14 @@ impl Runner {
             if let Err(reason) = scope.begin_containers(stack, spec, planned, run).await {
                 abort_reason = Some(reason.to_string());
             }
+        } else if let Some(pods) = &self.pods {
+            if let Err(reason) = scope.begin_pods(pods, spec, planned).await {
+                abort_reason = Some(reason.to_string());
+            }
         } else if injects && planned.condition.fault.name().is_container() {
             abort_reason = Some(format!(
-                "fault.kinds: `{}` acts on containers; run against the compose stack \
-                 (tolerant run --compose PROJECT)",
+                "fault.kinds: `{}` acts on containers; run against the compose stack, a swarm stack or \
+                 a Kubernetes namespace (tolerant run --compose PROJECT, --swarm STACK, --kubernetes NAMESPACE)",
                 planned.condition.fault.name().as_str()
             ));
         }
@@ -468,7 +505,7 @@ impl Runner {
                 abort_reason = Some(reason.to_string());
             }
         }
-        scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
+        scope.start_sampler(testbed, &|name| spec.offers_of(name));
         // A scheduled fault counts its periods from here, as the load counts its seconds.
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
             scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());

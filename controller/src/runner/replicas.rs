@@ -91,8 +91,8 @@ impl ReplicaFollower {
                     | ReplicaChange::Replaced { instance, .. } => instance.url.clone(),
                     ReplicaChange::Removed { .. } => continue,
                 };
-                let transitions = Arc::clone(&transitions);
-                let reader = readers.spawn(follow(label.clone(), url, transitions));
+                let (transitions, events) = (Arc::clone(&transitions), Arc::clone(&events));
+                let reader = readers.spawn(follow(label.clone(), url, transitions, events));
                 by_label.insert(label, reader);
                 // Readers that ended are let go of as the run goes.
                 while readers.try_join_next().is_some() {}
@@ -108,18 +108,33 @@ impl ReplicaFollower {
     }
 }
 
-/// Subscribes to the replica's stream (tried for [`SUBSCRIBE_FOR`]) and reads it to its end.
-async fn follow(label: ServiceId, url: String, transitions: Arc<Mutex<Vec<TransitionRecord>>>) {
+/// Subscribes to the replica's stream (tried for [`SUBSCRIBE_FOR`]), records whether it opened, and reads it to
+/// its end.
+async fn follow(
+    label: ServiceId,
+    url: String,
+    transitions: Arc<Mutex<Vec<TransitionRecord>>>,
+    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+) {
     let deadline = tokio::time::Instant::now() + SUBSCRIBE_FOR;
     let stream = loop {
         match subscribe(&url, "/_breakers/stream").await {
             Ok(stream) => break stream,
             Err(error) if tokio::time::Instant::now() >= deadline => {
-                tracing::warn!(%label, %error, "a new replica's breaker stream");
+                events.lock().push(fault_event(
+                    FaultEvent::ReplicaFollowFailed,
+                    label.as_str(),
+                    json!({ "replica": label, "url": url, "error": error.to_string() }),
+                ));
                 return;
             }
             Err(_) => tokio::time::sleep(SUBSCRIBE_RETRY).await,
         }
     };
+    events.lock().push(fault_event(
+        FaultEvent::ReplicaFollowed,
+        label.as_str(),
+        json!({ "replica": label, "url": url }),
+    ));
     read_transitions(stream, label, transitions).await;
 }

@@ -21,7 +21,8 @@ use tokio::time::Instant;
 use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
 use super::breaker_hold::HeldBreakers;
-use super::containers::{ContainerRun, ContainerStack};
+use super::containers::{ContainerRun, ContainerStack, container_action};
+use super::pods::{PodRun, PodStack};
 use super::fault_schedule::ScheduledFault;
 use super::renewal::{renewal_event, spawn_renewal};
 use super::replicas::ReplicaFollower;
@@ -89,6 +90,8 @@ pub struct RunScope {
     sampler: Option<Sampler>,
     /// The compose stack's sampling and container fault, when the run is against it.
     containers: Option<ContainerRun>,
+    /// The pod fault, when the run is against Kubernetes.
+    pods: Option<PodRun>,
     /// The run's leased breaker config: restored last when the scope ends, or on drop.
     breakers: Option<HeldBreakers>,
 }
@@ -121,6 +124,7 @@ impl RunScope {
             agent_stream: Some(agent_stream),
             sampler: None,
             containers: None,
+            pods: None,
             breakers: None,
         })
     }
@@ -159,6 +163,20 @@ impl RunScope {
     ) -> Result<(), SetupError> {
         let started = stack.begin(spec, planned, run, &self.fault_events).await?;
         self.containers = Some(started);
+        Ok(())
+    }
+
+    /// For a container fault kind, applies its pod equivalent to the target's ready pods (undone first when the
+    /// scope ends, or on drop). The error says why it is not on.
+    pub async fn begin_pods(
+        &mut self,
+        stack: &PodStack,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+    ) -> Result<(), SetupError> {
+        let action = container_action(planned.condition.fault, planned.condition.fault_rate);
+        let started = stack.begin(spec, planned, action, &self.fault_events).await?;
+        self.pods = Some(started);
         Ok(())
     }
 
@@ -240,6 +258,9 @@ impl RunScope {
             Some(started) => started.end(&self.fault_events).await,
             None => Vec::new(),
         };
+        if let Some(pods) = self.pods.take() {
+            pods.end(&self.fault_events).await;
+        }
         let mut panics = Vec::new();
         let removed = self.remove_fault(&mut panics).await;
         let (energy_source, samples) = match self.sampler.take() {

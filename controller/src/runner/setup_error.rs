@@ -34,6 +34,9 @@ pub enum SetupError {
     /// The container fault did not go on one of the target's replicas.
     #[error("container fault not applied: {0}")]
     ContainerFaultNotApplied(#[source] Box<DockerError>),
+    /// The pod fault did not go on one of the target's replicas (or the pods could not be listed).
+    #[error("pod fault not applied: {0}")]
+    PodFaultNotApplied(#[source] Box<crate::kubernetes::KubeError>),
 }
 
 #[cfg(test)]

@@ -219,11 +219,17 @@ pub enum FaultEvent {
     /// A new replica took the label of one that was gone (a dead task's slot, a deleted pod's number).
     #[serde(rename = "replica:replaced")]
     ReplicaReplaced,
+    /// A replica that joined during the run: its transition stream is followed from now on.
+    #[serde(rename = "replica:followed")]
+    ReplicaFollowed,
+    /// A replica that joined during the run whose transition stream did not open.
+    #[serde(rename = "replica:follow_failed")]
+    ReplicaFollowFailed,
 }
 
 impl FaultEvent {
     /// Every event, for reading stored text back.
-    pub const ALL: [FaultEvent; 18] = [
+    pub const ALL: [FaultEvent; 20] = [
         FaultEvent::Applied,
         FaultEvent::ApplyFailed,
         FaultEvent::Renewed,
@@ -242,6 +248,8 @@ impl FaultEvent {
         FaultEvent::ReplicaAdded,
         FaultEvent::ReplicaRemoved,
         FaultEvent::ReplicaReplaced,
+        FaultEvent::ReplicaFollowed,
+        FaultEvent::ReplicaFollowFailed,
     ];
 
     /// The stored (and serialised) name.
@@ -265,6 +273,8 @@ impl FaultEvent {
             FaultEvent::ReplicaAdded => "replica:added",
             FaultEvent::ReplicaRemoved => "replica:removed",
             FaultEvent::ReplicaReplaced => "replica:replaced",
+            FaultEvent::ReplicaFollowed => "replica:followed",
+            FaultEvent::ReplicaFollowFailed => "replica:follow_failed",
         }
     }
 
