@@ -205,6 +205,26 @@ pub struct Connected {
     pub replica_changes: Option<ReplicaWatch>,
 }
 
+/// Watches swarm stack `stack` from `roster` (the replicas the testbed was built from) on: its changes, and the
+/// task that looks (abort it when done).
+pub fn watch_swarm(
+    engine: &Engine,
+    stack: &str,
+    roster: Roster,
+) -> (ReplicaWatch, tokio::task::JoinHandle<()>) {
+    let (changes, _) = tokio::sync::broadcast::channel(REPLICA_CHANGES_CAPACITY);
+    let roster = std::sync::Arc::new(parking_lot::Mutex::new(roster));
+    let watching = docker::swarm::spawn_watch(
+        engine.clone(),
+        stack.to_owned(),
+        SERVICE_PORT,
+        std::sync::Arc::clone(&roster),
+        SWARM_WATCH_PERIOD,
+        changes.clone(),
+    );
+    ((changes, roster), watching)
+}
+
 /// Connects to the engine, sweeps faults left behind, finds `deployment`'s containers and starts the sweep (and
 /// a swarm stack's watch).
 pub async fn connect(
@@ -234,17 +254,9 @@ pub async fn connect(
     let mut tasks = vec![leases.spawn_watchdog(SWEEP_PERIOD)];
     let mut replica_changes = None;
     if let (Deployment::Swarm(stack), Some(roster)) = (deployment, roster) {
-        let (changes, _) = tokio::sync::broadcast::channel(REPLICA_CHANGES_CAPACITY);
-        let roster = std::sync::Arc::new(parking_lot::Mutex::new(roster));
-        tasks.push(docker::swarm::spawn_watch(
-            leases.engine().clone(),
-            stack.clone(),
-            SERVICE_PORT,
-            std::sync::Arc::clone(&roster),
-            SWARM_WATCH_PERIOD,
-            changes.clone(),
-        ));
-        replica_changes = Some((changes, roster));
+        let (watch, watching) = watch_swarm(leases.engine(), stack, roster);
+        tasks.push(watching);
+        replica_changes = Some(watch);
     }
     Ok(Connected {
         testbed,

@@ -18,7 +18,7 @@ use crate::app::{AppState, router};
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::Operations;
-use crate::operations::embedded::EmbeddedOperations;
+use crate::operations::embedded::{EmbeddedOperations, Orchestrator};
 
 /// Loopback, port 8080.
 pub const DEFAULT_BIND: SocketAddr =
@@ -45,6 +45,8 @@ pub struct DashboardConfig {
     /// The compose project the external testbed runs as, on a reachable engine: container faults on the
     /// game-day page and in runs, per-container stats. `None`: no engine is used.
     pub compose: Option<ComposeProject>,
+    /// The orchestrator the external testbed runs on (Swarm, Kubernetes): its pod faults and replica changes.
+    pub orchestrator: Orchestrator,
 }
 
 /// A compose project (or a swarm stack) on a Docker Engine the dashboard reaches.
@@ -79,6 +81,7 @@ impl Default for DashboardConfig {
             external: None,
             head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
             compose: None,
+            orchestrator: Orchestrator::default(),
         }
     }
 }
@@ -174,9 +177,14 @@ impl RunningDashboard {
             }
             None => None,
         };
-        let operations =
-            EmbeddedOperations::with_containers(store.clone(), testbed, hub.clone(), containers)
-                .await?;
+        let operations = EmbeddedOperations::orchestrated(
+            store.clone(),
+            testbed,
+            hub.clone(),
+            containers,
+            config.orchestrator,
+        )
+        .await?;
         let mut feeds = operations.spawn_live_feeds();
         feeds.extend(sweep);
         let state = AppState {

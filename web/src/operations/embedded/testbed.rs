@@ -20,6 +20,11 @@ impl EmbeddedOperations {
             Some(containers) => containers.leases.undo_all(now()).await.map(|_| ()),
             None => Ok(()),
         };
+        // Every pod fault of the namespace, whoever applied it.
+        let pods_undone = match &self.inner.orchestrator.pods {
+            Some(pods) => pods.cluster.sweep(None).await.map(|_| ()),
+            None => Ok(()),
+        };
         self.inner
             .client
             .call(
@@ -39,7 +44,10 @@ impl EmbeddedOperations {
             rate: 0.0,
             ..FaultChange::default()
         }));
-        let mut first_error = containers_undone.err().map(failed);
+        let mut first_error = containers_undone
+            .err()
+            .map(failed)
+            .or_else(|| pods_undone.err().map(failed));
         for (_, url) in &self.inner.testbed.services {
             if let Err(error) = self.inner.client.restore_breakers(url).await {
                 first_error.get_or_insert(failed(error));
