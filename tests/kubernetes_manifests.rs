@@ -21,7 +21,9 @@ fn validator() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "CI is set and TOLERANT_KUBERNETES_VALIDATE names no kubernetes-validate (scripts/test installs it)"
             );
-            eprintln!("skipped: TOLERANT_KUBERNETES_VALIDATE is not set (run through scripts/test)");
+            eprintln!(
+                "skipped: TOLERANT_KUBERNETES_VALIDATE is not set (run through scripts/test)"
+            );
             None
         }
     }
@@ -45,33 +47,64 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
         ("plain.yaml", manifests(&dir.0, &[])),
         (
             "testbed.yaml",
-            manifests(&dir.0, &["--namespace", "game-day", "--testbed", "--checkout-replicas", "3"]),
+            manifests(
+                &dir.0,
+                &[
+                    "--namespace",
+                    "game-day",
+                    "--testbed",
+                    "--checkout-replicas",
+                    "3",
+                ],
+            ),
         ),
         (
             "postgres.yaml",
-            manifests(&dir.0, &["--database-secret", "tolerant-postgres", "--testbed", "--agent-in", "checkout"]),
+            manifests(
+                &dir.0,
+                &[
+                    "--database-secret",
+                    "tolerant-postgres",
+                    "--testbed",
+                    "--agent-in",
+                    "checkout",
+                ],
+            ),
         ),
     ];
     for (file, yaml) in &outputs {
-        assert!(yaml.contains("kind: Role\n") && yaml.contains("kind: Deployment\n"), "{yaml}");
-        std::fs::write(&dir.0.join(file), yaml).expect("write the manifests");
+        assert!(
+            yaml.contains("kind: Role\n") && yaml.contains("kind: Deployment\n"),
+            "{yaml}"
+        );
+        std::fs::write(dir.0.join(file), yaml).expect("write the manifests");
         for version in VERSIONS {
             let checked = Command::new(&validator)
                 .args(["--strict", "--kubernetes-version", version])
-                .arg(&dir.0.join(file))
+                .arg(dir.0.join(file))
                 .output()
                 .expect("run kubernetes-validate");
             let said = format!("{}{}", text(&checked.stdout), text(&checked.stderr));
-            assert!(checked.status.success(), "{file} against {version}:\n{said}");
-            assert!(!said.contains("ERROR") && !said.contains("WARN"), "{file} against {version}:\n{said}");
+            assert!(
+                checked.status.success(),
+                "{file} against {version}:\n{said}"
+            );
+            assert!(
+                !said.contains("ERROR") && !said.contains("WARN"),
+                "{file} against {version}:\n{said}"
+            );
         }
     }
     // The check can fail: a field the schema does not have is refused.
-    let broken = outputs[0].1.replacen("kind: ServiceAccount", "kind: ServiceAccount\nbogusField: 1", 1);
-    std::fs::write(&dir.0.join("broken.yaml"), broken).expect("write");
+    let broken = outputs[0].1.replacen(
+        "kind: ServiceAccount",
+        "kind: ServiceAccount\nbogusField: 1",
+        1,
+    );
+    std::fs::write(dir.0.join("broken.yaml"), broken).expect("write");
     let refused = Command::new(&validator)
         .args(["--strict", "--kubernetes-version", VERSIONS[0]])
-        .arg(&dir.0.join("broken.yaml"))
+        .arg(dir.0.join("broken.yaml"))
         .output()
         .expect("run kubernetes-validate");
     assert!(!refused.status.success(), "an unknown field passed");
@@ -92,6 +125,10 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
         let refused = tolerant(&all, &dir.0);
         assert!(!refused.status.success(), "{args:?} was taken");
         assert!(refused.stdout.is_empty(), "{args:?} printed manifests");
-        assert!(text(&refused.stderr).contains(flag), "{args:?}: {}", text(&refused.stderr));
+        assert!(
+            text(&refused.stderr).contains(flag),
+            "{args:?}: {}",
+            text(&refused.stderr)
+        );
     }
 }

@@ -143,7 +143,11 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
         .env("TOLERANT_IMAGE", IMAGE)
         .output()
         .expect("run scripts/images");
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
 
     let pid = std::process::id();
     let was_in_swarm = engine.in_swarm().await.expect("engine info");
@@ -158,7 +162,14 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
     }
     assert!(engine.in_swarm().await.unwrap());
     docker_ok(&[
-        "network", "create", "--driver", "bridge", "--scope", "swarm", "--attachable", "--internal",
+        "network",
+        "create",
+        "--driver",
+        "bridge",
+        "--scope",
+        "swarm",
+        "--attachable",
+        "--internal",
         &guard.network,
     ]);
     let deployed = Command::new("docker")
@@ -173,18 +184,28 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
         .stdin(Stdio::null())
         .output()
         .expect("run docker stack deploy");
-    assert!(deployed.status.success(), "{}", String::from_utf8_lossy(&deployed.stderr));
+    assert!(
+        deployed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&deployed.stderr)
+    );
 
     // Every task running and answering through the bridge: twelve (Checkout three times).
     let deployment = Deployment::Swarm(guard.stack.clone());
     let started = Instant::now();
     let before = loop {
-        let containers = engine.containers(&deployment).await.expect("list the stack");
+        let containers = engine
+            .containers(&deployment)
+            .await
+            .expect("list the stack");
         let mut healthy = 0;
         for container in &containers {
             if let Some(ip) = container.address() {
                 let url = format!("http://{ip}:8080/_healthz");
-                if reqwest::get(&url).await.is_ok_and(|r| r.status().is_success()) {
+                if reqwest::get(&url)
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+                {
                     healthy += 1;
                 }
             }
@@ -192,7 +213,10 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
         if healthy == 12 {
             break containers;
         }
-        assert!(started.elapsed() < STACK_LIMIT, "the stack never ran 12 healthy tasks ({healthy})");
+        assert!(
+            started.elapsed() < STACK_LIMIT,
+            "the stack never ran 12 healthy tasks ({healthy})"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     let killed = before
@@ -206,7 +230,15 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
     let db = dir.db();
     tolerant_with_token(
         &dir.0,
-        &["run", "swarm.toml", "--fresh", "--db", &db, "--swarm", &guard.stack],
+        &[
+            "run",
+            "swarm.toml",
+            "--fresh",
+            "--db",
+            &db,
+            "--swarm",
+            &guard.stack,
+        ],
     );
 
     let store = Store::open(&db).await.expect("open the store");
@@ -234,11 +266,17 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
     assert_eq!(followed.detail["url"], replaced.detail["url"]);
     // And it runs in the stack under the same label now.
     let after = engine.containers(&deployment).await.unwrap();
-    let now = after.iter().find(|c| c.replica() == "checkout#2").expect("slot 2 again");
+    let now = after
+        .iter()
+        .find(|c| c.replica() == "checkout#2")
+        .expect("slot 2 again");
     assert_ne!(now.id, killed.id);
     drop(store);
     drop(guard);
     if !was_in_swarm {
-        assert!(!engine.in_swarm().await.unwrap(), "the node is still in swarm mode");
+        assert!(
+            !engine.in_swarm().await.unwrap(),
+            "the node is still in swarm mode"
+        );
     }
 }

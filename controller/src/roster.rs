@@ -32,7 +32,10 @@ pub struct Instance {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplicaChange {
     /// A replica under a label no instance had in this roster.
-    Added { label: ServiceId, instance: Instance },
+    Added {
+        label: ServiceId,
+        instance: Instance,
+    },
     /// A replica stopped running (or being ready); its label is free again.
     Removed { label: ServiceId, name: String },
     /// A new instance under the label another had: `previous` is that one's name.
@@ -157,7 +160,9 @@ impl Roster {
     }
 
     fn is_free(&self, label: &ServiceId) -> bool {
-        self.by_label.get(label).is_none_or(|holder| !holder.running)
+        self.by_label
+            .get(label)
+            .is_none_or(|holder| !holder.running)
     }
 
     /// The slot's label when it is free, else the lowest free number of the service.
@@ -183,7 +188,8 @@ pub fn current_services(
     services: &[(ServiceId, String)],
     running: &[(ServiceId, String)],
 ) -> Vec<(ServiceId, String)> {
-    let now: BTreeMap<&ServiceId, &String> = running.iter().map(|(label, url)| (label, url)).collect();
+    let now: BTreeMap<&ServiceId, &String> =
+        running.iter().map(|(label, url)| (label, url)).collect();
     let mut current: Vec<(ServiceId, String)> = services
         .iter()
         .filter_map(|(label, url)| match now.get(label) {
@@ -255,7 +261,10 @@ mod tests {
     fn a_pod_that_replaces_another_takes_its_label_and_says_whom_it_replaced() {
         let mut roster = Roster::new();
         roster
-            .update(&[instance("checkout", "a", None), instance("checkout", "b", None)])
+            .update(&[
+                instance("checkout", "a", None),
+                instance("checkout", "b", None),
+            ])
             .unwrap();
         let changes = roster.update(&[instance("checkout", "a", None)]).unwrap();
         assert_eq!(
@@ -280,8 +289,14 @@ mod tests {
         assert_eq!(
             roster.running(),
             [
-                (ServiceId::new("checkout").unwrap(), "http://10.0.0.1:8080".into()),
-                (ServiceId::new("checkout#2").unwrap(), "http://10.0.0.1:8080".into())
+                (
+                    ServiceId::new("checkout").unwrap(),
+                    "http://10.0.0.1:8080".into()
+                ),
+                (
+                    ServiceId::new("checkout#2").unwrap(),
+                    "http://10.0.0.1:8080".into()
+                )
             ]
         );
     }

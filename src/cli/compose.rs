@@ -128,13 +128,16 @@ pub fn testbed_from(
     })
 }
 
+/// Labelled base URLs: `("checkout#2", "http://10.0.0.4:8080")`.
+pub type Replicas = Vec<(String, String)>;
+
 /// The labelled base URLs of `containers` as the runner follows them, and for a swarm stack the roster that
 /// gave the labels (its watch goes on from it): a compose project's first running replica of a service by the
 /// service's name, every further one by its replica label; a swarm stack's by their slots.
 pub fn replicas_of(
     deployment: &Deployment,
     containers: &[StackContainer],
-) -> anyhow::Result<(Vec<(String, String)>, Option<Roster>)> {
+) -> anyhow::Result<(Replicas, Option<Roster>)> {
     match deployment {
         Deployment::Compose(_) => Ok((
             docker::discovery::replica_urls(containers, SERVICE_PORT),

@@ -138,8 +138,9 @@ pub async fn connect(
     namespace: &str,
     token: Option<String>,
 ) -> anyhow::Result<Connected> {
-    let token =
-        token.context("--token or TOLERANT_TOKEN: the testbed's token (its tolerant-token Secret) is needed")?;
+    let token = token.context(
+        "--token or TOLERANT_TOKEN: the testbed's token (its tolerant-token Secret) is needed",
+    )?;
     if args.selector.is_empty() || args.selector.len() > MAX_SELECTOR_BYTES {
         anyhow::bail!("--selector: 1 to {MAX_SELECTOR_BYTES} bytes");
     }
@@ -214,13 +215,19 @@ mod tests {
     #[test]
     fn an_unknown_agent_service_is_refused_naming_the_flag() {
         let error = manifest_options(args(|a| a.agent_in = "database".into())).unwrap_err();
-        assert!(format!("{error:#}").starts_with("--agent-in: `database`"), "{error:#}");
+        assert!(
+            format!("{error:#}").starts_with("--agent-in: `database`"),
+            "{error:#}"
+        );
     }
 
     #[test]
     fn without_a_token_a_random_one_is_made() {
         let options = manifest_options(args(|a| a.token = None)).unwrap();
         assert_eq!(options.token.len(), 32);
-        assert_ne!(options.token, manifest_options(args(|a| a.token = None)).unwrap().token);
+        assert_ne!(
+            options.token,
+            manifest_options(args(|a| a.token = None)).unwrap().token
+        );
     }
 }

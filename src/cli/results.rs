@@ -236,7 +236,10 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     if let Some(namespace) = &args.kubernetes {
         let cluster = controller::kubernetes::Cluster::connect(namespace).await?;
         let undone = cluster.sweep(None).await?;
-        out!("kubernetes: {} pod fault(s) undone in namespace {namespace}", undone.len());
+        out!(
+            "kubernetes: {} pod fault(s) undone in namespace {namespace}",
+            undone.len()
+        );
     }
     let mut agents: BTreeSet<String> = args
         .agents

@@ -115,7 +115,11 @@ fn external(testbed: controller::runner::Testbed) -> ExternalTestbed {
 async fn kubernetes_testbed(
     namespace: &str,
     token: Option<String>,
-) -> anyhow::Result<(ExternalTestbed, Orchestrator, Vec<tokio::task::JoinHandle<()>>)> {
+) -> anyhow::Result<(
+    ExternalTestbed,
+    Orchestrator,
+    Vec<tokio::task::JoinHandle<()>>,
+)> {
     let args = super::kubernetes::KubernetesRunArgs {
         kubernetes: Some(namespace.to_owned()),
         selector: env_value("TOLERANT_KUBERNETES_SELECTOR")

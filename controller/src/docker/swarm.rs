@@ -88,10 +88,7 @@ impl Engine {
             .into_iter()
             .filter_map(|network| network.name)
             .collect();
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![format!("{STACK_LABEL}={stack}")],
-        )]);
+        let filters = HashMap::from([("label".to_owned(), vec![format!("{STACK_LABEL}={stack}")])]);
         let summaries = self
             .docker
             .list_containers(Some(ListContainersOptions {
@@ -207,7 +204,10 @@ mod tests {
             (SWARM_SERVICE_LABEL, "shop_checkout"),
             (TASK_NAME_LABEL, "shop_checkout.3.m5l0ci2ztcnt"),
         ]);
-        assert_eq!(service_and_slot("shop", &task), Some(("checkout".into(), 3)));
+        assert_eq!(
+            service_and_slot("shop", &task),
+            Some(("checkout".into(), 3))
+        );
         assert_eq!(service_and_slot("other", &task), None);
         let no_slot = labels(&[(STACK_LABEL, "shop"), (SWARM_SERVICE_LABEL, "shop_ad")]);
         assert_eq!(service_and_slot("shop", &no_slot), Some(("ad".into(), 1)));

@@ -84,7 +84,8 @@ impl Cluster {
             match event {
                 watcher::Event::Init => listing = Some(BTreeMap::new()),
                 watcher::Event::InitApply(pod) => {
-                    if let (Some(listing), Some(uid)) = (listing.as_mut(), pod.metadata.uid.clone()) {
+                    if let (Some(listing), Some(uid)) = (listing.as_mut(), pod.metadata.uid.clone())
+                    {
                         listing.insert(uid, pod);
                     }
                 }

@@ -101,7 +101,9 @@ impl PodAction {
             PodAction::NetDelay { delay_ms } => {
                 crate::docker::netem::netem_args(Some(Duration::from_millis(*delay_ms)), None)
             }
-            PodAction::NetLoss { percent } => crate::docker::netem::netem_args(None, Some(*percent)),
+            PodAction::NetLoss { percent } => {
+                crate::docker::netem::netem_args(None, Some(*percent))
+            }
         };
         let mut command: Vec<String> = ["tc", "qdisc", "replace", "dev", POD_INTERFACE, "root"]
             .map(str::to_owned)
@@ -173,7 +175,8 @@ pub fn lease_ms(lease: Duration) -> Result<i64, KubeError> {
 /// What an exec's failure says, as an error naming the pod and what is missing when that can be told.
 pub fn exec_refused(pod: &str, command: &[String], output: &str) -> KubeError {
     let program = command.first().map(String::as_str).unwrap_or("");
-    let message = if output.contains("executable file not found") || output.contains("no such file") {
+    let message = if output.contains("executable file not found") || output.contains("no such file")
+    {
         format!("its image has no `{program}` (rebuild it with `bash scripts/images`)")
     } else if program == "tc" && output.contains("Operation not permitted") {
         "network faults need NET_ADMIN in the container: securityContext.capabilities.add: [NET_ADMIN] (the \
@@ -203,14 +206,23 @@ impl Cluster {
     /// Writes (or with `None` removes) the fault annotation of `pod`.
     pub async fn annotate(&self, pod: &str, lease: Option<&PodLease>) -> Result<(), KubeError> {
         self.pods()
-            .patch(pod, &PatchParams::default(), &Patch::Merge(annotation_patch(lease)))
+            .patch(
+                pod,
+                &PatchParams::default(),
+                &Patch::Merge(annotation_patch(lease)),
+            )
             .await
             .map_err(|source| self.failed("annotate", pod, source))?;
         Ok(())
     }
 
     /// Runs `command` in `container` of `pod`; an exit other than success is [`exec_refused`].
-    pub async fn exec(&self, pod: &str, container: &str, command: &[String]) -> Result<(), KubeError> {
+    pub async fn exec(
+        &self,
+        pod: &str,
+        container: &str,
+        command: &[String],
+    ) -> Result<(), KubeError> {
         let params = AttachParams {
             container: Some(container.to_owned()),
             stdin: false,
@@ -255,7 +267,10 @@ impl Cluster {
                 Err(exec_refused(
                     pod,
                     command,
-                    &format!("no answer within {}", humantime::format_duration(EXEC_TIMEOUT)),
+                    &format!(
+                        "no answer within {}",
+                        humantime::format_duration(EXEC_TIMEOUT)
+                    ),
                 ))
             })
     }
@@ -313,7 +328,12 @@ impl Cluster {
             }
             return Err(error);
         }
-        tracing::info!(pod, action = action.name(), lease_ms = lease, "pod fault applied");
+        tracing::info!(
+            pod,
+            action = action.name(),
+            lease_ms = lease,
+            "pod fault applied"
+        );
         Ok(recorded)
     }
 
@@ -335,8 +355,11 @@ impl Cluster {
 
     /// Undoes `lease`'s fault on `pod` and removes its annotation. A pod that is gone counts as undone.
     pub async fn undo(&self, pod: &str, lease: &PodLease) -> Result<(), KubeError> {
-        let gone = |error: &KubeError| {
-            matches!(error, KubeError::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+        let gone = |error: &KubeError| match error {
+            KubeError::Api { source, .. } => {
+                matches!(source.as_ref(), kube::Error::Api(status) if status.code == 404)
+            }
+            _ => false,
         };
         if let Some(command) = lease.action.undo_command() {
             match self.exec(pod, &lease.container, &command).await {
@@ -364,7 +387,8 @@ impl Cluster {
             .map_err(|source| self.failed("list", "(all)", source))?;
         let mut undone = Vec::new();
         for pod in pods.items {
-            let (Some(name), Some(lease)) = (pod.metadata.name.clone(), PodLease::of_pod(&pod)) else {
+            let (Some(name), Some(lease)) = (pod.metadata.name.clone(), PodLease::of_pod(&pod))
+            else {
                 continue;
             };
             if now_ms.is_some_and(|now| lease.until_ms > now) {
@@ -406,18 +430,32 @@ mod tests {
         let of = |action: ContainerAction| PodAction::of_container("fault.kinds", &action);
         assert_eq!(of(ContainerAction::Restart).unwrap(), PodAction::Delete);
         assert_eq!(
-            of(ContainerAction::Kill { signal: "SIGTERM".into() }).unwrap(),
-            PodAction::Kill { signal: "SIGTERM".into() }
+            of(ContainerAction::Kill {
+                signal: "SIGTERM".into()
+            })
+            .unwrap(),
+            PodAction::Kill {
+                signal: "SIGTERM".into()
+            }
         );
-        let sigkill = of(ContainerAction::Kill { signal: "SIGKILL".into() }).unwrap_err().to_string();
-        assert!(sigkill.starts_with("fault.kinds") && sigkill.contains("PID 1"), "{sigkill}");
+        let sigkill = of(ContainerAction::Kill {
+            signal: "SIGKILL".into(),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            sigkill.starts_with("fault.kinds") && sigkill.contains("PID 1"),
+            "{sigkill}"
+        );
         let pause = of(ContainerAction::Pause).unwrap_err().to_string();
         assert!(pause.contains("`pause` has no pod equivalent"), "{pause}");
     }
 
     #[test]
     fn the_commands_are_kill_and_tc_on_eth0() {
-        let kill = PodAction::Kill { signal: "SIGTERM".into() };
+        let kill = PodAction::Kill {
+            signal: "SIGTERM".into(),
+        };
         assert_eq!(kill.command().unwrap(), ["kill", "-s", "SIGTERM", "1"]);
         assert_eq!(kill.undo_command(), None);
         let delay = PodAction::NetDelay { delay_ms: 200 };
@@ -425,9 +463,15 @@ mod tests {
             delay.command().unwrap().join(" "),
             "tc qdisc replace dev eth0 root netem delay 200ms"
         );
-        assert_eq!(delay.undo_command().unwrap().join(" "), "tc qdisc del dev eth0 root");
         assert_eq!(
-            PodAction::NetLoss { percent: 10.0 }.command().unwrap().join(" "),
+            delay.undo_command().unwrap().join(" "),
+            "tc qdisc del dev eth0 root"
+        );
+        assert_eq!(
+            PodAction::NetLoss { percent: 10.0 }
+                .command()
+                .unwrap()
+                .join(" "),
             "tc qdisc replace dev eth0 root netem loss 10%"
         );
         assert_eq!(PodAction::Delete.command(), None);

@@ -89,17 +89,28 @@ impl ManifestOptions {
         check_label("--namespace", &self.namespace)?;
         if self.image.is_empty()
             || self.image.len() > MAX_IMAGE_BYTES
-            || self.image.chars().any(|c| c.is_whitespace() || c.is_control())
+            || self
+                .image
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
         {
             return Err(invalid(
                 "--image",
-                format!("`{}` is not an image reference of 1 to {MAX_IMAGE_BYTES} bytes without spaces", self.image),
+                format!(
+                    "`{}` is not an image reference of 1 to {MAX_IMAGE_BYTES} bytes without spaces",
+                    self.image
+                ),
             ));
         }
         if !STORAGE_GIB.contains(&self.storage_gib) {
             return Err(invalid(
                 "--storage-gib",
-                format!("{} is outside {}..={}", self.storage_gib, STORAGE_GIB.start(), STORAGE_GIB.end()),
+                format!(
+                    "{} is outside {}..={}",
+                    self.storage_gib,
+                    STORAGE_GIB.start(),
+                    STORAGE_GIB.end()
+                ),
             ));
         }
         if !CHECKOUT_REPLICAS.contains(&self.checkout_replicas) {
@@ -116,8 +127,14 @@ impl ManifestOptions {
         if let Some(secret) = &self.database_secret {
             check_label("--database-secret", secret)?;
         }
-        if self.token.len() < 16 || self.token.len() > 128 || !self.token.chars().all(|c| c.is_ascii_graphic()) {
-            return Err(invalid("--token", "16 to 128 printable ASCII characters".into()));
+        if self.token.len() < 16
+            || self.token.len() > 128
+            || !self.token.chars().all(|c| c.is_ascii_graphic())
+        {
+            return Err(invalid(
+                "--token",
+                "16 to 128 printable ASCII characters".into(),
+            ));
         }
         Ok(())
     }
@@ -143,7 +160,9 @@ pub fn check_label(field: &str, value: &str) -> Result<(), KubeError> {
     } else {
         Err(invalid(
             field,
-            format!("`{value}` is not a DNS-1123 label (1 to 63 of a-z, 0-9 and `-`, alphanumeric at both ends)"),
+            format!(
+                "`{value}` is not a DNS-1123 label (1 to 63 of a-z, 0-9 and `-`, alphanumeric at both ends)"
+            ),
         ))
     }
 }
@@ -177,7 +196,11 @@ pub fn manifests(options: &ManifestOptions) -> Result<Vec<serde_json::Value>, Ku
     if options.testbed {
         for service in boutique::ServiceName::ALL {
             push(serde_json::to_value(testbed_deployment(options, &service)))?;
-            push(serde_json::to_value(self::service(options, service.as_str(), true)))?;
+            push(serde_json::to_value(self::service(
+                options,
+                service.as_str(),
+                true,
+            )))?;
         }
     }
     Ok(documents)
@@ -251,7 +274,10 @@ fn role_binding(options: &ManifestOptions) -> RoleBinding {
 fn token_secret(options: &ManifestOptions) -> Secret {
     Secret {
         metadata: meta(options, TOKEN_SECRET, app_labels(APP, APP)),
-        string_data: Some(BTreeMap::from([("token".to_owned(), options.token.clone())])),
+        string_data: Some(BTreeMap::from([(
+            "token".to_owned(),
+            options.token.clone(),
+        )])),
         type_: Some("Opaque".into()),
         ..Secret::default()
     }
@@ -312,7 +338,12 @@ fn http_probe(path: &str, port: u16, period_seconds: i32) -> Probe {
     }
 }
 
-fn resources(cpu_request: &str, memory_request: &str, cpu_limit: &str, memory_limit: &str) -> ResourceRequirements {
+fn resources(
+    cpu_request: &str,
+    memory_request: &str,
+    cpu_limit: &str,
+    memory_limit: &str,
+) -> ResourceRequirements {
     let pair = |cpu: &str, memory: &str| {
         BTreeMap::from([
             ("cpu".to_owned(), Quantity(cpu.into())),
@@ -372,7 +403,13 @@ fn pod_security() -> PodSecurityContext {
     }
 }
 
-fn deployment(options: &ManifestOptions, name: &str, part_of: &str, replicas: u32, spec: PodSpec) -> Deployment {
+fn deployment(
+    options: &ManifestOptions,
+    name: &str,
+    part_of: &str,
+    replicas: u32,
+    spec: PodSpec,
+) -> Deployment {
     let labels = app_labels(name, part_of);
     Deployment {
         metadata: meta(options, name, labels.clone()),
@@ -603,7 +640,13 @@ mod tests {
     fn kinds(documents: &[serde_json::Value]) -> Vec<String> {
         documents
             .iter()
-            .map(|d| format!("{}/{}", d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap()))
+            .map(|d| {
+                format!(
+                    "{}/{}",
+                    d["kind"].as_str().unwrap(),
+                    d["metadata"]["name"].as_str().unwrap()
+                )
+            })
             .collect()
     }
 
@@ -630,7 +673,13 @@ mod tests {
         let container = &controller["containers"][0];
         assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
         assert_eq!(container["securityContext"]["runAsNonRoot"], true);
-        assert!(container["env"].as_array().unwrap().iter().all(|e| e["name"] != "TOLERANT_KUBERNETES"));
+        assert!(
+            container["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["name"] != "TOLERANT_KUBERNETES")
+        );
         assert_eq!(documents[6]["spec"]["type"], "ClusterIP");
     }
 
@@ -650,9 +699,24 @@ mod tests {
         };
         let checkout = deployment("checkout");
         assert_eq!(checkout["spec"]["replicas"], 3);
-        let containers = checkout["spec"]["template"]["spec"]["containers"].as_array().unwrap().clone();
-        assert_eq!(containers.iter().map(|c| c["name"].as_str().unwrap()).collect::<Vec<_>>(), ["checkout", "agent"]);
-        assert_eq!(deployment("payment")["spec"]["template"]["spec"]["containers"].as_array().unwrap().len(), 1);
+        let containers = checkout["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            containers
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect::<Vec<_>>(),
+            ["checkout", "agent"]
+        );
+        assert_eq!(
+            deployment("payment")["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
         let peers = containers[0]["env"]
             .as_array()
             .unwrap()
@@ -662,17 +726,41 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned();
-        assert!(peers.contains("checkout=http://checkout:8081") && peers.contains("payment=http://payment:8080"), "{peers}");
+        assert!(
+            peers.contains("checkout=http://checkout:8081")
+                && peers.contains("payment=http://payment:8080"),
+            "{peers}"
+        );
         // Every container of every pod: non-root, probes, requests and limits.
         for document in documents.iter().filter(|d| d["kind"] == "Deployment") {
-            for container in document["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
-                assert_eq!(container["securityContext"]["runAsNonRoot"], true, "{container}");
-                assert!(container["readinessProbe"].is_object() && container["livenessProbe"].is_object(), "{container}");
-                assert!(container["resources"]["requests"].is_object() && container["resources"]["limits"].is_object());
+            for container in document["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .unwrap()
+            {
+                assert_eq!(
+                    container["securityContext"]["runAsNonRoot"], true,
+                    "{container}"
+                );
+                assert!(
+                    container["readinessProbe"].is_object()
+                        && container["livenessProbe"].is_object(),
+                    "{container}"
+                );
+                assert!(
+                    container["resources"]["requests"].is_object()
+                        && container["resources"]["limits"].is_object()
+                );
             }
         }
-        let controller_env = deployment("tolerant")["spec"]["template"]["spec"]["containers"][0]["env"].clone();
-        assert!(controller_env.as_array().unwrap().iter().any(|e| e["name"] == "TOLERANT_KUBERNETES" && e["value"] == "chaos"));
+        let controller_env =
+            deployment("tolerant")["spec"]["template"]["spec"]["containers"][0]["env"].clone();
+        assert!(
+            controller_env
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == "TOLERANT_KUBERNETES" && e["value"] == "chaos")
+        );
     }
 
     #[test]
@@ -680,9 +768,16 @@ mod tests {
         let mut external = options(false);
         external.database_secret = Some("tolerant-postgres".into());
         let documents = manifests(&external).unwrap();
-        assert!(documents.iter().all(|d| d["kind"] != "PersistentVolumeClaim"));
+        assert!(
+            documents
+                .iter()
+                .all(|d| d["kind"] != "PersistentVolumeClaim")
+        );
         let text = render(&external).unwrap();
-        assert!(text.contains("tolerant-postgres") && !text.contains("claimName"), "{text}");
+        assert!(
+            text.contains("tolerant-postgres") && !text.contains("claimName"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -698,7 +793,9 @@ mod tests {
         assert!(refused(&|o| o.storage_gib = 0).starts_with("--storage-gib"));
         assert!(refused(&|o| o.storage_gib = 1025).starts_with("--storage-gib"));
         assert!(refused(&|o| o.checkout_replicas = 21).starts_with("--checkout-replicas"));
-        assert!(refused(&|o| o.database_secret = Some("-x".into())).starts_with("--database-secret"));
+        assert!(
+            refused(&|o| o.database_secret = Some("-x".into())).starts_with("--database-secret")
+        );
         assert!(refused(&|o| o.token = "short".into()).starts_with("--token"));
     }
 

@@ -46,8 +46,9 @@ pub enum KubeError {
         operation: &'static str,
         namespace: String,
         pod: String,
+        /// Boxed: kube's error is large, and every call returns this.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
@@ -79,13 +80,16 @@ impl Cluster {
     /// `namespace` (a call the Role allows).
     pub async fn connect(namespace: &str) -> Result<Cluster, KubeError> {
         manifests::check_label("--kubernetes", namespace)?;
-        let config = match kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions::default()).await {
-            Ok(config) => config,
-            Err(kubeconfig) => kube::Config::incluster().map_err(|in_cluster| KubeError::NoConfig {
-                kubeconfig: kubeconfig.to_string(),
-                in_cluster: in_cluster.to_string(),
-            })?,
-        };
+        let config =
+            match kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions::default()).await {
+                Ok(config) => config,
+                Err(kubeconfig) => {
+                    kube::Config::incluster().map_err(|in_cluster| KubeError::NoConfig {
+                        kubeconfig: kubeconfig.to_string(),
+                        in_cluster: in_cluster.to_string(),
+                    })?
+                }
+            };
         let server = config.cluster_url.to_string();
         let client = kube::Client::try_from(config).map_err(|error| KubeError::Unreachable {
             server: server.clone(),
@@ -130,7 +134,7 @@ impl Cluster {
             operation,
             namespace: self.namespace.clone(),
             pod: pod.to_owned(),
-            source,
+            source: Box::new(source),
         }
     }
 }

@@ -16,13 +16,34 @@ pub struct Permission {
 ///   API servers from 1.35 authorize as `create` too, so both are granted);
 /// - the sweep lists the pods of the namespace (`list pods`) and clears expired annotations (`patch pods`).
 pub const PERMISSIONS: &[Permission] = &[
-    Permission { verb: "get", resource: "pods" },
-    Permission { verb: "list", resource: "pods" },
-    Permission { verb: "watch", resource: "pods" },
-    Permission { verb: "patch", resource: "pods" },
-    Permission { verb: "delete", resource: "pods" },
-    Permission { verb: "get", resource: "pods/exec" },
-    Permission { verb: "create", resource: "pods/exec" },
+    Permission {
+        verb: "get",
+        resource: "pods",
+    },
+    Permission {
+        verb: "list",
+        resource: "pods",
+    },
+    Permission {
+        verb: "watch",
+        resource: "pods",
+    },
+    Permission {
+        verb: "patch",
+        resource: "pods",
+    },
+    Permission {
+        verb: "delete",
+        resource: "pods",
+    },
+    Permission {
+        verb: "get",
+        resource: "pods/exec",
+    },
+    Permission {
+        verb: "create",
+        resource: "pods/exec",
+    },
 ];
 
 /// The permissions a request to the API server needs: its verb read from the method and the query
@@ -54,7 +75,10 @@ pub fn needed_by(method: &http::Method, path: &str, query: &str) -> Vec<Permissi
         ("POST", None, _) => &["create"],
         _ => &[],
     };
-    verbs.iter().map(|verb| Permission { verb, resource }).collect()
+    verbs
+        .iter()
+        .map(|verb| Permission { verb, resource })
+        .collect()
 }
 
 #[cfg(test)]
@@ -70,11 +94,26 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let pods = "/api/v1/namespaces/shop/pods";
-        assert_eq!(needed(http::Method::GET, pods, "labelSelector=a"), ["list pods"]);
-        assert_eq!(needed(http::Method::GET, pods, "watch=true&resourceVersion=1"), ["watch pods"]);
-        assert_eq!(needed(http::Method::GET, &format!("{pods}/p"), ""), ["get pods"]);
-        assert_eq!(needed(http::Method::PATCH, &format!("{pods}/p"), ""), ["patch pods"]);
-        assert_eq!(needed(http::Method::DELETE, &format!("{pods}/p"), ""), ["delete pods"]);
+        assert_eq!(
+            needed(http::Method::GET, pods, "labelSelector=a"),
+            ["list pods"]
+        );
+        assert_eq!(
+            needed(http::Method::GET, pods, "watch=true&resourceVersion=1"),
+            ["watch pods"]
+        );
+        assert_eq!(
+            needed(http::Method::GET, &format!("{pods}/p"), ""),
+            ["get pods"]
+        );
+        assert_eq!(
+            needed(http::Method::PATCH, &format!("{pods}/p"), ""),
+            ["patch pods"]
+        );
+        assert_eq!(
+            needed(http::Method::DELETE, &format!("{pods}/p"), ""),
+            ["delete pods"]
+        );
         assert_eq!(
             needed(http::Method::GET, &format!("{pods}/p/exec"), "command=tc"),
             ["get pods/exec", "create pods/exec"]

@@ -29,7 +29,9 @@ fn fixture(name: &str) -> &'static str {
         "pods_scaled_checkout.json" => include_str!("fixtures/pods_scaled_checkout.json"),
         "pod_checkout.json" => include_str!("fixtures/pod_checkout.json"),
         "watch_pod_replaced.jsonl" => include_str!("fixtures/watch_pod_replaced.jsonl"),
-        "pods_with_fault_annotations.json" => include_str!("fixtures/pods_with_fault_annotations.json"),
+        "pods_with_fault_annotations.json" => {
+            include_str!("fixtures/pods_with_fault_annotations.json")
+        }
         "status_forbidden_exec.json" => include_str!("fixtures/status_forbidden_exec.json"),
         "status_not_found.json" => include_str!("fixtures/status_not_found.json"),
         other => panic!("no fixture {other}"),
@@ -65,7 +67,10 @@ impl Seen {
     }
 
     fn value(&self, key: &str) -> Option<String> {
-        self.pairs().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.pairs()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     fn json(&self) -> serde_json::Value {
@@ -104,7 +109,11 @@ async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
         .expect("the code sent no further request")
         .expect("the client went away");
     let (parts, body) = request.into_parts();
-    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let seen = Seen {
         method: parts.method,
         path: parts.uri.path().to_owned(),
@@ -131,7 +140,10 @@ async fn discovery(log: &mut Vec<Seen>) -> Vec<crate::roster::Instance> {
     let listed = tokio::spawn(async move { cluster.pods_matching("app.kubernetes.io/name").await });
     let (seen, respond) = next(&mut handle, log).await;
     assert_eq!((seen.method.as_str(), seen.path.as_str()), ("GET", PODS));
-    assert_eq!(seen.value("labelSelector").as_deref(), Some("app.kubernetes.io/name"));
+    assert_eq!(
+        seen.value("labelSelector").as_deref(),
+        Some("app.kubernetes.io/name")
+    );
     answer(respond, 200, fixture("pods_scaled_checkout.json"));
     let pods = listed.await.unwrap().unwrap();
     assert_eq!(pods.len(), 5);
@@ -144,7 +156,10 @@ async fn discovery_of_a_scaled_deployment_labels_every_ready_pod() {
     let instances = discovery(&mut log).await;
     // The pending pod is no replica yet.
     assert_eq!(
-        instances.iter().map(|i| (i.service.as_str(), i.url.as_str())).collect::<Vec<_>>(),
+        instances
+            .iter()
+            .map(|i| (i.service.as_str(), i.url.as_str()))
+            .collect::<Vec<_>>(),
         [
             ("frontend", "http://10.244.1.10:8080"),
             ("checkout", "http://10.244.1.11:8080"),
@@ -154,9 +169,16 @@ async fn discovery_of_a_scaled_deployment_labels_every_ready_pod() {
     );
     let mut roster = Roster::new();
     roster.update(&instances).unwrap();
-    let labels: Vec<String> = roster.running().into_iter().map(|(l, _)| l.into_string()).collect();
+    let labels: Vec<String> = roster
+        .running()
+        .into_iter()
+        .map(|(l, _)| l.into_string())
+        .collect();
     assert_eq!(labels, ["checkout", "checkout#2", "checkout#3", "frontend"]);
-    assert_eq!(roster.instance("checkout#3").unwrap().name, "checkout-7d9f8c6b5-zt5rn");
+    assert_eq!(
+        roster.instance("checkout#3").unwrap().name,
+        "checkout-7d9f8c6b5-zt5rn"
+    );
 }
 
 /// The watch: the initial list, then the watch request; returns the changes it sent.
@@ -208,7 +230,10 @@ async fn watch_replacement(log: &mut Vec<Seen>) -> Vec<ReplicaChange> {
 async fn a_pod_replaced_during_a_watch_takes_the_label_of_the_one_it_replaced() {
     let mut log = Vec::new();
     let changes = watch_replacement(&mut log).await;
-    let said: Vec<(&str, &str)> = changes.iter().map(|c| (c.event_name(), c.label().as_str())).collect();
+    let said: Vec<(&str, &str)> = changes
+        .iter()
+        .map(|c| (c.event_name(), c.label().as_str()))
+        .collect();
     assert_eq!(
         said,
         [
@@ -222,7 +247,10 @@ async fn a_pod_replaced_during_a_watch_takes_the_label_of_the_one_it_replaced() 
             ("replica:replaced", "checkout#3"),
         ]
     );
-    let ReplicaChange::Replaced { previous, instance, .. } = &changes[5] else {
+    let ReplicaChange::Replaced {
+        previous, instance, ..
+    } = &changes[5]
+    else {
         panic!("{:?}", changes[5]);
     };
     assert_eq!(previous, "checkout-7d9f8c6b5-zt5rn");
@@ -239,7 +267,9 @@ async fn kill_refused(log: &mut Vec<Seen>) -> String {
             .inject(
                 pod,
                 None,
-                &PodAction::Kill { signal: "SIGTERM".into() },
+                &PodAction::Kill {
+                    signal: "SIGTERM".into(),
+                },
                 Duration::from_secs(30),
                 OWNER,
                 1_000_000,
@@ -247,25 +277,42 @@ async fn kill_refused(log: &mut Vec<Seen>) -> String {
             .await
     });
     let (get, respond) = next(&mut handle, log).await;
-    assert_eq!((get.method.as_str(), get.path.as_str()), ("GET", format!("{PODS}/{pod}").as_str()));
+    assert_eq!(
+        (get.method.as_str(), get.path.as_str()),
+        ("GET", format!("{PODS}/{pod}").as_str())
+    );
     answer(respond, 200, fixture("pod_checkout.json"));
     let (patch, respond) = next(&mut handle, log).await;
-    assert_eq!((patch.method.as_str(), patch.path.as_str()), ("PATCH", format!("{PODS}/{pod}").as_str()));
+    assert_eq!(
+        (patch.method.as_str(), patch.path.as_str()),
+        ("PATCH", format!("{PODS}/{pod}").as_str())
+    );
     let written = patch.json()["metadata"]["annotations"][FAULT_ANNOTATION].clone();
-    let lease: PodLease = serde_json::from_str(written.as_str().expect("the annotation is a string")).unwrap();
+    let lease: PodLease =
+        serde_json::from_str(written.as_str().expect("the annotation is a string")).unwrap();
     assert_eq!(
         lease,
         PodLease {
             owner: OWNER.into(),
             until_ms: 1_030_000,
             container: "checkout".into(),
-            action: PodAction::Kill { signal: "SIGTERM".into() },
+            action: PodAction::Kill {
+                signal: "SIGTERM".into()
+            },
         }
     );
     answer(respond, 200, fixture("pod_checkout.json"));
     let (exec, respond) = next(&mut handle, log).await;
-    assert_eq!((exec.method.as_str(), exec.path.as_str()), ("GET", format!("{PODS}/{pod}/exec").as_str()));
-    let commands: Vec<String> = exec.pairs().into_iter().filter(|(k, _)| k == "command").map(|(_, v)| v).collect();
+    assert_eq!(
+        (exec.method.as_str(), exec.path.as_str()),
+        ("GET", format!("{PODS}/{pod}/exec").as_str())
+    );
+    let commands: Vec<String> = exec
+        .pairs()
+        .into_iter()
+        .filter(|(k, _)| k == "command")
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(commands, ["kill", "-s", "SIGTERM", "1"]);
     assert_eq!(exec.value("container").as_deref(), Some("checkout"));
     assert_eq!(exec.value("stdout").as_deref(), Some("true"));
@@ -273,7 +320,10 @@ async fn kill_refused(log: &mut Vec<Seen>) -> String {
     answer(respond, 403, fixture("status_forbidden_exec.json"));
     let (cleared, respond) = next(&mut handle, log).await;
     assert_eq!(cleared.method.as_str(), "PATCH");
-    assert_eq!(cleared.json()["metadata"]["annotations"][FAULT_ANNOTATION], serde_json::Value::Null);
+    assert_eq!(
+        cleared.json()["metadata"]["annotations"][FAULT_ANNOTATION],
+        serde_json::Value::Null
+    );
     answer(respond, 200, fixture("pod_checkout.json"));
     injected.await.unwrap().unwrap_err().to_string()
 }
@@ -294,7 +344,14 @@ async fn delete_pod(log: &mut Vec<Seen>) {
     let pod = "checkout-7d9f8c6b5-4xk2p";
     let injected = tokio::spawn(async move {
         cluster
-            .inject(pod, None, &PodAction::Delete, Duration::from_secs(10), OWNER, 5_000)
+            .inject(
+                pod,
+                None,
+                &PodAction::Delete,
+                Duration::from_secs(10),
+                OWNER,
+                5_000,
+            )
             .await
     });
     let (get, respond) = next(&mut handle, log).await;
@@ -305,7 +362,10 @@ async fn delete_pod(log: &mut Vec<Seen>) {
     assert!(patch.body.contains("\\\"delete\\\""), "{}", patch.body);
     answer(respond, 200, fixture("pod_checkout.json"));
     let (delete, respond) = next(&mut handle, log).await;
-    assert_eq!((delete.method.as_str(), delete.path.as_str()), ("DELETE", format!("{PODS}/{pod}").as_str()));
+    assert_eq!(
+        (delete.method.as_str(), delete.path.as_str()),
+        ("DELETE", format!("{PODS}/{pod}").as_str())
+    );
     answer(respond, 200, fixture("pod_checkout.json"));
     let lease = injected.await.unwrap().unwrap();
     assert_eq!(lease.until_ms, 15_000);
@@ -321,12 +381,25 @@ async fn renew(log: &mut Vec<Seen>) {
         action: PodAction::NetDelay { delay_ms: 200 },
     };
     let renewing = tokio::spawn(async move {
-        cluster.renew("checkout-7d9f8c6b5-4xk2p", &lease, Duration::from_secs(30), 100).await
+        cluster
+            .renew(
+                "checkout-7d9f8c6b5-4xk2p",
+                &lease,
+                Duration::from_secs(30),
+                100,
+            )
+            .await
     });
     let (patch, respond) = next(&mut handle, log).await;
     assert_eq!(patch.method.as_str(), "PATCH");
-    let written = patch.json()["metadata"]["annotations"][FAULT_ANNOTATION].as_str().unwrap().to_owned();
-    assert_eq!(serde_json::from_str::<PodLease>(&written).unwrap().until_ms, 30_100);
+    let written = patch.json()["metadata"]["annotations"][FAULT_ANNOTATION]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<PodLease>(&written).unwrap().until_ms,
+        30_100
+    );
     answer(respond, 200, fixture("pod_checkout.json"));
     renewing.await.unwrap().unwrap();
 }
@@ -337,14 +410,21 @@ async fn sweep(log: &mut Vec<Seen>) -> Vec<String> {
     let sweeping = tokio::spawn(async move { cluster.sweep(Some(2_000_000)).await });
     let (list, respond) = next(&mut handle, log).await;
     assert_eq!((list.method.as_str(), list.path.as_str()), ("GET", PODS));
-    assert_eq!(list.value("labelSelector"), None, "every pod of the namespace");
+    assert_eq!(
+        list.value("labelSelector"),
+        None,
+        "every pod of the namespace"
+    );
     answer(respond, 200, fixture("pods_with_fault_annotations.json"));
     let (patch, respond) = next(&mut handle, log).await;
     assert_eq!(
         (patch.method.as_str(), patch.path.as_str()),
         ("PATCH", format!("{PODS}/checkout-7d9f8c6b5-4xk2p").as_str())
     );
-    assert_eq!(patch.json()["metadata"]["annotations"][FAULT_ANNOTATION], serde_json::Value::Null);
+    assert_eq!(
+        patch.json()["metadata"]["annotations"][FAULT_ANNOTATION],
+        serde_json::Value::Null
+    );
     answer(respond, 200, fixture("pod_checkout.json"));
     sweeping.await.unwrap().unwrap()
 }
@@ -366,9 +446,15 @@ async fn undo_net(log: &mut Vec<Seen>) -> String {
         container: "checkout".into(),
         action: PodAction::NetLoss { percent: 10.0 },
     };
-    let undoing = tokio::spawn(async move { cluster.undo("checkout-7d9f8c6b5-4xk2p", &lease).await });
+    let undoing =
+        tokio::spawn(async move { cluster.undo("checkout-7d9f8c6b5-4xk2p", &lease).await });
     let (exec, respond) = next(&mut handle, log).await;
-    let commands: Vec<String> = exec.pairs().into_iter().filter(|(k, _)| k == "command").map(|(_, v)| v).collect();
+    let commands: Vec<String> = exec
+        .pairs()
+        .into_iter()
+        .filter(|(k, _)| k == "command")
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(commands.join(" "), "tc qdisc del dev eth0 root");
     answer(respond, 403, fixture("status_forbidden_exec.json"));
     undoing.await.unwrap().unwrap_err().to_string()
@@ -382,7 +468,10 @@ async fn an_api_error_surfaces_as_an_error_naming_the_pod() {
     let (_, respond) = next(&mut handle, &mut log).await;
     answer(respond, 404, fixture("status_not_found.json"));
     let error = getting.await.unwrap().unwrap_err().to_string();
-    assert!(error.contains("get pod checkout-gone in namespace shop"), "{error}");
+    assert!(
+        error.contains("get pod checkout-gone in namespace shop"),
+        "{error}"
+    );
     assert!(error.contains("not found"), "{error}");
     let undo = undo_net(&mut log).await;
     assert!(undo.contains("pod checkout-7d9f8c6b5-4xk2p"), "{undo}");
@@ -402,22 +491,35 @@ async fn the_role_holds_exactly_what_the_calls_need() {
         .iter()
         .flat_map(|seen| needed_by(&seen.method, &seen.path, &seen.query))
         .collect();
-    let granted: BTreeSet<(String, String)> = role(&ManifestOptions::new("shop", "0123456789abcdef0123"))
-        .rules
-        .unwrap_or_default()
+    let granted: BTreeSet<(String, String)> =
+        role(&ManifestOptions::new("shop", "0123456789abcdef0123"))
+            .rules
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|rule| {
+                assert_eq!(
+                    rule.api_groups.as_deref(),
+                    Some(&[String::new()][..]),
+                    "core API group only"
+                );
+                let resources = rule.resources.unwrap_or_default();
+                rule.verbs.into_iter().flat_map(move |verb| {
+                    resources
+                        .clone()
+                        .into_iter()
+                        .map(move |r| (verb.clone(), r))
+                })
+            })
+            .collect();
+    let needed: BTreeSet<(String, String)> = needed
         .into_iter()
-        .flat_map(|rule| {
-            assert_eq!(rule.api_groups.as_deref(), Some(&[String::new()][..]), "core API group only");
-            let resources = rule.resources.unwrap_or_default();
-            rule.verbs
-                .into_iter()
-                .flat_map(move |verb| resources.clone().into_iter().map(move |r| (verb.clone(), r)))
-        })
+        .map(|p| (p.verb.to_owned(), p.resource.to_owned()))
         .collect();
-    let needed: BTreeSet<(String, String)> =
-        needed.into_iter().map(|p| (p.verb.to_owned(), p.resource.to_owned())).collect();
     let missing: Vec<_> = needed.difference(&granted).collect();
     let extra: Vec<_> = granted.difference(&needed).collect();
     assert!(missing.is_empty(), "the Role lacks {missing:?}");
-    assert!(extra.is_empty(), "the Role grants {extra:?}, which no call needs");
+    assert!(
+        extra.is_empty(),
+        "the Role grants {extra:?}, which no call needs"
+    );
 }

@@ -82,7 +82,9 @@ impl ReplicaFollower {
                 };
                 let (event, detail) = change_event(&change);
                 let label = change.label().clone();
-                events.lock().push(fault_event(event, label.as_str(), detail));
+                events
+                    .lock()
+                    .push(fault_event(event, label.as_str(), detail));
                 if let Some(reader) = by_label.remove(&label) {
                     reader.abort();
                 }

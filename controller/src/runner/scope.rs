@@ -22,8 +22,8 @@ use super::admin::AdminClient;
 use super::agent_stream::AgentStream;
 use super::breaker_hold::HeldBreakers;
 use super::containers::{ContainerRun, ContainerStack, container_action};
-use super::pods::{PodRun, PodStack};
 use super::fault_schedule::ScheduledFault;
+use super::pods::{PodRun, PodStack};
 use super::renewal::{renewal_event, spawn_renewal};
 use super::replicas::ReplicaFollower;
 use super::sampler::Sampler;
@@ -137,7 +137,10 @@ impl RunScope {
 
     /// Follows the replicas `changes` announces until the scope ends: each change recorded, each new replica's
     /// transitions collected with the scope's own.
-    pub fn follow_replicas(&mut self, changes: tokio::sync::broadcast::Receiver<crate::roster::ReplicaChange>) {
+    pub fn follow_replicas(
+        &mut self,
+        changes: tokio::sync::broadcast::Receiver<crate::roster::ReplicaChange>,
+    ) {
         if let Some(transitions) = &self.transitions {
             self.replicas = Some(ReplicaFollower::start(
                 changes,
@@ -175,7 +178,9 @@ impl RunScope {
         planned: &PlannedRun,
     ) -> Result<(), SetupError> {
         let action = container_action(planned.condition.fault, planned.condition.fault_rate);
-        let started = stack.begin(spec, planned, action, &self.fault_events).await?;
+        let started = stack
+            .begin(spec, planned, action, &self.fault_events)
+            .await?;
         self.pods = Some(started);
         Ok(())
     }
