@@ -180,6 +180,27 @@ impl Roster {
     }
 }
 
+/// Updates `roster` (shared with the runs) with what an orchestrator's watch saw and sends each change on
+/// `changes`; `what` names the watch in the logs. No receiver (between runs) is no error: the roster still
+/// moves on.
+pub fn publish(
+    roster: &parking_lot::Mutex<Roster>,
+    instances: &[Instance],
+    changes: &tokio::sync::broadcast::Sender<ReplicaChange>,
+    what: &str,
+) {
+    let seen = roster.lock().update(instances);
+    match seen {
+        Ok(seen) => {
+            for change in seen {
+                tracing::info!(label = %change.label(), event = change.event_name(), "{what} replica");
+                let _ = changes.send(change);
+            }
+        }
+        Err(error) => tracing::warn!(%error, "{what}: an instance's service"),
+    }
+}
+
 /// A testbed's services (`(label, URL)`, as it was built) as they are now: a label the roster runs gets its
 /// current URL, a further replica's label it no longer runs is left out, a label it runs that the testbed did
 /// not have is added at the end (in label order). A plain service name the roster does not run stays as it was

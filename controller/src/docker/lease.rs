@@ -44,16 +44,22 @@ pub fn owner_name() -> String {
 }
 
 fn lease_ms(lease: Duration) -> Result<i64, DockerError> {
+    checked_lease_ms(lease).map_err(|message| DockerError::Invalid {
+        field: "lease".into(),
+        message,
+    })
+}
+
+/// A lease's length in ms when it is within [`MIN_LEASE`]..=[`MAX_LEASE`] (a container's, a pod's), else why
+/// not.
+pub fn checked_lease_ms(lease: Duration) -> Result<i64, String> {
     if lease < MIN_LEASE || lease > MAX_LEASE {
-        return Err(DockerError::Invalid {
-            field: "lease".into(),
-            message: format!(
-                "{} is outside {}..={}",
-                humantime::format_duration(lease),
-                humantime::format_duration(MIN_LEASE),
-                humantime::format_duration(MAX_LEASE)
-            ),
-        });
+        return Err(format!(
+            "{} is outside {}..={}",
+            humantime::format_duration(lease),
+            humantime::format_duration(MIN_LEASE),
+            humantime::format_duration(MAX_LEASE)
+        ));
     }
     Ok(lease.as_millis() as i64)
 }

@@ -171,17 +171,7 @@ pub fn spawn_watch(
                     continue;
                 }
             };
-            let seen = roster.lock().update(&instances(&containers, port));
-            match seen {
-                Ok(seen) => {
-                    for change in seen {
-                        tracing::info!(label = %change.label(), event = change.event_name(), "swarm replica");
-                        // No receiver (between runs) is no error: the roster still moves on.
-                        let _ = changes.send(change);
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "a swarm task's service"),
-            }
+            crate::roster::publish(&roster, &instances(&containers, port), &changes, "swarm");
         }
     })
 }

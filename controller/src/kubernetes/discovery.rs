@@ -104,16 +104,7 @@ impl Cluster {
             if listing.is_some() {
                 continue;
             }
-            let seen = roster.lock().update(&instances(pods.values(), port));
-            match seen {
-                Ok(seen) => {
-                    for change in seen {
-                        tracing::info!(label = %change.label(), event = change.event_name(), "pod replica");
-                        let _ = changes.send(change);
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "a pod's {NAME_LABEL}"),
-            }
+            crate::roster::publish(&roster, &instances(pods.values(), port), &changes, "pod");
         }
     }
 }

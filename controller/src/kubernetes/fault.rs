@@ -28,7 +28,7 @@ use tokio::io::AsyncReadExt;
 
 use super::{Cluster, FAULT_ANNOTATION, KubeError};
 use crate::docker::ContainerAction;
-use crate::docker::lease::{MAX_LEASE, MIN_LEASE};
+use crate::docker::lease::checked_lease_ms;
 
 /// The interface a pod's network faults shape (every pod network gives a pod `eth0`).
 pub const POD_INTERFACE: &str = "eth0";
@@ -158,18 +158,10 @@ pub fn annotation_patch(lease: Option<&PodLease>) -> serde_json::Value {
 
 /// Checks a lease's length against the container faults' bounds; the error names `lease`.
 pub fn lease_ms(lease: Duration) -> Result<i64, KubeError> {
-    if lease < MIN_LEASE || lease > MAX_LEASE {
-        return Err(KubeError::Invalid {
-            field: "lease".into(),
-            message: format!(
-                "{} is outside {}..={}",
-                humantime::format_duration(lease),
-                humantime::format_duration(MIN_LEASE),
-                humantime::format_duration(MAX_LEASE)
-            ),
-        });
-    }
-    Ok(lease.as_millis() as i64)
+    checked_lease_ms(lease).map_err(|message| KubeError::Invalid {
+        field: "lease".into(),
+        message,
+    })
 }
 
 /// What an exec's failure says, as an error naming the pod and what is missing when that can be told.

@@ -73,6 +73,15 @@ impl Seen {
             .map(|(_, v)| v)
     }
 
+    /// An exec's command, its `command` pairs in order.
+    fn command(&self) -> Vec<String> {
+        self.pairs()
+            .into_iter()
+            .filter(|(key, _)| key == "command")
+            .map(|(_, value)| value)
+            .collect()
+    }
+
     fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
     }
@@ -307,12 +316,7 @@ async fn kill_refused(log: &mut Vec<Seen>) -> String {
         (exec.method.as_str(), exec.path.as_str()),
         ("GET", format!("{PODS}/{pod}/exec").as_str())
     );
-    let commands: Vec<String> = exec
-        .pairs()
-        .into_iter()
-        .filter(|(k, _)| k == "command")
-        .map(|(_, v)| v)
-        .collect();
+    let commands = exec.command();
     assert_eq!(commands, ["kill", "-s", "SIGTERM", "1"]);
     assert_eq!(exec.value("container").as_deref(), Some("checkout"));
     assert_eq!(exec.value("stdout").as_deref(), Some("true"));
@@ -449,12 +453,7 @@ async fn undo_net(log: &mut Vec<Seen>) -> String {
     let undoing =
         tokio::spawn(async move { cluster.undo("checkout-7d9f8c6b5-4xk2p", &lease).await });
     let (exec, respond) = next(&mut handle, log).await;
-    let commands: Vec<String> = exec
-        .pairs()
-        .into_iter()
-        .filter(|(k, _)| k == "command")
-        .map(|(_, v)| v)
-        .collect();
+    let commands = exec.command();
     assert_eq!(commands.join(" "), "tc qdisc del dev eth0 root");
     answer(respond, 403, fixture("status_forbidden_exec.json"));
     undoing.await.unwrap().unwrap_err().to_string()
