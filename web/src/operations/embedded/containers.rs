@@ -86,7 +86,7 @@ impl EmbeddedOperations {
         &self,
     ) -> Result<Option<Vec<ContainerLine>>, OperationError> {
         let Some(stack) = &self.inner.containers else {
-            return Ok(None);
+            return Ok(self.pod_lines());
         };
         let containers = stack.containers().await.map_err(engine_failed)?;
         Ok(Some(
@@ -107,6 +107,9 @@ impl EmbeddedOperations {
         &self,
         request: ContainerFaultRequest,
     ) -> Result<i64, OperationError> {
+        if let Some(pods) = &self.inner.orchestrator.pods {
+            return self.apply_pod_fault(pods, request).await;
+        }
         let (leases, stack) = self.leases()?;
         let containers = stack.containers().await.map_err(engine_failed)?;
         let container = containers
@@ -173,6 +176,9 @@ impl EmbeddedOperations {
     }
 
     pub(super) async fn remove_container_fault(&self, id: i64) -> Result<(), OperationError> {
+        if self.inner.orchestrator.pods.is_some() {
+            return self.remove_pod_fault(id).await;
+        }
         let (leases, _) = self.leases()?;
         let row = self
             .inner

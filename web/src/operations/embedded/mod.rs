@@ -15,6 +15,7 @@
 mod annotations;
 mod board;
 mod containers;
+mod pods;
 mod execution;
 mod gameday_load;
 mod replay;
@@ -73,6 +74,8 @@ struct Inner {
     container_faults: Mutex<BTreeMap<i64, AbortHandle>>,
     /// The orchestrator the testbed runs on, when it does (Swarm, Kubernetes).
     orchestrator: Orchestrator,
+    /// The game day's pod faults in force (on Kubernetes).
+    pod_faults: Mutex<pods::PodFaults>,
 }
 
 /// What an orchestrator gives the dashboard's runs: a Kubernetes namespace's pod faults, and the replica
@@ -229,6 +232,7 @@ impl EmbeddedOperations {
                 containers,
                 container_faults: Mutex::new(BTreeMap::new()),
                 orchestrator,
+                pod_faults: Mutex::new(pods::PodFaults::default()),
             }),
         };
         operations.rearm_scheduled().await?;

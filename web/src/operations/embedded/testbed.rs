@@ -16,6 +16,7 @@ impl EmbeddedOperations {
     /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
         self.forget_container_faults();
+        self.forget_pod_faults();
         let containers_undone = match &self.inner.containers {
             Some(containers) => containers.leases.undo_all(now()).await.map(|_| ()),
             None => Ok(()),
