@@ -132,3 +132,40 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
         );
     }
 }
+
+/// No cluster reachable: `run --kubernetes` says what it tried (the kubeconfig, then the in-cluster service
+/// account); nothing else of Tolerant needs a cluster.
+#[test]
+fn without_a_cluster_a_run_says_what_it_tried() {
+    let dir = TempDir::new("kubernetes-none");
+    std::fs::write(
+        dir.0.join("spec.toml"),
+        "name = \"pods\"\nduration = \"5s\"\n[fault]\ntarget = \"checkout\"\nkind = \"restart\"\nrates = [1.0]\n",
+    )
+    .expect("write the spec");
+    let output = Command::new(common::BIN)
+        .args([
+            "run",
+            "spec.toml",
+            "--db",
+            "pods.db",
+            "--kubernetes",
+            "shop",
+        ])
+        .current_dir(&dir.0)
+        .env("HOME", &dir.0)
+        .env("KUBECONFIG", dir.0.join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("TOLERANT_TOKEN", "0123456789abcdef")
+        .env_remove("TOLERANT_DB")
+        .output()
+        .expect("run tolerant");
+    assert!(!output.status.success());
+    let said = text(&output.stderr);
+    assert!(said.contains("no cluster configuration found"), "{said}");
+    assert!(
+        said.contains("kubeconfig") && said.contains("in-cluster"),
+        "{said}"
+    );
+}

@@ -140,3 +140,44 @@ async fn follow(
     ));
     read_transitions(stream, label, transitions).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roster::Instance;
+
+    #[test]
+    fn each_change_is_recorded_under_its_own_event_with_who_it_was() {
+        let instance = Instance {
+            service: "checkout".into(),
+            id: "c2".into(),
+            name: "shop_checkout.2.new".into(),
+            url: "http://10.0.0.9:8080".into(),
+            slot: Some(2),
+        };
+        let label = ServiceId::new("checkout#2").unwrap();
+        let (event, detail) = change_event(&ReplicaChange::Replaced {
+            label: label.clone(),
+            previous: "shop_checkout.2.old".into(),
+            instance: instance.clone(),
+        });
+        assert_eq!(event, FaultEvent::ReplicaReplaced);
+        assert_eq!(
+            detail,
+            json!({
+                "replica": "checkout#2",
+                "previous": "shop_checkout.2.old",
+                "instance": "shop_checkout.2.new",
+                "url": "http://10.0.0.9:8080",
+            })
+        );
+        let (event, detail) = change_event(&ReplicaChange::Removed {
+            label: label.clone(),
+            name: "shop_checkout.2.old".into(),
+        });
+        assert_eq!(event, FaultEvent::ReplicaRemoved);
+        assert_eq!(detail["instance"], "shop_checkout.2.old");
+        let (event, _) = change_event(&ReplicaChange::Added { label, instance });
+        assert_eq!(event, FaultEvent::ReplicaAdded);
+    }
+}

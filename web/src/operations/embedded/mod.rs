@@ -15,9 +15,9 @@
 mod annotations;
 mod board;
 mod containers;
-mod pods;
 mod execution;
 mod gameday_load;
+mod pods;
 mod replay;
 mod results;
 mod sampling;

@@ -121,7 +121,9 @@ impl EmbeddedOperations {
         let operations = self.clone();
         let expiry = tokio::spawn(async move {
             tokio::time::sleep(request.lease).await;
-            operations.end_pod_fault(id, FaultChangeEvent::Expired).await;
+            operations
+                .end_pod_fault(id, FaultChangeEvent::Expired)
+                .await;
         });
         self.inner.pod_faults.lock().in_force.insert(
             id,
@@ -161,7 +163,9 @@ impl EmbeddedOperations {
         if self.end_pod_fault(id, FaultChangeEvent::Removed).await {
             Ok(())
         } else {
-            Err(OperationError::Invalid(format!("id: no pod fault {id} in force")))
+            Err(OperationError::Invalid(format!(
+                "id: no pod fault {id} in force"
+            )))
         }
     }
 
