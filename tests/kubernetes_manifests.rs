@@ -140,7 +140,8 @@ fn without_a_cluster_a_run_says_what_it_tried() {
     let dir = TempDir::new("kubernetes-none");
     std::fs::write(
         dir.0.join("spec.toml"),
-        "name = \"pods\"\nduration = \"5s\"\n[fault]\ntarget = \"checkout\"\nkind = \"restart\"\nrates = [1.0]\n",
+        "name = \"pods\"\nduration = \"5s\"\n[load]\nusers = 2\n[fault]\ntarget = \"checkout\"\n\
+         kind = \"restart\"\nrates = [1.0]\n[breaker]\nmodes = [\"enforce\"]\n",
     )
     .expect("write the spec");
     let output = Command::new(common::BIN)
