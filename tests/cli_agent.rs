@@ -8,7 +8,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
+
 use common::Running;
+use controller::test_support::TempStore;
 
 const TOKEN: &str = "cli-agent-token";
 /// Upper bound on any one wait of this test.
@@ -69,9 +71,8 @@ fn address_after(line: &str, prefix: &str) -> Option<SocketAddr> {
 #[test]
 fn the_agent_binary_proxies_and_injects_only_with_the_token() {
     let upstream = start_upstream();
-    let scratch = std::env::temp_dir().join(format!("tolerant-cli-agent-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let token_file = scratch.join("token");
+    let scratch = TempStore::new("cli-agent");
+    let token_file = scratch.dir().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
 
     let child = Command::new(env!("CARGO_BIN_EXE_tolerant"))
@@ -152,5 +153,4 @@ fn the_agent_binary_proxies_and_injects_only_with_the_token() {
         metrics.contains("tolerant_agent_faults_injected_total{kind=\"error\"} 1\n"),
         "{metrics}"
     );
-    let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -7,15 +7,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
+use controller::load::{EndpointReport, EndpointStats, RequestOutcome, endpoint};
 use controller::report::CSV_HEADER;
-use controller::runner::AdminClient;
-use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
+use controller::testbed::AdminClient;
 use http::Method;
 
 mod common;
-use common::{BIN, TempDir, text, tolerant};
+
+use common::{BIN, text, tolerant};
+use controller::test_support::{self, TempStore};
 
 const SPEC: &str = r#"
 name = "cli-results"
@@ -43,7 +44,11 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
     let ok = if rate > 0.0 { 90 + round } else { 100 };
     let mut stats = EndpointStats::default();
     for i in 0..100 {
-        let outcome = if i < ok { Outcome::Ok } else { Outcome::Failed };
+        let outcome = if i < ok {
+            RequestOutcome::Ok
+        } else {
+            RequestOutcome::Failed
+        };
         stats.record(outcome, 1_000, 0);
     }
     RunRecord {
@@ -59,7 +64,7 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
         }],
         collector: Vec::new(),
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     }
 }
@@ -67,7 +72,7 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
 /// Stores the experiment of `spec` with every planned run finished; returns its id.
 async fn fill_store(db: &str, spec: &str) -> i64 {
     let store = Store::open(db).await.unwrap();
-    let spec = ExperimentSpec::parse(spec).unwrap();
+    let spec = test_support::spec(spec);
     let id = store.create_experiment(&spec, 1_000).await.unwrap();
     let (warmup, duration) = (Duration::from_secs(2), Duration::from_secs(10));
     for planned in spec.plan() {
@@ -88,8 +93,8 @@ async fn fill_store(db: &str, spec: &str) -> i64 {
 }
 
 /// Writes the spec plus one availability criterion at 100 % / enforce and returns its path.
-fn spec_with_criterion(dir: &TempDir, file: &str, criterion: &str) -> PathBuf {
-    let path = dir.0.join(file);
+fn spec_with_criterion(dir: &TempStore, file: &str, criterion: &str) -> PathBuf {
+    let path = dir.dir().join(file);
     let toml = format!(
         "{SPEC}\n[[validate]]\nmetric = \"availability\"\nbreaker = \"enforce\"\n{criterion}\n"
     );
@@ -101,14 +106,14 @@ fn spec_with_criterion(dir: &TempDir, file: &str, criterion: &str) -> PathBuf {
 /// does): the gate reads the same figures from either.
 #[tokio::test]
 async fn validate_exits_0_on_pass_1_on_fail_2_on_a_bad_spec() {
-    let dir = TempDir::new("validate");
-    validate_exit_codes_on(&dir, &dir.db()).await;
+    let dir = TempStore::new("validate");
+    validate_exit_codes_on(&dir, &dir.location()).await;
     if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
         validate_exit_codes_on(&dir, &url).await;
     }
 }
 
-async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
+async fn validate_exit_codes_on(dir: &TempStore, db: &str) {
     let db = db.to_owned();
     fill_store(&db, SPEC).await;
 
@@ -117,7 +122,10 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
         "pass.toml",
         "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.85",
     );
-    let output = tolerant(&["validate", pass.to_str().unwrap(), "--db", &db], &dir.0);
+    let output = tolerant(
+        &["validate", pass.to_str().unwrap(), "--db", &db],
+        dir.dir(),
+    );
     let stdout = text(&output.stdout);
     assert_eq!(
         output.status.code(),
@@ -133,7 +141,7 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
         "fail.toml",
         "fault_rate = 1.0\ncomparison = \">=\"\nthreshold = 0.9",
     );
-    let report = dir.0.join("validation.md");
+    let report = dir.dir().join("validation.md");
     let output = tolerant(
         &[
             "validate",
@@ -143,7 +151,7 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
             "--out",
             report.to_str().unwrap(),
         ],
-        &dir.0,
+        dir.dir(),
     );
     let stdout = text(&output.stdout);
     assert_eq!(
@@ -161,7 +169,7 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
         "bad.toml",
         "fault_rate = 0.5\ncomparison = \">=\"\nthreshold = 0.5",
     );
-    let output = tolerant(&["validate", bad.to_str().unwrap(), "--db", &db], &dir.0);
+    let output = tolerant(&["validate", bad.to_str().unwrap(), "--db", &db], dir.dir());
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("fault_rate 0.5"),
@@ -175,25 +183,34 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
         "wrong.toml",
         "fault_rate = 1.0\ncomparison = \"=~\"\nthreshold = 0.5",
     );
-    let output = tolerant(&["validate", wrong.to_str().unwrap(), "--db", &db], &dir.0);
+    let output = tolerant(
+        &["validate", wrong.to_str().unwrap(), "--db", &db],
+        dir.dir(),
+    );
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("comparison"),
         "{}",
         text(&output.stderr)
     );
-    let bare = dir.0.join("bare.toml");
+    let bare = dir.dir().join("bare.toml");
     std::fs::write(&bare, SPEC).unwrap();
-    let output = tolerant(&["validate", bare.to_str().unwrap(), "--db", &db], &dir.0);
+    let output = tolerant(
+        &["validate", bare.to_str().unwrap(), "--db", &db],
+        dir.dir(),
+    );
     assert_eq!(output.status.code(), Some(2));
 
     // A spec whose experiment was never stored cannot pass.
-    let other = dir.0.join("other.toml");
+    let other = dir.dir().join("other.toml");
     let renamed = std::fs::read_to_string(&pass)
         .unwrap()
         .replace("cli-results", "never-run");
     std::fs::write(&other, renamed).unwrap();
-    let output = tolerant(&["validate", other.to_str().unwrap(), "--db", &db], &dir.0);
+    let output = tolerant(
+        &["validate", other.to_str().unwrap(), "--db", &db],
+        dir.dir(),
+    );
     assert_eq!(output.status.code(), Some(1));
     assert!(
         text(&output.stderr).contains("never-run"),
@@ -204,8 +221,8 @@ async fn validate_exit_codes_on(dir: &TempDir, db: &str) {
 
 #[tokio::test]
 async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
-    let dir = TempDir::new("report");
-    let db = dir.db();
+    let dir = TempStore::new("report");
+    let db = dir.location();
     let experiment = fill_store(&db, SPEC).await;
     let id = experiment.to_string();
     let store = Store::open(&db).await.unwrap();
@@ -221,13 +238,13 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
         .unwrap();
     store.close().await;
 
-    let output = tolerant(&["report", &id, "--format", "csv", "--db", &db], &dir.0);
+    let output = tolerant(&["report", &id, "--format", "csv", "--db", &db], dir.dir());
     assert!(output.status.success(), "{}", text(&output.stderr));
     let csv = text(&output.stdout);
     assert_eq!(csv.lines().next().unwrap(), CSV_HEADER.join(","));
     assert!(csv.contains("availability"), "{csv}");
 
-    let output = tolerant(&["report", &id, "--format", "json", "--db", &db], &dir.0);
+    let output = tolerant(&["report", &id, "--format", "json", "--db", &db], dir.dir());
     assert!(output.status.success(), "{}", text(&output.stderr));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["confidence"], 0.95);
@@ -240,19 +257,19 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
     assert_eq!(predictions.len(), 4, "{json}");
     assert_eq!(predictions[3]["label"], "error 500 @ 100% / enforce");
 
-    let output = tolerant(&["show", &id, "--db", &db], &dir.0);
+    let output = tolerant(&["show", &id, "--db", &db], dir.dir());
     assert!(output.status.success(), "{}", text(&output.stderr));
     let shown = text(&output.stdout);
     assert!(shown.contains("predicted by breaker::sim"), "{shown}");
     assert!(shown.contains("opens bound ≤"), "{shown}");
-    let output = tolerant(&["show", &id, "--json", "--db", &db], &dir.0);
+    let output = tolerant(&["show", &id, "--json", "--db", &db], dir.dir());
     let shown: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(shown["predictions"].as_array().map(Vec::len), Some(4));
 
-    let output = tolerant(&["report", &id, "--db", &db], &dir.0);
+    let output = tolerant(&["report", &id, "--db", &db], dir.dir());
     assert!(output.status.success(), "{}", text(&output.stderr));
     let printed = text(&output.stdout);
-    let markdown_path = dir.0.join(printed.trim());
+    let markdown_path = dir.dir().join(printed.trim());
     let markdown = std::fs::read_to_string(&markdown_path).unwrap();
     assert!(markdown.contains("cli-results"), "{markdown}");
     assert!(markdown.contains("## Predicted vs measured"), "{markdown}");
@@ -267,9 +284,12 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
         .count();
     assert!(svgs > 0, "no SVG next to {}", markdown_path.display());
 
-    let output = tolerant(&["report", &id, "--format", "pdf", "--db", &db], &dir.0);
+    let output = tolerant(&["report", &id, "--format", "pdf", "--db", &db], dir.dir());
     assert_eq!(output.status.code(), Some(2), "clap refuses the format");
-    let output = tolerant(&["report", "999", "--format", "csv", "--db", &db], &dir.0);
+    let output = tolerant(
+        &["report", "999", "--format", "csv", "--db", &db],
+        dir.dir(),
+    );
     assert!(!output.status.success());
     assert!(
         text(&output.stderr).contains("999"),
@@ -300,7 +320,7 @@ impl Drop for AgentProcess {
 #[tokio::test]
 async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     const TOKEN: &str = "halt-test-token";
-    let dir = TempDir::new("halt");
+    let dir = TempStore::new("halt");
     let control = format!("127.0.0.1:{}", free_port());
     let _agent = AgentProcess(
         Command::new(BIN)
@@ -336,18 +356,18 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     assert!(text(&listed).contains("test"), "{}", text(&listed));
 
     // The agent is known only through a stored experiment's [targets].
-    let db = dir.db();
+    let db = dir.location();
     let spec =
         format!("{SPEC}\n[targets]\nfrontend = \"http://127.0.0.1:9\"\nagent = \"{agent_url}\"\n");
     fill_store(&db, &spec).await;
 
-    let output = tolerant(&["halt", "--db", &db], &dir.0);
+    let output = tolerant(&["halt", "--db", &db], dir.dir());
     assert!(
         !output.status.success(),
         "no token: refused before any call"
     );
 
-    let output = tolerant(&["halt", "--db", &db, "--token", "wrong"], &dir.0);
+    let output = tolerant(&["halt", "--db", &db, "--token", "wrong"], dir.dir());
     assert!(!output.status.success());
     assert!(
         text(&output.stderr).contains("NOT halted"),
@@ -355,7 +375,7 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
         text(&output.stderr)
     );
 
-    let output = tolerant(&["halt", "--db", &db, "--token", TOKEN], &dir.0);
+    let output = tolerant(&["halt", "--db", &db, "--token", TOKEN], dir.dir());
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     assert!(stdout.contains("1 faults removed"), "{stdout}");
@@ -370,13 +390,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
         &[
             "halt",
             "--db",
-            dir.0.join("absent.db").to_str().unwrap(),
+            dir.dir().join("absent.db").to_str().unwrap(),
             "--agent",
             &agent_url,
             "--token",
             TOKEN,
         ],
-        &dir.0,
+        dir.dir(),
     );
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
@@ -387,7 +407,7 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config() {
     const TOKEN: &str = "halt-breakers-token";
-    let dir = TempDir::new("halt-breakers");
+    let dir = TempStore::new("halt-breakers");
     let config = boutique::RawStackConfig::default()
         .with_token(TOKEN)
         .and_then(boutique::RawStackConfig::build)
@@ -409,7 +429,7 @@ async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config(
             .mode(),
         breaker::Mode::Disabled
     );
-    let absent = dir.0.join("absent.db");
+    let absent = dir.dir().join("absent.db");
     let halt = |token: &'static str| {
         let args = [
             "halt",
@@ -420,7 +440,7 @@ async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config(
             "--token",
             token,
         ];
-        tolerant(&args, &dir.0)
+        tolerant(&args, dir.dir())
     };
 
     let output = halt("wrong");
@@ -447,8 +467,8 @@ async fn halt_puts_the_breakers_of_a_given_service_back_to_their_startup_config(
 /// quietly — exit 0, no panic — instead of crashing on the first line.
 #[tokio::test]
 async fn every_printing_subcommand_exits_quietly_on_a_closed_pipe() {
-    let dir = TempDir::new("epipe");
-    let db = dir.db();
+    let dir = TempStore::new("epipe");
+    let db = dir.location();
     let id = fill_store(&db, SPEC).await.to_string();
     let validate = spec_with_criterion(
         &dir,
@@ -471,7 +491,7 @@ async fn every_printing_subcommand_exits_quietly_on_a_closed_pipe() {
         drop(reader);
         let output = Command::new(BIN)
             .args(&args)
-            .current_dir(&dir.0)
+            .current_dir(dir.dir())
             .env_remove("TOLERANT_DB")
             .env_remove("TOLERANT_TOKEN")
             .env("RUST_LOG", "warn")

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use controller::store::{ExperimentId, RunRow, Status, Store};
 
 mod common;
-use common::TempDir;
+
+use controller::test_support::TempStore;
 
 /// 2 fault rates × 1 breaker mode × 2 rounds = 4 runs of 2 s (20 s at time_scale 10).
 const SPEC: &str = r#"
@@ -164,8 +165,8 @@ async fn wait_exit(child: &mut Child, dir: &Path, log: &str) -> std::process::Ex
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkilled_sweep_resumes_to_exactly_the_plan() {
-    let scratch = TempDir::new("resume");
-    let dir = scratch.0.as_path();
+    let scratch = TempStore::new("resume");
+    let dir = scratch.dir();
     std::fs::write(dir.join("spec.toml"), SPEC).expect("write spec");
     let db = dir.join("t.db");
     let db_arg = db.to_str().expect("utf-8 path");

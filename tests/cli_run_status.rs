@@ -9,7 +9,9 @@ use std::process::Command;
 use controller::store::{Status, Store};
 
 mod common;
-use common::{BIN, TempDir, text, tolerant};
+
+use common::{BIN, text, tolerant};
+use controller::test_support::TempStore;
 
 /// Exit status of a run that did not end as planned (`src/cli/controller.rs`).
 const EXIT_RUNS_FAILED: i32 = 3;
@@ -40,11 +42,11 @@ modes = ["enforce"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
-    let dir = TempDir::new("lease");
-    let spec = dir.0.join("lease.toml");
+    let dir = TempStore::new("lease");
+    let spec = dir.dir().join("lease.toml");
     std::fs::write(&spec, LEASE_ABOVE_AGENT_MAX).unwrap();
-    let db = dir.db();
-    let output = tolerant(&["run", spec.to_str().unwrap(), "--db", &db], &dir.0);
+    let db = dir.location();
+    let output = tolerant(&["run", spec.to_str().unwrap(), "--db", &db], dir.dir());
     let stderr = text(&output.stderr);
     assert_eq!(
         output.status.code(),
@@ -67,7 +69,10 @@ async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
     store.close().await;
 
     // `show` says why the run did not count.
-    let shown = tolerant(&["show", &experiment.id.0.to_string(), "--db", &db], &dir.0);
+    let shown = tolerant(
+        &["show", &experiment.id.0.to_string(), "--db", &db],
+        dir.dir(),
+    );
     let stdout = text(&shown.stdout);
     assert!(shown.status.success(), "{}", text(&shown.stderr));
     assert!(
@@ -80,19 +85,19 @@ async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
 /// binary starts, so it cannot raise them): refused before anything is stored or started, naming the field.
 #[test]
 fn users_above_the_descriptor_budget_are_refused_before_anything_is_stored() {
-    let dir = TempDir::new("budget");
-    let spec = dir.0.join("many.toml");
+    let dir = TempStore::new("budget");
+    let spec = dir.dir().join("many.toml");
     let many = LEASE_ABOVE_AGENT_MAX
         .replace("users = 2", "users = 600")
         .replace("lease = \"1h\"\n", "");
     std::fs::write(&spec, many).unwrap();
-    let db = dir.db();
+    let db = dir.location();
     let output = Command::new("sh")
         .arg("-c")
         .arg("ulimit -n 1024 && exec \"$0\" \"$@\"")
         .arg(BIN)
         .args(["run", spec.to_str().unwrap(), "--db", &db])
-        .current_dir(&dir.0)
+        .current_dir(dir.dir())
         .env_remove("TOLERANT_DB")
         .env("RUST_LOG", "warn")
         .output()

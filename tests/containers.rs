@@ -15,13 +15,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use controller::clock::now_ms;
 use controller::docker::{ContainerAction, ContainerLeases, Engine, StackContainer};
-use controller::runner::now_ms;
 use controller::store::{ExperimentRow, RunId, Status, Store};
 
 mod common;
-use common::TempDir;
+
 use common::compose::{Project, TOKEN, WAIT_LIMIT, build_image, engine_and_compose};
+use controller::test_support::TempStore;
 
 /// Runs `tolerant <args>` to the end; panics with its output when it fails.
 fn tolerant(dir: &Path, args: &[&str]) -> String {
@@ -122,8 +123,8 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     // The image, from the binary this build made (rebuilt only when the binary changed).
     build_image();
 
-    let scratch = TempDir::new("containers");
-    let db = scratch.0.join("tolerant.db");
+    let scratch = TempStore::new("containers");
+    let db = scratch.dir().join("tolerant.db");
     let db_arg = db.to_str().expect("utf-8 path").to_owned();
     let project = Project::new("test", program);
     project.run(&["up", "-d"]);
@@ -140,7 +141,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     project.wait_for_dashboard().await;
 
     // 1. Payment paused through the engine for a run.
-    run_spec(&scratch.0, &db_arg, &name, "pause", "pause", "3s", "3s");
+    run_spec(scratch.dir(), &db_arg, &name, "pause", "pause", "3s", "3s");
     let store = Store::open(&db_arg).await.expect("open the test database");
     let (_, run) = only_run(&store, "pause").await;
     let faults = store.container_faults_of_run(run).await.expect("faults");
@@ -165,7 +166,15 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     );
 
     // 2. 500s through the agent in Payment: the breakers in front of it trip, and the controller saw it.
-    run_spec(&scratch.0, &db_arg, &name, "errors", "error", "3s", "10s");
+    run_spec(
+        scratch.dir(),
+        &db_arg,
+        &name,
+        "errors",
+        "error",
+        "3s",
+        "10s",
+    );
     let (_, run) = only_run(&store, "errors").await;
     let transitions = store.transitions(run).await.expect("transitions");
     assert!(
@@ -219,7 +228,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     // 4. A controller SIGKILLed while Payment is paused: the pause outlives it, and the next controller to
     // start undoes it once its lease has run out.
     std::fs::write(
-        scratch.0.join("long.toml"),
+        scratch.dir().join("long.toml"),
         spec("long", "pause", "60s", "2s"),
     )
     .unwrap();
@@ -233,7 +242,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
             "--compose",
             &name,
         ])
-        .current_dir(&scratch.0)
+        .current_dir(scratch.dir())
         .env("TOLERANT_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -251,7 +260,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         "paused",
         "nothing but a controller undoes it"
     );
-    run_spec(&scratch.0, &db_arg, &name, "after", "error", "2s", "10s");
+    run_spec(scratch.dir(), &db_arg, &name, "after", "error", "2s", "10s");
     assert_eq!(payment(&engine, &name).await.state, "running");
     let pending = store.pending_container_faults(None).await.expect("pending");
     assert!(pending.is_empty(), "{pending:?}");
@@ -269,7 +278,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         .await
         .expect("pause payment");
     assert_eq!(payment(&engine, &name).await.state, "paused");
-    let halted = tolerant(&scratch.0, &["halt", "--db", &db_arg]);
+    let halted = tolerant(scratch.dir(), &["halt", "--db", &db_arg]);
     assert!(halted.contains("1 container fault(s) undone"), "{halted}");
     assert_eq!(payment(&engine, &name).await.state, "running");
     store.close().await;

@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 use controller::store::{Status, Store};
 
 mod common;
-use common::TempDir;
+
 use common::compose::{Project, build_image, engine_and_compose, tolerant_with_token};
+use controller::test_support::TempStore;
 
 /// Checkouts only, at a fixed pace; Payment fails every charge; only Checkout's breakers act, tripping on two
 /// failures and opening for a second, so every replica trips and probes a few times in the run.
@@ -59,8 +60,8 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
         return;
     };
     build_image();
-    let scratch = TempDir::new("replicas");
-    let db = scratch.db();
+    let scratch = TempStore::new("replicas");
+    let db = scratch.location();
     let project = Project::new("replicas", program);
     project.run(&["up", "-d", "--scale", "checkout=3"]);
     let name = project.name.clone();
@@ -68,9 +69,9 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
     assert_eq!(checkouts.len(), 3, "{checkouts:?}");
     project.wait_for_dashboard().await;
 
-    std::fs::write(scratch.0.join("replicas.toml"), SPEC).expect("write the spec");
+    std::fs::write(scratch.dir().join("replicas.toml"), SPEC).expect("write the spec");
     tolerant_with_token(
-        &scratch.0,
+        scratch.dir(),
         &[
             "run",
             "replicas.toml",
@@ -99,7 +100,7 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
     let transitions = store.transitions(run).await.expect("transitions");
     let tripped: BTreeSet<(String, String)> = transitions
         .iter()
-        .filter(|t| t.service.starts_with("checkout") && t.to == "open")
+        .filter(|t| t.service.starts_with("checkout") && t.to == breaker::State::Open)
         .map(|t| (t.service.clone(), t.breaker.clone()))
         .collect();
     assert!(

@@ -18,7 +18,9 @@ use std::time::Duration;
 use controller::store::{ExperimentId, Store};
 
 mod common;
+
 use common::Running;
+use controller::test_support::TempStore;
 
 const TOKEN: &str = "foreign-pybreaker-token";
 /// Upper bound on any one wait of this test.
@@ -234,7 +236,13 @@ async fn transitions(db: &Path, experiment: i64) -> Vec<Vec<(String, String, Str
         let rows = store.transitions(run.id).await.unwrap();
         all.push(
             rows.into_iter()
-                .map(|t| (t.from, t.to, t.source.unwrap_or_default()))
+                .map(|t| {
+                    (
+                        t.from.as_str().to_owned(),
+                        t.to.as_str().to_owned(),
+                        t.source.unwrap_or_default(),
+                    )
+                })
                 .collect(),
         );
     }
@@ -268,9 +276,8 @@ fn report(dir: &Path, db: &Path, experiment: i64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
     let python = python();
-    let dir = std::env::temp_dir().join(format!("tolerant-pybreaker-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("experiments.db");
+    let scratch = TempStore::new("pybreaker");
+    let (dir, db) = (scratch.dir(), std::path::PathBuf::from(scratch.location()));
     let (_upstream, upstream) = python_server(&python, "upstream", &[]);
     let (_agent, proxy, control) = agent(upstream);
 
@@ -282,7 +289,7 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
          metric = \"pybreaker_state\"\nlabel = \"breaker\"\ninterval = \"100ms\"\nservice = \"shop\"\n"
     );
     let scraped = run(
-        &dir,
+        dir,
         &db,
         "pybreaker-scraped",
         &spec("pybreaker-scraped", shop, control, &sources),
@@ -305,7 +312,7 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
         "0 % errors close it again: {:?}",
         runs[1]
     );
-    let markdown = report(&dir, &db, scraped);
+    let markdown = report(dir, &db, scraped);
     assert!(markdown.contains("## Not measured"), "{markdown}");
     for capability in [
         "`reset`",
@@ -338,7 +345,7 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
     );
     let sources = format!("[[sources]]\nkind = \"push\"\nlisten = \"127.0.0.1:{push_port}\"\n");
     let pushed = run(
-        &dir,
+        dir,
         &db,
         "pybreaker-pushed",
         &spec("pybreaker-pushed", shop, control, &sources),
@@ -358,7 +365,6 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
         "and its close: {:?}",
         runs[1]
     );
-    let markdown = report(&dir, &db, pushed);
+    let markdown = report(dir, &db, pushed);
     assert!(markdown.contains("## Not measured"), "{markdown}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 mod common;
-use common::{TempDir, text, tolerant};
+use common::{text, tolerant};
+use controller::test_support::TempStore;
 
 /// The minor versions validated against: the oldest k8s-openapi feature Tolerant builds with, and two later.
 const VERSIONS: [&str; 3] = ["1.33.0", "1.35.0", "1.37.0"];
@@ -42,13 +43,13 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
     let Some(validator) = validator() else {
         return;
     };
-    let dir = TempDir::new("kubernetes-manifests");
+    let dir = TempStore::new("kubernetes-manifests");
     let outputs = [
-        ("plain.yaml", manifests(&dir.0, &[])),
+        ("plain.yaml", manifests(dir.dir(), &[])),
         (
             "testbed.yaml",
             manifests(
-                &dir.0,
+                dir.dir(),
                 &[
                     "--namespace",
                     "game-day",
@@ -61,7 +62,7 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
         (
             "postgres.yaml",
             manifests(
-                &dir.0,
+                dir.dir(),
                 &[
                     "--database-secret",
                     "tolerant-postgres",
@@ -77,11 +78,11 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
             yaml.contains("kind: Role\n") && yaml.contains("kind: Deployment\n"),
             "{yaml}"
         );
-        std::fs::write(dir.0.join(file), yaml).expect("write the manifests");
+        std::fs::write(dir.dir().join(file), yaml).expect("write the manifests");
         for version in VERSIONS {
             let checked = Command::new(&validator)
                 .args(["--strict", "--kubernetes-version", version])
-                .arg(dir.0.join(file))
+                .arg(dir.dir().join(file))
                 .output()
                 .expect("run kubernetes-validate");
             let said = format!("{}{}", text(&checked.stdout), text(&checked.stderr));
@@ -101,10 +102,10 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
         "kind: ServiceAccount\nbogusField: 1",
         1,
     );
-    std::fs::write(dir.0.join("broken.yaml"), broken).expect("write");
+    std::fs::write(dir.dir().join("broken.yaml"), broken).expect("write");
     let refused = Command::new(&validator)
         .args(["--strict", "--kubernetes-version", VERSIONS[0]])
-        .arg(dir.0.join("broken.yaml"))
+        .arg(dir.dir().join("broken.yaml"))
         .output()
         .expect("run kubernetes-validate");
     assert!(!refused.status.success(), "an unknown field passed");
@@ -112,7 +113,7 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
 
 #[test]
 fn a_flag_out_of_bounds_is_refused_naming_it() {
-    let dir = TempDir::new("kubernetes-flags");
+    let dir = TempStore::new("kubernetes-flags");
     for (args, flag) in [
         (&["--namespace", "Not_A_Label"][..], "--namespace"),
         (&["--checkout-replicas", "0"][..], "--checkout-replicas"),
@@ -122,7 +123,7 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
     ] {
         let mut all = vec!["kubernetes", "manifests"];
         all.extend_from_slice(args);
-        let refused = tolerant(&all, &dir.0);
+        let refused = tolerant(&all, dir.dir());
         assert!(!refused.status.success(), "{args:?} was taken");
         assert!(refused.stdout.is_empty(), "{args:?} printed manifests");
         assert!(
@@ -137,9 +138,9 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
 /// account); nothing else of Tolerant needs a cluster.
 #[test]
 fn without_a_cluster_a_run_says_what_it_tried() {
-    let dir = TempDir::new("kubernetes-none");
+    let dir = TempStore::new("kubernetes-none");
     std::fs::write(
-        dir.0.join("spec.toml"),
+        dir.dir().join("spec.toml"),
         "name = \"pods\"\nduration = \"5s\"\n[load]\nusers = 2\n[fault]\ntarget = \"checkout\"\n\
          kind = \"restart\"\nrates = [1.0]\n[breaker]\nmodes = [\"enforce\"]\n",
     )
@@ -153,9 +154,9 @@ fn without_a_cluster_a_run_says_what_it_tried() {
             "--kubernetes",
             "shop",
         ])
-        .current_dir(&dir.0)
-        .env("HOME", &dir.0)
-        .env("KUBECONFIG", dir.0.join("no-such-kubeconfig"))
+        .current_dir(dir.dir())
+        .env("HOME", dir.dir())
+        .env("KUBECONFIG", dir.dir().join("no-such-kubeconfig"))
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")
         .env("TOLERANT_TOKEN", "0123456789abcdef")

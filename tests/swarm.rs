@@ -11,11 +11,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use controller::docker::{Deployment, Engine};
-use controller::store::{FaultEvent, Status, Store};
+use controller::store::{RunEventKind, Status, Store};
 
 mod common;
-use common::TempDir;
 use common::compose::{TOKEN, repo, tolerant_with_token};
+use controller::test_support::TempStore;
 
 /// The image the test deploys (its own tag: the compose tests' may be rebuilt meanwhile).
 const IMAGE: &str = "tolerant:swarm-test";
@@ -225,11 +225,11 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
         .expect("checkout's slot 2")
         .clone();
 
-    let dir = TempDir::new("swarm");
-    std::fs::write(dir.0.join("swarm.toml"), spec()).expect("write the spec");
-    let db = dir.db();
+    let dir = TempStore::new("swarm");
+    std::fs::write(dir.dir().join("swarm.toml"), spec()).expect("write the spec");
+    let db = dir.location();
     tolerant_with_token(
-        &dir.0,
+        dir.dir(),
         &[
             "run",
             "swarm.toml",
@@ -247,23 +247,27 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
     let runs = store.runs(experiment.id).await.unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, Status::Finished, "{:?}", runs[0]);
-    let events = store.fault_events(runs[0].id).await.unwrap();
-    let said = |event: FaultEvent| events.iter().filter(move |e| e.event == event);
-    let kill = said(FaultEvent::Applied)
-        .find(|e| e.detail["action"]["action"] == "kill")
+    let events = store.run_events(runs[0].id).await.unwrap();
+    let said = |kind: RunEventKind| {
+        (events.iter())
+            .filter(move |e| e.event.kind() == kind)
+            .map(|e| (e.at_ms, e.event.detail_json()))
+    };
+    let (kill_at, kill) = said(RunEventKind::Applied)
+        .find(|(_, detail)| detail["action"]["action"] == "kill")
         .unwrap_or_else(|| panic!("no kill among {events:#?}"));
-    assert_eq!(kill.detail["container"], killed.name.as_str());
-    let replaced = said(FaultEvent::ReplicaReplaced)
-        .find(|e| e.detail["replica"] == "checkout#2")
+    assert_eq!(kill["container"], killed.name.as_str());
+    let (replaced_at, replaced) = said(RunEventKind::ReplicaReplaced)
+        .find(|(_, detail)| detail["replica"] == "checkout#2")
         .unwrap_or_else(|| panic!("no replacement of checkout#2 among {events:#?}"));
-    assert_eq!(replaced.detail["previous"], killed.name.as_str());
-    assert_ne!(replaced.detail["instance"], killed.name.as_str());
-    assert!(replaced.at_ms >= kill.at_ms, "{events:#?}");
+    assert_eq!(replaced["previous"], killed.name.as_str());
+    assert_ne!(replaced["instance"], killed.name.as_str());
+    assert!(replaced_at >= kill_at, "{events:#?}");
     // The replacement's breaker stream was followed under the slot's label.
-    let followed = said(FaultEvent::ReplicaFollowed)
-        .find(|e| e.detail["replica"] == "checkout#2")
+    let (_, followed) = said(RunEventKind::ReplicaFollowed)
+        .find(|(_, detail)| detail["replica"] == "checkout#2")
         .unwrap_or_else(|| panic!("the replacement was not followed: {events:#?}"));
-    assert_eq!(followed.detail["url"], replaced.detail["url"]);
+    assert_eq!(followed["url"], replaced["url"]);
     // And it runs in the stack under the same label now.
     let after = engine.containers(&deployment).await.unwrap();
     let now = after

@@ -17,7 +17,7 @@ use controller::load::{
     LatencySummary, LoadSettings, OutcomeCounts, Workload, check_descriptor_budget, new_histogram,
     run,
 };
-use controller::runner::AdminClient;
+use controller::testbed::AdminClient;
 
 /// glibc malloc was a quarter of the profile under this load; mimalloc keeps allocation off the top.
 #[global_allocator]

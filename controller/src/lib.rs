@@ -1,9 +1,15 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod advisor;
+pub mod clock;
 pub mod docker;
 pub mod energy;
+pub mod exposition;
 pub mod kubernetes;
+pub mod lease;
 pub mod load;
+pub mod metric;
+pub mod observe;
 pub mod panic;
 pub mod predict;
 pub mod report;
@@ -14,3 +20,7 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod target;
+pub mod task;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_support;
+pub mod testbed;

@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 
 use boutique::ServiceName;
 use boutique::breaker_lease::BreakerConfigView;
-use controller::runner::{AdminClient, Runner, Testbed, start_embedded_stack};
+use controller::runner::Runner;
 use controller::spec::ExperimentSpec;
 use controller::store::Store;
+use controller::test_support::{self, TempStore};
+use controller::testbed::{AdminClient, Testbed, start_embedded_stack};
 
 /// The stack starts with its breakers enforcing (the first mode of this spec).
 const STACK: &str = r#"
@@ -25,7 +27,7 @@ modes = ["enforce"]
 
 /// A run with every breaker disabled, its config leased for 1 s (renewed every third).
 fn disabled_run(duration: &str) -> ExperimentSpec {
-    ExperimentSpec::parse(&format!(
+    test_support::spec(&format!(
         r#"
 name = "disabled"
 rounds = 1
@@ -42,14 +44,6 @@ lease = "1s"
 modes = ["disabled"]
 "#
     ))
-    .unwrap()
-}
-
-fn temp_db(name: &str) -> String {
-    std::env::temp_dir()
-        .join(format!("tolerant-{name}-{}.db", std::process::id()))
-        .display()
-        .to_string()
 }
 
 async fn view(admin: &AdminClient, testbed: &Testbed) -> BreakerConfigView {
@@ -88,7 +82,7 @@ fn leased_and_disabled(view: &BreakerConfigView) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_holds_its_config_past_the_lease_and_restores_the_startup_config_at_its_end() {
-    let (stack, testbed) = start_embedded_stack(&ExperimentSpec::parse(STACK).unwrap())
+    let (stack, testbed) = start_embedded_stack(&test_support::spec(STACK))
         .await
         .unwrap();
     let admin = AdminClient::new(testbed.token.clone());
@@ -96,8 +90,8 @@ async fn a_run_holds_its_config_past_the_lease_and_restores_the_startup_config_a
     assert_eq!(startup.config.mode(), breaker::Mode::Enforce);
     assert_eq!(startup.lease, None);
 
-    let db = temp_db("breaker-lease-end");
-    let store = Store::open(&db).await.unwrap();
+    let db = TempStore::new("breaker-lease-end");
+    let store = db.open().await;
     let runner = Runner::new(store.clone(), testbed.clone());
     let spec = disabled_run("4s");
     let run = tokio::spawn(async move { runner.run_experiment(&spec, |_| {}).await });
@@ -124,12 +118,11 @@ async fn a_run_holds_its_config_past_the_lease_and_restores_the_startup_config_a
     assert_eq!(after.lease, None);
     store.close().await;
     stack.shutdown().await;
-    let _ = std::fs::remove_file(&db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_go_back_by_themselves_when_the_controller_vanishes_mid_run() {
-    let (stack, testbed) = start_embedded_stack(&ExperimentSpec::parse(STACK).unwrap())
+    let (stack, testbed) = start_embedded_stack(&test_support::spec(STACK))
         .await
         .unwrap();
     let admin = AdminClient::new(testbed.token.clone());
@@ -142,12 +135,12 @@ async fn services_go_back_by_themselves_when_the_controller_vanishes_mid_run() {
         .enable_all()
         .build()
         .unwrap();
-    let db = temp_db("breaker-lease-kill");
+    let db = TempStore::new("breaker-lease-kill");
     controller.spawn({
         let testbed = testbed.clone();
-        let db = db.clone();
+        let location = db.location();
         async move {
-            let store = Store::open(&db).await.unwrap();
+            let store = Store::open(&location).await.unwrap();
             let runner = Runner::new(store, testbed);
             let _ = runner.run_experiment(&disabled_run("60s"), |_| {}).await;
         }
@@ -175,7 +168,4 @@ async fn services_go_back_by_themselves_when_the_controller_vanishes_mid_run() {
     assert_eq!(after.config, startup.config, "{after:?}");
     assert_eq!(after.lease, None);
     stack.shutdown().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{db}{suffix}"));
-    }
 }

@@ -1,6 +1,7 @@
 //! A custom workload's request headers and JSON body reach the server: a spec with `headers` and `json` is parsed,
 //! driven by the load driver against an axum server on a loopback ephemeral port that records what it was sent.
 
+use controller::test_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,6 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
 use controller::load::{LoadSettings, Workload, run};
-use controller::spec::ExperimentSpec;
 use parking_lot::Mutex;
 
 /// (content type, authorization, x-tenant, body) of every request.
@@ -61,7 +61,7 @@ requests = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_carries_its_headers_and_json_body() {
-    let spec = ExperimentSpec::parse(SPEC).expect("the spec parses");
+    let spec = test_support::spec(SPEC);
     let workload = Workload::Custom(spec.load.custom.clone().expect("a custom workload"));
     let seen = Seen::default();
     let addr = serve(Arc::clone(&seen)).await;

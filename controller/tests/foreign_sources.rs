@@ -1,15 +1,41 @@
-//! Foreign breaker sources during a run: a Resilience4j-style exposition served on loopback is scraped at 20 Hz and
-//! its state changes become stored-shape transitions with their source; pushed events are taken too.
+//! Foreign breaker sources during a run: a Resilience4j-style exposition served on loopback is scraped by the
+//! observer at 20 Hz and its state changes are published live and recorded by the run in the stored shape with
+//! their source; pushed events are recorded too.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use controller::runner::SourceCollector;
+use controller::observe::{Observation, Observations, Observer, Received, Watch};
+use controller::runner::RunRecorder;
 use controller::sources::{PushInbox, StateMapping};
-use controller::spec::{ScrapeSpec, SourceSpec};
+use controller::spec::ScrapeSpec;
+use controller::testbed::AdminClient;
 use parking_lot::Mutex;
+
+/// An observer, a live consumer of it, a run's recorder (taking `inbox`'s pushes) and a watch.
+fn observing(inbox: Option<&PushInbox>) -> (Observations, RunRecorder, Watch) {
+    let observer = Observer::new(AdminClient::without_token());
+    let live = observer.subscribe();
+    let recorder = RunRecorder::start(observer.subscribe(), 0, Default::default(), inbox);
+    (live, recorder, observer.watch())
+}
+
+/// The next foreign transition the live consumer sees, within 5 s.
+async fn next_foreign(live: &mut Observations) -> breaker::TransitionEvent {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match live.next().await {
+                Some(Received::Observation(Observation::Foreign(event))) => return event,
+                Some(_) => continue,
+                None => panic!("the observer is gone"),
+            }
+        }
+    })
+    .await
+    .expect("a foreign transition within 5 s")
+}
 
 fn exposition(state: &str) -> String {
     ["closed", "open", "half_open"]
@@ -38,16 +64,6 @@ async fn exporter(current: Arc<Mutex<&'static str>>) -> String {
     format!("http://{addr}/actuator/prometheus")
 }
 
-/// Waits (bounded) until `condition` holds, checking every 20 ms.
-async fn eventually(mut condition: impl FnMut() -> bool) {
-    for _ in 0..250 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
     let current = Arc::new(Mutex::new("closed"));
@@ -59,50 +75,34 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
         mapping: StateMapping::resilience4j(),
     };
     let inbox = PushInbox::default();
-    let (live, mut seen_live) = tokio::sync::mpsc::unbounded_channel();
-    let collector = SourceCollector::start(
-        &[SourceSpec::Prometheus(spec.clone())],
-        Some(&inbox),
-        Some(live),
-    )
-    .await
-    .expect("the baseline scrape works");
+    let (mut live, recorder, watch) = observing(Some(&inbox));
+    watch
+        .scrape(0, &spec)
+        .await
+        .expect("the baseline scrape works");
 
     *current.lock() = "open";
-    let first = tokio::time::timeout(Duration::from_secs(5), seen_live.recv())
-        .await
-        .expect("the open is seen within 5 s")
-        .expect("live event");
+    let first = next_foreign(&mut live).await;
     assert_eq!(
         (first.from, first.to),
         (breaker::State::Closed, breaker::State::Open)
     );
     *current.lock() = "half_open";
-    let mut seen = vec![first];
-    eventually(|| {
-        while let Ok(event) = seen_live.try_recv() {
-            seen.push(event);
-        }
-        seen.len() >= 2
-    })
-    .await;
+    let second = next_foreign(&mut live).await;
+    assert_eq!(second.to, breaker::State::HalfOpen);
     *current.lock() = "closed";
-    eventually(|| {
-        while let Ok(event) = seen_live.try_recv() {
-            seen.push(event);
-        }
-        seen.len() >= 3
-    })
-    .await;
+    let third = next_foreign(&mut live).await;
+    assert_eq!(third.to, breaker::State::Closed);
     inbox
         .ingest(
             r#"{"service":"shop","breaker":"upstream","to":"open","source":"pybreaker"}"#,
-            controller::runner::now_ms() as u64,
+            controller::clock::now_ms() as u64,
         )
         .expect("valid push");
 
-    let (records, panics) = collector.finish().await;
-    assert!(panics.is_empty(), "{panics:?}");
+    let recording = recorder.finish().await;
+    assert!(recording.panics.is_empty(), "{:?}", recording.panics);
+    let records = recording.transitions;
     let scraped: Vec<(&str, &str)> = records
         .iter()
         .filter(|r| r.breaker == "inventory")
@@ -122,7 +122,7 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
             .iter()
             .filter(|r| r.breaker == "inventory")
             .all(|r| r.service == "orders"
-                && r.reason == "observed"
+                && r.reason == breaker::Reason::Observed
                 && r.source.as_deref() == Some(source.as_str()))
     );
     let pushed = records
@@ -146,12 +146,15 @@ async fn a_breaker_already_open_at_the_baseline_scrape_is_on_the_timeline() {
         service: "orders".into(),
         mapping: StateMapping::resilience4j(),
     };
-    let before = controller::runner::now_ms();
-    let collector = SourceCollector::start(&[SourceSpec::Prometheus(spec)], None, None)
+    let before = controller::clock::now_ms();
+    let (_live, recorder, watch) = observing(None);
+    watch
+        .scrape(0, &spec)
         .await
         .expect("the baseline scrape works");
-    let (records, panics) = collector.finish().await;
-    assert!(panics.is_empty(), "{panics:?}");
+    let recording = recorder.finish().await;
+    assert!(recording.panics.is_empty(), "{:?}", recording.panics);
+    let records = recording.transitions;
     let found: Vec<(&str, &str, &str)> = records
         .iter()
         .map(|r| (r.from.as_str(), r.to.as_str(), r.reason.as_str()))
@@ -168,9 +171,10 @@ async fn a_source_that_does_not_answer_names_itself() {
         service: "x".into(),
         mapping: StateMapping::resilience4j(),
     };
-    let error = SourceCollector::start(&[SourceSpec::Prometheus(spec)], None, None)
+    let (_live, _recorder, watch) = observing(None);
+    let error = watch
+        .scrape(0, &spec)
         .await
-        .err()
-        .expect("no baseline, no run");
+        .expect_err("no baseline, no run");
     assert!(error.to_string().starts_with("sources[0].url"), "{error}");
 }

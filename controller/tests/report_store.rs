@@ -3,7 +3,7 @@
 //! then rendered as markdown (with SVG plots), CSV and JSON, and judged by validation criteria. The
 //! expected numbers are worked out by hand in the comments.
 
-use std::path::PathBuf;
+use controller::test_support::{self, TempStore};
 use std::time::Duration;
 
 use controller::load::{
@@ -11,7 +11,7 @@ use controller::load::{
     endpoint, new_histogram, serialize_histogram,
 };
 use controller::report::{CSV_HEADER, Format, render, report, validation_markdown};
-use controller::spec::{ExperimentSpec, PlannedRun};
+use controller::spec::PlannedRun;
 use controller::stats::{criteria_of_spec, evaluate, load_experiment};
 use controller::store::{
     CollectorSample, EnergySource, ExperimentId, RunRecord, Status, Store, TransitionRecord,
@@ -62,35 +62,13 @@ comparison = ">="
 threshold = 0.9
 "#;
 
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let path =
-            std::env::temp_dir().join(format!("tolerant-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn stats_of(count: u64, outcome: &str, latency_us: u64) -> EndpointStats {
     let mut stats = EndpointStats::default();
     for _ in 0..count {
         let outcome = match outcome {
-            "ok" => controller::load::Outcome::Ok,
-            "failed" => controller::load::Outcome::Failed,
-            _ => controller::load::Outcome::Rejected,
+            "ok" => controller::load::RequestOutcome::Ok,
+            "failed" => controller::load::RequestOutcome::Failed,
+            _ => controller::load::RequestOutcome::Rejected,
         };
         stats.record(outcome, latency_us, 0);
     }
@@ -165,15 +143,18 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
     let mut transitions = Vec::new();
     if rate > 0.0 && enforce {
         for k in 0..=round as i64 {
-            for (offset, from, to) in [(0, "closed", "open"), (1_000, "open", "half_open")] {
+            for (offset, from, to) in [
+                (0, breaker::State::Closed, breaker::State::Open),
+                (1_000, breaker::State::Open, breaker::State::HalfOpen),
+            ] {
                 transitions.push(TransitionRecord {
                     at_ms: window_ms + 2_000 * k + offset,
                     service: "frontend".into(),
                     breaker: "frontend->checkout".into(),
-                    from: from.into(),
-                    to: to.into(),
-                    reason: "consecutive_failures".into(),
-                    detail: serde_json::json!({}),
+                    from,
+                    to,
+                    reason: breaker::Reason::ConsecutiveFailures,
+                    detail: breaker::TransitionDetail::default(),
                     seq: 2 * k + offset / 1_000,
                     shadow: false,
                     source: None,
@@ -198,15 +179,14 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
         endpoints,
         collector,
         transitions,
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: Some((joules, EnergySource::Modelled)),
     }
 }
 
-async fn experiment(dir: &TempDir) -> (Store, ExperimentId) {
-    let path = dir.0.join("tolerant.db");
-    let store = Store::open(path.to_str().unwrap()).await.unwrap();
-    let spec = ExperimentSpec::parse(SPEC).unwrap();
+async fn experiment(dir: &TempStore) -> (Store, ExperimentId) {
+    let store = dir.open().await;
+    let spec = test_support::spec(SPEC);
     let id = store.create_experiment(&spec, 1_000).await.unwrap();
     let (warmup, duration) = (Duration::from_secs(2), Duration::from_secs(10));
     let plan = spec.plan();
@@ -244,7 +224,7 @@ fn close(actual: f64, expected: f64, tolerance: f64) {
 
 #[tokio::test]
 async fn csv_report_parses_back_with_the_hand_computed_numbers() {
-    let dir = TempDir::new("report-csv");
+    let dir = TempStore::new("report-csv");
     let (store, id) = experiment(&dir).await;
     let csv_report = report(&store, id, Format::Csv).await.unwrap();
     assert!(csv_report.plots.is_empty());
@@ -337,7 +317,7 @@ async fn csv_report_parses_back_with_the_hand_computed_numbers() {
 
 #[tokio::test]
 async fn json_report_holds_every_figure() {
-    let dir = TempDir::new("report-json");
+    let dir = TempStore::new("report-json");
     let (store, id) = experiment(&dir).await;
     let text = report(&store, id, Format::Json).await.unwrap().text;
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -366,7 +346,7 @@ async fn json_report_holds_every_figure() {
 
 #[tokio::test]
 async fn markdown_report_writes_its_svg_plots_next_to_it() {
-    let dir = TempDir::new("report-md");
+    let dir = TempStore::new("report-md");
     let (store, id) = experiment(&dir).await;
     let markdown = report(&store, id, Format::Md).await.unwrap();
     let text = &markdown.text;
@@ -416,19 +396,19 @@ async fn markdown_report_writes_its_svg_plots_next_to_it() {
         assert!(plot.svg.contains("<text"));
         assert!(plot.svg.contains(&plot.title));
     }
-    let path = dir.0.join("report.md");
+    let path = dir.dir().join("report.md");
     let written = markdown.write(&path).unwrap();
     assert_eq!(written.len(), 1 + slugs.len());
     for file in &written {
         assert!(file.exists(), "{}", file.display());
-        assert_eq!(file.parent(), Some(dir.0.as_path()));
+        assert_eq!(file.parent(), Some(dir.dir()));
     }
     store.close().await;
 }
 
 #[tokio::test]
 async fn validation_criteria_from_the_spec_are_judged_on_the_stored_intervals() {
-    let dir = TempDir::new("report-validate");
+    let dir = TempStore::new("report-validate");
     let (store, id) = experiment(&dir).await;
     let stats = load_experiment(&store, id).await.unwrap();
     let criteria = criteria_of_spec(&format!("{SPEC}{VALIDATE}")).unwrap();
@@ -454,10 +434,8 @@ async fn validation_criteria_from_the_spec_are_judged_on_the_stored_intervals() 
 
 #[tokio::test]
 async fn a_missing_experiment_is_an_error() {
-    let dir = TempDir::new("report-missing");
-    let store = Store::open(dir.0.join("t.db").to_str().unwrap())
-        .await
-        .unwrap();
+    let dir = TempStore::new("report-missing");
+    let store = dir.open().await;
     let error = report(&store, ExperimentId(42), Format::Md)
         .await
         .unwrap_err();

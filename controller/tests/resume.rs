@@ -4,23 +4,22 @@
 //! agent reached over HTTP like a real deployment. SQLite in a temp dir; the store-level scenarios
 //! run against PostgreSQL too when `TOLERANT_TEST_PG_URL` is set.
 
+use controller::test_support::{self, TempStore};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use controller::load::{EndpointSecond, LatencySummary, OutcomeCounts, SecondStats};
 use controller::report::{Format, report};
 use controller::runner::{
-    AdminClient, Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, Testbed,
-    choose_start, fault_spec, start_embedded_stack,
+    Progress, ResumePoint, Runner, RunnerError, StartChoice, StopMonitor, choose_start, fault_spec,
 };
 use controller::spec::{ExperimentSpec, PlannedRun, StopSpec};
 use controller::stats::load_experiment;
 use controller::store::{
     ExperimentId, RunId, RunRecord, RunRow, STOP_CONDITION_REASON, Status, Store,
 };
+use controller::testbed::{AdminClient, Testbed, start_embedded_stack};
 
 /// Five positions (one round, fixed order): enough for every kind of stored attempt at once.
 const FIVE_POSITIONS: &str = r#"
@@ -69,47 +68,6 @@ modes = ["enforce"]
     )
 }
 
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "tolerant-resume-{name}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    async fn sqlite(&self) -> Store {
-        Store::open(self.0.join("tolerant.db").to_str().expect("utf-8 path"))
-            .await
-            .expect("open SQLite store")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// SQLite always, PostgreSQL when `TOLERANT_TEST_PG_URL` is set.
-async fn stores(dir: &TempDir) -> Vec<Store> {
-    let mut stores = vec![dir.sqlite().await];
-    if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
-        stores.push(
-            Store::open(&url)
-                .await
-                .expect("TOLERANT_TEST_PG_URL must be reachable"),
-        );
-    }
-    stores
-}
-
 /// The reason a real stop monitor gives when every request of its window failed.
 fn stop_reason() -> String {
     let mut monitor = StopMonitor::new(&StopSpec {
@@ -149,7 +107,7 @@ fn ended(status: Status, abort_reason: Option<String>) -> RunRecord {
         endpoints: Vec::new(),
         collector: Vec::new(),
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     }
 }
@@ -218,10 +176,10 @@ fn attempts(runs: &[RunRow]) -> Vec<(i64, Status, RunId)> {
 
 #[tokio::test]
 async fn terminal_positions_are_the_finished_ones_and_those_the_stop_condition_aborted() {
-    let dir = TempDir::new("terminal");
-    let spec = ExperimentSpec::parse(FIVE_POSITIONS).expect("spec");
+    let dir = TempStore::new("terminal");
+    let spec = test_support::spec(FIVE_POSITIONS);
     assert!(stop_reason().starts_with(STOP_CONDITION_REASON));
-    for store in stores(&dir).await {
+    for store in dir.stores().await {
         let id = every_kind_of_attempt(&store, &spec).await;
 
         assert_eq!(
@@ -244,9 +202,9 @@ async fn terminal_positions_are_the_finished_ones_and_those_the_stop_condition_a
 
 #[tokio::test]
 async fn a_stopped_position_shows_as_stopped_in_the_figures_and_the_report() {
-    let dir = TempDir::new("stopped-report");
-    let spec = ExperimentSpec::parse(FIVE_POSITIONS).expect("spec");
-    for store in stores(&dir).await {
+    let dir = TempStore::new("stopped-report");
+    let spec = test_support::spec(FIVE_POSITIONS);
+    for store in dir.stores().await {
         let id = every_kind_of_attempt(&store, &spec).await;
         let stopped_run = store.runs(id).await.expect("runs")[1].id;
 
@@ -292,10 +250,9 @@ async fn a_stopped_position_shows_as_stopped_in_the_figures_and_the_report() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_does_not_run_again_the_position_its_stop_condition_aborted() {
-    let dir = TempDir::new("stopped");
-    let store = dir.sqlite().await;
-    let spec =
-        ExperimentSpec::parse(&short_runs("resume-stopped", "[0.0, 0.5, 1.0]")).expect("spec");
+    let dir = TempStore::new("stopped");
+    let store = dir.open().await;
+    let spec = test_support::spec(&short_runs("resume-stopped", "[0.0, 0.5, 1.0]"));
     // 0 stopped by its condition, 1 running when the controller died, 2 never started.
     let id = left_by_a_dead_controller(
         &store,
@@ -380,9 +337,9 @@ async fn carry_out(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fresh_starts_a_new_experiment_and_leaves_the_unfinished_one_as_it_was() {
-    let dir = TempDir::new("fresh");
-    let store = dir.sqlite().await;
-    let spec = ExperimentSpec::parse(&short_runs("resume-fresh", "[0.0, 1.0]")).expect("spec");
+    let dir = TempStore::new("fresh");
+    let store = dir.open().await;
+    let spec = test_support::spec(&short_runs("resume-fresh", "[0.0, 1.0]"));
     // Position 0 finished, position 1 running when the controller died.
     let old = left_by_a_dead_controller(&store, &spec, &[(0, Status::Finished, None)], 1).await;
     let old_row = store.experiment(old).await.expect("row");
@@ -424,9 +381,9 @@ async fn fresh_starts_a_new_experiment_and_leaves_the_unfinished_one_as_it_was()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_fresh_the_unfinished_experiment_is_resumed() {
-    let dir = TempDir::new("no-fresh");
-    let store = dir.sqlite().await;
-    let spec = ExperimentSpec::parse(&short_runs("resume-no-fresh", "[0.0, 1.0]")).expect("spec");
+    let dir = TempStore::new("no-fresh");
+    let store = dir.open().await;
+    let spec = test_support::spec(&short_runs("resume-no-fresh", "[0.0, 1.0]"));
     let old = left_by_a_dead_controller(&store, &spec, &[(0, Status::Finished, None)], 1).await;
     let finished_run = store.runs(old).await.expect("runs")[0].id;
 
@@ -467,7 +424,7 @@ async fn agent_over_http() -> (agent::Agent, String, tokio::task::JoinHandle<()>
         .await
         .expect("bind loopback");
     let address = listener.local_addr().expect("local address");
-    let router = agent.fault_api_router();
+    let router = agent::fault_api::router(agent.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, router).await.expect("serve agent");
     });
@@ -486,11 +443,11 @@ fn agent_only_testbed(agent_url: &str, token: &str) -> Testbed {
 
 #[tokio::test]
 async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http() {
-    let dir = TempDir::new("agent-http");
-    let spec = ExperimentSpec::parse(&short_runs("resume-agent", "[0.5, 1.0]")).expect("spec");
+    let dir = TempStore::new("agent-http");
+    let spec = test_support::spec(&short_runs("resume-agent", "[0.5, 1.0]"));
     let plan = spec.plan();
     let (agent, agent_url, server) = agent_over_http().await;
-    for store in stores(&dir).await {
+    for store in dir.stores().await {
         // Position 0 stopped by its condition; position 1 running, its fault still on the agent.
         let id = left_by_a_dead_controller(
             &store,

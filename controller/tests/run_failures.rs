@@ -3,9 +3,10 @@
 //! `failed` with the panic's message, and the experiment is aborted instead of staying `running`.
 
 use bytes::Bytes;
-use controller::runner::{AdminClient, Progress, Runner, RunnerError, start_embedded_stack};
-use controller::spec::ExperimentSpec;
-use controller::store::{Status, Store};
+use controller::runner::{Progress, Runner, RunnerError};
+use controller::store::Status;
+use controller::test_support::{self, TempStore};
+use controller::testbed::{AdminClient, start_embedded_stack};
 use http::Method;
 
 const SPEC: &str = r#"
@@ -32,10 +33,9 @@ modes = ["enforce"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
-    let spec = ExperimentSpec::parse(SPEC).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-run-failures-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&db);
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SPEC);
+    let db = TempStore::new("run-failures");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let agent = testbed.agent.clone();
     let admin = AdminClient::new(testbed.token.clone());
@@ -96,11 +96,11 @@ async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
     );
     // The fault was applied, then removed by the run's end.
     let events: Vec<String> = store
-        .fault_events(run)
+        .run_events(run)
         .await
         .unwrap()
         .into_iter()
-        .map(|event| event.event.as_str().to_owned())
+        .map(|event| event.event.kind().as_str().to_owned())
         .filter(|event| !event.starts_with("agent:"))
         .collect();
     assert_eq!(
@@ -118,5 +118,4 @@ async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
             .is_empty()
     );
     store.close().await;
-    let _ = std::fs::remove_file(&db);
 }

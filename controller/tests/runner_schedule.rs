@@ -3,9 +3,10 @@
 //! actually applied, and the lease is renewed only while the fault is on.
 
 use controller::load::endpoint;
-use controller::runner::{Runner, start_embedded_stack};
-use controller::spec::ExperimentSpec;
-use controller::store::{Status, Store};
+use controller::runner::Runner;
+use controller::store::Status;
+use controller::test_support::{self, TempStore};
+use controller::testbed::start_embedded_stack;
 
 const SCHEDULED: &str = r#"
 name = "scheduled-blip"
@@ -34,9 +35,9 @@ modes = ["disabled"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
-    let spec = ExperimentSpec::parse(SCHEDULED).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-schedule-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SCHEDULED);
+    let db = TempStore::new("schedule");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
     let experiment = runner.run_experiment(&spec, |_| {}).await.unwrap();
@@ -78,11 +79,11 @@ async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
     assert!((5.0..8.0).contains(&to), "{period:?}");
 
     // The lease (3 s, renewed every second) is renewed only while the fault is on.
-    let events = store.fault_events(run.id).await.unwrap();
+    let events = store.run_events(run.id).await.unwrap();
     let at = |name: &str| {
         events
             .iter()
-            .filter(|e| e.event.as_str() == name)
+            .filter(|e| e.event.kind().as_str() == name)
             .map(|e| e.at_ms)
             .collect::<Vec<_>>()
     };
@@ -95,7 +96,4 @@ async fn checkouts_fail_only_while_the_scheduled_fault_is_on() {
     );
 
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }

@@ -4,9 +4,11 @@
 //! mode nothing was rejected.
 
 use controller::load::endpoint;
-use controller::runner::{Progress, Runner, RunnerError, start_embedded_stack};
-use controller::spec::{BreakerMode, ExperimentSpec};
-use controller::store::{Status, Store};
+use controller::runner::{Progress, Runner, RunnerError};
+use controller::spec::BreakerMode;
+use controller::store::Status;
+use controller::test_support::{self, TempStore};
+use controller::testbed::start_embedded_stack;
 
 const SWEEP: &str = r#"
 name = "small-sweep"
@@ -40,9 +42,9 @@ base = "60s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_sweep_stores_every_run_with_plausible_figures() {
-    let spec = ExperimentSpec::parse(SWEEP).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-sweep-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SWEEP);
+    let db = TempStore::new("sweep");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
 
@@ -94,7 +96,7 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         assert!(samples.iter().any(|s| s.collector.cpu_seconds.is_some()));
         let histograms = store.endpoint_histograms(run.id).await.unwrap();
         let transitions = store.transitions(run.id).await.unwrap();
-        let faults = store.fault_events(run.id).await.unwrap();
+        let faults = store.run_events(run.id).await.unwrap();
         let rejected: u64 = histograms.iter().map(|h| h.outcomes.rejected).sum();
         let label = &run.condition_label;
 
@@ -106,13 +108,13 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             // The runner's own control calls, in order…
             let events: Vec<&str> = faults
                 .iter()
-                .map(|f| f.event.as_str())
+                .map(|f| f.event.kind().as_str())
                 .filter(|e| !e.starts_with("agent:"))
                 .collect();
             // …and the agent's account of the same fault.
             let agent: Vec<&str> = faults
                 .iter()
-                .map(|f| f.event.as_str())
+                .map(|f| f.event.kind().as_str())
                 .filter(|e| e.starts_with("agent:"))
                 .collect();
             assert!(agent.contains(&"agent:applied"), "{label}: {agent:?}");
@@ -121,7 +123,7 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
             assert_eq!(events.last(), Some(&"removed"), "{label}: {events:?}");
         }
 
-        let opened = transitions.iter().any(|t| t.to == "open");
+        let opened = transitions.iter().any(|t| t.to == breaker::State::Open);
         if run.breaker_mode == BreakerMode::Shadow.as_str() {
             assert_eq!(rejected, 0, "{label}: shadow mode never rejects");
         }
@@ -144,14 +146,11 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         }
     }
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_condition_aborts_the_run_and_clears_the_fault() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "stop"
 rounds = 1
@@ -176,10 +175,9 @@ modes = ["disabled"]
 availability_below = 0.9999
 window = "3s"
 "#,
-    )
-    .unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-stop-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    );
+    let db = TempStore::new("stop");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     let runner = Runner::new(store.clone(), testbed);
     let experiment = runner.run_experiment(&spec, |_| {}).await.unwrap();
@@ -195,11 +193,11 @@ window = "3s"
     let samples = store.samples(run.id).await.unwrap();
     assert!(samples.len() < 30, "{} seconds stored", samples.len());
     let events: Vec<String> = store
-        .fault_events(run.id)
+        .run_events(run.id)
         .await
         .unwrap()
         .into_iter()
-        .map(|f| f.event.as_str().to_owned())
+        .map(|f| f.event.kind().as_str().to_owned())
         .filter(|e| !e.starts_with("agent:"))
         .collect();
     assert_eq!(
@@ -213,18 +211,15 @@ window = "3s"
         "{events:?}"
     );
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }
 
 /// Preflight against the embedded stack: it passes as started; a service nobody answers for, a wrong token, or an
 /// agent nobody answers for each fail naming the target, and nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() {
-    let spec = ExperimentSpec::parse(SWEEP).unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-preflight-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let spec = test_support::spec(SWEEP);
+    let db = TempStore::new("preflight");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
     Runner::new(store.clone(), testbed.clone())
         .check_testbed()
@@ -261,7 +256,6 @@ async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() 
     stack.shutdown().await;
     assert!(store.experiments().await.unwrap().is_empty());
     store.close().await;
-    let _ = std::fs::remove_file(&db);
 }
 
 /// Cancelling a run (an abort, Ctrl-C) ends its scope as a finish does: when `run_experiment` returns, the
@@ -269,7 +263,7 @@ async fn preflight_names_the_target_that_does_not_answer_or_refuses_the_token() 
 /// stored, and the attempt and the experiment are marked interrupted, so a resume redoes the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_run_removes_its_fault_before_it_returns() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "cancelled"
 rounds = 1
@@ -290,12 +284,11 @@ lease = "60s"
 [breaker]
 modes = ["disabled"]
 "#,
-    )
-    .unwrap();
-    let db = std::env::temp_dir().join(format!("tolerant-cancel-{}.db", std::process::id()));
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    );
+    let db = TempStore::new("cancel");
+    let store = db.open().await;
     let (stack, testbed) = start_embedded_stack(&spec).await.unwrap();
-    let admin = controller::runner::AdminClient::new(testbed.token.clone());
+    let admin = controller::testbed::AdminClient::new(testbed.token.clone());
     let faults_url = format!("{}/_agent/faults", testbed.agent);
     let fault_count = || async {
         let body = admin
@@ -331,7 +324,4 @@ modes = ["disabled"]
     assert!(store.samples(runs[0].id).await.unwrap().is_empty());
     stack.shutdown().await;
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
 }

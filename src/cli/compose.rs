@@ -10,10 +10,11 @@ use std::time::Duration;
 use anyhow::Context;
 use boutique::ServiceName;
 use controller::docker::{self, ContainerLeases, Deployment, Engine, StackContainer};
+use controller::lease::ContainerStack;
 use controller::roster::{ReplicaChange, Roster};
-use controller::runner::{ContainerStack, Testbed};
 use controller::store::Store;
 use controller::target::ServiceId;
+use controller::testbed::Testbed;
 
 /// The port every service listens on inside its container (see `docker-compose.yml`).
 pub const SERVICE_PORT: u16 = 8080;
@@ -247,7 +248,7 @@ pub async fn connect(
     }
     let leases = ContainerLeases::new(engine, store.clone());
     // Faults a killed controller left behind whose lease has ended are undone before anything is checked.
-    let undone = leases.sweep(controller::runner::now_ms()).await?;
+    let undone = leases.sweep(controller::clock::now_ms()).await?;
     if undone > 0 {
         tracing::info!(undone, "container faults left behind undone");
     }

@@ -1,24 +1,22 @@
 //! `tolerant run | resume`: run an experiment spec against the testbed (resuming its unfinished experiment
-//! unless `--fresh`) and resume a stored experiment by id, printing progress and a summary per condition. A
-//! spec that does not validate exits with status 2 and stores nothing. (`list | show` are in `stored.rs`.)
+//! unless `--fresh`) and resume a stored experiment by id, printing progress and, at the end, the table per
+//! condition (`condition_table.rs`). A spec that does not validate exits with status 2 and stores nothing.
+//! (`list | show` are in `stored.rs`; the push source's listener is `web::push_listener`.)
 
-use crate::cli::output::{err_out, out};
+use crate::cli::output::err_out;
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use controller::runner::{
-    Progress, ResumePoint, Runner, StartChoice, Testbed, choose_start, start_embedded_stack,
-};
+use controller::runner::{Progress, ResumePoint, Runner, StartChoice, choose_start};
 use controller::sources::PushInbox;
-use controller::spec::{AGENT_TARGET, ExperimentSpec, SourceSpec};
+use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{
-    DEFAULT_DATABASE, ExperimentId, RunId, RunRow, STOP_CONDITION_REASON, Status, Store,
+    DEFAULT_DATABASE, ExperimentId, RunId, STOP_CONDITION_REASON, Status, Store,
 };
-use serde_json::json;
+use controller::testbed::{Testbed, start_embedded_stack};
 use tokio_util::sync::CancellationToken;
 
 use super::compose::ComposeArgs;
@@ -145,13 +143,25 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
 }
 
 /// Runs a spec's plan: a new experiment, or the rest of a resumed one (faults cleared and the
-/// interrupted attempt discarded first).
+/// interrupted attempt discarded first), then prints the summary.
 async fn execute(
     store: &Store,
     spec: &ExperimentSpec,
     choice: StartChoice,
     args: ExecuteArgs,
 ) -> anyhow::Result<()> {
+    let quiet = args.json;
+    let experiment = execute_quietly(store, spec, choice, args).await?;
+    super::condition_table::print(store, experiment, quiet).await
+}
+
+/// [`execute`] without the summary: the experiment's id (`tolerant tune --verify` reads its runs itself).
+pub(super) async fn execute_quietly(
+    store: &Store,
+    spec: &ExperimentSpec,
+    choice: StartChoice,
+    args: ExecuteArgs,
+) -> anyhow::Result<ExperimentId> {
     let ExecuteArgs {
         token,
         compose,
@@ -193,7 +203,7 @@ async fn execute(
     if let Some((changes, roster)) = replica_changes {
         runner = runner.with_replica_changes(changes, roster);
     }
-    let ingest = match push_listener(spec).await {
+    let ingest = match web::push_listener::bind(spec).await {
         Ok(Some((listener, addr))) => {
             let inbox = PushInbox::default();
             runner = runner.with_push_inbox(inbox.clone());
@@ -202,16 +212,14 @@ async fn execute(
                     "taking pushed breaker events on http://{addr}/api/breaker-events (bearer token: --token)"
                 );
             }
-            Some(web::api::spawn_breaker_events_server(
-                listener, inbox, token,
-            ))
+            Some(web::push_listener::spawn(listener, inbox, token))
         }
         Ok(None) => None,
         Err(error) => {
             if let Some(stack) = stack {
                 stack.shutdown().await;
             }
-            return Err(error);
+            return Err(error.into());
         }
     };
     // Every target must answer and take the token before anything is stored or changed; each is probed for what
@@ -257,12 +265,8 @@ async fn execute(
     for task in background {
         task.abort();
     }
-    let summary = match result {
-        Ok(experiment) => print_summary(store, experiment, quiet).await,
-        Err(error) => Err(error),
-    };
     if unplanned.is_empty() {
-        return summary;
+        return result;
     }
     err_out!(
         "{} run(s) did not end as planned; their figures are not a measurement:",
@@ -271,8 +275,13 @@ async fn execute(
     for run in &unplanned {
         err_out!("  {run}");
     }
-    if let Err(error) = summary {
-        err_out!("error: {error:#}");
+    match result {
+        Ok(experiment) => {
+            if let Err(error) = super::condition_table::print(store, experiment, quiet).await {
+                err_out!("error: {error:#}");
+            }
+        }
+        Err(error) => err_out!("error: {error:#}"),
     }
     std::process::exit(EXIT_RUNS_FAILED);
 }
@@ -299,33 +308,6 @@ fn unplanned_end(
         status.as_str(),
         reason.unwrap_or("no reason given")
     ))
-}
-
-/// The listener of the spec's push source (`[[sources]] kind = "push"`), bound before anything runs.
-async fn push_listener(
-    spec: &ExperimentSpec,
-) -> anyhow::Result<Option<(tokio::net::TcpListener, SocketAddr)>> {
-    let Some((index, listen)) =
-        spec.sources
-            .iter()
-            .enumerate()
-            .find_map(|(i, source)| match source {
-                SourceSpec::Push { listen } => Some((i, *listen)),
-                SourceSpec::Prometheus(_) => None,
-            })
-    else {
-        return Ok(None);
-    };
-    let addr = listen.with_context(|| {
-        format!(
-            "sources[{index}].listen: `tolerant run` needs the address to take pushed events on"
-        )
-    })?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("sources[{index}].listen: cannot listen on {addr}"))?;
-    let bound = listener.local_addr()?;
-    Ok(Some((listener, bound)))
 }
 
 /// Creates or resumes the experiment and runs what is left of its plan, reporting progress.
@@ -425,94 +407,6 @@ fn progress_bar(done: usize, total: usize, width: usize) -> String {
         "·".repeat(width - filled),
         fraction * 100.0
     )
-}
-
-/// Per condition over its finished runs: runs, mean availability, mean successful req/s, rejected;
-/// and how many of its runs the stop condition aborted (a verdict, not in the means).
-async fn print_summary(store: &Store, id: ExperimentId, json_out: bool) -> anyhow::Result<()> {
-    let runs = store.runs(id).await?;
-    let mut by_condition: BTreeMap<i64, Vec<&RunRow>> = BTreeMap::new();
-    for run in runs
-        .iter()
-        .filter(|r| r.status == Status::Finished || r.stopped_by_condition())
-    {
-        by_condition
-            .entry(run.condition_index)
-            .or_default()
-            .push(run);
-    }
-    let rows: Vec<_> = by_condition
-        .values()
-        .map(|of_condition| {
-            let label = &of_condition[0].condition_label;
-            let stopped = of_condition
-                .iter()
-                .filter(|r| r.stopped_by_condition())
-                .count();
-            let runs: Vec<&RunRow> = of_condition
-                .iter()
-                .copied()
-                .filter(|r| r.status == Status::Finished)
-                .collect();
-            let availability: Vec<f64> = runs
-                .iter()
-                .filter_map(|r| r.outcomes.and_then(|o| o.availability()))
-                .collect();
-            let ok_per_s: Vec<f64> = runs
-                .iter()
-                .filter_map(|r| {
-                    let seconds = r.duration_ms as f64 / 1000.0;
-                    r.outcomes
-                        .map(|o| o.ok as f64 / seconds.max(f64::MIN_POSITIVE))
-                })
-                .collect();
-            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-            json!({
-                "condition": label,
-                "runs": runs.len(),
-                "stopped": stopped,
-                "availability_mean": mean(&availability),
-                "ok_per_second_mean": mean(&ok_per_s),
-                "rejected": runs.iter().filter_map(|r| r.outcomes.map(|o| o.rejected)).sum::<u64>(),
-                "failed": runs.iter().filter_map(|r| r.outcomes.map(|o| o.failed)).sum::<u64>(),
-            })
-        })
-        .collect();
-    if json_out {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "experiment": id.0, "conditions": rows }))?
-        );
-        return Ok(());
-    }
-    out!("experiment {id}");
-    out!(
-        "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
-        "condition",
-        "runs",
-        "stopped",
-        "availability",
-        "ok/s",
-        "failed",
-        "rejected"
-    );
-    for row in &rows {
-        out!(
-            "{:<36} {:>4} {:>7} {:>12} {:>10} {:>9} {:>9}",
-            row["condition"].as_str().unwrap_or(""),
-            row["runs"].as_u64().unwrap_or(0),
-            row["stopped"].as_u64().unwrap_or(0),
-            row["availability_mean"]
-                .as_f64()
-                .map_or("-".into(), |a| format!("{a:.3}")),
-            row["ok_per_second_mean"]
-                .as_f64()
-                .map_or("-".into(), |a| format!("{a:.1}")),
-            row["failed"].as_u64().unwrap_or(0),
-            row["rejected"].as_u64().unwrap_or(0),
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use anyhow::Context;
 use boutique::ServiceName;
 use controller::kubernetes::manifests::{self, ManifestOptions};
 use controller::kubernetes::{Cluster, DEFAULT_SELECTOR, discovery};
+use controller::lease::PodStack;
 use controller::roster::Roster;
-use controller::runner::Testbed;
-use controller::runner::pods::PodStack;
+use controller::testbed::Testbed;
 use parking_lot::Mutex;
 
 use crate::cli::output::out;
@@ -146,7 +146,7 @@ pub async fn connect(
     }
     let agent_in = agent_service("--agent-in", &args.agent_in)?;
     let cluster = Cluster::connect(namespace).await?;
-    let undone = cluster.sweep(Some(controller::runner::now_ms())).await?;
+    let undone = cluster.sweep(Some(controller::clock::now_ms())).await?;
     if !undone.is_empty() {
         tracing::info!(?undone, "pod faults left behind undone");
     }

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use controller::report::{Format, render_annotated, validation_markdown};
-use controller::runner::{AdminClient, AdminError};
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::stats::{evaluate, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
+use controller::testbed::{AdminClient, AdminError};
 use http::Method;
 
 /// Exit status of `validate` when a criterion fails (or cannot be judged, or nothing is stored).
@@ -227,7 +227,7 @@ async fn halt_containers(store: &Store) -> anyhow::Result<()> {
     let engine =
         controller::docker::Engine::connect(&controller::docker::socket_from_env()).await?;
     let leases = controller::docker::ContainerLeases::new(engine, store.clone());
-    let undone = leases.undo_all(controller::runner::now_ms()).await?;
+    let undone = leases.undo_all(controller::clock::now_ms()).await?;
     println!("containers: {undone} container fault(s) undone");
     Ok(())
 }

@@ -103,7 +103,7 @@ async fn swarm_testbed(
     Ok((external(testbed), orchestrator, watching))
 }
 
-fn external(testbed: controller::runner::Testbed) -> ExternalTestbed {
+fn external(testbed: controller::testbed::Testbed) -> ExternalTestbed {
     ExternalTestbed {
         frontend: testbed.frontend,
         services: testbed.services,

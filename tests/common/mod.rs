@@ -5,7 +5,7 @@
 
 pub mod compose;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output};
 
 /// The binary under test.
@@ -36,34 +36,4 @@ pub fn tolerant(args: &[&str], dir: &Path) -> Output {
 /// A child's output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A fresh directory under the system temp dir (`tolerant-<name>-<pid>-<nanos>`), removed when dropped.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let path =
-            std::env::temp_dir().join(format!("tolerant-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("create the scratch directory");
-        TempDir(path)
-    }
-
-    /// The SQLite database inside it, as `--db` takes it.
-    pub fn db(&self) -> String {
-        self.0
-            .join("tolerant.db")
-            .to_str()
-            .expect("utf-8 path")
-            .to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

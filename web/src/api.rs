@@ -8,17 +8,23 @@ use http::StatusCode;
 use http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use http::request::Parts;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use std::sync::Arc;
 
 use agent::api::FaultSpec;
-use axum::Router;
 use axum::extract::FromRef;
-use axum::routing::post;
+use controller::clock::now_ms;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
 use controller::target::ServiceId;
+
+pub mod answers;
+
+use answers::{
+    AbortAnswer, BreakerEventsAnswer, BreakerModeAnswer, ClearedAnswer, ContainerFaultAnswer,
+    ContainersAnswer, ExperimentAnswer, HaltAnswer, IdAnswer, StartAnswer,
+};
 
 use crate::app::AppState;
 use crate::auth::Auth;
@@ -58,13 +64,6 @@ impl FromRef<BreakerEventsState> for Arc<Auth> {
 
 /// Annotations `GET /api/annotations` returns without an experiment or a `limit`.
 pub const DEFAULT_ANNOTATIONS_LISTED: usize = 200;
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 /// A start time: Unix milliseconds, or an RFC 3339 timestamp (`2026-11-29T19:00:00Z`).
 pub fn parse_at(value: &Value) -> Result<Option<i64>, AppError> {
@@ -108,7 +107,11 @@ pub async fn experiment(
         .find(|experiment| experiment.id == id)
         .ok_or(crate::operations::OperationError::NotFound(id))?;
     let spec = state.operations.spec(id).await?;
-    Ok(Json(json!({ "experiment": summary, "spec": spec })).into_response())
+    Ok(Json(ExperimentAnswer {
+        experiment: summary,
+        spec,
+    })
+    .into_response())
 }
 
 /// `POST /api/experiments`, body: the TOML spec.
@@ -118,7 +121,7 @@ pub async fn create_experiment(
     body: String,
 ) -> Result<Response, AppError> {
     let id = state.operations.create(body).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
+    Ok((StatusCode::CREATED, Json(IdAnswer { id })).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -146,7 +149,7 @@ pub async fn start_experiment(
         }
     }
     state.operations.start(id, at).await?;
-    Ok(Json(json!({ "id": id, "at": at })).into_response())
+    Ok(Json(StartAnswer { at, id }).into_response())
 }
 
 pub async fn abort_experiment(
@@ -155,7 +158,7 @@ pub async fn abort_experiment(
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
     state.operations.abort(id).await?;
-    Ok(Json(json!({ "id": id, "aborted": true })).into_response())
+    Ok(Json(AbortAnswer { aborted: true, id }).into_response())
 }
 
 pub async fn results(
@@ -218,7 +221,7 @@ pub async fn results_json(
 
 pub async fn halt(State(state): State<AppState>, _: Acting) -> Result<Response, AppError> {
     state.operations.halt().await?;
-    Ok(Json(json!({ "halted": true })).into_response())
+    Ok(Json(HaltAnswer { halted: true }).into_response())
 }
 
 /// Stores an annotation through the operations (which validates it and ties it to what is running), then
@@ -232,7 +235,7 @@ pub(crate) async fn store_annotation(
     let entry = state
         .operations
         .annotate(AnnotationRequest {
-            at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+            at_ms: now_ms(),
             text,
             author,
             experiment_id,
@@ -326,7 +329,7 @@ pub async fn set_fault(
             fault,
         })
         .await?;
-    Ok(Json(json!({ "id": id })).into_response())
+    Ok(Json(IdAnswer { id }).into_response())
 }
 
 /// The agent's own id rule, before anything is sent: the id (decoded from the path) must be one path segment
@@ -344,13 +347,13 @@ pub async fn clear_fault(
     check_fault_id(&id)?;
     let target = fault_target(query)?;
     state.operations.clear_fault(target, id.clone()).await?;
-    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+    Ok(Json(ClearedAnswer { cleared: true, id }).into_response())
 }
 
 /// `GET /api/containers`: the compose project's containers (`null` when the dashboard reaches no engine).
 pub async fn containers(State(state): State<AppState>) -> Result<Response, AppError> {
     let containers = state.operations.containers().await?;
-    Ok(Json(json!({ "containers": containers })).into_response())
+    Ok(Json(ContainersAnswer { containers }).into_response())
 }
 
 /// `POST /api/containers`, body: `{"container": "payment", "kind": "pause", "lease": "30s"}` (and `signal`,
@@ -364,7 +367,11 @@ pub async fn set_container_fault(
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let request = crate::pages::container_fault_of_form(&form)?;
     let id = state.operations.set_container_fault(request).await?;
-    Ok(Json(json!({ "id": id, "fault_id": format!("container-{id}") })).into_response())
+    Ok(Json(ContainerFaultAnswer {
+        fault_id: format!("container-{id}"),
+        id,
+    })
+    .into_response())
 }
 
 /// `DELETE /api/containers/faults/{id}`: undoes a container fault now.
@@ -374,7 +381,7 @@ pub async fn clear_container_fault(
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
     state.operations.clear_container_fault(id).await?;
-    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+    Ok(Json(ClearedAnswer { cleared: true, id }).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -417,7 +424,7 @@ pub async fn set_breaker_mode(
         .map(|service| parse_service("service", &service))
         .transpose()?;
     state.operations.set_breaker_mode(service, mode).await?;
-    Ok(Json(json!({ "mode": mode })).into_response())
+    Ok(Json(BreakerModeAnswer { mode }).into_response())
 }
 
 /// What `POST /api/breaker-events` needs: the token check, the inbox, and the live hub when a dashboard runs.
@@ -438,37 +445,6 @@ impl FromRef<AppState> for BreakerEventsState {
     }
 }
 
-/// `POST /api/breaker-events` alone, for `tolerant run` (no dashboard): pushed events go to the runs only.
-pub fn breaker_events_router(inbox: PushInbox, token: impl Into<String>) -> Router {
-    Router::new()
-        .route("/api/breaker-events", post(breaker_events))
-        .with_state(BreakerEventsState {
-            auth: Arc::new(Auth::new(token)),
-            inbox,
-            hub: None,
-        })
-}
-
-/// Serves [`breaker_events_router`] on `listener` until the returned task is aborted.
-pub fn spawn_breaker_events_server(
-    listener: tokio::net::TcpListener,
-    inbox: PushInbox,
-    token: impl Into<String>,
-) -> tokio::task::JoinHandle<()> {
-    let app = breaker_events_router(inbox, token);
-    tokio::spawn(async move {
-        let served = agent::serve::serve(
-            listener,
-            app,
-            agent::serve::HEADER_READ_TIMEOUT,
-            std::future::pending(),
-        );
-        if let Err(error) = served.await {
-            tracing::warn!(%error, "breaker event ingest stopped");
-        }
-    })
-}
-
 /// `POST /api/breaker-events`: state changes of breakers Tolerant did not write, pushed by their listener hooks
 /// (one event object or an array; see `controller::sources::push`). Every transition goes on the live timeline
 /// (when a dashboard runs) and into the run being recorded; answers how many were taken.
@@ -477,9 +453,11 @@ pub async fn breaker_events(
     _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
+    // Pushed times are checked against the controller's clock (never before the epoch).
+    let now = u64::try_from(now_ms()).unwrap_or(0);
     let ingested = state
         .inbox
-        .ingest(&body, now_ms())
+        .ingest(&body, now)
         .map_err(|error| match error {
             PushError::RateLimited => AppError::TooMany(error.to_string()),
             PushError::Invalid { .. } => AppError::BadRequest(error.to_string()),
@@ -491,7 +469,10 @@ pub async fn breaker_events(
     }
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "accepted": ingested.events.len(), "unchanged": ingested.unchanged })),
+        Json(BreakerEventsAnswer {
+            accepted: ingested.events.len(),
+            unchanged: ingested.unchanged,
+        }),
     )
         .into_response())
 }

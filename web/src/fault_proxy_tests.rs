@@ -12,22 +12,22 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 use agent::{Agent, RawAgentConfig};
-use controller::runner::Testbed;
 use controller::sources::{PushInbox, RateLimit};
 use controller::store::Store;
+use controller::testbed::Testbed;
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::embedded::EmbeddedOperations;
-use crate::routes_tests::TempDatabase;
+use controller::test_support::TempStore;
 
 const TOKEN: &str = "proxy-token";
 
 /// An agent serving its fault API on a loopback port, and the dashboard over the embedded operations with that
 /// agent as its testbed's.
 async fn dashboard_over_agent(
-    database: &TempDatabase,
+    database: &TempStore,
 ) -> (AppState, Agent, String, tokio::task::JoinHandle<()>) {
     let agent = Agent::new(
         RawAgentConfig {
@@ -43,7 +43,7 @@ async fn dashboard_over_agent(
         .expect("bind");
     let agent_url = format!("http://{}", listener.local_addr().expect("addr"));
     let served = tokio::spawn({
-        let router = agent.fault_api_router();
+        let router = agent::fault_api::router(agent.clone());
         async move {
             let _ = axum::serve(listener, router).await;
         }
@@ -95,7 +95,7 @@ const FAULT: &str = r#"{"kind":"error","status":503,"rate":1.0,"lease":"30s"}"#;
 
 #[tokio::test]
 async fn an_id_the_agent_would_read_differently_is_refused_and_nothing_is_created() {
-    let database = TempDatabase::new("proxy-id");
+    let database = TempStore::new("web-proxy-id");
     let (state, agent, _, served) = dashboard_over_agent(&database).await;
     // `x%3Fy` decodes to `x?y`: sent on as it was, the agent saw a put of `x` (query `y`).
     for uri in [
@@ -121,7 +121,7 @@ async fn an_id_the_agent_would_read_differently_is_refused_and_nothing_is_create
 
 #[tokio::test]
 async fn what_the_agent_refuses_is_a_400_naming_the_field_without_its_url() {
-    let database = TempDatabase::new("proxy-refusal");
+    let database = TempStore::new("web-proxy-refusal");
     let (state, agent, agent_url, served) = dashboard_over_agent(&database).await;
     let host = agent_url.trim_start_matches("http://");
     // Well-formed, but over this agent's lease cap (60 s): only the agent knows its cap.

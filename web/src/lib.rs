@@ -1,5 +1,6 @@
 //! Live dashboard: the hub that fans events out to browsers, the controller HTTP API, the pages.
 
+pub mod advisor;
 pub mod api;
 pub mod app;
 pub mod assets;
@@ -17,6 +18,7 @@ pub mod live;
 mod not_measured_tests;
 pub mod operations;
 pub mod pages;
+pub mod push_listener;
 pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;

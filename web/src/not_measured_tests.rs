@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use controller::spec::ExperimentSpec;
 use controller::store::{CollectorSample, RunRecord, Status};
 
-use crate::routes_tests::{TempDatabase, get, send, stored_app, text};
+use crate::routes_tests::{get, send, stored_app, text};
+use controller::test_support::{self, TempStore};
 
 /// A plain HTTP service loaded by the users, a dependency behind the agent, neither offering anything.
 const PLAIN_SPEC: &str = r#"name = "plain"
@@ -34,9 +34,9 @@ fn escaped(line: &str) -> String {
 
 #[tokio::test]
 async fn the_results_page_says_what_a_plain_target_did_not_measure_and_shows_no_zero_for_it() {
-    let database = TempDatabase::new("not-measured");
+    let database = TempStore::new("web-not-measured");
     let (state, store) = stored_app(&database.location()).await;
-    let spec = ExperimentSpec::parse(PLAIN_SPEC).expect("spec");
+    let spec = test_support::spec(PLAIN_SPEC);
     let experiment = store.create_experiment(&spec, 1_000).await.expect("stored");
     let run = store
         .start_run(
@@ -68,7 +68,7 @@ async fn the_results_page_says_what_a_plain_target_did_not_measure_and_shows_no_
             extra: None,
         }],
         transitions: Vec::new(),
-        fault_events: Vec::new(),
+        events: Vec::new(),
         energy: None,
     };
     store.finish_run(run, &record).await.expect("finished");

@@ -147,8 +147,8 @@ pub fn spec_text(settings: &Settings) -> String {
     let outage = schedule.outages(window_ns).first().copied();
     let _ = writeln!(text, "\n[fault]\ntarget = \"payment\"");
     let kind = match settings.fault {
-        sim::FaultKind::Hang => "hang",
-        sim::FaultKind::Error => "error",
+        sim::CallFailure::Hang => "hang",
+        sim::CallFailure::Error => "error",
     };
     let _ = writeln!(text, "kind = \"{kind}\"");
     match outage {
@@ -267,7 +267,7 @@ mod tests {
                 "{query}"
             );
         }
-        let spec = ExperimentSpec::parse(&spec_text(&Settings::default())).unwrap();
+        let spec = controller::test_support::spec(&spec_text(&Settings::default()));
         assert_eq!(
             spec.fault.schedule,
             Some(Schedule::Once {
@@ -300,7 +300,7 @@ mod tests {
 
         let response = send(&state, get("/api/simulate/spec?outage=20&open_window=15")).await;
         assert_eq!(response.status(), StatusCode::OK);
-        let spec = ExperimentSpec::parse(&text(response).await).expect("a spec the parser accepts");
+        let spec = controller::test_support::spec(&text(response).await);
         assert_eq!(
             spec.breaker.config.open().base(),
             std::time::Duration::from_secs(15)

@@ -7,6 +7,7 @@
 //! The DevTools client is the few calls needed, over the workspace's tokio-tungstenite: lighter than
 //! chromiumoxide (a very large generated protocol crate) or fantoccini + chromedriver.
 
+use controller::test_support;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -373,8 +374,7 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             Duration::from_secs(15),
         )
         .await;
-    let spec = controller::spec::ExperimentSpec::parse(spec.as_str().expect("spec text"))
-        .expect("the page's spec parses");
+    let spec = test_support::spec(spec.as_str().expect("spec text"));
     assert_eq!(spec.breaker.config.open().base(), Duration::from_secs(40));
     page.screenshots(&artifacts, "simulate").await;
 

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use controller::runner::AdminClient;
+use controller::test_support::TempStore;
+use controller::testbed::AdminClient;
 use futures::StreamExt;
 use http::Method;
 use serde_json::Value;
@@ -56,12 +57,10 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_streams_progress_and_abort_clears_the_fault() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-embedded-test");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = TempStore::new("web-embedded-test");
     let dashboard = RunningDashboard::start(DashboardConfig {
         bind: "127.0.0.1:0".parse().expect("addr"),
-        database: dir.join("tolerant.db").display().to_string(),
+        database: dir.location(),
         token: Some(TOKEN.into()),
         ..DashboardConfig::default()
     })
@@ -224,10 +223,8 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
 /// could not catch, or its process died) is aborted at once: before, the abort answered 409 until a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_experiment_running_without_its_runner_can_be_aborted() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-embedded-stranded");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let database = dir.join("tolerant.db").display().to_string();
+    let dir = TempStore::new("web-embedded-stranded");
+    let database = dir.location();
     let dashboard = RunningDashboard::start(DashboardConfig {
         bind: "127.0.0.1:0".parse().expect("addr"),
         database: database.clone(),

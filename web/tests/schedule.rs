@@ -2,8 +2,9 @@
 //! restart of the controller, and aborting a scheduled experiment removes it from the queue.
 
 use controller::report::Format;
-use controller::runner::Testbed;
 use controller::store::{ExperimentId, Store};
+use controller::test_support::TempStore;
+use controller::testbed::Testbed;
 use web::hub::{Hub, HubConfig};
 use web::operations::Operations;
 use web::operations::embedded::EmbeddedOperations;
@@ -51,11 +52,9 @@ async fn operations(database: &str) -> (EmbeddedOperations, Store) {
 
 #[tokio::test]
 async fn a_scheduled_start_survives_a_restart_and_abort_unqueues_it() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-schedule-test");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let database = dir.join("tolerant.db").display().to_string();
-    let due = controller::runner::now_ms() + 3_600_000;
+    let dir = TempStore::new("web-schedule-test");
+    let database = dir.location();
+    let due = controller::clock::now_ms() + 3_600_000;
 
     let (first, store) = operations(&database).await;
     let id = first.create(SPEC.to_owned()).await.expect("valid spec");

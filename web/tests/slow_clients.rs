@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use controller::test_support::TempStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use web::{DashboardConfig, ExternalTestbed, RunningDashboard};
 
@@ -32,12 +33,10 @@ async fn trickle_head(addr: SocketAddr, patience: Duration) -> Option<Duration> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_trickling_its_request_head_is_closed_after_the_head_read_timeout() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-slow-clients-test");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = TempStore::new("web-slow-clients-test");
     let dashboard = RunningDashboard::start(DashboardConfig {
         bind: "127.0.0.1:0".parse().expect("addr"),
-        database: dir.join("tolerant.db").display().to_string(),
+        database: dir.location(),
         token: Some("slow-test-token".into()),
         // Nobody listens there: nothing here runs an experiment.
         external: Some(ExternalTestbed {

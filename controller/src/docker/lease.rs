@@ -16,7 +16,7 @@ use rand::Rng;
 use tokio::task::JoinHandle;
 
 use super::{ContainerAction, DockerError, Engine, StackContainer};
-use crate::runner::now_ms;
+use crate::clock::now_ms;
 use crate::store::{ContainerFaultRow, NewContainerFault, RunId, Store};
 
 /// Shortest lease a container fault may have.

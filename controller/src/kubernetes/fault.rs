@@ -405,7 +405,7 @@ impl Cluster {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
-                if let Err(error) = cluster.sweep(Some(crate::runner::now_ms())).await {
+                if let Err(error) = cluster.sweep(Some(crate::clock::now_ms())).await {
                     tracing::warn!(%error, "pod fault sweep failed");
                 }
             }

@@ -42,8 +42,10 @@ pub use mix::{
     CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Step, Workload,
     endpoint, luhn_valid, online_boutique,
 };
-pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
-pub use session::{Body, CookieJar, DriverError, OutgoingRequest, Session, Target, is_drivers_own};
+pub use outcome::{OutcomeCounts, REJECTED_HEADER, RequestOutcome};
+pub use session::{
+    Body, ClientSession, CookieJar, DriverError, OutgoingRequest, Target, is_drivers_own,
+};
 pub use stats::{
     EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
     SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
@@ -362,7 +364,7 @@ impl Shared {
     async fn step(
         &self,
         log: &UserLog,
-        session: &mut Session,
+        session: &mut ClientSession,
         step: Step,
         expected_interval: Duration,
     ) {
@@ -434,7 +436,7 @@ fn user_seed(seed: u64, user: u32) -> u64 {
 async fn virtual_user(shared: &Shared, user: u32) {
     let config = &shared.config;
     let mut rng = SmallRng::seed_from_u64(user_seed(config.seed, user));
-    let mut session = Session::new(shared.target.clone(), config.timeout);
+    let mut session = ClientSession::new(shared.target.clone(), config.timeout);
     let log = shared.logs.user(user);
 
     // Open model: a fixed pace per user, users staggered evenly over one pace.

@@ -2,10 +2,11 @@
 
 use super::*;
 use crate::spec::ExperimentSpec;
+use crate::test_support;
 
 fn seed_study() -> ExperimentSpec {
     let source = include_str!("../../../experiments/payment-errors.toml");
-    ExperimentSpec::parse(source).expect("the shipped spec parses")
+    test_support::spec(source)
 }
 
 fn prediction(spec: &ExperimentSpec, rate: f64, mode: BreakerMode) -> Prediction {
@@ -68,38 +69,10 @@ fn partial_failure_is_the_regime_where_the_breaker_costs() {
 }
 
 #[test]
-fn a_measurement_outside_the_band_is_flagged_with_a_reason() {
-    let spec = seed_study();
-    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
-    let summary = |mean: f64| Summary {
-        n: 15,
-        mean,
-        sd: Some(1.0),
-        half_width: Some(0.5),
-        ci_low: Some(mean - 0.5),
-        ci_high: Some(mean + 0.5),
-    };
-    let inside = checks(&on, |metric| {
-        (metric == MetricName::BreakerOpens).then(|| summary(on.breaker_opens.mean))
-    });
-    assert_eq!(inside.len(), 1);
-    assert_eq!(inside[0].flag, None);
-    let doubled = checks(&on, |metric| {
-        (metric == MetricName::BreakerOpens).then(|| summary(2.0 * on.breaker_opens.high + 5.0))
-    });
-    let reason = doubled[0].flag.expect("flagged");
-    assert!(reason.contains("every breaker"), "{reason}");
-    let low = checks(&on, |metric| {
-        (metric == MetricName::CheckoutFailure).then(|| summary(0.2))
-    });
-    assert!(low[0].flag.is_some());
-}
-
-#[test]
 fn conditions_the_model_does_not_cover_have_no_prediction() {
     let source = include_str!("../../../experiments/payment-errors.toml")
         .replace("target = \"payment\"", "target = \"cart\"");
-    let spec = ExperimentSpec::parse(&source).expect("parses");
+    let spec = test_support::spec(&source);
     assert!(predict(&spec).is_empty());
 }
 
@@ -112,7 +85,7 @@ fn a_scheduled_fault_is_predicted_over_its_on_period_only() {
         "rates = [0.0, 0.25, 0.5, 0.75, 1.0]",
         "rates = [1.0]\nschedule = { start = \"10m\", length = \"5m\" }",
     );
-    let spec = ExperimentSpec::parse(&source).expect("parses");
+    let spec = test_support::spec(&source);
     let on = prediction(&spec, 1.0, BreakerMode::Enforce);
     let estimate = on.opens_estimate.expect("binary fault");
     assert!(
@@ -138,7 +111,7 @@ fn a_fault_over_before_the_warmup_ends_predicts_nothing_measured() {
         "rates = [0.0, 0.25, 0.5, 0.75, 1.0]",
         "rates = [1.0]\nschedule = { start = \"1m\", length = \"2m\" }",
     );
-    let spec = ExperimentSpec::parse(&source).expect("parses");
+    let spec = test_support::spec(&source);
     let on = prediction(&spec, 1.0, BreakerMode::Enforce);
     assert_eq!(on.opens_estimate, Some(0.0));
     assert!(on.breaker_opens.high <= 1.0, "{on:?}");

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use super::format::{mean_and_half_width, number, percent};
 use super::*;
+use crate::metric::{MetricKey, MetricName};
 use crate::stats::{
-    ConditionKey, ExperimentInfo, INTERVALS_NEED_TWO_ROUNDS, MetricKey, MetricName, RunMetrics,
-    Summary, TimelineBin,
+    ConditionKey, ExperimentInfo, INTERVALS_NEED_TWO_ROUNDS, RunMetrics, Summary, TimelineBin,
 };
 use crate::store::{ExperimentId, RunId, Status};
 
@@ -343,15 +343,12 @@ fn json_carries_the_annotations_it_is_given() {
 
 #[tokio::test]
 async fn the_stored_report_reads_the_experiments_annotations() {
-    use crate::spec::ExperimentSpec;
     use crate::store::NewAnnotation;
-    let path =
-        std::env::temp_dir().join(format!("tolerant-report-notes-{}.db", std::process::id()));
-    let store = Store::open(path.to_str().unwrap()).await.unwrap();
-    let spec = ExperimentSpec::parse(
+    let dir = crate::test_support::TempStore::new("report-notes");
+    let store = dir.open().await;
+    let spec = crate::test_support::spec(
         "name = \"notes\"\nrounds = 1\nduration = \"10s\"\n\n[fault]\ntarget = \"payment\"\nrates = [1.0]\n\n[load]\nusers = 1\n",
-    )
-    .unwrap();
+    );
     let id = store.create_experiment(&spec, 1).await.unwrap();
     let other = store.create_experiment(&spec, 2).await.unwrap();
     for (experiment, text) in [
@@ -380,9 +377,6 @@ async fn the_stored_report_reads_the_experiments_annotations() {
         .collect();
     assert_eq!(texts, ["ours"]);
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
 }
 
 /// One error/hang × off/on experiment with `rounds` rounds and per-endpoint latency for two endpoints.
@@ -575,17 +569,12 @@ fn a_prediction_of_a_metric_the_targets_could_not_measure_says_not_measured() {
 
 #[tokio::test]
 async fn the_stored_report_sums_up_finished_runs_per_container_samples_per_service() {
-    use crate::spec::ExperimentSpec;
     use crate::store::{ContainerSampleRecord, Status};
-    let path = std::env::temp_dir().join(format!(
-        "tolerant-report-containers-{}.db",
-        std::process::id()
-    ));
-    let store = Store::open(path.to_str().unwrap()).await.unwrap();
-    let spec = ExperimentSpec::parse(
+    let dir = crate::test_support::TempStore::new("report-containers");
+    let store = dir.open().await;
+    let spec = crate::test_support::spec(
         "name = \"containers\"\nrounds = 1\nduration = \"10s\"\n\n[fault]\ntarget = \"payment\"\nkind = \"pause\"\nrates = [0.0, 1.0]\n\n[load]\nusers = 1\n",
-    )
-    .unwrap();
+    );
     let id = store.create_experiment(&spec, 1).await.unwrap();
     let sample = |second: u32, container: &str, cpu_seconds: f64| ContainerSampleRecord {
         second,
@@ -645,7 +634,4 @@ async fn the_stored_report_sums_up_finished_runs_per_container_samples_per_servi
     assert_eq!(json["containers"][0]["service"], "payment");
     assert_eq!(json["containers"][0]["seconds"], 2);
     store.close().await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
 }

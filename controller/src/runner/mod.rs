@@ -1,55 +1,43 @@
 //! Runner: executes an experiment's plan against a testbed, one run after another — reset the
 //! testbed, apply the condition's breaker config, apply its fault through the agent (renewing the
-//! lease while the run lasts), drive load for warmup + duration, collect transitions and fault
-//! events, remove the fault, and store the run in one transaction.
+//! lease while the run lasts, [`crate::lease`]), drive load for warmup + duration, record what the observer
+//! sees meanwhile (transitions, the agent's events, samples: [`crate::observe`]), remove the fault, and store
+//! the run in one transaction.
+//!
+//! [`scope`] holds what one run started and ends it, [`recorder`] what a run keeps of the observations,
+//! [`drive`] and [`stop`] the load and its stop condition, [`resume`] and [`preflight`] what happens before the
+//! first run.
 
-mod admin;
-mod agent_stream;
-mod breaker_hold;
-pub mod containers;
 mod drive;
-mod fault_schedule;
-pub mod pods;
 mod preflight;
-pub mod prometheus;
-mod renewal;
-mod replicas;
+mod recorder;
+pub mod replicas;
 mod resume;
-mod sampler;
 mod scope;
 mod setup_error;
-mod sources;
 mod stop;
-mod task;
-mod testbed;
-mod transitions;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError};
-pub use agent_stream::{AgentStream, parse_agent_event};
-pub use containers::{ContainerStack, container_action};
+pub use recorder::{JoinedLabels, Recording, RunRecorder, SampledLabels};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
-pub use sampler::Sampler;
 pub use setup_error::SetupError;
-pub use sources::{SourceCollector, TransitionSink};
 pub use stop::StopMonitor;
-pub use task::RunTask;
-pub use testbed::{EMBEDDED_AGENT_SERVICE, Testbed, start_embedded_stack};
-pub use transitions::{TransitionCollector, as_replica, parse_transition};
 
-use breaker_hold::HeldBreakers;
 use drive::{Driven, drive_load};
 use scope::{RunScope, ScopeEnd};
 
+use crate::clock::now_ms;
+use crate::lease::{ContainerStack, HeldBreakers, PodStack};
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
+use crate::observe::Observer;
 use crate::sources::PushInbox;
-use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
+use crate::spec::{ConditionFault, ExperimentSpec, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
+use crate::testbed::{AdminClient, AdminError, Testbed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -95,13 +83,6 @@ pub enum Progress {
     },
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Runs experiments against one testbed and stores what they saw.
 pub struct Runner {
     store: Store,
@@ -113,12 +94,12 @@ pub struct Runner {
     live_seconds: Option<load::SecondSink>,
     /// Pushed foreign breaker events; a run takes every one that arrives while it lasts.
     push_inbox: Option<PushInbox>,
-    /// Where a copy of every scraped foreign transition goes as a run sees it (the live dashboard).
-    live_transitions: Option<TransitionSink>,
+    /// What sees the testbed during a run (shared with the dashboard when both run in one process).
+    observer: Observer,
     /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
     containers: Option<ContainerStack>,
     /// The Kubernetes namespace the testbed runs in, when it does: pod faults.
-    pods: Option<pods::PodStack>,
+    pods: Option<PodStack>,
     /// Replicas an orchestrator starts, stops or replaces while runs go (Swarm, Kubernetes): the changes, and
     /// the roster its watch keeps (each run starts from the replicas running then).
     replica_changes: Option<(
@@ -133,11 +114,11 @@ impl Runner {
         Runner {
             store,
             testbed,
+            observer: Observer::new(admin.clone()),
             admin,
             cancel: CancellationToken::new(),
             live_seconds: None,
             push_inbox: None,
-            live_transitions: None,
             containers: None,
             pods: None,
             replica_changes: None,
@@ -145,7 +126,7 @@ impl Runner {
     }
 
     /// Runs against the pods of a Kubernetes namespace: container fault kinds become their pod equivalents.
-    pub fn with_pods(mut self, pods: pods::PodStack) -> Self {
+    pub fn with_pods(mut self, pods: PodStack) -> Self {
         self.pods = Some(pods);
         self
     }
@@ -182,9 +163,10 @@ impl Runner {
         self
     }
 
-    /// Also sends a copy of every transition a `[[sources]]` scrape sees to `sink` as runs go.
-    pub fn with_live_transitions(mut self, sink: TransitionSink) -> Self {
-        self.live_transitions = Some(sink);
+    /// Sees the testbed through `observer` (one the dashboard watches too), instead of an observer of its own:
+    /// the testbed is followed and sampled once, whoever watches.
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = observer;
         self
     }
 
@@ -281,7 +263,7 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
-        let config = spec.breaker_config(planned.condition.breaker_mode)?;
+        let config = spec.breaker_config_of(&planned.condition)?;
         // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
@@ -320,23 +302,29 @@ impl Runner {
         }
         // Checked before anything is reset, put or stored.
         let load = self.load_config(spec, planned)?;
+        // Changes are taken from before the roster is read: none falls between the two.
+        let changes = (self.replica_changes.as_ref()).map(|(changes, _)| changes.subscribe());
         let testbed = self.current_testbed();
         let breakers = self.prepare(&testbed, spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
-        let mut scope = RunScope::open(&self.admin, &testbed, &|name| spec.offers_of(name)).await?;
+        let mut scope = RunScope::open(
+            &self.admin,
+            &testbed,
+            &|name| spec.offers_of(name),
+            &self.observer,
+            self.push_inbox.as_ref(),
+        )
+        .await?;
         scope.hold_breakers(breakers);
-        if let Some((changes, _)) = &self.replica_changes {
-            scope.follow_replicas(changes.subscribe());
+        if let Some(changes) = changes {
+            let follows = replicas::ServiceFollows::new(
+                testbed.services.iter().map(|(label, _)| label),
+                &|name| spec.offers_of(name),
+            );
+            scope.follow_replicas(changes, follows);
         }
         // Foreign breakers: a baseline scrape of every source before the run exists.
-        scope.follow_foreign(
-            SourceCollector::start(
-                &spec.sources,
-                self.push_inbox.as_ref(),
-                self.live_transitions.clone(),
-            )
-            .await?,
-        );
+        scope.follow_foreign(&spec.sources).await?;
         let run = self
             .store
             .start_run(
@@ -395,6 +383,12 @@ impl Runner {
                 .iter()
                 .map(|message| format!("{message} (panicked)")),
         );
+        if ended.missed > 0 {
+            failures.push(format!(
+                "the run's record missed {} observation(s): its recorder fell behind the observer",
+                ended.missed
+            ));
+        }
         let container_samples = std::mem::take(&mut ended.container_samples);
 
         // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
@@ -433,7 +427,7 @@ impl Runner {
             endpoints,
             collector: ended.samples,
             transitions: ended.transitions,
-            fault_events: ended.fault_events,
+            events: ended.fault_events,
             energy,
         };
         let availability = record.outcomes().availability();
@@ -498,7 +492,7 @@ impl Runner {
         };
         if let (true, None, Some(fault)) = (injects, &abort_reason, agent_fault) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-            if spec.fault.schedule.is_some() {
+            if spec.written_schedule_of(&planned.condition).is_some() {
                 scheduled = Some((fault_id, fault));
             } else if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await
             {
@@ -508,7 +502,12 @@ impl Runner {
         scope.start_sampler(testbed, &|name| spec.offers_of(name));
         // A scheduled fault counts its periods from here, as the load counts its seconds.
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
-            scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());
+            scope.schedule_fault(
+                &fault_id,
+                fault,
+                spec.fault.lease,
+                spec.fault_periods_of(&planned.condition),
+            );
         }
         // Reported once the faults are on (a scheduled one's periods counted), just before the load starts (or the run ends without load).
         progress(Progress::RunStarted {
@@ -557,28 +556,25 @@ impl Runner {
 pub fn fault_spec(
     spec: &ExperimentSpec,
     planned: &PlannedRun,
-) -> Result<Option<agent::api::FaultSpec>, agent::api::SpecError> {
+) -> Result<Option<agent::api::FaultSpec>, agent::api::InvalidFault> {
     let kind = match planned.condition.fault {
-        FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
-        FaultKind::Hang => agent::api::FaultKind::Hang,
-        FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
-        FaultKind::Reset => agent::api::FaultKind::Reset,
-        FaultKind::Pause
-        | FaultKind::Stop
-        | FaultKind::Kill { .. }
-        | FaultKind::Restart
-        | FaultKind::NetDelay { .. }
-        | FaultKind::NetLoss => {
+        ConditionFault::Error { status } => agent::api::FaultKind::Error { status, body: None },
+        ConditionFault::Hang => agent::api::FaultKind::Hang,
+        ConditionFault::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
+        ConditionFault::Reset => agent::api::FaultKind::Reset,
+        ConditionFault::Pause
+        | ConditionFault::Stop
+        | ConditionFault::Kill { .. }
+        | ConditionFault::Restart
+        | ConditionFault::NetDelay { .. }
+        | ConditionFault::NetLoss => {
             return Ok(None);
         }
     };
     agent::api::FaultSpec::try_new(
         kind,
         planned.condition.fault_rate,
-        agent::api::MatchRule {
-            method: spec.fault.match_rule.method.clone(),
-            path_prefix: spec.fault.match_rule.path_prefix.clone(),
-        },
+        spec.fault.match_rule.clone(),
         Some(spec.fault.lease),
     )
     .map(Some)

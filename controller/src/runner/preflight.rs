@@ -12,9 +12,11 @@
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
-use super::{AdminError, Runner, RunnerError, TransitionCollector};
+use super::{Runner, RunnerError};
+use crate::observe::{Follows, Target};
 use crate::spec::{ExperimentSpec, Offers};
 use crate::target::ServiceId;
+use crate::testbed::AdminError;
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -155,16 +157,21 @@ impl Runner {
             }
         }
         if offers.breaker_stream {
-            TransitionCollector::connect(&[(name.clone(), url.to_owned())])
-                .await
-                .map_err(|error| {
-                    lacks(
-                        "breaker-stream",
-                        format!("/_breakers/stream does not open ({error})"),
-                    )
-                })?
-                .finish()
-                .await;
+            let watch = self.observer.watch();
+            watch.follow(&Target {
+                label: name.clone(),
+                url: url.to_owned(),
+                follows: Follows {
+                    transitions: true,
+                    ..Follows::default()
+                },
+            });
+            watch.breakers_connected(name).await.map_err(|error| {
+                lacks(
+                    "breaker-stream",
+                    format!("/_breakers/stream does not open ({error})"),
+                )
+            })?;
         }
         Ok(())
     }

@@ -1,76 +1,124 @@
 //! Replicas that come and go during a run — an orchestrator replacing a killed swarm task or a deleted pod, a
 //! rolling update: every change the testbed's watch sends is recorded on the run's timeline
-//! (`replica:added`, `replica:removed`, `replica:replaced`, with the replica's label and who it was), and each
-//! new replica's `/_breakers/stream` is followed under its label from then on, into the run's transitions. A
-//! removed replica's reader is stopped; a replacement's reader takes over its label.
+//! (`replica:added`, `replica:removed`, `replica:replaced`, with the replica's label and who it was), and the run's
+//! own [`Watch`] on the observer is changed to match — a new replica's label followed at its URL (its
+//! `/_breakers/stream`, and its pool and `/metrics` where its service offers them), a replacement's label moved
+//! to the new URL, a removed one given back. The run's recorder takes the new labels on
+//! ([`JoinedLabels`]), so what the observer sees of them is the run's. Whether a new replica's stream opened
+//! within [`CONNECT_WITHIN`] is recorded too (`replica:followed`, `replica:follow_failed`; the observer goes on
+//! trying either way).
 //!
 //! The watch is the orchestrator's (`docker::swarm::spawn_watch`, `kubernetes::watch`): this only consumes
 //! [`ReplicaChange`]s from a broadcast, so the runner knows nothing of where they came from.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::sync::broadcast;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 
-use super::scope::fault_event;
-use super::task::RunTask;
-use super::transitions::{read_transitions, subscribe};
+use super::recorder::JoinedLabels;
+use crate::lease::recorded;
+use crate::observe::{Follows, Target, Watch};
 use crate::roster::ReplicaChange;
-use crate::store::{FaultEvent, FaultEventRecord, TransitionRecord};
+use crate::spec::Offers;
+use crate::store::{
+    ReplicaEvent, ReplicaGone, ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed,
+    RunEvent, RunEventRecord,
+};
 use crate::target::ServiceId;
+use crate::task::OwnedTask;
 
-/// How long a new replica's stream is tried for (a task runs before its service listens).
-const SUBSCRIBE_FOR: Duration = Duration::from_secs(20);
-/// Pause between two tries.
-const SUBSCRIBE_RETRY: Duration = Duration::from_millis(250);
+/// How long a new replica's stream is waited for before `replica:follow_failed` is recorded (a task runs
+/// before its service listens).
+pub const CONNECT_WITHIN: Duration = Duration::from_secs(20);
 
-/// The event and detail a change is recorded as.
-pub fn change_event(change: &ReplicaChange) -> (FaultEvent, serde_json::Value) {
-    match change {
-        ReplicaChange::Added { label, instance } => (
-            FaultEvent::ReplicaAdded,
-            json!({ "replica": label, "instance": instance.name, "url": instance.url }),
-        ),
-        ReplicaChange::Removed { label, name } => (
-            FaultEvent::ReplicaRemoved,
-            json!({ "replica": label, "instance": name }),
-        ),
+/// What a change is recorded as.
+pub fn change_event(change: &ReplicaChange) -> RunEvent {
+    RunEvent::Replica(match change {
+        ReplicaChange::Added { label, instance } => ReplicaEvent::Added(ReplicaSeen {
+            replica: label.to_string(),
+            instance: instance.name.clone(),
+            url: instance.url.clone(),
+        }),
+        ReplicaChange::Removed { label, name } => ReplicaEvent::Removed(ReplicaGone {
+            replica: label.to_string(),
+            instance: name.clone(),
+        }),
         ReplicaChange::Replaced {
             label,
             previous,
             instance,
-        } => (
-            FaultEvent::ReplicaReplaced,
-            json!({
-                "replica": label,
-                "previous": previous,
-                "instance": instance.name,
-                "url": instance.url,
-            }),
-        ),
+        } => ReplicaEvent::Replaced(ReplicaReplacement {
+            replica: label.to_string(),
+            previous: previous.clone(),
+            instance: instance.name.clone(),
+            url: instance.url.clone(),
+        }),
+    })
+}
+
+/// What the run follows of a replica, by its service: what the service offers (its transitions, its pool and
+/// `/metrics`; carts are sampled of one label only, the testbed's).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceFollows {
+    by_service: BTreeMap<String, Follows>,
+}
+
+impl ServiceFollows {
+    /// What `offers_of` says of each of `services`; a service not among them is followed for its transitions.
+    pub fn new<'a>(
+        services: impl IntoIterator<Item = &'a ServiceId>,
+        offers_of: &(dyn Fn(&str) -> Offers + Sync),
+    ) -> Self {
+        let by_service = services
+            .into_iter()
+            .map(|label| {
+                let offers = offers_of(label.service());
+                let follows = Follows {
+                    transitions: offers.breaker_stream,
+                    pool: offers.pool,
+                    metrics: offers.pool,
+                    ..Follows::default()
+                };
+                (label.service().to_owned(), follows)
+            })
+            .collect();
+        ServiceFollows { by_service }
+    }
+
+    /// What is followed of `label`.
+    pub fn of(&self, label: &ServiceId) -> Follows {
+        self.by_service
+            .get(label.service())
+            .copied()
+            .unwrap_or(Follows {
+                transitions: true,
+                ..Follows::default()
+            })
     }
 }
 
 /// Follows the replica changes of a run until stopped (or dropped).
 pub struct ReplicaFollower {
-    task: RunTask<()>,
+    task: OwnedTask<()>,
 }
 
 impl ReplicaFollower {
-    /// Records every change from `changes` into `events` and follows each new replica's transitions into
-    /// `transitions`.
+    /// Records every change from `changes` into `events` and changes `watch` (and the labels `joined` records)
+    /// to match; see the module documentation.
     pub fn start(
         mut changes: broadcast::Receiver<ReplicaChange>,
-        transitions: Arc<Mutex<Vec<TransitionRecord>>>,
-        events: Arc<Mutex<Vec<FaultEventRecord>>>,
+        watch: Arc<Watch>,
+        joined: JoinedLabels,
+        follows: ServiceFollows,
+        events: Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Self {
-        let task = RunTask::spawn(async move {
-            let mut readers = JoinSet::new();
-            let mut by_label: HashMap<ServiceId, AbortHandle> = HashMap::new();
+        let task = OwnedTask::spawn(async move {
+            // One wait per replica stream that was followed; dropped with the task.
+            let mut connecting = JoinSet::new();
             loop {
                 let change = match changes.recv().await {
                     Ok(change) => change,
@@ -80,65 +128,89 @@ impl ReplicaFollower {
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
-                let (event, detail) = change_event(&change);
                 let label = change.label().clone();
                 events
                     .lock()
-                    .push(fault_event(event, label.as_str(), detail));
-                if let Some(reader) = by_label.remove(&label) {
-                    reader.abort();
-                }
-                let url = match &change {
+                    .push(recorded(label.as_str(), change_event(&change)));
+                let instance = match &change {
                     ReplicaChange::Added { instance, .. }
-                    | ReplicaChange::Replaced { instance, .. } => instance.url.clone(),
-                    ReplicaChange::Removed { .. } => continue,
+                    | ReplicaChange::Replaced { instance, .. } => instance,
+                    ReplicaChange::Removed { .. } => {
+                        watch.unfollow(&label);
+                        continue;
+                    }
                 };
-                let (transitions, events) = (Arc::clone(&transitions), Arc::clone(&events));
-                let reader = readers.spawn(follow(label.clone(), url, transitions, events));
-                by_label.insert(label, reader);
-                // Readers that ended are let go of as the run goes.
-                while readers.try_join_next().is_some() {}
+                let target = Target {
+                    label: label.clone(),
+                    url: instance.url.clone(),
+                    follows: follows.of(&label),
+                };
+                joined.add(label.clone(), target.follows.pool);
+                watch.follow(&target);
+                if target.follows.transitions {
+                    connecting.spawn(record_connection(
+                        Arc::clone(&watch),
+                        target,
+                        Arc::clone(&events),
+                    ));
+                }
+                // Waits that ended are let go of as the run goes.
+                while connecting.try_join_next().is_some() {}
             }
-            // Dropping `readers` stops every reader still following.
         });
         ReplicaFollower { task }
     }
 
-    /// Stops following; the message of a panic, if the follower had one.
+    /// Stops following changes (what was followed stays followed until the run's watch is given back); the
+    /// message of a panic, if the follower had one.
     pub async fn stop(self) -> Option<String> {
         self.task.stop().await
     }
 }
 
-/// Subscribes to the replica's stream (tried for [`SUBSCRIBE_FOR`]), records whether it opened, and reads it to
-/// its end.
-async fn follow(
-    label: ServiceId,
-    url: String,
-    transitions: Arc<Mutex<Vec<TransitionRecord>>>,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
+/// Waits (at most [`CONNECT_WITHIN`]) for the observer to have `target`'s stream up, and records whether it did.
+async fn record_connection(
+    watch: Arc<Watch>,
+    target: Target,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
 ) {
-    let deadline = tokio::time::Instant::now() + SUBSCRIBE_FOR;
-    let stream = loop {
-        match subscribe(&url, "/_breakers/stream").await {
-            Ok(stream) => break stream,
-            Err(error) if tokio::time::Instant::now() >= deadline => {
-                events.lock().push(fault_event(
-                    FaultEvent::ReplicaFollowFailed,
-                    label.as_str(),
-                    json!({ "replica": label, "url": url, "error": error.to_string() }),
-                ));
-                return;
+    let deadline = tokio::time::Instant::now() + CONNECT_WITHIN;
+    let replica = target.label.to_string();
+    let outcome = loop {
+        // Each wait ends when the stream is up or its next attempt failed: tried again until the deadline.
+        let attempt =
+            tokio::time::timeout_at(deadline, watch.breakers_connected(&target.label)).await;
+        match attempt {
+            Ok(Ok(())) => {
+                break ReplicaEvent::Followed(ReplicaStream {
+                    replica,
+                    url: target.url,
+                });
             }
-            Err(_) => tokio::time::sleep(SUBSCRIBE_RETRY).await,
+            Ok(Err(error)) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%error, replica, "a new replica's stream not up yet");
+                tokio::time::sleep(crate::observe::RECONNECT_AFTER / 4).await;
+            }
+            Ok(Err(error)) => {
+                break ReplicaEvent::FollowFailed(ReplicaStreamFailed {
+                    replica,
+                    url: target.url,
+                    error: error.to_string(),
+                });
+            }
+            Err(_) => {
+                break ReplicaEvent::FollowFailed(ReplicaStreamFailed {
+                    replica,
+                    url: target.url,
+                    error: format!("not connected within {CONNECT_WITHIN:?}"),
+                });
+            }
         }
     };
-    events.lock().push(fault_event(
-        FaultEvent::ReplicaFollowed,
-        label.as_str(),
-        json!({ "replica": label, "url": url }),
-    ));
-    read_transitions(stream, label, transitions).await;
+    let label = target.label;
+    events
+        .lock()
+        .push(recorded(label.as_str(), RunEvent::Replica(outcome)));
 }
 
 #[cfg(test)]
@@ -156,28 +228,54 @@ mod tests {
             slot: Some(2),
         };
         let label = ServiceId::new("checkout#2").unwrap();
-        let (event, detail) = change_event(&ReplicaChange::Replaced {
+        let replaced = change_event(&ReplicaChange::Replaced {
             label: label.clone(),
             previous: "shop_checkout.2.old".into(),
             instance: instance.clone(),
         });
-        assert_eq!(event, FaultEvent::ReplicaReplaced);
+        assert_eq!(replaced.kind().as_str(), "replica:replaced");
         assert_eq!(
-            detail,
-            json!({
+            replaced.detail_json(),
+            serde_json::json!({
                 "replica": "checkout#2",
                 "previous": "shop_checkout.2.old",
                 "instance": "shop_checkout.2.new",
                 "url": "http://10.0.0.9:8080",
             })
         );
-        let (event, detail) = change_event(&ReplicaChange::Removed {
+        let removed = change_event(&ReplicaChange::Removed {
             label: label.clone(),
             name: "shop_checkout.2.old".into(),
         });
-        assert_eq!(event, FaultEvent::ReplicaRemoved);
-        assert_eq!(detail["instance"], "shop_checkout.2.old");
-        let (event, _) = change_event(&ReplicaChange::Added { label, instance });
-        assert_eq!(event, FaultEvent::ReplicaAdded);
+        assert_eq!(removed.kind().as_str(), "replica:removed");
+        assert_eq!(removed.detail_json()["instance"], "shop_checkout.2.old");
+        let added = change_event(&ReplicaChange::Added { label, instance });
+        assert_eq!(added.kind().as_str(), "replica:added");
+    }
+
+    #[test]
+    fn a_replica_is_followed_for_what_its_service_offers() {
+        let services = [
+            ServiceId::new("checkout").unwrap(),
+            ServiceId::new("cart").unwrap(),
+        ];
+        let offers_of = |name: &str| Offers {
+            pool: name == "checkout",
+            ..Offers::tolerant_service(name)
+        };
+        let follows = ServiceFollows::new(&services, &offers_of);
+        let of = |label: &str| follows.of(&ServiceId::new(label).unwrap());
+        let checkout = of("checkout#3");
+        assert!(checkout.transitions && checkout.pool && checkout.metrics && !checkout.cart);
+        let cart = of("cart#2");
+        assert!(cart.transitions && !cart.pool && !cart.cart);
+        // A service the testbed did not have: its transitions only.
+        assert_eq!(
+            of("ad#2"),
+            Follows {
+                transitions: true,
+                ..Follows::default()
+            }
+        );
     }
 }

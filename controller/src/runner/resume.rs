@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use crate::spec::ExperimentSpec;
 use crate::store::{ExperimentId, ExperimentRow, Status, Store, StoreError};
 
-use super::{Progress, Runner, RunnerError, now_ms};
+use super::{Progress, Runner, RunnerError};
+use crate::clock::now_ms;
 
 /// Where a resumed experiment stands before its remaining runs start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +160,7 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{self, TempStore};
 
     const SPEC: &str = r#"
 name = "resume-unit"
@@ -174,26 +176,12 @@ rates = [0.5]
 modes = ["disabled"]
 "#;
 
-    /// A new folder under the temporary directory, unique to this process and moment.
-    fn fresh_dir(prefix: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), now_ms()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        dir
-    }
-
-    async fn store_in(dir: &std::path::Path) -> Store {
-        Store::open(dir.join("resume.db").to_str().expect("utf-8 path"))
-            .await
-            .expect("open store")
-    }
-
     #[tokio::test]
     async fn latest_unfinished_is_the_newest_unfinished_experiment_of_the_same_spec_text() {
-        let dir = fresh_dir("tolerant-resume-unit");
-        let store = store_in(&dir).await;
-        let spec = ExperimentSpec::parse(SPEC).expect("spec");
-        let edited = ExperimentSpec::parse(&format!("{SPEC}\n# edited\n")).expect("spec");
+        let dir = TempStore::new("resume-unit");
+        let store = dir.open().await;
+        let spec = test_support::spec(SPEC);
+        let edited = test_support::spec(&format!("{SPEC}\n# edited\n"));
         assert_eq!(latest_unfinished(&store, &spec).await.expect("query"), None);
 
         let older = store.create_experiment(&spec, 1).await.expect("create");
@@ -215,15 +203,14 @@ modes = ["disabled"]
         assert_ne!(older, newer);
 
         store.close().await;
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
     async fn prepare_resume_clears_left_faults_and_marks_the_running_attempt_interrupted() {
-        let dir = fresh_dir("tolerant-resume-prepare");
-        let store = store_in(&dir).await;
-        let spec = ExperimentSpec::parse(SPEC).expect("spec");
-        let (stack, testbed) = crate::runner::start_embedded_stack(&spec)
+        let dir = TempStore::new("resume-prepare");
+        let store = dir.open().await;
+        let spec = test_support::spec(SPEC);
+        let (stack, testbed) = crate::testbed::start_embedded_stack(&spec)
             .await
             .expect("embedded stack");
         let runner = Runner::new(store.clone(), testbed.clone());
@@ -285,6 +272,5 @@ modes = ["disabled"]
 
         stack.shutdown().await;
         store.close().await;
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

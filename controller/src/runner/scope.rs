@@ -1,56 +1,60 @@
-//! A run as a scope: everything one run starts — the subscriptions to the transition and agent streams (and the
-//! foreign breaker sources), the
-//! fault and its lease renewal, the sampler — is owned by one [`RunScope`], and ending the scope is the one
-//! place a run's end is decided.
+//! A run as a scope: everything one run starts — its watch on the observer (the transition and agent streams,
+//! the foreign breaker sources, the once-a-second samples) and the recorder that keeps what the observer sees, the
+//! replicas an orchestrator starts or replaces meanwhile (added to and taken from that watch), the fault and its
+//! lease renewal, the container or pod fault, the leased breaker config — is owned by one [`RunScope`], and
+//! ending the scope is the one place a run's end is decided.
 //!
-//! [`RunScope::end`] removes the fault first (renewal and any schedule stopped, then `DELETE`), then stops the sampler and the
-//! subscriptions and hands back what they collected. A scope that is dropped instead of ended (a panic
-//! unwinding through the run, or its future dropped) still stops every task it owns at once — each is a
-//! [`RunTask`] or a `JoinSet`, aborted on drop — and sends the fault's `DELETE` as its last act (bounded by
-//! [`ADMIN_CALL_TIMEOUT`](super::ADMIN_CALL_TIMEOUT); the fault's lease ends it anyway). The load itself runs
-//! inside the run's own future ([`super::drive::drive_load`]), so nothing it spawned can outlive it. The run's
-//! breaker config ([`HeldBreakers`]) is restored last, on end and on drop alike.
+//! [`RunScope::end`] removes the fault first (renewal and any schedule stopped, then `DELETE`), then stops the
+//! recorder (once the agent reported the removal, or a second passed), gives the watch back and hands back what
+//! was collected. A scope that is dropped instead of ended (a panic unwinding through the run, or its future
+//! dropped) still stops every task it owns at once — each is an [`crate::task::OwnedTask`], aborted on drop — and
+//! each lease holder sends its undo as its last act (the fault's `DELETE` bounded by
+//! [`ADMIN_CALL_TIMEOUT`](crate::testbed::ADMIN_CALL_TIMEOUT); the fault's lease ends it anyway). The load itself
+//! runs inside the run's own future ([`super::drive::drive_load`]), so nothing it spawned can outlive it. The
+//! run's breaker config ([`HeldBreakers`]) is restored last, on end and on drop alike.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::time::Instant;
 
-use super::admin::AdminClient;
-use super::agent_stream::AgentStream;
-use super::breaker_hold::HeldBreakers;
-use super::containers::{ContainerRun, ContainerStack, container_action};
-use super::fault_schedule::ScheduledFault;
-use super::pods::{PodRun, PodStack};
-use super::renewal::{renewal_event, spawn_renewal};
-use super::replicas::ReplicaFollower;
-use super::sampler::Sampler;
+use super::RunnerError;
+use super::recorder::{RunRecorder, SampledLabels};
+use super::replicas::{ReplicaFollower, ServiceFollows};
 use super::setup_error::SetupError;
-use super::sources::SourceCollector;
-use super::task::RunTask;
-use super::transitions::TransitionCollector;
-use super::{RunnerError, Testbed, now_ms};
 use crate::energy::EnergySource;
-use crate::spec::{ExperimentSpec, Offers, PlannedRun};
-use crate::store::{
-    CollectorSample, ContainerSampleRecord, FaultEvent, FaultEventRecord, RunId, TransitionRecord,
+use crate::lease::{
+    AppliedFault, ContainerRun, ContainerStack, HeldBreakers, PodRun, PodStack, container_action,
+    recorded,
 };
+use crate::observe::{Follows, Observer, StreamUnavailable, Target, Watch};
+use crate::roster::ReplicaChange;
+use crate::sources::PushInbox;
+use crate::spec::{ExperimentSpec, Offers, PlannedRun, SourceSpec};
+use crate::store::{
+    AgentReport, CollectorSample, ContainerSampleRecord, RunEvent, RunEventRecord, RunId,
+    TransitionRecord,
+};
+use crate::target::ServiceId;
+use crate::testbed::{AdminClient, Testbed};
 
 /// What a run collected besides its load, once its scope has ended.
 #[derive(Debug)]
 pub struct ScopeEnd {
     /// The runner's control calls and the agent's own events, by time.
-    pub fault_events: Vec<FaultEventRecord>,
+    pub fault_events: Vec<RunEventRecord>,
     pub transitions: Vec<TransitionRecord>,
     pub samples: Vec<CollectorSample>,
     pub energy_source: EnergySource,
     /// Each container's seconds, when the run was against the compose stack.
     pub container_samples: Vec<ContainerSampleRecord>,
-    /// What every task of the scope that had panicked said (`sampler: …`): a run that lost one is not a
+    /// What every task of the scope that had panicked said (`lease renewal: …`): a run that lost one is not a
     /// measurement.
     pub panics: Vec<String>,
+    /// Observations the run's recorder fell too far behind to see: a run with a gap is not a measurement either.
+    pub missed: u64,
 }
 
 impl Default for ScopeEnd {
@@ -63,68 +67,89 @@ impl Default for ScopeEnd {
             energy_source: EnergySource::Modelled,
             container_samples: Vec::new(),
             panics: Vec::new(),
+            missed: 0,
         }
     }
 }
 
-/// A fault on the agent, renewed while the scope lives.
-struct AppliedFault {
-    id: String,
-    renewal: RunTask<()>,
-}
-
-/// What one run started; see the module documentation.
+/// What one run started; see the module documentation. Fields drop in this order: the container or pod fault is
+/// undone, then the agent's fault removed, then the breaker config restored.
 pub struct RunScope {
     admin: AdminClient,
     agent_url: String,
-    fault_events: Arc<Mutex<Vec<FaultEventRecord>>>,
-    fault: Option<AppliedFault>,
-    /// A fault on a schedule inside the run (`fault.schedule`), instead of `fault`.
-    scheduled: Option<ScheduledFault>,
-    transitions: Option<TransitionCollector>,
-    /// Replicas an orchestrator starts or replaces during the run, followed and recorded.
-    replicas: Option<ReplicaFollower>,
-    /// Breakers Tolerant did not write (`[[sources]]`, pushes).
-    foreign: Option<SourceCollector>,
-    agent_stream: Option<Result<AgentStream, SetupError>>,
-    sampler: Option<Sampler>,
+    fault_events: Arc<Mutex<Vec<RunEventRecord>>>,
     /// The compose stack's sampling and container fault, when the run is against it.
     containers: Option<ContainerRun>,
     /// The pod fault, when the run is against Kubernetes.
     pods: Option<PodRun>,
+    fault: Option<AppliedFault>,
+    /// Replicas an orchestrator starts or replaces during the run: recorded, and followed through `watch`.
+    replicas: Option<ReplicaFollower>,
+    recorder: Option<RunRecorder>,
+    /// What the run asks the observer to follow (shared with the replica follower); given back when the scope
+    /// ends.
+    watch: Option<Arc<Watch>>,
+    observer: Observer,
+    /// Whether the agent's stream is followed (an agent without one is no error, its account is just missing).
+    agent_stream: Result<(), StreamUnavailable>,
+    /// Which energy the samples carry, once sampling started.
+    energy_source: Option<EnergySource>,
     /// The run's leased breaker config: restored last when the scope ends, or on drop.
     breakers: Option<HeldBreakers>,
 }
 
 impl RunScope {
-    /// Subscribes to the transition stream of every service that offers one (required there) and the agent's
-    /// event stream (optional: an agent without one is no error). Nothing is applied yet.
+    /// Follows the transition stream of every service that offers one (required there: the error says which did
+    /// not open) and the agent's event stream (optional), and starts recording what the observer sees of them;
+    /// returns once every stream is up, so nothing they send after this is missed. Nothing is applied yet.
     pub async fn open(
         admin: &AdminClient,
         testbed: &Testbed,
         offers_of: &(dyn Fn(&str) -> Offers + Sync),
+        observer: &Observer,
+        inbox: Option<&PushInbox>,
     ) -> Result<Self, RunnerError> {
-        let streams: Vec<_> = testbed
+        let since_ms = crate::clock::now_ms();
+        let streams: Vec<&(ServiceId, String)> = testbed
             .services
             .iter()
             .filter(|(name, _)| offers_of(name.as_str()).breaker_stream)
-            .cloned()
             .collect();
-        let transitions = TransitionCollector::connect(&streams).await?;
-        let agent_stream = AgentStream::connect(&testbed.agent).await;
+        let labels: BTreeSet<ServiceId> = streams.iter().map(|(name, _)| name.clone()).collect();
+        // Subscribed before anything is followed: what the streams send from their first message on is seen.
+        let recorder = RunRecorder::start(observer.subscribe(), since_ms, labels, inbox);
+        let watch = observer.watch();
+        for (label, url) in &streams {
+            watch.follow(&Target {
+                label: label.clone(),
+                url: url.clone(),
+                follows: Follows {
+                    transitions: true,
+                    ..Follows::default()
+                },
+            });
+        }
+        for (label, _) in &streams {
+            watch
+                .breakers_connected(label)
+                .await
+                .map_err(SetupError::Subscribe)?;
+        }
+        watch.follow_agent(&testbed.agent);
+        let agent_stream = watch.agent_connected().await;
         Ok(RunScope {
             admin: admin.clone(),
             agent_url: testbed.agent.clone(),
             fault_events: Arc::new(Mutex::new(Vec::new())),
-            fault: None,
-            scheduled: None,
-            transitions: Some(transitions),
-            replicas: None,
-            foreign: None,
-            agent_stream: Some(agent_stream),
-            sampler: None,
             containers: None,
             pods: None,
+            fault: None,
+            replicas: None,
+            recorder: Some(recorder),
+            watch: Some(Arc::new(watch)),
+            observer: observer.clone(),
+            agent_stream,
+            energy_source: None,
             breakers: None,
         })
     }
@@ -135,24 +160,38 @@ impl RunScope {
         self.breakers = Some(breakers);
     }
 
-    /// Follows the replicas `changes` announces until the scope ends: each change recorded, each new replica's
-    /// transitions collected with the scope's own.
+    /// Follows the replicas `changes` announces until the scope ends (see [`super::replicas`]): each change
+    /// recorded, a new replica followed through the run's watch (for what `follows` says of its service), a gone
+    /// one given back.
     pub fn follow_replicas(
         &mut self,
-        changes: tokio::sync::broadcast::Receiver<crate::roster::ReplicaChange>,
+        changes: tokio::sync::broadcast::Receiver<ReplicaChange>,
+        follows: ServiceFollows,
     ) {
-        if let Some(transitions) = &self.transitions {
-            self.replicas = Some(ReplicaFollower::start(
-                changes,
-                transitions.events(),
-                Arc::clone(&self.fault_events),
-            ));
-        }
+        let (Some(watch), Some(recorder)) = (&self.watch, &self.recorder) else {
+            return;
+        };
+        self.replicas = Some(ReplicaFollower::start(
+            changes,
+            Arc::clone(watch),
+            recorder.joined(),
+            follows,
+            Arc::clone(&self.fault_events),
+        ));
     }
 
-    /// Collects the foreign breakers' transitions with the scope's own until it ends.
-    pub fn follow_foreign(&mut self, collector: SourceCollector) {
-        self.foreign = Some(collector);
+    /// Follows the foreign breakers of every `[[sources]]` Prometheus entry until the scope ends: a baseline
+    /// scrape of each now (an error names the source as the spec does), then at its interval.
+    pub async fn follow_foreign(&mut self, sources: &[SourceSpec]) -> Result<(), SetupError> {
+        let Some(watch) = &self.watch else {
+            return Ok(());
+        };
+        for (index, source) in sources.iter().enumerate() {
+            if let SourceSpec::Prometheus(scrape) = source {
+                watch.scrape(index, scrape).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Starts sampling the compose stack's containers and, for a container fault kind, applies it to the
@@ -193,27 +232,22 @@ impl RunScope {
         fault: &agent::api::FaultSpec,
         lease: Duration,
     ) -> Result<(), SetupError> {
-        self.admin
-            .put_fault(&self.agent_url, fault_id, fault)
-            .await
-            .map_err(SetupError::FaultNotApplied)?;
-        self.record(FaultEvent::Applied, fault_id, fault.to_json_value());
-        let renewal = renew_fault(
-            self.admin.clone(),
-            self.agent_url.clone(),
-            fault_id.to_owned(),
+        let applied = AppliedFault::put(
+            &self.admin,
+            &self.agent_url,
+            fault_id,
+            fault,
             lease,
-            Arc::clone(&self.fault_events),
-        );
-        self.fault = Some(AppliedFault {
-            id: fault_id.to_owned(),
-            renewal,
-        });
+            &self.fault_events,
+        )
+        .await
+        .map_err(SetupError::FaultNotApplied)?;
+        self.fault = Some(applied);
         Ok(())
     }
 
     /// Puts `fault` on the agent as `fault_id` for each of `periods` (`[start, end)` from now), renewing its
-    /// lease only while it is on, until the scope ends (see [`ScheduledFault`]).
+    /// lease only while it is on, until the scope ends (see [`crate::lease::ScheduledFault`]).
     pub fn schedule_fault(
         &mut self,
         fault_id: &str,
@@ -221,43 +255,62 @@ impl RunScope {
         lease: Duration,
         periods: Vec<(Duration, Duration)>,
     ) {
-        self.scheduled = Some(ScheduledFault::start(
-            self.admin.clone(),
-            self.agent_url.clone(),
+        self.fault = Some(AppliedFault::schedule(
+            &self.admin,
+            &self.agent_url,
             fault_id,
             fault,
             lease,
             periods,
-            Arc::clone(&self.fault_events),
+            &self.fault_events,
         ));
     }
 
-    /// Samples the testbed once a second from now until the scope ends: pools and cart sizes where offered.
+    /// Samples the testbed once a second from now until the scope ends: pools (and their `/metrics`) and cart
+    /// sizes where offered, this process's energy.
     pub fn start_sampler(
         &mut self,
         testbed: &Testbed,
         offers_of: &(dyn Fn(&str) -> Offers + Sync),
     ) {
-        let cart_url = testbed
+        let (Some(watch), Some(recorder)) = (&self.watch, &self.recorder) else {
+            return;
+        };
+        let cart = testbed
             .services
             .iter()
             .find(|(name, _)| offers_of(name.as_str()).cart_metrics)
-            .map(|(_, url)| url.clone());
-        self.sampler = Some(Sampler::start(
-            self.admin.clone(),
-            cart_url,
-            testbed
-                .services
-                .iter()
-                .filter(|(name, _)| offers_of(name.as_str()).pool)
-                .cloned()
-                .collect(),
-            Instant::now(),
-        ));
+            .map(|(name, _)| name.clone());
+        let mut labels = SampledLabels {
+            pools: Vec::new(),
+            cart: cart.clone(),
+        };
+        for (label, url) in &testbed.services {
+            let offers = offers_of(label.as_str());
+            let follows = Follows {
+                transitions: offers.breaker_stream,
+                pool: offers.pool,
+                metrics: offers.pool,
+                cart: cart.as_ref() == Some(label),
+                breakers: false,
+            };
+            if offers.pool {
+                labels.pools.push(label.clone());
+            }
+            if follows != Follows::default() {
+                watch.follow(&Target {
+                    label: label.clone(),
+                    url: url.clone(),
+                    follows,
+                });
+            }
+        }
+        recorder.sample_from(Instant::now(), labels);
+        self.energy_source = Some(self.observer.energy_source());
     }
 
-    /// Ends the run's scope: the fault is removed first, then every task stops and what they collected is
-    /// returned.
+    /// Ends the run's scope: the fault is removed first, then recording stops, the watch is given back and what
+    /// was collected is returned.
     pub async fn end(mut self) -> ScopeEnd {
         let container_samples = match self.containers.take() {
             Some(started) => started.end(&self.fault_events).await,
@@ -267,64 +320,40 @@ impl RunScope {
             pods.end(&self.fault_events).await;
         }
         let mut panics = Vec::new();
-        let removed = self.remove_fault(&mut panics).await;
-        let (energy_source, samples) = match self.sampler.take() {
-            Some(sampler) => {
-                let source = sampler.energy_source();
-                let (samples, panicked) = sampler.finish().await;
-                panics.extend(panicked.map(|message| format!("sampler: {message}")));
-                (source, samples)
+        let removed = match self.fault.take() {
+            Some(fault) => {
+                let (removed, panicked) = fault.remove(&self.fault_events).await;
+                panics.extend(panicked);
+                removed
             }
-            None => (EnergySource::Modelled, Vec::new()),
+            None => None,
         };
+        // Replicas stop being taken on before the recording ends (what they sent until now is kept).
         if let Some(replicas) = self.replicas.take() {
             panics.extend(
-                replicas
-                    .stop()
-                    .await
-                    .map(|message| format!("replica follower: {message}")),
+                (replicas.stop().await).map(|message| format!("replica follower: {message}")),
             );
         }
-        let mut transitions = match self.transitions.take() {
-            Some(collector) => {
-                let (transitions, panicked) = collector.finish().await;
-                let named = panicked
-                    .into_iter()
-                    .map(|m| format!("transition reader: {m}"));
-                panics.extend(named);
-                transitions
+        let recording = match (self.recorder.take(), &removed, &self.agent_stream) {
+            // The removal is sent on the agent's stream after the DELETE answered.
+            (Some(recorder), Some(fault_id), Ok(())) => {
+                recorder
+                    .finish_after_removal(fault_id, Duration::from_secs(1))
+                    .await
             }
-            None => Vec::new(),
+            (Some(recorder), _, _) => recorder.finish().await,
+            (None, _, _) => Default::default(),
         };
-        if let Some(foreign) = self.foreign.take() {
-            let (foreign, panicked) = foreign.finish().await;
-            transitions.extend(foreign);
-            transitions.sort_by_key(|event| event.at_ms);
-            let named = panicked
-                .into_iter()
-                .map(|m| format!("foreign breaker source: {m}"));
-            panics.extend(named);
-        }
-        match self.agent_stream.take() {
-            Some(Ok(stream)) => {
-                let (events, panicked) = match &removed {
-                    // The removal is sent on the socket after the DELETE answered.
-                    Some(fault_id) => {
-                        stream
-                            .finish_after_removal(fault_id, Duration::from_secs(1))
-                            .await
-                    }
-                    None => stream.finish().await,
-                };
-                self.fault_events.lock().extend(events);
-                panics.extend(panicked.map(|message| format!("agent stream reader: {message}")));
-            }
-            Some(Err(error)) => self.record(
-                FaultEvent::AgentStreamUnavailable,
-                "",
-                json!({ "error": error.to_string() }),
-            ),
-            None => {}
+        drop(self.watch.take());
+        panics.extend(
+            (recording.panics.iter()).map(|message| format!("observation recorder: {message}")),
+        );
+        self.fault_events.lock().extend(recording.agent_events);
+        if let Err(error) = &self.agent_stream {
+            let unavailable = RunEvent::Agent(AgentReport::StreamUnavailable {
+                error: error.to_string(),
+            });
+            self.fault_events.lock().push(recorded("", unavailable));
         }
         if let Some(breakers) = self.breakers.take() {
             let (failures, panicked) = breakers.restore().await;
@@ -336,112 +365,12 @@ impl RunScope {
         fault_events.sort_by_key(|event| event.at_ms);
         ScopeEnd {
             fault_events,
-            transitions,
-            samples,
-            energy_source,
+            transitions: recording.transitions,
+            samples: recording.samples,
+            energy_source: self.energy_source.unwrap_or(EnergySource::Modelled),
             container_samples,
             panics,
+            missed: recording.missed,
         }
-    }
-
-    /// Stops renewing (and the schedule) and deletes the fault, if one may be on; returns its id. A
-    /// renewal or schedule that had panicked (the fault may have lapsed mid-run) is added to `panics`.
-    async fn remove_fault(&mut self, panics: &mut Vec<String>) -> Option<String> {
-        let id = if let Some(scheduled) = self.scheduled.take() {
-            let id = scheduled.id.clone();
-            let (maybe_on, panicked) = scheduled.stop().await;
-            panics.extend(panicked.map(|message| format!("fault schedule: {message}")));
-            if !maybe_on {
-                return None;
-            }
-            id
-        } else {
-            let AppliedFault { id, renewal } = self.fault.take()?;
-            panics.extend(
-                renewal
-                    .stop()
-                    .await
-                    .map(|message| format!("lease renewal: {message}")),
-            );
-            id
-        };
-        match self.admin.delete_fault(&self.agent_url, &id).await {
-            Ok(()) => self.record(FaultEvent::Removed, &id, json!({})),
-            Err(error) => self.record(
-                FaultEvent::RemoveFailed,
-                &id,
-                json!({ "error": error.to_string() }),
-            ),
-        }
-        Some(id)
-    }
-
-    fn record(&self, event: FaultEvent, fault_id: &str, detail: serde_json::Value) {
-        self.fault_events
-            .lock()
-            .push(fault_event(event, fault_id, detail));
-    }
-}
-
-impl Drop for RunScope {
-    /// Dropped without [`RunScope::end`]: the renewal stops now (so does every other task, each aborted on
-    /// its own drop) and the fault's removal is sent as the scope's last act.
-    fn drop(&mut self) {
-        let id = match (self.fault.take(), self.scheduled.take()) {
-            (Some(AppliedFault { id, renewal }), _) => {
-                drop(renewal);
-                id
-            }
-            (None, Some(scheduled)) => {
-                let id = scheduled.id.clone();
-                if !scheduled.abandon() {
-                    return;
-                }
-                id
-            }
-            (None, None) => return,
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let admin = self.admin.clone();
-        let agent_url = std::mem::take(&mut self.agent_url);
-        runtime.spawn(async move {
-            if let Err(error) = admin.delete_fault(&agent_url, &id).await {
-                tracing::warn!(fault = id, %error, "removing the fault of an abandoned run failed");
-            }
-        });
-    }
-}
-
-/// Renews the agent's fault `fault_id` every third of `lease` until stopped; each renewal recorded.
-pub(super) fn renew_fault(
-    admin: AdminClient,
-    agent_url: String,
-    fault_id: String,
-    lease: Duration,
-    events: Arc<Mutex<Vec<FaultEventRecord>>>,
-) -> RunTask<()> {
-    spawn_renewal(lease, events, move || {
-        let (admin, agent_url, fault_id) = (admin.clone(), agent_url.clone(), fault_id.clone());
-        async move {
-            vec![renewal_event(
-                &fault_id,
-                admin.renew_fault(&agent_url, &fault_id).await,
-            )]
-        }
-    })
-}
-
-pub(super) fn fault_event(
-    event: FaultEvent,
-    fault_id: &str,
-    detail: serde_json::Value,
-) -> FaultEventRecord {
-    FaultEventRecord {
-        at_ms: now_ms(),
-        event,
-        fault_id: fault_id.to_owned(),
-        detail,
     }
 }

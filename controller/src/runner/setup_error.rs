@@ -3,47 +3,40 @@
 //! stored abort reason and the logs show. The engine's errors are boxed: they are large, and a runner's
 //! error that holds one is returned everywhere.
 
-use tokio_tungstenite::tungstenite;
-
-use super::admin::AdminError;
-use crate::docker::DockerError;
+use crate::lease::{ContainerFaultError, PodFaultError};
+use crate::observe::{ScrapeError, StreamUnavailable};
+use crate::testbed::AdminError;
 
 /// A part of a run that did not start; see the module documentation.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    /// A websocket stream (a service's transitions, the agent's events) did not open; names its URL.
-    #[error("{url}: {source}")]
-    Subscribe {
-        url: String,
-        #[source]
-        source: Box<tungstenite::Error>,
-    },
+    /// A websocket stream (a service's transitions) did not open; names its URL.
+    #[error(transparent)]
+    Subscribe(StreamUnavailable),
     /// A `[[sources]]` Prometheus source did not answer its baseline scrape; names the source's field.
-    #[error("sources[{index}].url: no baseline scrape ({source})")]
-    NoBaseline {
-        index: usize,
-        #[source]
-        source: AdminError,
-    },
+    #[error(transparent)]
+    NoBaseline(#[from] ScrapeError),
     /// The agent did not take the run's fault.
     #[error("fault not applied: {0}")]
     FaultNotApplied(#[source] AdminError),
-    /// The compose stack could not be listed, or has no container of the fault's target.
+    /// The compose stack could not be listed, has no container of the fault's target, or the container fault
+    /// did not go on one of its replicas.
     #[error(transparent)]
-    Containers(Box<DockerError>),
-    /// The container fault did not go on one of the target's replicas.
-    #[error("container fault not applied: {0}")]
-    ContainerFaultNotApplied(#[source] Box<DockerError>),
+    Containers(#[from] ContainerFaultError),
     /// The pod fault did not go on one of the target's replicas (or the pods could not be listed).
-    #[error("pod fault not applied: {0}")]
-    PodFaultNotApplied(#[source] Box<crate::kubernetes::KubeError>),
+    #[error(transparent)]
+    Pods(#[from] PodFaultError),
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use http::Method;
+    use tokio_tungstenite::tungstenite;
 
     use super::*;
+    use crate::docker::DockerError;
 
     fn refused() -> AdminError {
         AdminError::Transport {
@@ -65,20 +58,20 @@ mod tests {
     fn each_reads_as_the_message_it_replaced() {
         let cases = [
             (
-                SetupError::Subscribe {
+                SetupError::Subscribe(StreamUnavailable {
                     url: "ws://127.0.0.1:9/_breakers/stream".into(),
-                    source: Box::new(tungstenite::Error::ConnectionClosed),
-                },
+                    source: Arc::new(tungstenite::Error::ConnectionClosed),
+                }),
                 format!(
                     "ws://127.0.0.1:9/_breakers/stream: {}",
                     tungstenite::Error::ConnectionClosed
                 ),
             ),
             (
-                SetupError::NoBaseline {
+                SetupError::NoBaseline(ScrapeError {
                     index: 2,
                     source: refused(),
-                },
+                }),
                 "sources[2].url: no baseline scrape (PUT http://agent: connection refused)".into(),
             ),
             (
@@ -86,11 +79,13 @@ mod tests {
                 "fault not applied: PUT http://agent: connection refused".into(),
             ),
             (
-                SetupError::Containers(Box::new(no_such_service())),
+                SetupError::Containers(ContainerFaultError::Stack(Box::new(no_such_service()))),
                 "compose project `shop`: no container of service `payment`".into(),
             ),
             (
-                SetupError::ContainerFaultNotApplied(Box::new(no_such_service())),
+                SetupError::Containers(ContainerFaultError::NotApplied(Box::new(
+                    no_such_service(),
+                ))),
                 "container fault not applied: compose project `shop`: no container of service `payment`"
                     .into(),
             ),

@@ -1,17 +1,16 @@
-//! Breakers Tolerant did not write: their state, read from a Prometheus exposition ([`observer`]) or pushed by a
+//! Breakers Tolerant did not write: their state, read from a Prometheus exposition ([`scraped`]; the observer
+//! scrapes it, [`crate::observe`]) or pushed by a
 //! listener hook ([`push`]), becomes Tolerant's transition events (the contract's JSON, reason `observed` unless
 //! the pusher names one, and a `source` field), so they land on the same timeline and count in opens and time
 //! open like the testbed's own.
 
-pub mod exposition;
-pub mod observer;
 pub mod push;
+pub mod scraped;
 
 use breaker::State;
 
-pub use exposition::{Sample, parse_exposition};
-pub use observer::{MAX_BREAKERS_PER_SOURCE, Observer, StateMapping};
 pub use push::{Ingested, PushError, PushInbox, RateLimit};
+pub use scraped::{MAX_BREAKERS_PER_SOURCE, ScrapedBreakers, StateMapping};
 
 /// A state as other breaker libraries spell it, case and `-`/`_`/space insensitive: `closed`, `open`,
 /// `half_open`/`half-open`/`HalfOpen`; Resilience4j's `forced_open` and Polly's `Isolated` read as open, its

@@ -185,8 +185,8 @@ schedule = {schedule}
 
     #[test]
     fn a_single_outage_is_scaled_with_the_run() {
-        let spec = ExperimentSpec::parse(&spec_with(10.0, r#"{ start = "60s", length = "30s" }"#))
-            .expect("valid");
+        let spec =
+            crate::test_support::spec(&spec_with(10.0, r#"{ start = "60s", length = "30s" }"#));
         assert_eq!(
             spec.fault.schedule,
             Some(Schedule::Once {
@@ -202,11 +202,10 @@ schedule = {schedule}
 
     #[test]
     fn on_off_periods_repeat_to_the_run_end() {
-        let spec = ExperimentSpec::parse(&spec_with(
+        let spec = crate::test_support::spec(&spec_with(
             1.0,
             r#"{ start = "10s", on = "20s", off = "30s" }"#,
-        ))
-        .expect("valid");
+        ));
         let secs = |a, b| (Duration::from_secs(a), Duration::from_secs(b));
         assert_eq!(
             spec.fault_periods(),
@@ -217,7 +216,7 @@ schedule = {schedule}
     #[test]
     fn without_a_schedule_the_fault_is_on_for_the_whole_run() {
         let source = spec_with(2.0, "1").replace("schedule = 1\n", "");
-        let spec = ExperimentSpec::parse(&source).expect("valid");
+        let spec = crate::test_support::spec(&source);
         assert_eq!(spec.fault.schedule, None);
         assert_eq!(
             spec.fault_periods(),

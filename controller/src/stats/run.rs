@@ -11,12 +11,13 @@
 
 use std::collections::BTreeMap;
 
+use breaker::State;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::StatsError;
-use super::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::load::{deserialize_histogram, new_histogram};
+use crate::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::store::{
     EndpointHistogramRow, EndpointSecondRow, EnergySource, RunId, RunRow, SampleRow,
     TransitionRecord,
@@ -388,13 +389,16 @@ pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: 
         let mut open_since = None;
         for transition in list {
             let at = transition.at_ms.clamp(from_ms, to_ms);
-            if transition.at_ms >= from_ms && transition.at_ms < to_ms && transition.to == "open" {
+            if transition.at_ms >= from_ms
+                && transition.at_ms < to_ms
+                && transition.to == State::Open
+            {
                 opens += 1;
             }
             if transition.at_ms >= to_ms {
                 break;
             }
-            match (open_since, transition.to == "open") {
+            match (open_since, transition.to == State::Open) {
                 (None, true) => open_since = Some(at),
                 (Some(since), false) => {
                     open_ms += at - since;

@@ -1,10 +1,13 @@
 //! Unit tests: t critical values, summaries and Welch against hand-computed numbers, per-run metrics
 //! from synthetic rows, per-condition grouping, interval coverage; criteria in `criteria.rs`.
 
+use crate::test_support;
+use breaker::State;
 use std::collections::BTreeMap;
 
 use super::*;
 use crate::load::{OutcomeCounts, new_histogram, serialize_histogram};
+use crate::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::store::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId, RunId,
     RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
@@ -271,15 +274,15 @@ fn run_row(condition_index: i64, round: i64) -> RunRow {
     }
 }
 
-fn transition(breaker: &str, at_ms: i64, from: &str, to: &str) -> TransitionRecord {
+fn transition(breaker: &str, at_ms: i64, from: State, to: State) -> TransitionRecord {
     TransitionRecord {
         at_ms,
         service: "frontend".into(),
         breaker: breaker.into(),
-        from: from.into(),
-        to: to.into(),
-        reason: "test".into(),
-        detail: serde_json::Value::Null,
+        from,
+        to,
+        reason: breaker::Reason::Forced,
+        detail: breaker::TransitionDetail::default(),
         seq: at_ms,
         shadow: false,
         source: None,
@@ -337,15 +340,55 @@ fn run_data() -> RunData {
     }];
     let from = START_MS + 2_000;
     let transitions = vec![
-        transition("frontend->checkout", from - 500, "closed", "open"),
-        transition("frontend->checkout", from + 1_000, "open", "half_open"),
-        transition("frontend->checkout", from + 1_100, "half_open", "open"),
-        transition("frontend->checkout", from + 3_000, "open", "half_open"),
-        transition("frontend->checkout", from + 3_050, "half_open", "closed"),
-        transition("frontend->checkout", from + 9_000, "closed", "open"),
-        transition("checkout->payment", from + 2_000, "closed", "open"),
-        transition("checkout->payment", from + 2_500, "open", "half_open"),
-        transition("checkout->payment", from + 11_000, "half_open", "open"),
+        transition("frontend->checkout", from - 500, State::Closed, State::Open),
+        transition(
+            "frontend->checkout",
+            from + 1_000,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 1_100,
+            State::HalfOpen,
+            State::Open,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 3_000,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 3_050,
+            State::HalfOpen,
+            State::Closed,
+        ),
+        transition(
+            "frontend->checkout",
+            from + 9_000,
+            State::Closed,
+            State::Open,
+        ),
+        transition(
+            "checkout->payment",
+            from + 2_000,
+            State::Closed,
+            State::Open,
+        ),
+        transition(
+            "checkout->payment",
+            from + 2_500,
+            State::Open,
+            State::HalfOpen,
+        ),
+        transition(
+            "checkout->payment",
+            from + 11_000,
+            State::HalfOpen,
+            State::Open,
+        ),
     ];
     RunData {
         run: run_row(0, 0),
@@ -541,7 +584,7 @@ fn an_unreadable_histogram_is_an_error_naming_run_and_endpoint() {
 
 #[test]
 fn time_open_counts_a_breaker_open_for_the_whole_window() {
-    let transitions = [transition("a->b", 0, "closed", "open")];
+    let transitions = [transition("a->b", 0, State::Closed, State::Open)];
     assert_eq!(breaker_time_open(&transitions, 100, 1100), (0, 1000));
     assert_eq!(breaker_time_open(&transitions, -100, 900), (1, 900));
     assert_eq!(breaker_time_open(&[], 0, 1000), (0, 0));
@@ -780,7 +823,7 @@ fn criteria_deserialize_inside_a_spec_struct_with_the_line_of_a_bad_value() {
 
 #[test]
 fn what_a_plain_target_cannot_measure_is_said() {
-    let spec = crate::spec::ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "byo"
 duration = "10s"
@@ -791,8 +834,7 @@ target = "shop"
 shop = { url = "http://127.0.0.1:9000", offers = ["pool"] }
 agent = "http://127.0.0.1:9002"
 "#,
-    )
-    .unwrap();
+    );
     let lines = crate::stats::not_measured(&spec);
     let joined = lines.join("\n");
     for capability in ["reset", "breaker-config", "breaker-stream", "cart-metrics"] {
@@ -805,11 +847,10 @@ agent = "http://127.0.0.1:9002"
     );
     assert!(!crate::stats::observes_breakers(&spec));
 
-    let scraped = crate::spec::ExperimentSpec::parse(&format!(
+    let scraped = test_support::spec(&format!(
         "{}\n[[sources]]\nkind = \"prometheus\"\nurl = \"http://127.0.0.1:9000/metrics\"\npreset = \"resilience4j\"\ninterval = \"200ms\"\n",
         spec.source
-    ))
-    .unwrap();
+    ));
     assert!(crate::stats::observes_breakers(&scraped));
     let joined = crate::stats::not_measured(&scraped).join("\n");
     assert!(
@@ -817,9 +858,7 @@ agent = "http://127.0.0.1:9002"
         "{joined}"
     );
     assert!(joined.contains("scraped every 200ms"), "{joined}");
-    let embedded =
-        crate::spec::ExperimentSpec::parse("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n")
-            .unwrap();
+    let embedded = test_support::spec("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n");
     assert!(crate::stats::not_measured(&embedded).is_empty());
 }
 
@@ -828,11 +867,10 @@ agent = "http://127.0.0.1:9002"
 #[test]
 fn scheduled_fault_periods_are_counted_from_the_warmups_end() {
     let spec = |schedule: &str| {
-        crate::spec::ExperimentSpec::parse(&format!(
+        test_support::spec(&format!(
             "name = \"t\"\nduration = \"100s\"\nwarmup = \"20s\"\n[load]\nusers = 1\n\
              [fault]\ntarget = \"payment\"\nrates = [1.0]\n{schedule}"
         ))
-        .expect("valid")
     };
     assert_eq!(super::measured_fault_periods(&spec("")), Vec::new());
     assert_eq!(

@@ -9,7 +9,7 @@
 //!
 //! [`writing`] holds what changes the database, [`reading`] what reads it back (a stored value that
 //! does not decode is [`StoreError::Corrupt`]), both through [`columns`] (each per-run table's columns, listed
-//! once), [`annotations`] the game-day notes, [`schedule`] the queue of scheduled starts, [`containers`] the
+//! once), [`run_events`] a run's event log and how each entry is stored, [`annotations`] the game-day notes, [`schedule`] the queue of scheduled starts, [`containers`] the
 //! container faults' leases and per-container samples.
 
 mod annotations;
@@ -19,6 +19,7 @@ mod migrations;
 mod predictions;
 mod reading;
 mod records;
+mod run_events;
 mod schedule;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -34,11 +35,15 @@ pub use containers::{ContainerFaultRow, ContainerSampleRecord, NewContainerFault
 pub use migrations::{Backend, MIGRATIONS};
 pub use records::{
     AnnotationId, AnnotationRow, CollectorSample, EndpointHistogramRow, EndpointSecondRow,
-    EnergySource, ExperimentId, ExperimentRow, FaultEvent, FaultEventRecord, MAX_ANNOTATION_CHARS,
-    MAX_AUTHOR_CHARS, NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, StoredLatency,
-    TransitionRecord,
+    EnergySource, ExperimentId, ExperimentRow, MAX_ANNOTATION_CHARS, MAX_AUTHOR_CHARS,
+    NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
 };
 pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};
+pub use run_events::{
+    AgentReport, BreakerHoldFailure, FaultCall, PutFault, ReplicaEvent, ReplicaGone,
+    ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent, RunEventKind,
+    RunEventRecord,
+};
 
 /// Default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE: &str = "tolerant.db";

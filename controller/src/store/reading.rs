@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 
 use super::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
-    ExperimentRow, FAILED_REASON, FaultEvent, FaultEventRecord, RunId, RunRow,
+    ExperimentRow, FAILED_REASON, RunEvent, RunEventKind, RunEventRecord, RunId, RunRow,
     STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, StoredLatency, TransitionRecord,
     columns, status_of, uint,
 };
@@ -130,9 +130,10 @@ impl Store {
         self.rows_by(&sql, run.0, transition_of).await
     }
 
-    pub async fn fault_events(&self, run: RunId) -> Result<Vec<FaultEventRecord>, StoreError> {
+    /// The run's event log (table `fault_events`), in the order it was stored.
+    pub async fn run_events(&self, run: RunId) -> Result<Vec<RunEventRecord>, StoreError> {
         let sql = columns::select_of_run(&columns::FAULT_EVENTS, "fault_events", "ordinal");
-        self.rows_by(&sql, run.0, fault_event_record_of).await
+        self.rows_by(&sql, run.0, run_event_record_of).await
     }
 
     /// The periods the run's fault was actually on (see [`super::applied_periods`]), from the run's start.
@@ -144,7 +145,7 @@ impl Store {
             .map(|row| row.try_get("started_at_ms"))
             .transpose()?
             .flatten();
-        let events = self.fault_events(run).await?;
+        let events = self.run_events(run).await?;
         let origin = started.or(events.first().map(|e| e.at_ms)).unwrap_or(0);
         Ok(super::applied_periods(&events, origin))
     }
@@ -225,24 +226,49 @@ fn transition_of(row: &AnyRow) -> Result<TransitionRecord, StoreError> {
         at_ms: row.try_get("at_ms")?,
         service: row.try_get("service")?,
         breaker: row.try_get("breaker")?,
-        from: row.try_get("from_state")?,
-        to: row.try_get("to_state")?,
-        reason: row.try_get("reason")?,
-        detail: json_of("transitions.detail_json", detail)?,
+        from: wire_name("transitions.from_state", row.try_get("from_state")?)?,
+        to: wire_name("transitions.to_state", row.try_get("to_state")?)?,
+        reason: wire_name("transitions.reason", row.try_get("reason")?)?,
+        detail: serde_json::from_str(&detail).map_err(|_| StoreError::Corrupt {
+            column: "transitions.detail_json",
+            value: detail,
+        })?,
         seq: row.try_get("seq")?,
         shadow: row.try_get::<i64, _>("shadow")? != 0,
         source: row.try_get("source")?,
     })
 }
 
-/// A row of [`columns::FAULT_EVENTS`].
-fn fault_event_record_of(row: &AnyRow) -> Result<FaultEventRecord, StoreError> {
+/// A value stored as its wire name (a breaker state, a transition's reason), read back by that name only.
+fn wire_name<T: serde::de::DeserializeOwned>(
+    column: &'static str,
+    text: String,
+) -> Result<T, StoreError> {
+    use serde::de::IntoDeserializer;
+    let name: serde::de::value::StringDeserializer<serde::de::value::Error> =
+        text.clone().into_deserializer();
+    T::deserialize(name).map_err(|_| StoreError::Corrupt {
+        column,
+        value: text,
+    })
+}
+
+/// A row of [`columns::FAULT_EVENTS`]: an unknown name, or a detail not of its name's shape, is corrupt.
+fn run_event_record_of(row: &AnyRow) -> Result<RunEventRecord, StoreError> {
+    let name: String = row.try_get("event")?;
+    let kind = RunEventKind::parse(&name).ok_or(StoreError::Corrupt {
+        column: "fault_events.event",
+        value: name,
+    })?;
     let detail: String = row.try_get("detail_json")?;
-    Ok(FaultEventRecord {
+    let event = RunEvent::from_stored(kind, &detail).ok_or(StoreError::Corrupt {
+        column: "fault_events.detail_json",
+        value: detail,
+    })?;
+    Ok(RunEventRecord {
         at_ms: row.try_get("at_ms")?,
-        event: fault_event_of(row.try_get("event")?)?,
         fault_id: row.try_get("fault_id")?,
-        detail: json_of("fault_events.detail_json", detail)?,
+        event,
     })
 }
 
@@ -357,11 +383,4 @@ fn energy_source_of(text: String) -> Result<EnergySource, StoreError> {
             value: text,
         }),
     }
-}
-
-fn fault_event_of(text: String) -> Result<FaultEvent, StoreError> {
-    FaultEvent::parse(&text).ok_or(StoreError::Corrupt {
-        column: "fault_events.event",
-        value: text,
-    })
 }

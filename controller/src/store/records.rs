@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use breaker::{Reason, State, TransitionDetail};
+
+use super::run_events::{FaultCall, RunEvent, RunEventRecord};
 use crate::load::{EndpointReport, OutcomeCounts, SecondStats};
 
 /// Identifies an experiment.
@@ -125,16 +128,18 @@ pub struct CollectorSample {
     pub extra: Option<serde_json::Value>,
 }
 
-/// A breaker transition as stored (the shape of the breaker's transition event).
+/// A breaker transition as stored: the breaker's transition event, its times and sequence as the store's
+/// integers. The state and reason columns hold their wire names, the detail its JSON object (keys sorted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TransitionRecord {
     pub at_ms: i64,
     pub service: String,
     pub breaker: String,
-    pub from: String,
-    pub to: String,
-    pub reason: String,
-    pub detail: serde_json::Value,
+    pub from: State,
+    pub to: State,
+    pub reason: Reason,
+    #[serde(serialize_with = "detail_sorted")]
+    pub detail: TransitionDetail,
     pub seq: i64,
     pub shadow: bool,
     /// Where it came from when the breaker is not a Tolerant one (`prometheus:<url>`, `push`).
@@ -148,153 +153,30 @@ impl TransitionRecord {
             at_ms: i64::try_from(event.at_ms).unwrap_or(i64::MAX),
             service: event.service.clone(),
             breaker: event.breaker.clone(),
-            from: event.from.as_str().to_owned(),
-            to: event.to.as_str().to_owned(),
-            reason: event.reason.as_str().to_owned(),
-            detail: serde_json::to_value(&event.detail).unwrap_or(serde_json::Value::Null),
+            from: event.from,
+            to: event.to,
+            reason: event.reason,
+            detail: event.detail.clone(),
             seq: i64::try_from(event.seq).unwrap_or(i64::MAX),
             shadow: event.shadow,
             source: event.source.clone(),
         }
     }
-}
 
-/// A fault event: applied, renewed, expired, removed (or a failure to do one of them).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FaultEventRecord {
-    pub at_ms: i64,
-    pub event: FaultEvent,
-    pub fault_id: String,
-    pub detail: serde_json::Value,
-}
-
-/// What happened to a run's fault (or its breaker config, or its container stats), stored as
-/// [`FaultEvent::as_str`]: the runner's own calls by name, the agent's account of them prefixed `agent:`, the
-/// breaker config's lease `breakers:`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum FaultEvent {
-    /// The runner put the fault (agent or container).
-    #[serde(rename = "applied")]
-    Applied,
-    #[serde(rename = "apply_failed")]
-    ApplyFailed,
-    /// The runner renewed its lease.
-    #[serde(rename = "renewed")]
-    Renewed,
-    #[serde(rename = "renew_failed")]
-    RenewFailed,
-    /// The runner removed it.
-    #[serde(rename = "removed")]
-    Removed,
-    #[serde(rename = "remove_failed")]
-    RemoveFailed,
-    /// A container's stats could not be read.
-    #[serde(rename = "stats_failed")]
-    StatsFailed,
-    #[serde(rename = "agent:applied")]
-    AgentApplied,
-    #[serde(rename = "agent:renewed")]
-    AgentRenewed,
-    /// The agent dropped the fault when its lease ran out.
-    #[serde(rename = "agent:expired")]
-    AgentExpired,
-    #[serde(rename = "agent:removed")]
-    AgentRemoved,
-    /// The agent's stream skipped events (a slow reader).
-    #[serde(rename = "agent:lagged")]
-    AgentLagged,
-    /// The agent's stream could not be opened: its account is missing.
-    #[serde(rename = "agent:stream_unavailable")]
-    AgentStreamUnavailable,
-    #[serde(rename = "breakers:renew_failed")]
-    BreakersRenewFailed,
-    #[serde(rename = "breakers:restore_failed")]
-    BreakersRestoreFailed,
-    /// The orchestrator started a replica under a new label during the run (followed from then on).
-    #[serde(rename = "replica:added")]
-    ReplicaAdded,
-    /// A replica stopped running or being ready.
-    #[serde(rename = "replica:removed")]
-    ReplicaRemoved,
-    /// A new replica took the label of one that was gone (a dead task's slot, a deleted pod's number).
-    #[serde(rename = "replica:replaced")]
-    ReplicaReplaced,
-    /// A replica that joined during the run: its transition stream is followed from now on.
-    #[serde(rename = "replica:followed")]
-    ReplicaFollowed,
-    /// A replica that joined during the run whose transition stream did not open.
-    #[serde(rename = "replica:follow_failed")]
-    ReplicaFollowFailed,
-}
-
-impl FaultEvent {
-    /// Every event, for reading stored text back.
-    pub const ALL: [FaultEvent; 20] = [
-        FaultEvent::Applied,
-        FaultEvent::ApplyFailed,
-        FaultEvent::Renewed,
-        FaultEvent::RenewFailed,
-        FaultEvent::Removed,
-        FaultEvent::RemoveFailed,
-        FaultEvent::StatsFailed,
-        FaultEvent::AgentApplied,
-        FaultEvent::AgentRenewed,
-        FaultEvent::AgentExpired,
-        FaultEvent::AgentRemoved,
-        FaultEvent::AgentLagged,
-        FaultEvent::AgentStreamUnavailable,
-        FaultEvent::BreakersRenewFailed,
-        FaultEvent::BreakersRestoreFailed,
-        FaultEvent::ReplicaAdded,
-        FaultEvent::ReplicaRemoved,
-        FaultEvent::ReplicaReplaced,
-        FaultEvent::ReplicaFollowed,
-        FaultEvent::ReplicaFollowFailed,
-    ];
-
-    /// The stored (and serialised) name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FaultEvent::Applied => "applied",
-            FaultEvent::ApplyFailed => "apply_failed",
-            FaultEvent::Renewed => "renewed",
-            FaultEvent::RenewFailed => "renew_failed",
-            FaultEvent::Removed => "removed",
-            FaultEvent::RemoveFailed => "remove_failed",
-            FaultEvent::StatsFailed => "stats_failed",
-            FaultEvent::AgentApplied => "agent:applied",
-            FaultEvent::AgentRenewed => "agent:renewed",
-            FaultEvent::AgentExpired => "agent:expired",
-            FaultEvent::AgentRemoved => "agent:removed",
-            FaultEvent::AgentLagged => "agent:lagged",
-            FaultEvent::AgentStreamUnavailable => "agent:stream_unavailable",
-            FaultEvent::BreakersRenewFailed => "breakers:renew_failed",
-            FaultEvent::BreakersRestoreFailed => "breakers:restore_failed",
-            FaultEvent::ReplicaAdded => "replica:added",
-            FaultEvent::ReplicaRemoved => "replica:removed",
-            FaultEvent::ReplicaReplaced => "replica:replaced",
-            FaultEvent::ReplicaFollowed => "replica:followed",
-            FaultEvent::ReplicaFollowFailed => "replica:follow_failed",
-        }
-    }
-
-    /// The event stored as `text`, if it is one.
-    pub fn parse(text: &str) -> Option<FaultEvent> {
-        FaultEvent::ALL
-            .into_iter()
-            .find(|event| event.as_str() == text)
-    }
-
-    /// Reported by the agent itself (`agent:…`), not a call of the runner.
-    pub fn is_agent(self) -> bool {
-        self.as_str().starts_with("agent:")
+    /// The detail as stored: its JSON object, keys sorted.
+    pub fn detail_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.detail).unwrap_or(serde_json::Value::Null)
     }
 }
 
-impl std::fmt::Display for FaultEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// The detail serialised as it is stored (keys sorted, as before it was typed).
+fn detail_sorted<S: serde::Serializer>(
+    detail: &TransitionDetail,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(detail)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(serializer)
 }
 
 /// A time the fault was on the agent during a run, in seconds from the run's start.
@@ -307,20 +189,27 @@ pub struct AppliedPeriod {
 
 /// The periods a run's fault was actually on, from its events: each runner `applied` to the next `removed` of
 /// the same fault (or the agent's `agent:expired` when the lease ran out), from `origin_ms` (the run's start).
-pub fn applied_periods(events: &[FaultEventRecord], origin_ms: i64) -> Vec<AppliedPeriod> {
+pub fn applied_periods(events: &[RunEventRecord], origin_ms: i64) -> Vec<AppliedPeriod> {
     let seconds = |at_ms: i64| (at_ms - origin_ms) as f64 / 1000.0;
     let mut periods: Vec<AppliedPeriod> = Vec::new();
     let mut on: Option<&str> = None;
     for event in events {
-        match (event.event, on) {
-            (FaultEvent::Applied, None) => {
+        let ends = matches!(
+            event.event,
+            RunEvent::Fault(FaultCall::Removed { .. })
+                | RunEvent::Agent(super::AgentReport::Event(
+                    agent::api::AgentEvent::Expired { .. }
+                ))
+        );
+        match (&event.event, on) {
+            (RunEvent::Fault(FaultCall::Applied(_)), None) => {
                 on = Some(&event.fault_id);
                 periods.push(AppliedPeriod {
                     from_s: seconds(event.at_ms),
                     to_s: None,
                 });
             }
-            (FaultEvent::Removed | FaultEvent::AgentExpired, Some(id)) if id == event.fault_id => {
+            (_, Some(id)) if ends && id == event.fault_id => {
                 on = None;
                 if let Some(last) = periods.last_mut() {
                     last.to_s = Some(seconds(event.at_ms));
@@ -350,7 +239,8 @@ pub struct RunRecord {
     pub endpoints: Vec<EndpointReport>,
     pub collector: Vec<CollectorSample>,
     pub transitions: Vec<TransitionRecord>,
-    pub fault_events: Vec<FaultEventRecord>,
+    /// The run's event log (its fault's timeline), by time.
+    pub events: Vec<RunEventRecord>,
     pub energy: Option<(f64, EnergySource)>,
 }
 
@@ -496,16 +386,17 @@ pub struct AnnotationRow {
 
 #[cfg(test)]
 mod tests {
-    use super::{FaultEvent, Status};
+    use super::super::RunEventKind;
+    use super::Status;
 
     /// The serialised name (what the dashboard and the JSON report carry) is the stored one.
     #[test]
     fn serialised_names_are_the_stored_ones() {
-        for event in FaultEvent::ALL {
-            let json = serde_json::to_string(&event).unwrap();
-            assert_eq!(json, format!("\"{}\"", event.as_str()));
-            assert_eq!(serde_json::from_str::<FaultEvent>(&json).unwrap(), event);
-            assert_eq!(FaultEvent::parse(event.as_str()), Some(event));
+        for kind in RunEventKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(serde_json::from_str::<RunEventKind>(&json).unwrap(), kind);
+            assert_eq!(RunEventKind::parse(kind.as_str()), Some(kind));
         }
         for status in Status::ALL {
             assert_eq!(Status::parse(status.as_str()), Some(status));

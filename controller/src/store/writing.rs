@@ -341,10 +341,10 @@ impl Store {
                     .bind(transition.at_ms)
                     .bind(&transition.service)
                     .bind(&transition.breaker)
-                    .bind(&transition.from)
-                    .bind(&transition.to)
-                    .bind(&transition.reason)
-                    .bind(transition.detail.to_string())
+                    .bind(transition.from.as_str())
+                    .bind(transition.to.as_str())
+                    .bind(transition.reason.as_str())
+                    .bind(transition.detail_json().to_string())
                     .bind(transition.seq)
                     .bind(i64::from(transition.shadow))
                     .bind(transition.source.as_deref())
@@ -357,13 +357,13 @@ impl Store {
             run,
             "fault_events",
             &columns::FAULT_EVENTS,
-            &record.fault_events,
-            |query, event| {
+            &record.events,
+            |query, record| {
                 query
-                    .bind(event.at_ms)
-                    .bind(event.event.as_str())
-                    .bind(&event.fault_id)
-                    .bind(event.detail.to_string())
+                    .bind(record.at_ms)
+                    .bind(record.event.kind().as_str())
+                    .bind(&record.fault_id)
+                    .bind(record.event.detail_json().to_string())
             },
         )
         .await?;

@@ -2,7 +2,7 @@
 //! dashboard's own `scheduled` and `start_failed`) and what happened to a fault. Serialised as the same lowercase
 //! names the JavaScript and the templates read.
 
-use controller::store::{FaultEvent, Status};
+use controller::store::{RunEventKind, Status};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Where an experiment is, as the dashboard shows it.
@@ -80,17 +80,17 @@ pub enum FaultChangeEvent {
     Halted,
     /// A stored event the live stream never sends (a failed call, the agent's stream lagging, …), shown by its
     /// stored name less `agent:`.
-    Stored(FaultEvent),
+    Stored(RunEventKind),
 }
 
 impl FaultChangeEvent {
     /// A stored event as the live page names it: the runner's call and the agent's account of it alike.
-    pub fn of_stored(event: FaultEvent) -> Self {
+    pub fn of_stored(event: RunEventKind) -> Self {
         match event {
-            FaultEvent::Applied | FaultEvent::AgentApplied => FaultChangeEvent::Applied,
-            FaultEvent::Renewed | FaultEvent::AgentRenewed => FaultChangeEvent::Renewed,
-            FaultEvent::AgentExpired => FaultChangeEvent::Expired,
-            FaultEvent::Removed | FaultEvent::AgentRemoved => FaultChangeEvent::Removed,
+            RunEventKind::Applied | RunEventKind::AgentApplied => FaultChangeEvent::Applied,
+            RunEventKind::Renewed | RunEventKind::AgentRenewed => FaultChangeEvent::Renewed,
+            RunEventKind::AgentExpired => FaultChangeEvent::Expired,
+            RunEventKind::Removed | RunEventKind::AgentRemoved => FaultChangeEvent::Removed,
             other => FaultChangeEvent::Stored(other),
         }
     }
@@ -118,7 +118,8 @@ impl FaultChangeEvent {
             "removed" => FaultChangeEvent::Removed,
             "halted" => FaultChangeEvent::Halted,
             _ => FaultChangeEvent::Stored(
-                FaultEvent::parse(text).or_else(|| FaultEvent::parse(&format!("agent:{text}")))?,
+                RunEventKind::parse(text)
+                    .or_else(|| RunEventKind::parse(&format!("agent:{text}")))?,
             ),
         })
     }
@@ -159,7 +160,7 @@ mod tests {
             FaultChangeEvent::Removed,
             FaultChangeEvent::Halted,
         ];
-        let stored = FaultEvent::ALL.map(FaultChangeEvent::of_stored);
+        let stored = RunEventKind::ALL.map(FaultChangeEvent::of_stored);
         for event in live.into_iter().chain(stored) {
             let json = serde_json::to_string(&event).expect("serialises");
             assert_eq!(json, format!("\"{}\"", event.as_str()));
@@ -175,7 +176,7 @@ mod tests {
     /// runner's and the agent's applied alike.
     #[test]
     fn stored_events_keep_their_live_names() {
-        let names: Vec<(&str, &str)> = FaultEvent::ALL
+        let names: Vec<(&str, &str)> = RunEventKind::ALL
             .into_iter()
             .map(|event| (event.as_str(), FaultChangeEvent::of_stored(event).as_str()))
             .collect();

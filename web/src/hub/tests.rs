@@ -1,5 +1,6 @@
 //! Hub tests: snapshots for late joiners, order, bounded lag, stalled clients dropped without slowing anyone.
 
+use controller::test_support;
 use std::time::Duration;
 
 use breaker::{Reason, State, TransitionDetail, TransitionEvent};
@@ -542,11 +543,10 @@ fn opens_are_counted_after_the_warmup_as_the_results_count_them() {
 /// loads now, and says its opens are not measured (the header shows that, not 0); the embedded stack's carries none.
 #[test]
 fn a_running_experiment_says_what_its_targets_cannot_measure() {
-    let plain = controller::spec::ExperimentSpec::parse(
+    let plain = test_support::spec(
         "name = \"plain\"\nduration = \"10s\"\n[load]\nusers = 1\ntarget = \"shop\"\n[targets]\n\
          shop = { url = \"http://127.0.0.1:9\", offers = [] }\nagent = \"http://127.0.0.1:9\"\n",
-    )
-    .expect("spec");
+    );
     let (not_measured, opens_not_measured) = super::RunProgress::not_measured_of(&plain);
     assert_eq!(not_measured, controller::stats::not_measured(&plain));
     assert!(opens_not_measured);
@@ -578,10 +578,7 @@ fn a_running_experiment_says_what_its_targets_cannot_measure() {
     );
     assert_eq!(snapshot["progress"]["opens_not_measured"], true);
 
-    let embedded = controller::spec::ExperimentSpec::parse(
-        "name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n",
-    )
-    .expect("spec");
+    let embedded = test_support::spec("name = \"e\"\nduration = \"10s\"\n[load]\nusers = 1\n");
     assert_eq!(
         super::RunProgress::not_measured_of(&embedded),
         (Vec::new(), false)

@@ -168,7 +168,7 @@ pub async fn start_experiment(
     let at = parse_at(&Value::String(form.at))?;
     state.operations.start(id, at).await?;
     Ok(match at {
-        Some(at) if at > crate::api::now_ms() as i64 => redirect_with_notice(
+        Some(at) if at > controller::clock::now_ms() => redirect_with_notice(
             "/experiments",
             &format!("Experiment {id} is scheduled for {}.", format_ms(at)),
         ),

@@ -2,16 +2,17 @@
 //! listing queries refused naming the field.
 
 use super::*;
+use controller::test_support::{self, TempStore};
 
 #[tokio::test]
 async fn annotations_are_stored_tied_to_the_run_and_seen_by_a_new_app_over_the_same_database() {
-    let database = TempDatabase::new("annotations");
+    let database = TempStore::new("web-annotations");
     let (state, store) = stored_app(&database.location()).await;
     let created = send(&state, bearer("/api/experiments", RUNNABLE_SPEC)).await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let experiment = json(created).await["id"].as_i64().expect("id");
     // What the runner records while it runs (nothing here can run it for real).
-    let spec = controller::spec::ExperimentSpec::parse(RUNNABLE_SPEC).expect("spec");
+    let spec = test_support::spec(RUNNABLE_SPEC);
     store
         .set_experiment_status(ExperimentId(experiment), Status::Running, 1_000, None)
         .await

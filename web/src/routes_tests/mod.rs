@@ -9,9 +9,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-use controller::runner::Testbed;
 use controller::sources::{PushInbox, RateLimit};
 use controller::store::{ExperimentId, Status, Store};
+use controller::testbed::Testbed;
 
 use crate::app::{AppState, router};
 use crate::auth::Auth;
@@ -20,6 +20,7 @@ use crate::operations::embedded::EmbeddedOperations;
 use crate::operations::memory::{Call, MemoryOperations};
 
 mod access;
+mod advisor;
 mod annotations;
 mod automation;
 mod containers;
@@ -102,29 +103,6 @@ async fn log_in(state: &AppState) -> (String, String) {
         })
         .expect("session exists");
     (pair, session.csrf)
-}
-
-/// A SQLite file in the temp dir, removed with its WAL files when dropped.
-pub(crate) struct TempDatabase(std::path::PathBuf);
-
-impl TempDatabase {
-    pub(crate) fn new(name: &str) -> Self {
-        TempDatabase(
-            std::env::temp_dir().join(format!("tolerant-web-{name}-{}.db", std::process::id())),
-        )
-    }
-
-    pub(crate) fn location(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TempDatabase {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
 }
 
 const RUNNABLE_SPEC: &str = r#"name = "game-day"

@@ -1,6 +1,7 @@
 //! Every count and duration has an upper bound, checked before anything is allocated.
 
 use super::*;
+use crate::test_support;
 
 /// Every count and duration a spec holds has an upper bound, and crossing it is an error that names
 /// the field — before anything is allocated (a plan of 4294967295 rounds would be 300 GB).
@@ -120,13 +121,12 @@ fn absurd_counts_and_durations_are_rejected_naming_the_field() {
 
 #[test]
 fn counts_and_durations_at_their_bounds_are_accepted() {
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         "rounds = {}\nname = \"{}\"\nduration = \"1s\"\ntime_scale = 0.001\n[load]\nusers = {}\nrate = 0.01\ntimeout = \"10m\"\n",
         bounds::MAX_ROUNDS,
         "n".repeat(bounds::MAX_NAME_BYTES),
         bounds::MAX_USERS
-    ))
-    .unwrap();
+    ));
     assert_eq!(spec.plan().len(), bounds::MAX_ROUNDS as usize);
     assert_eq!(spec.run_duration(), Duration::from_secs(1000));
 }

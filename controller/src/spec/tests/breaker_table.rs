@@ -1,13 +1,13 @@
 //! The `[breaker]` table: the breaker's vocabulary, scaling, and its errors.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn breaker_sections_use_the_breaker_vocabulary_and_scale() {
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         "time_scale = 10\n{MINIMAL}[breaker]\nmodes = [\"shadow\"]\n[breaker.trip]\nfailure_rate = {{ threshold = 0.5, window = \"20s\", min_calls = 20 }}\n[breaker.open]\nbase = \"30s\"\nmax = \"5m\"\n"
-    ))
-    .unwrap();
+    ));
     let config = spec.breaker_config(BreakerMode::Shadow).unwrap();
     assert_eq!(config.mode(), breaker::Mode::Shadow);
     assert_eq!(config.open().base(), Duration::from_secs(3));
@@ -58,7 +58,7 @@ fn bad_breaker_duration_names_field() {
 
 #[test]
 fn breaker_services_narrow_the_config_and_follow_replicas() {
-    let every = ExperimentSpec::parse(MINIMAL).unwrap();
+    let every = test_support::spec(MINIMAL);
     let applies = |spec: &ExperimentSpec, name: &str| {
         spec.breaker
             .applies_to(&crate::target::ServiceId::new(name).unwrap())
@@ -67,7 +67,7 @@ fn breaker_services_narrow_the_config_and_follow_replicas() {
     let with = |services: &str| {
         format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\nservices = {services}\n")
     };
-    let spec = ExperimentSpec::parse(&with("[\"checkout\"]")).unwrap();
+    let spec = test_support::spec(&with("[\"checkout\"]"));
     assert_eq!(
         spec.breaker.services,
         Some(vec![boutique::ServiceName::Checkout.into()])

@@ -1,6 +1,7 @@
 //! `[[validate]]`: criteria read into the spec, their errors named.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn validate_tables_become_the_specs_criteria() {
@@ -8,10 +9,10 @@ fn validate_tables_become_the_specs_criteria() {
         "{MINIMAL}\n[[validate]]\nmetric = \"availability\"\nfault_rate = 0.0\nbreaker = \"enforce\"\n\
          comparison = \">=\"\nthreshold = 0.9\n"
     );
-    let spec = ExperimentSpec::parse(&source).unwrap();
+    let spec = test_support::spec(&source);
     assert_eq!(spec.validate.len(), 1);
     assert_eq!(spec.validate[0].fault_rate, 0.0);
-    assert!(ExperimentSpec::parse(MINIMAL).unwrap().validate.is_empty());
+    assert!(test_support::spec(MINIMAL).validate.is_empty());
 }
 
 #[test]

@@ -1,19 +1,20 @@
 //! The `[fault]` table: container kinds and signals, the match method.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn container_kinds_parse_with_kills_signal() {
     let source = format!(
         "{MINIMAL}\n[fault]\ntarget = \"payment\"\nkinds = [\"pause\", \"kill\", \"restart\"]\nsignal = \"term\"\nrates = [0.0, 1.0]\n"
     );
-    let spec = ExperimentSpec::parse(&source).expect("container kinds parse");
+    let spec = test_support::spec(&source);
     assert_eq!(
         spec.fault.kinds,
         vec![
-            FaultKind::Pause,
-            FaultKind::Kill { signal: "SIGTERM" },
-            FaultKind::Restart
+            ConditionFault::Pause,
+            ConditionFault::Kill { signal: "SIGTERM" },
+            ConditionFault::Restart
         ]
     );
     assert!(
@@ -63,10 +64,9 @@ fn the_match_method_is_checked_by_the_agents_rule() {
         ));
         assert_eq!(field, "fault.match.method", "{method:?}: {message}");
     }
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         "{MINIMAL}\n[fault]\ntarget = \"payment\"\nrates = [1.0]\nmatch = {{ method = \"post\" }}\n"
-    ))
-    .unwrap();
+    ));
     assert_eq!(spec.fault.match_rule.method.as_deref(), Some("POST"));
 }
 
@@ -75,14 +75,14 @@ fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
     let source = format!(
         "{MINIMAL}\n[fault]\ntarget = \"payment\"\nkinds = [\"net_delay\", \"net_loss\"]\ndelay = \"250ms\"\nrates = [0.0, 0.2]\n"
     );
-    let spec = ExperimentSpec::parse(&source).expect("network kinds parse");
+    let spec = test_support::spec(&source);
     assert_eq!(
         spec.fault.kinds,
         vec![
-            FaultKind::NetDelay {
+            ConditionFault::NetDelay {
                 delay: Duration::from_millis(250)
             },
-            FaultKind::NetLoss
+            ConditionFault::NetLoss
         ]
     );
     assert!(
@@ -94,10 +94,12 @@ fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
     let loss = spec
         .plan()
         .into_iter()
-        .find(|run| run.condition.fault == FaultKind::NetLoss && run.condition.fault_rate > 0.0)
+        .find(|run| {
+            run.condition.fault == ConditionFault::NetLoss && run.condition.fault_rate > 0.0
+        })
         .expect("a net_loss run");
     assert_eq!(
-        crate::runner::container_action(loss.condition.fault, loss.condition.fault_rate),
+        crate::lease::container_action(loss.condition.fault, loss.condition.fault_rate),
         Some(crate::docker::ContainerAction::NetLoss { percent: 20.0 })
     );
 

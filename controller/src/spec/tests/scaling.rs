@@ -1,10 +1,11 @@
 //! `time_scale` divides durations and think time; scaling saturates.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn time_scale_divides_durations_and_think_time() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "t"
 duration = "30m"
@@ -14,8 +15,7 @@ time_scale = 30
 users = 1
 think_time = ["1s", "10s"]
 "#,
-    )
-    .unwrap();
+    );
     assert_eq!(spec.run_duration(), Duration::from_secs(60));
     assert_eq!(spec.run_warmup(), Duration::from_secs(10));
     assert_eq!(

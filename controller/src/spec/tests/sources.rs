@@ -1,10 +1,11 @@
 //! `[[sources]]`: foreign breakers read with their presets, errors named.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn breaker_sources_are_read_with_their_presets() {
-    let spec = ExperimentSpec::parse(&format!(
+    let spec = test_support::spec(&format!(
         r#"{MINIMAL}
 [[sources]]
 kind = "prometheus"
@@ -31,8 +32,7 @@ values = {{ closed = 0, open = 1, "half-open" = 2 }}
 kind = "push"
 listen = "127.0.0.1:9400"
 "#
-    ))
-    .unwrap();
+    ));
     assert_eq!(spec.sources.len(), 4);
     let SourceSpec::Prometheus(r4j) = &spec.sources[0] else {
         panic!("{:?}", spec.sources[0]);

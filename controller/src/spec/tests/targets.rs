@@ -1,10 +1,11 @@
 //! `[targets]`: targets of your own and what they offer.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn targets_of_your_own_say_what_they_offer() {
-    let spec = ExperimentSpec::parse(
+    let spec = test_support::spec(
         &format!(
             r#"{MINIMAL}
 [fault]
@@ -18,8 +19,7 @@ agent = "http://127.0.0.1:9002"
 "#
         )
         .replace("users = 2", "users = 2\ntarget = \"shop\""),
-    )
-    .unwrap();
+    );
     assert_eq!(spec.load.target, "shop");
     assert_eq!(spec.offers_of("shop"), Offers::default());
     assert_eq!(spec.offers_of("upstream").offered(), vec!["reset", "pool"]);
@@ -27,7 +27,7 @@ agent = "http://127.0.0.1:9002"
     assert_eq!(spec.targets["shop"], "http://127.0.0.1:9000");
     assert_eq!(spec.fault.target, "upstream");
     // The embedded stack offers everything a Tolerant service does.
-    let embedded = ExperimentSpec::parse(MINIMAL).unwrap();
+    let embedded = test_support::spec(MINIMAL);
     assert!(embedded.offers_of("payment").breaker_stream);
     assert!(embedded.offers_of("cart").cart_metrics);
     assert!(!embedded.offers_of("payment").cart_metrics);
@@ -102,8 +102,7 @@ fn every_name_a_spec_gives_a_service_is_checked_by_the_one_service_id_rule() {
     assert!(message.contains("replica's label"), "{message}");
 
     // Upper case and dots are names too, as compose and `TOLERANT_TARGETS` spell them.
-    let spec =
-        ExperimentSpec::parse(&with_targets(&shop("Shop.api"), "target = \"Shop.api\"")).unwrap();
+    let spec = test_support::spec(&with_targets(&shop("Shop.api"), "target = \"Shop.api\""));
     assert_eq!(spec.load.target, "Shop.api");
     assert_eq!(spec.targets["Shop.api"], "http://127.0.0.1:9000");
 }

@@ -1,10 +1,11 @@
 //! `[[load.tasks]]`: a workload of your own, headers and JSON bodies, errors named.
 
 use super::*;
+use crate::test_support;
 
 #[test]
 fn a_workload_of_your_own_is_read_and_its_errors_name_the_field() {
-    let spec = ExperimentSpec::parse(&MINIMAL.replace(
+    let spec = test_support::spec(&MINIMAL.replace(
         "users = 2",
         r#"users = 2
 cookies = false
@@ -23,8 +24,7 @@ requests = [
   { path = "/item/{sku}" },
   { method = "post", path = "/orders", name = "place order", form = { sku = "{sku}", qty = "{id}" }, expect = [201] },
 ]"#,
-    ))
-    .unwrap();
+    ));
     let custom = spec.load.custom.as_ref().expect("a custom workload");
     assert_eq!(custom.tasks.len(), 2);
     assert_eq!(custom.tasks[0].weight, 5);
@@ -82,10 +82,9 @@ fn request_headers_and_json_bodies_are_checked_and_their_errors_name_the_field()
             ),
         )
     };
-    let spec = ExperimentSpec::parse(&with(
+    let spec = test_support::spec(&with(
         r#"{ method = "POST", path = "/api/orders", headers = { Authorization = "Bearer t-{sku}", "X-Trace" = "1" }, json = { sku = "{sku}", qty = 2, gift = false, tags = ["a", "{sku}"], ship = { to = "x" } } }"#,
-    ))
-    .expect("headers and a json body parse");
+    ));
     let request = &spec.load.custom.as_ref().unwrap().tasks[0].requests[0];
     let names: Vec<&str> = request.headers.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, vec!["authorization", "x-trace"]);

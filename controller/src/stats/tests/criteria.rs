@@ -2,6 +2,8 @@
 //! against the spec, and judging them by the whole interval.
 
 use super::*;
+use crate::metric::{MetricKey, MetricName};
+use crate::test_support;
 
 fn criteria(toml_text: &str) -> Result<Vec<Criterion>, CriterionError> {
     criteria_of_spec(toml_text)
@@ -90,7 +92,7 @@ fn bad_criteria_name_the_field() {
 
 #[test]
 fn criteria_are_checked_against_the_spec() {
-    let spec = crate::spec::ExperimentSpec::parse(
+    let spec = test_support::spec(
         r#"
 name = "x"
 duration = "10s"
@@ -102,8 +104,7 @@ rates = [0.0, 0.5]
 [breaker]
 modes = ["disabled", "enforce"]
 "#,
-    )
-    .unwrap();
+    );
     let line = |rate: &str, mode: &str| {
         criteria(&format!(
             "[[validate]]\nmetric = \"availability\"\nfault_rate = {rate}\nbreaker = \"{mode}\"\ncomparison = \">\"\nthreshold = 0.1\n"

@@ -160,8 +160,8 @@ async fn bad_annotation_text_is_refused_naming_the_field_and_nothing_is_stored()
 
 #[tokio::test]
 async fn annotations_survive_reopening_the_database() {
-    let file = TempDb::new();
-    let location = file.0.to_str().unwrap().to_owned();
+    let file = TempStore::new("store");
+    let location = file.location();
     let store = Store::open(&location).await.unwrap();
     let (_, experiment) = new_experiment(&store).await;
     let stored = store

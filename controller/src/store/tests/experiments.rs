@@ -2,6 +2,7 @@
 //! table outside the migrations).
 
 use super::*;
+use crate::test_support;
 
 #[tokio::test]
 async fn experiments_keep_their_spec_and_status() {
@@ -54,7 +55,7 @@ async fn experiments_keep_their_spec_and_status() {
 #[tokio::test]
 async fn predictions_are_stored_with_the_experiment() {
     let (stores, _file) = stores().await;
-    let spec = ExperimentSpec::parse(SPEC).unwrap();
+    let spec = test_support::spec(SPEC);
     let expected = crate::predict::predict(&spec);
     assert_eq!(expected.len(), 4, "every condition of the spec is modelled");
     for store in stores {
@@ -100,8 +101,8 @@ async fn scheduled_starts_are_replaced_and_removed() {
 /// its rows and drops those of experiments that no longer exist.
 #[tokio::test]
 async fn the_old_schedule_table_moves_into_scheduled_starts() {
-    let file = TempDb::new();
-    let location = file.0.to_str().unwrap().to_owned();
+    let file = TempStore::new("store");
+    let location = file.location();
     let (url, backend) = database_url(&location).unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::any::AnyPoolOptions::new()

@@ -2,21 +2,21 @@
 //! `TOLERANT_TEST_PG_URL` is set (e.g. `postgres://tolerant@127.0.0.1/tolerant_test`): the stores, the spec and
 //! the records they share; one topic per file beside this one.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::writing::ROWS_PER_INSERT;
 use super::*;
-use crate::load::{EndpointReport, Outcome, Recorder, deserialize_histogram, endpoint};
+use crate::load::{EndpointReport, Recorder, RequestOutcome, deserialize_histogram, endpoint};
 use crate::spec::ExperimentSpec;
+use crate::test_support::{self, TempStore};
 
 mod annotations;
 mod containers;
 mod experiments;
 mod opening;
+mod run_events;
 mod runs;
 
 const SPEC: &str = r#"
@@ -37,41 +37,11 @@ rates = [0.0, 1.0]
 modes = ["disabled", "enforce"]
 "#;
 
-/// A fresh SQLite file in the temp dir (removed with its WAL files when dropped).
-struct TempDb(PathBuf);
-
-impl TempDb {
-    fn new() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "tolerant-store-{}-{}.db",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        TempDb(path)
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
-}
-
-/// The stores every scenario runs against: SQLite always, PostgreSQL when configured.
-async fn stores() -> (Vec<Store>, TempDb) {
-    let file = TempDb::new();
-    let mut stores = vec![Store::open(file.0.to_str().unwrap()).await.unwrap()];
-    if let Ok(url) = std::env::var("TOLERANT_TEST_PG_URL") {
-        stores.push(
-            Store::open(&url)
-                .await
-                .expect("TOLERANT_TEST_PG_URL must be reachable"),
-        );
-    }
-    (stores, file)
+/// The stores every scenario runs against (SQLite always, PostgreSQL when configured), and the temporary
+/// directory the SQLite one lives in.
+async fn stores() -> (Vec<Store>, TempStore) {
+    let file = TempStore::new("store");
+    (file.stores().await, file)
 }
 
 pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
@@ -81,12 +51,18 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
     for i in 0..40u32 {
         let at = ms * (i * 100);
         let outcome = match i % 4 {
-            0 | 1 => Outcome::Ok,
-            2 => Outcome::Failed,
-            _ => Outcome::Rejected,
+            0 | 1 => RequestOutcome::Ok,
+            2 => RequestOutcome::Failed,
+            _ => RequestOutcome::Rejected,
         };
         recorder.record(endpoint::PRODUCT, at, outcome, ms * (i + 1), Duration::ZERO);
-        recorder.record(endpoint::CHECKOUT, at, Outcome::Ok, ms * 3, Duration::ZERO);
+        recorder.record(
+            endpoint::CHECKOUT,
+            at,
+            RequestOutcome::Ok,
+            ms * 3,
+            Duration::ZERO,
+        );
     }
     let (seconds, totals) = recorder.finish(4);
     RunRecord {
@@ -116,10 +92,13 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
                 at_ms: 1_500,
                 service: "checkout".into(),
                 breaker: "checkout->payment".into(),
-                from: "closed".into(),
-                to: "open".into(),
-                reason: "consecutive_failures".into(),
-                detail: json!({"failures": 5}),
+                from: breaker::State::Closed,
+                to: breaker::State::Open,
+                reason: breaker::Reason::ConsecutiveFailures,
+                detail: breaker::TransitionDetail {
+                    failures: Some(5),
+                    ..Default::default()
+                },
                 seq: 1,
                 shadow: false,
                 source: None,
@@ -128,27 +107,31 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
                 at_ms: 1_700,
                 service: "shop".into(),
                 breaker: "inventory".into(),
-                from: "closed".into(),
-                to: "open".into(),
-                reason: "observed".into(),
-                detail: json!({}),
+                from: breaker::State::Closed,
+                to: breaker::State::Open,
+                reason: breaker::Reason::Observed,
+                detail: breaker::TransitionDetail::default(),
                 seq: 1,
                 shadow: false,
                 source: Some("prometheus:http://127.0.0.1:9000/metrics".into()),
             },
         ],
-        fault_events: vec![
-            FaultEventRecord {
+        events: vec![
+            RunEventRecord {
                 at_ms: 1_000,
-                event: FaultEvent::Applied,
                 fault_id: "run-1".into(),
-                detail: json!({"kind": "error", "status": 500, "rate": 1.0}),
+                event: RunEvent::Fault(FaultCall::Applied(PutFault::Agent {
+                    fault: serde_json::from_value(
+                        json!({"kind": "error", "status": 500, "rate": 1.0}),
+                    )
+                    .unwrap(),
+                    period: None,
+                })),
             },
-            FaultEventRecord {
+            RunEventRecord {
                 at_ms: 1_900,
-                event: FaultEvent::Removed,
                 fault_id: "run-1".into(),
-                detail: json!({}),
+                event: RunEvent::Fault(FaultCall::Removed { period: None }),
             },
         ],
         energy: Some((40.0, EnergySource::Modelled)),
@@ -156,7 +139,7 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
 }
 
 async fn new_experiment(store: &Store) -> (ExperimentSpec, ExperimentId) {
-    let spec = ExperimentSpec::parse(SPEC).unwrap();
+    let spec = test_support::spec(SPEC);
     let id = store.create_experiment(&spec, 1_000).await.unwrap();
     (spec, id)
 }

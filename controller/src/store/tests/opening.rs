@@ -55,8 +55,8 @@ fn both_migration_flavours_declare_the_same_columns() {
 
 #[tokio::test]
 async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
-    let file = TempDb::new();
-    let location = file.0.to_str().unwrap().to_owned();
+    let file = TempStore::new("store");
+    let location = file.location();
     let store = Store::open(&location).await.unwrap();
     assert_eq!(store.backend(), Backend::Sqlite);
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
@@ -66,7 +66,7 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
     assert_eq!(mode, "wal");
     let (_, id) = new_experiment(&store).await;
     store.close().await;
-    assert!(file.0.exists());
+    assert!(std::path::Path::new(&location).exists());
 
     // Migrations are not re-applied; data survives.
     let store = Store::open(&location).await.unwrap();
@@ -83,8 +83,8 @@ async fn sqlite_file_is_created_in_wal_mode_and_reopens() {
 #[tokio::test]
 async fn two_stores_opening_one_new_file_at_once_both_open() {
     for _ in 0..32 {
-        let file = TempDb::new();
-        let location = file.0.to_str().unwrap().to_owned();
+        let file = TempStore::new("store");
+        let location = file.location();
         let (first, second) = tokio::join!(Store::open(&location), Store::open(&location));
         let (first, second) = (first.unwrap(), second.unwrap());
         let (_, id) = new_experiment(&first).await;
@@ -153,7 +153,7 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
             .unwrap();
         // Whole before the damage.
         assert_eq!(store.transitions(run).await.unwrap().len(), 2);
-        assert_eq!(store.fault_events(run).await.unwrap().len(), 2);
+        assert_eq!(store.run_events(run).await.unwrap().len(), 2);
 
         let damage = [
             "UPDATE transitions SET detail_json = '{\"failures\": ' WHERE run_id = $1",
@@ -178,7 +178,7 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
             "transitions.detail_json"
         );
         assert_eq!(
-            column(store.fault_events(run).await.unwrap_err()),
+            column(store.run_events(run).await.unwrap_err()),
             "fault_events.detail_json"
         );
         assert_eq!(
@@ -189,56 +189,5 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
             column(store.runs(experiment).await.unwrap_err()),
             "runs.energy_joules/energy_source"
         );
-    }
-}
-
-/// Every fault event is stored under its name and read back as itself; a name no version wrote is an error
-/// naming the column, not a guess.
-#[tokio::test]
-async fn fault_events_are_stored_by_name_and_an_unknown_name_is_corrupt() {
-    let (stores, _file) = stores().await;
-    for store in &stores {
-        let run = started_run(store, 0).await;
-        let mut finished = record(Status::Finished, Duration::ZERO);
-        finished.fault_events = FaultEvent::ALL
-            .into_iter()
-            .enumerate()
-            .map(|(i, event)| FaultEventRecord {
-                at_ms: 1_000 + i as i64,
-                event,
-                fault_id: "run-1".into(),
-                detail: json!({}),
-            })
-            .collect();
-        store.finish_run(run, &finished).await.unwrap();
-        let read: Vec<FaultEvent> = store
-            .fault_events(run)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|record| record.event)
-            .collect();
-        assert_eq!(read, FaultEvent::ALL);
-        let names: Vec<String> =
-            sqlx::query_scalar("SELECT event FROM fault_events WHERE run_id = $1 ORDER BY ordinal")
-                .bind(run.0)
-                .fetch_all(store.pool())
-                .await
-                .unwrap();
-        assert_eq!(names[0], "applied");
-        assert_eq!(names[8], "agent:renewed");
-        assert_eq!(names[14], "breakers:restore_failed");
-
-        sqlx::query("UPDATE fault_events SET event = 'exploded' WHERE run_id = $1 AND ordinal = 3")
-            .bind(run.0)
-            .execute(store.pool())
-            .await
-            .unwrap();
-        match store.fault_events(run).await.unwrap_err() {
-            StoreError::Corrupt { column, value } => {
-                assert_eq!((column, value.as_str()), ("fault_events.event", "exploded"));
-            }
-            other => panic!("expected Corrupt, got {other}"),
-        }
     }
 }

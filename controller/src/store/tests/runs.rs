@@ -82,7 +82,7 @@ async fn a_finished_run_stores_everything_it_saw() {
         assert_eq!(product.latency.p99_us as u64, all.value_at_quantile(0.99));
 
         assert_eq!(store.transitions(run).await.unwrap(), record.transitions);
-        assert_eq!(store.fault_events(run).await.unwrap(), record.fault_events);
+        assert_eq!(store.run_events(run).await.unwrap(), record.events);
         assert_eq!(
             store.finished_plan_indices(experiment).await.unwrap(),
             vec![3]
@@ -272,7 +272,7 @@ async fn long_runs_are_written_in_chunks() {
             recorder.record(
                 0,
                 Duration::from_secs(second),
-                Outcome::Ok,
+                RequestOutcome::Ok,
                 Duration::from_millis(2),
                 Duration::ZERO,
             );

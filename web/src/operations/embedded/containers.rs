@@ -10,13 +10,14 @@ use controller::docker::discovery::replica_of_container;
 use controller::docker::{
     ContainerAction, ContainerLeases, DockerError, StackContainer, StatsSampler, Watched,
 };
-use controller::runner::ContainerStack;
+use controller::lease::ContainerStack;
 use controller::store::{ContainerSampleRecord, RunId};
 use controller::target::replica_label;
 
-use super::{EmbeddedOperations, now};
+use super::EmbeddedOperations;
 use crate::hub::{ContainerStats, ContainerUse, FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{ContainerFaultRequest, ContainerLine, NO_ENGINE, OperationError};
+use controller::clock::now_ms;
 
 /// The container this dashboard runs in, if it runs in one of the project's (its hostname is its id): left out
 /// of what the game day may break, since a paused or stopped controller could not undo its own fault.
@@ -55,7 +56,7 @@ fn change(
     action: Option<&ContainerAction>,
 ) -> FaultChange {
     FaultChange {
-        at_ms: now() as u64,
+        at_ms: now_ms() as u64,
         event,
         fault_id: fault_id(id),
         target: replica.to_owned(),
@@ -128,7 +129,7 @@ impl EmbeddedOperations {
                 ))
             })?;
         let run = self.active_run().await;
-        let started = now();
+        let started = now_ms();
         let id = leases
             .inject(container, &request.action, request.lease, run, started)
             .await
@@ -163,7 +164,7 @@ impl EmbeddedOperations {
     async fn expire_container_fault(&self, id: i64, replica: &str, action: &ContainerAction) {
         self.inner.container_faults.lock().remove(&id);
         if let Ok((leases, _)) = self.leases()
-            && let Err(error) = leases.undo(id, now()).await
+            && let Err(error) = leases.undo(id, now_ms()).await
         {
             tracing::warn!(%error, id, "undoing a game-day container fault");
         }
@@ -190,7 +191,7 @@ impl EmbeddedOperations {
         if let Some(expiry) = self.inner.container_faults.lock().remove(&id) {
             expiry.abort();
         }
-        let undone = leases.undo(id, now()).await.map_err(engine_failed)?;
+        let undone = leases.undo(id, now_ms()).await.map_err(engine_failed)?;
         let action = serde_json::from_str::<ContainerAction>(&row.fault.action).ok();
         let replica = replica_of_container(&row.fault.service, &row.fault.container_name);
         if undone {
@@ -258,7 +259,7 @@ impl EmbeddedOperations {
                     self.inner
                         .hub
                         .publish(LiveEvent::Containers(ContainerStats {
-                            at_ms: now() as u64,
+                            at_ms: now_ms() as u64,
                             containers: uses_of(&interval.samples, interval.elapsed),
                         }))
                 },

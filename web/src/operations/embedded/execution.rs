@@ -1,11 +1,12 @@
 //! Running an experiment (one at a time, resuming where it stopped) and aborting it.
 
+use controller::clock::now_ms;
 use controller::runner::{Progress, Runner, RunnerError};
 use controller::spec::ExperimentSpec;
 use controller::store::{ExperimentId, Status};
 use tokio_util::sync::CancellationToken;
 
-use super::{ActiveExperiment, EmbeddedOperations, now, store_failed};
+use super::{ActiveExperiment, EmbeddedOperations, store_failed};
 use crate::hub::{ExperimentStatus, LiveEvent, RunProgress};
 use crate::operations::OperationError;
 
@@ -25,7 +26,7 @@ impl EmbeddedOperations {
         let id = self
             .inner
             .store
-            .create_experiment(&spec, now())
+            .create_experiment(&spec, now_ms())
             .await
             .map_err(store_failed)?;
         self.publish_status(id.0, ExperimentStatus::Pending);
@@ -125,12 +126,12 @@ impl EmbeddedOperations {
         let experiment = ExperimentId(id);
         self.inner
             .store
-            .mark_interrupted(experiment, now())
+            .mark_interrupted(experiment, now_ms())
             .await
             .map_err(store_failed)?;
         self.inner
             .store
-            .set_experiment_status(experiment, Status::Aborted, now(), Some(reason))
+            .set_experiment_status(experiment, Status::Aborted, now_ms(), Some(reason))
             .await
             .map_err(store_failed)?;
         self.publish_status(id, ExperimentStatus::Aborted);
@@ -165,16 +166,16 @@ impl EmbeddedOperations {
             let name = name.clone();
             let not_measured = not_measured.clone();
             // The run's start, kept for its later progress events (the live timeline starts there).
-            let mut run_started_ms = now() as u64;
+            let mut run_started_ms = now_ms() as u64;
             let mut progress = move |progress: Progress| {
                 if matches!(progress, Progress::RunStarted { .. }) {
-                    run_started_ms = now() as u64;
+                    run_started_ms = now_ms() as u64;
                 }
                 let (planned, phase, ends) = match &progress {
                     Progress::RunStarted { planned, .. } => (
                         planned,
                         ExperimentStatus::Running,
-                        Some(now() as u64 + run_length.as_millis() as u64),
+                        Some(now_ms() as u64 + run_length.as_millis() as u64),
                     ),
                     Progress::RunFinished {
                         planned, status, ..
@@ -207,7 +208,7 @@ impl EmbeddedOperations {
                     .set_experiment_status(
                         experiment,
                         Status::Aborted,
-                        now(),
+                        now_ms(),
                         Some(&error.to_string()),
                     )
                     .await;
@@ -216,7 +217,7 @@ impl EmbeddedOperations {
             }
         }
         let _ = store
-            .set_experiment_status(experiment, Status::Finished, now(), None)
+            .set_experiment_status(experiment, Status::Finished, now_ms(), None)
             .await;
         self.publish_status(id, ExperimentStatus::Finished);
     }

@@ -6,9 +6,10 @@ use std::time::Duration;
 use controller::load::{self, LoadConfig, LoadSettings, Workload};
 use tokio_util::sync::CancellationToken;
 
-use super::{EmbeddedOperations, now};
+use super::EmbeddedOperations;
 use crate::hub::{GameDayLoad, LiveEvent};
 use crate::operations::{LoadRequest, OperationError};
+use controller::clock::now_ms;
 
 /// Longest a game day's load runs without being touched.
 pub const GAME_DAY_LOAD_LIMIT: Duration = Duration::from_secs(2 * 3600);
@@ -51,7 +52,7 @@ impl EmbeddedOperations {
                     timeout: GAME_DAY_TIMEOUT,
                     warmup: Duration::ZERO,
                     duration: GAME_DAY_LOAD_LIMIT,
-                    seed: now() as u64,
+                    seed: now_ms() as u64,
                 })
             })
             .transpose()
@@ -88,7 +89,7 @@ impl EmbeddedOperations {
 
     fn publish_load(&self, request: Option<LoadRequest>) {
         self.inner.hub.publish(LiveEvent::Load(GameDayLoad {
-            at_ms: now() as u64,
+            at_ms: now_ms() as u64,
             users: request.map_or(0, |r| r.users),
             think_min_ms: request.map_or(0, |r| r.think_min_ms),
             think_max_ms: request.map_or(0, |r| r.think_max_ms),

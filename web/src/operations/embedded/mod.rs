@@ -4,10 +4,9 @@
 //! fault APIs.
 //!
 //! One job per module: [`schedule`] (queued starts and their timers, kept in the store's `scheduled_starts`),
-//! [`execution`] (running an experiment, aborting it), [`streams`] (following the services' and the agent's
-//! websockets), [`sampling`] (the once-a-second live sample, over the controller's typed admin calls and its
-//! Prometheus reader), [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and
-//! [`annotations`].
+//! [`execution`] (running an experiment, aborting it), [`streams`] (the dashboard's watch on the controller's
+//! observer, published into the hub), [`sampling`] (the once-a-second live sample, made of the observer's),
+//! [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and [`annotations`].
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
 //! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
@@ -28,12 +27,15 @@ mod testbed;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use controller::clock::now_ms;
+use controller::lease::ContainerStack;
 use controller::load::SecondSink;
-use controller::runner::TransitionSink;
-use controller::runner::{AdminClient, ContainerStack, Runner, Testbed, now_ms};
+use controller::observe::Observer;
+use controller::runner::Runner;
 use controller::sources::PushInbox;
 use controller::store::{AnnotationRow, ExperimentId, ExperimentRow, Status, Store, StoreError};
 use controller::target::ServiceId;
+use controller::testbed::{AdminClient, Testbed};
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -46,7 +48,7 @@ use crate::hub::{ExperimentChange, ExperimentStatus, Hub, LiveEvent};
 use sampling::LoadSeconds;
 
 /// The service whose agent the embedded stack runs.
-pub use controller::runner::EMBEDDED_AGENT_SERVICE as AGENT_SERVICE;
+pub use controller::testbed::EMBEDDED_AGENT_SERVICE as AGENT_SERVICE;
 
 struct Inner {
     store: Store,
@@ -55,8 +57,8 @@ struct Inner {
     client: AdminClient,
     /// Where the runs' closed seconds go for the live view.
     live_seconds: SecondSink,
-    /// Where the runs' scraped foreign transitions go for the live view.
-    live_transitions: TransitionSink,
+    /// What sees the testbed: the live feeds and the runs watch through this one observer.
+    observer: Observer,
     /// The experiment being run.
     active: Mutex<Option<ActiveExperiment>>,
     /// Queued starts: experiment → (due time, timer task).
@@ -83,7 +85,7 @@ struct Inner {
 /// the ones that join). The caller keeps the watch and the sweep running.
 #[derive(Debug, Clone, Default)]
 pub struct Orchestrator {
-    pub pods: Option<controller::runner::pods::PodStack>,
+    pub pods: Option<controller::lease::PodStack>,
     pub replicas: Option<(
         tokio::sync::broadcast::Sender<controller::roster::ReplicaChange>,
         Arc<Mutex<controller::roster::Roster>>,
@@ -141,10 +143,6 @@ fn entry_of(row: &AnnotationRow) -> AnnotationEntry {
     }
 }
 
-fn now() -> i64 {
-    now_ms()
-}
-
 fn summary_of(
     row: &ExperimentRow,
     finished: Option<i64>,
@@ -200,14 +198,14 @@ impl EmbeddedOperations {
         for experiment in store.experiments().await.map_err(store_failed)? {
             if experiment.status == Status::Running {
                 store
-                    .mark_interrupted(experiment.id, now())
+                    .mark_interrupted(experiment.id, now_ms())
                     .await
                     .map_err(store_failed)?;
                 store
                     .set_experiment_status(
                         experiment.id,
                         Status::Interrupted,
-                        now(),
+                        now_ms(),
                         Some("the controller stopped while it ran"),
                     )
                     .await
@@ -220,7 +218,7 @@ impl EmbeddedOperations {
             inner: Arc::new(Inner {
                 client: AdminClient::new(testbed.token.clone()),
                 live_seconds,
-                live_transitions: streams::publish_transitions(hub.clone()),
+                observer: Observer::new(AdminClient::new(testbed.token.clone())),
                 load_seconds,
                 push_inbox,
                 store,
@@ -267,7 +265,7 @@ impl EmbeddedOperations {
     fn runner(&self, cancel: CancellationToken) -> Runner {
         let runner = Runner::new(self.inner.store.clone(), self.inner.testbed.clone())
             .with_live_seconds(self.inner.live_seconds.clone())
-            .with_live_transitions(self.inner.live_transitions.clone())
+            .with_observer(self.inner.observer.clone())
             .with_push_inbox(self.inner.push_inbox.clone())
             .with_cancel(cancel);
         let mut runner = match &self.inner.containers {
@@ -289,7 +287,7 @@ impl EmbeddedOperations {
             .publish(LiveEvent::Experiment(ExperimentChange {
                 experiment_id: id,
                 status,
-                at_ms: now() as u64,
+                at_ms: now_ms() as u64,
             }));
     }
 
@@ -300,15 +298,6 @@ impl EmbeddedOperations {
             .await
             .map_err(store_failed)?
             .ok_or(OperationError::NotFound(id))
-    }
-
-    fn service_url(&self, service: &str) -> Option<String> {
-        self.inner
-            .testbed
-            .services
-            .iter()
-            .find(|(name, _)| name == service)
-            .map(|(_, url)| url.clone())
     }
 }
 
@@ -347,7 +336,7 @@ impl Operations for EmbeddedOperations {
     fn start(&self, id: i64, at_ms: Option<i64>) -> OperationFuture<'_, ()> {
         Box::pin(async move {
             match at_ms {
-                Some(at) if at > now() => self.schedule_start(id, at).await,
+                Some(at) if at > now_ms() => self.schedule_start(id, at).await,
                 _ => {
                     self.unschedule(id).await?;
                     self.start_now(id).await

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use controller::clock::now_ms;
 use controller::kubernetes::KubeError;
 use controller::kubernetes::fault::{PodAction, PodLease};
-use controller::runner::pods::PodStack;
+use controller::lease::PodStack;
 
-use super::{EmbeddedOperations, now};
+use super::EmbeddedOperations;
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{ContainerFaultRequest, ContainerLine, OperationError};
 
@@ -44,7 +45,7 @@ fn cluster_failed(error: KubeError) -> OperationError {
 
 fn change(event: FaultChangeEvent, id: i64, replica: &str, action: &PodAction) -> FaultChange {
     FaultChange {
-        at_ms: now() as u64,
+        at_ms: now_ms() as u64,
         event,
         fault_id: format!("pod-{id}"),
         target: replica.to_owned(),
@@ -106,7 +107,7 @@ impl EmbeddedOperations {
             })?;
         let lease = pods
             .cluster
-            .inject(&pod, None, &action, request.lease, &pods.owner, now())
+            .inject(&pod, None, &action, request.lease, &pods.owner, now_ms())
             .await
             .map_err(cluster_failed)?;
         let id = {

@@ -4,9 +4,9 @@
 use agent::api::AgentEvent;
 use controller::load::endpoint;
 use controller::store::{
-    EndpointSecondRow, ExperimentId, FaultEventRecord, RunId, RunRow, SampleRow, TransitionRecord,
+    AgentReport, EndpointSecondRow, ExperimentId, RunEvent, RunEventRecord, RunId, RunRow,
+    SampleRow, TransitionRecord,
 };
-use serde::Deserialize;
 
 use super::sampling::latency_buckets;
 use super::{EmbeddedOperations, store_failed};
@@ -30,7 +30,7 @@ impl EmbeddedOperations {
         let samples = store.samples(row.id).await.map_err(store_failed)?;
         let seconds = store.endpoint_seconds(row.id).await.map_err(store_failed)?;
         let transitions = store.transitions(row.id).await.map_err(store_failed)?;
-        let faults = store.fault_events(row.id).await.map_err(store_failed)?;
+        let faults = store.run_events(row.id).await.map_err(store_failed)?;
         Ok(Some(timeline_of(
             &row,
             &samples,
@@ -59,7 +59,7 @@ pub(super) fn timeline_of(
     samples: &[SampleRow],
     seconds: &[EndpointSecondRow],
     transitions: Vec<TransitionRecord>,
-    faults: &[FaultEventRecord],
+    faults: &[RunEventRecord],
 ) -> RunTimeline {
     let started = run.started_at_ms.unwrap_or(0);
     let at = |second: i64| started + (second + 1) * 1000;
@@ -119,14 +119,14 @@ pub(super) fn timeline_of(
 /// A stored fault event as the live page's fault change: the agent's own events (`agent:applied`, …) and the
 /// runner's (`applied`, `removed`, …) both; the rate is the fault's (stored in the agent's event, decoded into
 /// the agent's own [`AgentEvent`], else the run's).
-fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
-    let rate = match AgentEvent::deserialize(&event.detail) {
-        Ok(AgentEvent::Applied { fault, .. }) => fault.rate(),
+fn fault_change(run: &RunRow, event: &RunEventRecord) -> FaultChange {
+    let rate = match &event.event {
+        RunEvent::Agent(AgentReport::Event(AgentEvent::Applied { fault, .. })) => fault.rate(),
         _ => run.fault_rate,
     };
     FaultChange {
         at_ms: u64::try_from(event.at_ms).unwrap_or(0),
-        event: FaultChangeEvent::of_stored(event.event),
+        event: FaultChangeEvent::of_stored(event.event.kind()),
         fault_id: event.fault_id.clone(),
         target: String::new(),
         kind: run.fault_kind.clone(),
@@ -141,7 +141,7 @@ fn fault_change(run: &RunRow, event: &FaultEventRecord) -> FaultChange {
 mod tests {
     use super::*;
     use controller::load::{OutcomeCounts, new_histogram, serialize_histogram};
-    use controller::store::{CollectorSample, FaultEvent, Status, StoredLatency};
+    use controller::store::{CollectorSample, FaultCall, Status, StoredLatency};
 
     fn run() -> RunRow {
         RunRow {
@@ -211,29 +211,30 @@ mod tests {
             at_ms: 102_500,
             service: "frontend".into(),
             breaker: "frontend->checkout".into(),
-            from: "closed".into(),
-            to: "open".into(),
-            reason: "failure_rate".into(),
-            detail: serde_json::Value::Null,
+            from: breaker::State::Closed,
+            to: breaker::State::Open,
+            reason: breaker::Reason::FailureRate,
+            detail: breaker::TransitionDetail::default(),
             seq: 1,
             shadow: false,
             source: None,
         };
-        let applied = FaultEventRecord {
+        let applied = RunEventRecord {
             at_ms: 99_900,
-            event: FaultEvent::AgentApplied,
             fault_id: "run-7".into(),
             // The agent's event as the runner stores it.
-            detail: serde_json::json!({
-                "event": "applied", "id": "run-7", "lease_ms": 30_000, "renewed": false, "at_ms": 99_900,
-                "seq": 1, "fault": {"kind": "error", "status": 500, "rate": 0.5}
-            }),
+            event: RunEvent::agent(
+                serde_json::from_value(serde_json::json!({
+                    "event": "applied", "id": "run-7", "lease_ms": 30_000, "renewed": false, "at_ms": 99_900,
+                    "seq": 1, "fault": {"kind": "error", "status": 500, "rate": 0.5}
+                }))
+                .expect("the agent's event"),
+            ),
         };
-        let removed = FaultEventRecord {
+        let removed = RunEventRecord {
             at_ms: 105_100,
-            event: FaultEvent::Removed,
             fault_id: "run-7".into(),
-            detail: serde_json::json!({}),
+            event: RunEvent::Fault(FaultCall::Removed { period: None }),
         };
         let timeline = timeline_of(
             &run(),

@@ -1,12 +1,13 @@
 //! Queued starts: one timer task per scheduled experiment, the due times kept in the store
 //! (`scheduled_starts`) so they survive a restart.
 
+use controller::clock::now_ms;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controller::store::{ExperimentId, Status};
 
-use super::{EmbeddedOperations, now, store_failed};
+use super::{EmbeddedOperations, store_failed};
 use crate::hub::ExperimentStatus;
 use crate::operations::OperationError;
 
@@ -77,7 +78,7 @@ impl EmbeddedOperations {
 
     fn arm(&self, id: i64, at_ms: i64) {
         let operations = self.clone();
-        let delay = Duration::from_millis(u64::try_from(at_ms - now()).unwrap_or(0));
+        let delay = Duration::from_millis(u64::try_from(at_ms - now_ms()).unwrap_or(0));
         let timer = tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             operations.inner.schedule.lock().remove(&id);

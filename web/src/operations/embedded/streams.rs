@@ -1,64 +1,46 @@
-//! Following the testbed's websockets into the hub: every service's `/_breakers/stream` (transitions) and
-//! the agent's `/_agent/stream` (fault changes), reconnecting whenever one drops; and the foreign breakers' transitions
-//! a run scrapes.
-
-use std::time::Duration;
+//! The live page's share of the observer: the dashboard follows every service of the testbed (its transitions,
+//! pool, breakers; Cart's sizes; the frontend's `/metrics`) and the agent's stream for as long as its feeds run,
+//! and publishes everything the observer sees to the hub — transitions (the testbed's and foreign breakers'),
+//! the agent's fault changes, and each sample as the live sample. A run in the same process watches through the
+//! same observer, so the testbed is followed and polled once whoever watches.
 
 use agent::api::{AgentEvent, FaultKind, format_duration};
-use futures::StreamExt;
+use controller::observe::{Follows, Observation, Observations, Received, Target};
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::Message;
 
+use super::sampling::LiveSampling;
 use super::{AGENT_SERVICE, EmbeddedOperations};
-use controller::runner::{TransitionSink, as_replica};
 
-use crate::hub::{FaultChange, FaultChangeEvent, Hub, LiveEvent};
-
-/// A sink whose transitions (foreign breakers a run's `[[sources]]` scrapes see) go to the hub as they come.
-pub(super) fn publish_transitions(hub: Hub) -> TransitionSink {
-    let (sink, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(event) = seen.recv().await {
-            hub.publish(LiveEvent::Transition(event));
-        }
-    });
-    sink
-}
+use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
 
 impl EmbeddedOperations {
-    /// Subscribes to every transition stream and the agent stream, and samples once per second, publishing
-    /// into the hub until the returned tasks are aborted.
+    /// Follows the testbed through the observer and publishes what it sees into the hub until the returned
+    /// tasks are aborted (the observer then stops following what only the dashboard asked for).
     pub fn spawn_live_feeds(&self) -> Vec<JoinHandle<()>> {
-        let mut tasks = Vec::new();
+        let observer = &self.inner.observer;
+        // Subscribed before anything is followed: nothing sent from the first connection on is missed.
+        let observations = observer.subscribe();
+        let watch = observer.watch();
         for (label, url) in &self.inner.testbed.services {
-            let hub = self.inner.hub.clone();
-            let ws = format!(
-                "ws://{}/_breakers/stream",
-                url.trim_start_matches("http://")
-            );
-            let label = label.clone();
-            tasks.push(tokio::spawn(follow(ws, move |text| {
-                if let Ok(mut event) = serde_json::from_str::<breaker::TransitionEvent>(text) {
-                    // A replica's lanes are its own (`checkout#2`), as the runner stores them.
-                    as_replica(&label, &mut event.service, &mut event.breaker);
-                    hub.publish(LiveEvent::Transition(event));
-                }
-            })));
+            watch.follow(&Target {
+                label: label.clone(),
+                url: url.clone(),
+                follows: Follows {
+                    transitions: true,
+                    pool: true,
+                    breakers: true,
+                    cart: label == "cart",
+                    metrics: label == "frontend",
+                },
+            });
         }
-        let hub = self.inner.hub.clone();
-        let ws = format!(
-            "ws://{}/_agent/stream",
-            self.inner.testbed.agent.trim_start_matches("http://")
-        );
-        tasks.push(tokio::spawn(follow(ws, move |text| {
-            if let Some(change) = fault_change(text) {
-                hub.publish(LiveEvent::Fault(change));
-            }
-        })));
+        watch.follow_agent(&self.inner.testbed.agent);
         let operations = self.clone();
-        tasks.push(tokio::spawn(
-            async move { operations.sample_forever().await },
-        ));
+        let mut tasks = vec![tokio::spawn(async move {
+            // Held while the feed runs: aborting the task gives the watch back.
+            let _watch = watch;
+            operations.publish_observations(observations).await;
+        })];
         if self.inner.containers.is_some() {
             let operations = self.clone();
             tasks.push(tokio::spawn(async move {
@@ -67,11 +49,35 @@ impl EmbeddedOperations {
         }
         tasks
     }
+
+    /// Publishes every observation into the hub, in the order the observer saw them.
+    async fn publish_observations(&self, mut observations: Observations) {
+        let hub = &self.inner.hub;
+        let mut live = LiveSampling::default();
+        while let Some(received) = observations.next().await {
+            match received {
+                Received::Gap { missed } => {
+                    tracing::warn!(missed, "the live page fell behind the observer");
+                }
+                Received::Observation(Observation::Transition { event, .. })
+                | Received::Observation(Observation::Foreign(event)) => {
+                    hub.publish(LiveEvent::Transition(event));
+                }
+                Received::Observation(Observation::Agent(seen)) => {
+                    if let Some(change) = fault_change(seen.event) {
+                        hub.publish(LiveEvent::Fault(change));
+                    }
+                }
+                Received::Observation(Observation::Sample(sample)) => {
+                    self.publish_sample(&mut live, &sample).await;
+                }
+            }
+        }
+    }
 }
 
-/// An agent stream message, decoded into the agent's own [`AgentEvent`], as a fault change (`None` for
-/// `lagged` and for what is not an agent event).
-fn fault_change(text: &str) -> Option<FaultChange> {
+/// An agent event as a fault change (`None` for `lagged`).
+fn fault_change(event: AgentEvent) -> Option<FaultChange> {
     let change = |event: FaultChangeEvent, id: String, at_ms: u64| FaultChange {
         at_ms,
         event,
@@ -83,7 +89,7 @@ fn fault_change(text: &str) -> Option<FaultChange> {
         matches: String::new(),
         expires_at_ms: None,
     };
-    Some(match serde_json::from_str::<AgentEvent>(text).ok()? {
+    Some(match event {
         AgentEvent::Applied {
             id,
             fault,
@@ -124,28 +130,18 @@ fn fault_change(text: &str) -> Option<FaultChange> {
     })
 }
 
-/// Follows a websocket, reconnecting after a second whenever it drops.
-async fn follow(url: String, mut on_text: impl FnMut(&str) + Send) {
-    loop {
-        if let Ok((mut stream, _)) = tokio_tungstenite::connect_async(url.as_str()).await {
-            while let Some(Ok(message)) = stream.next().await {
-                if let Message::Text(text) = message {
-                    on_text(text.as_str());
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn fault_change_of(text: &str) -> Option<FaultChange> {
+        fault_change(serde_json::from_str(text).expect("an agent event"))
+    }
+
     #[test]
     fn agent_events_become_fault_changes() {
         let applied = r#"{"event":"applied","id":"f","fault":{"kind":"error","status":500,"rate":0.5},"lease_ms":30000,"at_ms":9,"seq":1}"#;
-        let change = fault_change(applied).expect("applied");
+        let change = fault_change_of(applied).expect("applied");
         assert_eq!(
             (change.event.as_str(), change.rate, change.kind.as_str()),
             ("applied", 0.5, "error")
@@ -160,14 +156,14 @@ mod tests {
             ("status 500", "every request", Some(30_009))
         );
         let matched = r#"{"event":"applied","id":"d","fault":{"kind":"delay","delay":"800ms","rate":1.0,"match":{"method":"POST","path_prefix":"/charge"}},"lease_ms":5000,"at_ms":1,"seq":3}"#;
-        let change = fault_change(matched).expect("applied");
+        let change = fault_change_of(matched).expect("applied");
         assert_eq!(
             (change.detail.as_str(), change.matches.as_str()),
             ("delay 800ms", "POST /charge…")
         );
         let removed = r#"{"event":"removed","id":"f","reason":"deleted","at_ms":10,"seq":2}"#;
-        let change = fault_change(removed).expect("removed");
+        let change = fault_change_of(removed).expect("removed");
         assert!(!change.is_active());
-        assert!(fault_change(r#"{"event":"lagged","missed":3}"#).is_none());
+        assert!(fault_change_of(r#"{"event":"lagged","missed":3}"#).is_none());
     }
 }

@@ -1,12 +1,13 @@
 //! Game-day actions on the testbed: a fault on the agent, a breaker mode on the services, a halt.
 
 use bytes::Bytes;
+use controller::clock::now_ms;
 use http::Method;
 
-use controller::runner::AdminError;
 use controller::target::ServiceId;
+use controller::testbed::AdminError;
 
-use super::{AGENT_SERVICE, EmbeddedOperations, failed, now};
+use super::{AGENT_SERVICE, EmbeddedOperations, failed};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{AgentFaults, FaultRequest, OperationError};
 
@@ -18,7 +19,7 @@ impl EmbeddedOperations {
         self.forget_container_faults();
         self.forget_pod_faults();
         let containers_undone = match &self.inner.containers {
-            Some(containers) => containers.leases.undo_all(now()).await.map(|_| ()),
+            Some(containers) => containers.leases.undo_all(now_ms()).await.map(|_| ()),
             None => Ok(()),
         };
         // Every pod fault of the namespace, whoever applied it.
@@ -37,7 +38,7 @@ impl EmbeddedOperations {
             .await
             .map_err(failed)?;
         self.inner.hub.publish(LiveEvent::Fault(FaultChange {
-            at_ms: now() as u64,
+            at_ms: now_ms() as u64,
             event: FaultChangeEvent::Halted,
             fault_id: String::new(),
             target: AGENT_SERVICE.into(),

@@ -1,0 +1,75 @@
+//! Foreign breakers' `[[sources]]`: a Prometheus exposition scraped at its interval and read by a
+//! [`ScrapedBreakers`], every change published as [`Observation::Foreign`]. The first scrape is the baseline,
+//! taken before the scrape counts as followed: a breaker already open (or half-open) then is on the timeline from
+//! there, and a source that does not answer it is an error naming the source as the spec does. A later scrape
+//! that fails is a gap: the next one compares with the last state seen.
+
+use bytes::Bytes;
+use http::Method;
+use tokio::sync::broadcast;
+use tokio::time::MissedTickBehavior;
+
+use super::Observation;
+use crate::clock::now_ms;
+use crate::exposition::{Sample, parse_exposition};
+use crate::sources::ScrapedBreakers;
+use crate::spec::ScrapeSpec;
+use crate::task::OwnedTask;
+use crate::testbed::{AdminClient, AdminError};
+
+/// A `[[sources]]` entry (its index in the spec) that did not answer its baseline scrape.
+#[derive(Debug, thiserror::Error)]
+#[error("sources[{index}].url: no baseline scrape ({source})")]
+pub struct ScrapeError {
+    pub index: usize,
+    #[source]
+    pub source: AdminError,
+}
+
+/// Takes one scrape: the exposition's samples, or why not.
+async fn scrape(client: &AdminClient, url: &str) -> Result<Vec<Sample>, AdminError> {
+    let body = client.call(Method::GET, url, None, Bytes::new()).await?;
+    Ok(parse_exposition(&String::from_utf8_lossy(&body)))
+}
+
+/// The wall clock as the foreign events' unsigned milliseconds.
+fn now_unsigned() -> u64 {
+    u64::try_from(now_ms()).unwrap_or(0)
+}
+
+/// Takes the baseline scrape of `source` (spec index `index`), publishes what it shows, then scrapes it at its
+/// interval until the returned task is dropped. Foreign services never see the testbed's token.
+pub(super) async fn start(
+    index: usize,
+    source: &ScrapeSpec,
+    sender: broadcast::Sender<Observation>,
+) -> Result<OwnedTask<()>, ScrapeError> {
+    let client = AdminClient::without_token();
+    let ScrapeSpec {
+        url,
+        interval,
+        service,
+        mapping,
+    } = source.clone();
+    let mut breakers = ScrapedBreakers::new(mapping, service, source.source_name());
+    let baseline = scrape(&client, &url)
+        .await
+        .map_err(|source| ScrapeError { index, source })?;
+    let publish = move |events: Vec<breaker::TransitionEvent>| {
+        for event in events {
+            let _ = sender.send(Observation::Foreign(event));
+        }
+    };
+    publish(breakers.observe(&baseline, now_unsigned()));
+    Ok(OwnedTask::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if let Ok(samples) = scrape(&client, &url).await {
+                publish(breakers.observe(&samples, now_unsigned()));
+            }
+        }
+    }))
+}

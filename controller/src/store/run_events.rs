@@ -1,0 +1,568 @@
+//! A run's event log (the table `fault_events`): what the runner did to the run's fault, what the agent said
+//! about it, what else failed around it (the run's leased breaker config, a container's stats), and the replicas
+//! an orchestrator started, stopped or replaced meanwhile. Each of those has its own type; [`RunEvent`] is one of
+//! them.
+//!
+//! Stored as two texts, the ones every earlier version wrote: the event's name ([`RunEventKind::as_str`]) and its
+//! detail as a JSON object with its keys sorted ([`RunEvent::detail_json`]). Reading takes the name, then the
+//! detail in the one shape that name was ever written with ([`RunEvent::from_stored`]); anything else is no
+//! guess but [`super::StoreError::Corrupt`].
+
+use agent::api::{AgentEvent, FaultSpec};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value, json};
+
+use crate::docker::ContainerAction;
+use crate::kubernetes::fault::PodAction;
+
+/// One entry of a run's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEventRecord {
+    pub at_ms: i64,
+    /// The fault the event is about (`experiment-1-run-2`, `container-7`); empty when it is about none.
+    pub fault_id: String,
+    pub event: RunEvent,
+}
+
+/// What happened, by who reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    /// A call of the runner on the run's fault, the agent's or a container's.
+    Fault(FaultCall),
+    /// The agent's own account, from its event stream.
+    Agent(AgentReport),
+    /// The run's leased breaker config could not be renewed or restored.
+    BreakerHold(BreakerHoldFailure),
+    /// A container's stats could not be read (the run against the compose stack).
+    ContainerStatsFailed { error: String },
+    /// An orchestrator's replica came, went or was replaced during the run (Swarm, Kubernetes).
+    Replica(ReplicaEvent),
+}
+
+/// What happened to a replica during a run, under its label (`checkout#2`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplicaEvent {
+    /// The orchestrator started a replica under a new label (followed from then on).
+    Added(ReplicaSeen),
+    /// A replica stopped running or being ready.
+    Removed(ReplicaGone),
+    /// A new replica took the label of one that was gone (a dead task's slot, a deleted pod's number).
+    Replaced(ReplicaReplacement),
+    /// A replica that joined during the run: its transition stream is up.
+    Followed(ReplicaStream),
+    /// A replica that joined during the run whose transition stream did not open in time.
+    FollowFailed(ReplicaStreamFailed),
+}
+
+/// A replica now running: its label, its instance (task or pod name) and base URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaSeen {
+    pub replica: String,
+    pub instance: String,
+    pub url: String,
+}
+
+/// A replica gone: its label and the instance that held it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaGone {
+    pub replica: String,
+    pub instance: String,
+}
+
+/// A label taken over: the instance that held it before, the one now, and its base URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaReplacement {
+    pub replica: String,
+    pub previous: String,
+    pub instance: String,
+    pub url: String,
+}
+
+/// A replica's transition stream, followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaStream {
+    pub replica: String,
+    pub url: String,
+}
+
+/// A replica's transition stream that did not open, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaStreamFailed {
+    pub replica: String,
+    pub url: String,
+    pub error: String,
+}
+
+/// A fault the runner put on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutFault {
+    /// The agent's fault document; `period` is the index of its on-period when the fault is on a schedule.
+    Agent {
+        fault: FaultSpec,
+        period: Option<usize>,
+    },
+    /// A container-level action on one container.
+    Container {
+        container: String,
+        action: ContainerAction,
+    },
+    /// A pod fault on one pod, the replica it is (`checkout#2`).
+    Pod {
+        pod: String,
+        replica: String,
+        action: PodAction,
+    },
+}
+
+/// A call of the runner on the run's fault and how it went; `period` as in [`PutFault::Agent`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultCall {
+    Applied(PutFault),
+    /// A scheduled period's fault the agent did not take.
+    ApplyFailed {
+        fault: FaultSpec,
+        period: Option<usize>,
+        error: String,
+    },
+    /// The lease was renewed.
+    Renewed,
+    RenewFailed {
+        error: String,
+    },
+    Removed {
+        period: Option<usize>,
+    },
+    RemoveFailed {
+        period: Option<usize>,
+        error: String,
+    },
+}
+
+/// What the agent's stream said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentReport {
+    /// One of its events, as it sent it.
+    Event(AgentEvent),
+    /// The stream could not be followed: the agent's account of the run is missing.
+    StreamUnavailable { error: String },
+}
+
+/// The run's leased breaker config on one service (its base URL) could not be renewed or restored.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BreakerHoldFailure {
+    RenewFailed { service: String, error: String },
+    RestoreFailed { service: String, error: String },
+}
+
+/// The name a [`RunEvent`] is stored, serialised and shown under: the runner's own calls by name, the agent's
+/// account prefixed `agent:`, the breaker config's lease `breakers:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RunEventKind {
+    #[serde(rename = "applied")]
+    Applied,
+    #[serde(rename = "apply_failed")]
+    ApplyFailed,
+    #[serde(rename = "renewed")]
+    Renewed,
+    #[serde(rename = "renew_failed")]
+    RenewFailed,
+    #[serde(rename = "removed")]
+    Removed,
+    #[serde(rename = "remove_failed")]
+    RemoveFailed,
+    #[serde(rename = "stats_failed")]
+    StatsFailed,
+    #[serde(rename = "agent:applied")]
+    AgentApplied,
+    #[serde(rename = "agent:renewed")]
+    AgentRenewed,
+    #[serde(rename = "agent:expired")]
+    AgentExpired,
+    #[serde(rename = "agent:removed")]
+    AgentRemoved,
+    /// The agent's stream skipped events (a slow reader).
+    #[serde(rename = "agent:lagged")]
+    AgentLagged,
+    #[serde(rename = "agent:stream_unavailable")]
+    AgentStreamUnavailable,
+    #[serde(rename = "breakers:renew_failed")]
+    BreakersRenewFailed,
+    #[serde(rename = "breakers:restore_failed")]
+    BreakersRestoreFailed,
+    #[serde(rename = "replica:added")]
+    ReplicaAdded,
+    #[serde(rename = "replica:removed")]
+    ReplicaRemoved,
+    #[serde(rename = "replica:replaced")]
+    ReplicaReplaced,
+    #[serde(rename = "replica:followed")]
+    ReplicaFollowed,
+    #[serde(rename = "replica:follow_failed")]
+    ReplicaFollowFailed,
+}
+
+impl RunEventKind {
+    /// Every kind, for reading stored text back.
+    pub const ALL: [RunEventKind; 20] = [
+        RunEventKind::Applied,
+        RunEventKind::ApplyFailed,
+        RunEventKind::Renewed,
+        RunEventKind::RenewFailed,
+        RunEventKind::Removed,
+        RunEventKind::RemoveFailed,
+        RunEventKind::StatsFailed,
+        RunEventKind::AgentApplied,
+        RunEventKind::AgentRenewed,
+        RunEventKind::AgentExpired,
+        RunEventKind::AgentRemoved,
+        RunEventKind::AgentLagged,
+        RunEventKind::AgentStreamUnavailable,
+        RunEventKind::BreakersRenewFailed,
+        RunEventKind::BreakersRestoreFailed,
+        RunEventKind::ReplicaAdded,
+        RunEventKind::ReplicaRemoved,
+        RunEventKind::ReplicaReplaced,
+        RunEventKind::ReplicaFollowed,
+        RunEventKind::ReplicaFollowFailed,
+    ];
+
+    /// The stored (and serialised) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEventKind::Applied => "applied",
+            RunEventKind::ApplyFailed => "apply_failed",
+            RunEventKind::Renewed => "renewed",
+            RunEventKind::RenewFailed => "renew_failed",
+            RunEventKind::Removed => "removed",
+            RunEventKind::RemoveFailed => "remove_failed",
+            RunEventKind::StatsFailed => "stats_failed",
+            RunEventKind::AgentApplied => "agent:applied",
+            RunEventKind::AgentRenewed => "agent:renewed",
+            RunEventKind::AgentExpired => "agent:expired",
+            RunEventKind::AgentRemoved => "agent:removed",
+            RunEventKind::AgentLagged => "agent:lagged",
+            RunEventKind::AgentStreamUnavailable => "agent:stream_unavailable",
+            RunEventKind::BreakersRenewFailed => "breakers:renew_failed",
+            RunEventKind::BreakersRestoreFailed => "breakers:restore_failed",
+            RunEventKind::ReplicaAdded => "replica:added",
+            RunEventKind::ReplicaRemoved => "replica:removed",
+            RunEventKind::ReplicaReplaced => "replica:replaced",
+            RunEventKind::ReplicaFollowed => "replica:followed",
+            RunEventKind::ReplicaFollowFailed => "replica:follow_failed",
+        }
+    }
+
+    /// The kind stored as `text`, if it is one.
+    pub fn parse(text: &str) -> Option<RunEventKind> {
+        RunEventKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+
+    /// Reported by the agent itself (`agent:…`), not a call of the runner.
+    pub fn is_agent(self) -> bool {
+        self.as_str().starts_with("agent:")
+    }
+}
+
+impl std::fmt::Display for RunEventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RunEvent {
+    /// What the agent reported in `event` (`applied` with `renewed: true` is `agent:renewed`).
+    pub fn agent(event: AgentEvent) -> Self {
+        RunEvent::Agent(AgentReport::Event(event))
+    }
+
+    /// The name it is stored under.
+    pub fn kind(&self) -> RunEventKind {
+        match self {
+            RunEvent::Fault(call) => match call {
+                FaultCall::Applied(_) => RunEventKind::Applied,
+                FaultCall::ApplyFailed { .. } => RunEventKind::ApplyFailed,
+                FaultCall::Renewed => RunEventKind::Renewed,
+                FaultCall::RenewFailed { .. } => RunEventKind::RenewFailed,
+                FaultCall::Removed { .. } => RunEventKind::Removed,
+                FaultCall::RemoveFailed { .. } => RunEventKind::RemoveFailed,
+            },
+            RunEvent::Agent(AgentReport::Event(event)) => match event {
+                AgentEvent::Applied { renewed: true, .. } => RunEventKind::AgentRenewed,
+                AgentEvent::Applied { .. } => RunEventKind::AgentApplied,
+                AgentEvent::Expired { .. } => RunEventKind::AgentExpired,
+                AgentEvent::Removed { .. } => RunEventKind::AgentRemoved,
+                AgentEvent::Lagged { .. } => RunEventKind::AgentLagged,
+            },
+            RunEvent::Agent(AgentReport::StreamUnavailable { .. }) => {
+                RunEventKind::AgentStreamUnavailable
+            }
+            RunEvent::BreakerHold(BreakerHoldFailure::RenewFailed { .. }) => {
+                RunEventKind::BreakersRenewFailed
+            }
+            RunEvent::BreakerHold(BreakerHoldFailure::RestoreFailed { .. }) => {
+                RunEventKind::BreakersRestoreFailed
+            }
+            RunEvent::ContainerStatsFailed { .. } => RunEventKind::StatsFailed,
+            RunEvent::Replica(replica) => match replica {
+                ReplicaEvent::Added(_) => RunEventKind::ReplicaAdded,
+                ReplicaEvent::Removed(_) => RunEventKind::ReplicaRemoved,
+                ReplicaEvent::Replaced(_) => RunEventKind::ReplicaReplaced,
+                ReplicaEvent::Followed(_) => RunEventKind::ReplicaFollowed,
+                ReplicaEvent::FollowFailed(_) => RunEventKind::ReplicaFollowFailed,
+            },
+        }
+    }
+
+    /// The detail as stored: a JSON object (keys sorted when written as text).
+    pub fn detail_json(&self) -> Value {
+        let error_of = |error: &str| json!({ "error": error });
+        match self {
+            RunEvent::Fault(call) => match call {
+                FaultCall::Applied(PutFault::Agent { fault, period }) => {
+                    fault_with(fault, *period, None)
+                }
+                FaultCall::Applied(PutFault::Container { container, action }) => {
+                    json!({ "container": container, "action": action })
+                }
+                FaultCall::Applied(PutFault::Pod {
+                    pod,
+                    replica,
+                    action,
+                }) => json!({ "pod": pod, "replica": replica, "action": action }),
+                FaultCall::ApplyFailed {
+                    fault,
+                    period,
+                    error,
+                } => fault_with(fault, *period, Some(error)),
+                FaultCall::Renewed => json!({}),
+                FaultCall::RenewFailed { error } => error_of(error),
+                FaultCall::Removed { period } => with_period(Map::new(), *period),
+                FaultCall::RemoveFailed { period, error } => {
+                    let mut object = Map::new();
+                    object.insert("error".into(), Value::from(error.as_str()));
+                    with_period(object, *period)
+                }
+            },
+            RunEvent::Agent(AgentReport::Event(event)) => {
+                serde_json::to_value(event).unwrap_or(Value::Null)
+            }
+            RunEvent::Agent(AgentReport::StreamUnavailable { error })
+            | RunEvent::ContainerStatsFailed { error } => error_of(error),
+            RunEvent::BreakerHold(
+                BreakerHoldFailure::RenewFailed { service, error }
+                | BreakerHoldFailure::RestoreFailed { service, error },
+            ) => json!({ "service": service, "error": error }),
+            RunEvent::Replica(replica) => match replica {
+                ReplicaEvent::Added(seen) => json!(seen),
+                ReplicaEvent::Removed(gone) => json!(gone),
+                ReplicaEvent::Replaced(replacement) => json!(replacement),
+                ReplicaEvent::Followed(stream) => json!(stream),
+                ReplicaEvent::FollowFailed(failed) => json!(failed),
+            },
+        }
+    }
+
+    /// The event stored as `kind` with the detail text `detail`, when the detail has the shape that kind is
+    /// written with; `None` otherwise.
+    pub fn from_stored(kind: RunEventKind, detail: &str) -> Option<RunEvent> {
+        let object: Map<String, Value> = serde_json::from_str(detail).ok()?;
+        Some(match kind {
+            RunEventKind::Applied if object.contains_key("container") => {
+                let ContainerPut { container, action } = shaped(object)?;
+                RunEvent::Fault(FaultCall::Applied(PutFault::Container {
+                    container,
+                    action,
+                }))
+            }
+            RunEventKind::Applied if object.contains_key("pod") => {
+                let PodPut {
+                    pod,
+                    replica,
+                    action,
+                } = shaped(object)?;
+                RunEvent::Fault(FaultCall::Applied(PutFault::Pod {
+                    pod,
+                    replica,
+                    action,
+                }))
+            }
+            RunEventKind::Applied => {
+                let (fault, period, error) = fault_of(object)?;
+                if error.is_some() {
+                    return None;
+                }
+                RunEvent::Fault(FaultCall::Applied(PutFault::Agent { fault, period }))
+            }
+            RunEventKind::ApplyFailed => {
+                let (fault, period, error) = fault_of(object)?;
+                RunEvent::Fault(FaultCall::ApplyFailed {
+                    fault,
+                    period,
+                    error: error?,
+                })
+            }
+            RunEventKind::Renewed => {
+                let Empty {} = shaped(object)?;
+                RunEvent::Fault(FaultCall::Renewed)
+            }
+            RunEventKind::RenewFailed => {
+                let ErrorOnly { error } = shaped(object)?;
+                RunEvent::Fault(FaultCall::RenewFailed { error })
+            }
+            RunEventKind::Removed => {
+                let PeriodOnly { period } = shaped(object)?;
+                RunEvent::Fault(FaultCall::Removed { period })
+            }
+            RunEventKind::RemoveFailed => {
+                let PeriodError { period, error } = shaped(object)?;
+                RunEvent::Fault(FaultCall::RemoveFailed { period, error })
+            }
+            RunEventKind::StatsFailed => {
+                let ErrorOnly { error } = shaped(object)?;
+                RunEvent::ContainerStatsFailed { error }
+            }
+            RunEventKind::AgentStreamUnavailable => {
+                let ErrorOnly { error } = shaped(object)?;
+                RunEvent::Agent(AgentReport::StreamUnavailable { error })
+            }
+            RunEventKind::BreakersRenewFailed => {
+                let ServiceError { service, error } = shaped(object)?;
+                RunEvent::BreakerHold(BreakerHoldFailure::RenewFailed { service, error })
+            }
+            RunEventKind::BreakersRestoreFailed => {
+                let ServiceError { service, error } = shaped(object)?;
+                RunEvent::BreakerHold(BreakerHoldFailure::RestoreFailed { service, error })
+            }
+            RunEventKind::ReplicaAdded => RunEvent::Replica(ReplicaEvent::Added(shaped(object)?)),
+            RunEventKind::ReplicaRemoved => {
+                RunEvent::Replica(ReplicaEvent::Removed(shaped(object)?))
+            }
+            RunEventKind::ReplicaReplaced => {
+                RunEvent::Replica(ReplicaEvent::Replaced(shaped(object)?))
+            }
+            RunEventKind::ReplicaFollowed => {
+                RunEvent::Replica(ReplicaEvent::Followed(shaped(object)?))
+            }
+            RunEventKind::ReplicaFollowFailed => {
+                RunEvent::Replica(ReplicaEvent::FollowFailed(shaped(object)?))
+            }
+            RunEventKind::AgentApplied
+            | RunEventKind::AgentRenewed
+            | RunEventKind::AgentExpired
+            | RunEventKind::AgentRemoved
+            | RunEventKind::AgentLagged => {
+                let event = RunEvent::agent(shaped(object)?);
+                // The name says which event it is: a detail of another one is not this one.
+                if event.kind() != kind {
+                    return None;
+                }
+                event
+            }
+        })
+    }
+}
+
+impl Serialize for RunEventRecord {
+    /// `{"at_ms", "event" (the kind's name), "fault_id", "detail"}`, as the record was serialised before it was typed.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        json!({
+            "at_ms": self.at_ms,
+            "event": self.event.kind(),
+            "fault_id": self.fault_id,
+            "detail": self.event.detail_json(),
+        })
+        .serialize(serializer)
+    }
+}
+
+/// The fault document's object with the schedule's `period` and a failure's `error` beside its fields.
+fn fault_with(fault: &FaultSpec, period: Option<usize>, error: Option<&str>) -> Value {
+    let mut object = match serde_json::to_value(fault) {
+        Ok(Value::Object(object)) => object,
+        _ => Map::new(),
+    };
+    if let Some(error) = error {
+        object.insert("error".into(), Value::from(error));
+    }
+    with_period(object, period)
+}
+
+fn with_period(mut object: Map<String, Value>, period: Option<usize>) -> Value {
+    if let Some(period) = period {
+        object.insert("period".into(), Value::from(period));
+    }
+    Value::Object(object)
+}
+
+/// The fault document, the period and the error of an object [`fault_with`] wrote.
+fn fault_of(mut object: Map<String, Value>) -> Option<(FaultSpec, Option<usize>, Option<String>)> {
+    let period = match object.remove("period") {
+        Some(period) => Some(usize::try_from(period.as_u64()?).ok()?),
+        None => None,
+    };
+    let error = match object.remove("error") {
+        Some(Value::String(error)) => Some(error),
+        Some(_) => return None,
+        None => None,
+    };
+    let fault = FaultSpec::deserialize(Value::Object(object)).ok()?;
+    Some((fault, period, error))
+}
+
+/// `object` read as `T` (every field known).
+fn shaped<T: DeserializeOwned>(object: Map<String, Value>) -> Option<T> {
+    serde_json::from_value(Value::Object(object)).ok()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorOnly {
+    error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeriodOnly {
+    period: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeriodError {
+    period: Option<usize>,
+    error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceError {
+    service: String,
+    error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContainerPut {
+    container: String,
+    action: ContainerAction,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PodPut {
+    pod: String,
+    replica: String,
+    action: PodAction,
+}

@@ -1,0 +1,83 @@
+//! `tolerant run`'s push listener, when its spec has a `[[sources]] kind = "push"`: the address the spec names,
+//! bound before anything runs (an error names the field), and `POST /api/breaker-events` served on it alone — no
+//! dashboard, so pushed events go into the runs' [`PushInbox`] only.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::post;
+use controller::sources::PushInbox;
+use controller::spec::{ExperimentSpec, SourceSpec};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::api::{BreakerEventsState, breaker_events};
+use crate::auth::Auth;
+
+/// Why the push listener is not listening.
+#[derive(Debug, thiserror::Error)]
+pub enum PushListenerError {
+    #[error("sources[{index}].listen: `tolerant run` needs the address to take pushed events on")]
+    NoAddress { index: usize },
+    #[error("sources[{index}].listen: cannot listen on {addr}: {source}")]
+    Bind {
+        index: usize,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The listener of the spec's push source, bound, and the address it is bound to; `None` without a push source.
+pub async fn bind(
+    spec: &ExperimentSpec,
+) -> Result<Option<(TcpListener, SocketAddr)>, PushListenerError> {
+    let Some((index, listen)) =
+        spec.sources
+            .iter()
+            .enumerate()
+            .find_map(|(i, source)| match source {
+                SourceSpec::Push { listen } => Some((i, *listen)),
+                SourceSpec::Prometheus(_) => None,
+            })
+    else {
+        return Ok(None);
+    };
+    let addr = listen.ok_or(PushListenerError::NoAddress { index })?;
+    let bind_failed = |source| PushListenerError::Bind {
+        index,
+        addr,
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(bind_failed)?;
+    let bound = listener.local_addr().map_err(bind_failed)?;
+    Ok(Some((listener, bound)))
+}
+
+/// `POST /api/breaker-events` alone, its bearer token `token`: pushed events go to `inbox` only.
+pub fn router(inbox: PushInbox, token: impl Into<String>) -> Router {
+    Router::new()
+        .route("/api/breaker-events", post(breaker_events))
+        .with_state(BreakerEventsState {
+            auth: Arc::new(Auth::new(token)),
+            inbox,
+            hub: None,
+        })
+}
+
+/// Serves [`router`] on `listener` until the returned task is aborted.
+pub fn spawn(listener: TcpListener, inbox: PushInbox, token: impl Into<String>) -> JoinHandle<()> {
+    let app = router(inbox, token);
+    tokio::spawn(async move {
+        let served = serving::serve(
+            listener,
+            app,
+            serving::HEADER_READ_TIMEOUT,
+            std::future::pending(),
+        );
+        if let Err(error) = served.await {
+            tracing::warn!(%error, "breaker event ingest stopped");
+        }
+    })
+}
