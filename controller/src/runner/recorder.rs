@@ -366,6 +366,35 @@ fn collector_sample(
 mod tests {
     use super::*;
 
+    /// A replica that joined the run (an orchestrator's new task or pod): its transitions are the run's from then
+    /// on, and its pool is in the samples beside the sampled ones.
+    #[test]
+    fn a_joined_replica_is_recorded_like_the_labels_the_run_began_with() {
+        let label = |name: &str| ServiceId::new(name).unwrap();
+        let wanted = Arc::new(Mutex::new(Wanted {
+            since_ms: 0,
+            streams: BTreeSet::from([label("checkout")]),
+            sampling: None,
+            joined_pools: Vec::new(),
+        }));
+        let transition = |target: &str| {
+            let text = r#"{"service":"checkout","breaker":"checkout->payment","from":"closed","to":"open",
+                "reason":"forced","detail":{},"at_ms":5,"seq":1,"shadow":false}"#;
+            Received::Observation(Observation::Transition {
+                target: label(target),
+                event: serde_json::from_str(text).unwrap(),
+            })
+        };
+        let kept = |received| matches!(keep(&wanted.lock(), received), Kept::Transition(_));
+        assert!(kept(transition("checkout")));
+        assert!(!kept(transition("checkout#2")));
+        let joined = JoinedLabels(Arc::clone(&wanted));
+        joined.add(label("checkout#2"), true);
+        joined.add(label("checkout#2"), true);
+        assert!(kept(transition("checkout#2")));
+        assert_eq!(wanted.lock().joined_pools, [label("checkout#2")]);
+    }
+
     #[test]
     fn a_sample_closes_the_second_before_the_one_it_was_taken_in() {
         let from = Instant::now();
