@@ -95,9 +95,9 @@ pub struct AgentObservation {
 
 /// What a consumer gets next.
 #[derive(Debug, Clone)]
-#[allow(
+#[expect(
     clippy::large_enum_variant,
-    reason = "returned by value one at a time to each consumer, never stored in bulk: a box per observation would cost more"
+    reason = "a value handed to one consumer at a time and never stored in bulk: boxing would cost an allocation per read"
 )]
 pub enum Received {
     Observation(Observation),
