@@ -20,6 +20,7 @@ use controller::testbed::{Testbed, start_embedded_stack};
 use tokio_util::sync::CancellationToken;
 
 use super::compose::ComposeArgs;
+use super::kubernetes::KubernetesRunArgs;
 use super::stored::{open_experiment, open_store};
 
 /// Exit status of a spec that does not validate.
@@ -30,7 +31,7 @@ pub const EXIT_BAD_SPEC: i32 = 2;
 pub const EXIT_RUNS_FAILED: i32 = 3;
 
 /// What `run` and `resume` both take: where to store, how to reach external targets, how to print, and a
-/// compose project to run against.
+/// compose project, a swarm stack or a Kubernetes namespace to run against.
 #[derive(Debug, clap::Args)]
 pub struct ExecuteArgs {
     /// Database: a SQLite file path, sqlite://… or postgres://…
@@ -45,6 +46,8 @@ pub struct ExecuteArgs {
     pub json: bool,
     #[command(flatten)]
     pub compose: ComposeArgs,
+    #[command(flatten)]
+    pub kubernetes: KubernetesRunArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,9 +74,11 @@ pub struct ResumeArgs {
 /// costs more per user than targets elsewhere.
 fn users_fit(
     spec: &ExperimentSpec,
-    compose: &ComposeArgs,
+    execute: &ExecuteArgs,
 ) -> Result<(), controller::load::LoadError> {
-    let embedded = compose.compose.is_none() && spec.targets.is_empty();
+    let embedded = execute.compose.deployment().is_none()
+        && execute.kubernetes.kubernetes.is_none()
+        && spec.targets.is_empty();
     controller::load::check_descriptor_budget(spec.load.users, embedded)
 }
 
@@ -120,7 +125,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
-    if let Err(error) = users_fit(&spec, &args.execute.compose) {
+    if let Err(error) = users_fit(&spec, &args.execute) {
         err_out!("{}: {error}", args.spec.display());
         std::process::exit(EXIT_BAD_SPEC);
     }
@@ -133,7 +138,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
     let (store, row) = open_experiment(&args.execute.db, args.id).await?;
     let spec = ExperimentSpec::parse(&row.spec_toml)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
-    users_fit(&spec, &args.execute.compose)
+    users_fit(&spec, &args.execute)
         .with_context(|| format!("experiment {}: its stored spec", args.id))?;
     execute(&store, &spec, StartChoice::Resume(row.id), args.execute).await
 }
@@ -161,17 +166,26 @@ pub(super) async fn execute_quietly(
     let ExecuteArgs {
         token,
         compose,
+        kubernetes,
         json: quiet,
         ..
     } = args;
-    let mut sweep = None;
+    let mut background = Vec::new();
     let mut containers = None;
-    let (stack, testbed) = if let Some(project) = &compose.compose {
-        let (testbed, stack, sweeping) =
-            super::compose::connect(&compose, project, store, token).await?;
-        sweep = Some(sweeping);
-        containers = Some(stack);
-        (None, testbed)
+    let mut replica_changes = None;
+    let mut pods = None;
+    let (stack, testbed) = if let Some(namespace) = &kubernetes.kubernetes {
+        let connected = super::kubernetes::connect(&kubernetes, namespace, token).await?;
+        background = connected.tasks;
+        pods = Some(connected.pods);
+        replica_changes = Some(connected.replica_changes);
+        (None, connected.testbed)
+    } else if let Some(deployment) = compose.deployment() {
+        let connected = super::compose::connect(&compose, &deployment, store, token).await?;
+        background = connected.tasks;
+        containers = Some(connected.stack);
+        replica_changes = connected.replica_changes;
+        (None, connected.testbed)
     } else if spec.targets.is_empty() {
         let (stack, testbed) = start_embedded_stack(spec).await?;
         (Some(stack), testbed)
@@ -183,6 +197,12 @@ pub(super) async fn execute_quietly(
     let mut runner = Runner::new(store.clone(), testbed).with_cancel(cancel.clone());
     if let Some(containers) = containers {
         runner = runner.with_containers(containers);
+    }
+    if let Some(pods) = pods {
+        runner = runner.with_pods(pods);
+    }
+    if let Some((changes, roster)) = replica_changes {
+        runner = runner.with_replica_changes(changes, roster);
     }
     let ingest = match web::push_listener::bind(spec).await {
         Ok(Some((listener, addr))) => {
@@ -243,8 +263,8 @@ pub(super) async fn execute_quietly(
     if let Some(stack) = stack {
         stack.shutdown().await;
     }
-    if let Some(sweep) = sweep {
-        sweep.abort();
+    for task in background {
+        task.abort();
     }
     if unplanned.is_empty() {
         return result;

@@ -6,6 +6,7 @@ mod compose;
 mod condition_table;
 mod controller;
 mod healthcheck;
+mod kubernetes;
 pub(crate) mod output;
 mod results;
 mod serve;
@@ -47,6 +48,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Which breaker settings to ship: search the simulator for the input's traffic, failures and costs.
     Tune(tune::TuneArgs),
+    /// Tolerant on Kubernetes: `kubernetes manifests` prints what `kubectl apply -f -` installs.
+    Kubernetes(kubernetes::KubernetesArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -71,6 +74,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Simulate(args)) => simulate::run(args),
         Some(Command::Tune(args)) => tune::run(args).await,
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
+        Some(Command::Kubernetes(args)) => kubernetes::run(args).await,
         None => serve::run().await,
     }
 }

@@ -36,7 +36,9 @@ its fault) plus every --agent. Each gets POST /_agent/halt with the bearer token
 every stored experiment's [targets] that offer `breaker_config`, plus every --service; each gets
 DELETE /_admin/breakers (back to its startup breaker config, any lease ended); a stored one that
 is not reachable is reported, not failed (a restarted service starts with its startup config). The
-embedded stack lives only as long as its run, so it needs no halt.
+embedded stack lives only as long as its run, so it needs no halt. Container faults the database
+records as in force are undone through the engine; with --kubernetes NAMESPACE, every pod fault
+annotated in that namespace is undone too.
 
 Exit status: 0 every agent and service answered (or none is known); 1 one could not be halted.";
 
@@ -88,6 +90,9 @@ pub struct HaltArgs {
     /// Bearer token of the agents' control APIs.
     #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Also undo every pod fault annotated in this Kubernetes namespace, whoever applied it.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub kubernetes: Option<String>,
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {
@@ -228,6 +233,14 @@ async fn halt_containers(store: &Store) -> anyhow::Result<()> {
 }
 
 pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
+    if let Some(namespace) = &args.kubernetes {
+        let cluster = controller::kubernetes::Cluster::connect(namespace).await?;
+        let undone = cluster.sweep(None).await?;
+        out!(
+            "kubernetes: {} pod fault(s) undone in namespace {namespace}",
+            undone.len()
+        );
+    }
     let mut agents: BTreeSet<String> = args
         .agents
         .iter()

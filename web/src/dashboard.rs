@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller::clock::now_ms;
-use controller::docker::{ContainerLeases, Engine};
+use controller::docker::{ContainerLeases, Deployment, Engine};
 use controller::lease::ContainerStack;
 use controller::store::Store;
 use controller::target::ServiceId;
@@ -20,7 +20,7 @@ use crate::app::{AppState, router};
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::Operations;
-use crate::operations::embedded::EmbeddedOperations;
+use crate::operations::embedded::{EmbeddedOperations, Orchestrator};
 
 /// Loopback, port 8080.
 pub const DEFAULT_BIND: SocketAddr =
@@ -47,14 +47,16 @@ pub struct DashboardConfig {
     /// The compose project the external testbed runs as, on a reachable engine: container faults on the
     /// game-day page and in runs, per-container stats. `None`: no engine is used.
     pub compose: Option<ComposeProject>,
+    /// The orchestrator the external testbed runs on (Swarm, Kubernetes): its pod faults and replica changes.
+    pub orchestrator: Orchestrator,
 }
 
-/// A compose project on a Docker Engine the dashboard reaches.
+/// A compose project (or a swarm stack) on a Docker Engine the dashboard reaches.
 #[derive(Debug, Clone)]
 pub struct ComposeProject {
     pub engine: Engine,
-    /// The project's name (`com.docker.compose.project` on its containers).
-    pub project: String,
+    /// Which containers: the project's (`com.docker.compose.project` on them) or the stack's tasks.
+    pub deployment: Deployment,
 }
 
 /// How often the dashboard sweeps for container faults whose lease has run out.
@@ -81,6 +83,7 @@ impl Default for DashboardConfig {
             external: None,
             head_read_timeout: serving::HEADER_READ_TIMEOUT,
             compose: None,
+            orchestrator: Orchestrator::default(),
         }
     }
 }
@@ -171,14 +174,19 @@ impl RunningDashboard {
                 sweep = Some(leases.spawn_watchdog(LEASE_SWEEP_PERIOD));
                 Some(ContainerStack {
                     leases,
-                    project: compose.project,
+                    deployment: compose.deployment,
                 })
             }
             None => None,
         };
-        let operations =
-            EmbeddedOperations::with_containers(store.clone(), testbed, hub.clone(), containers)
-                .await?;
+        let operations = EmbeddedOperations::orchestrated(
+            store.clone(),
+            testbed,
+            hub.clone(),
+            containers,
+            config.orchestrator,
+        )
+        .await?;
         let mut feeds = operations.spawn_live_feeds();
         feeds.extend(sweep);
         let state = AppState {

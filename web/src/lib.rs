@@ -28,3 +28,4 @@ mod ws_origin_tests;
 
 pub use app::{AppState, router};
 pub use dashboard::{ComposeProject, DashboardConfig, ExternalTestbed, RunningDashboard};
+pub use operations::embedded::Orchestrator;

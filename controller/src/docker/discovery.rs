@@ -47,13 +47,26 @@ impl StackContainer {
         self.addresses.values().next().copied()
     }
 
+    /// A compose container from the engine's summary; `None` without a compose service label.
     fn from_summary(summary: ContainerSummary) -> Option<StackContainer> {
+        StackContainer::from_labelled(summary, |labels| {
+            let service = labels.get(SERVICE_LABEL)?.clone();
+            let number = labels
+                .get(NUMBER_LABEL)
+                .and_then(|number| number.parse().ok())
+                .unwrap_or(1);
+            Some((service, number))
+        })
+    }
+
+    /// A container from the engine's summary, its service and replica number read from its labels by
+    /// `service_of` (`None`: not one of the stack's).
+    pub(super) fn from_labelled(
+        summary: ContainerSummary,
+        service_of: impl FnOnce(&HashMap<String, String>) -> Option<(String, u32)>,
+    ) -> Option<StackContainer> {
         let labels = summary.labels.unwrap_or_default();
-        let service = labels.get(SERVICE_LABEL)?.clone();
-        let number = labels
-            .get(NUMBER_LABEL)
-            .and_then(|number| number.parse().ok())
-            .unwrap_or(1);
+        let (service, number) = service_of(&labels)?;
         let name = summary
             .names
             .unwrap_or_default()
@@ -119,7 +132,7 @@ impl Engine {
             .collect();
         if replicas.is_empty() {
             return Err(DockerError::NoSuchService {
-                project: project.to_owned(),
+                deployment: super::Deployment::Compose(project.to_owned()),
                 service: service.to_owned(),
             });
         }

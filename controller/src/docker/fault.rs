@@ -3,8 +3,8 @@
 //! | action | applied as | undone by |
 //! |---|---|---|
 //! | `pause` | freeze every process (cgroup freezer) | unpause |
-//! | `stop` | SIGTERM, SIGKILL after the grace period | start |
-//! | `kill` | one signal (default SIGKILL) | start, when the signal ended it |
+//! | `stop` | SIGTERM, SIGKILL after the grace period | start (a swarm task's: nothing, swarm replaces it) |
+//! | `kill` | one signal (default SIGKILL) | start, when the signal ended it (a swarm task's: nothing) |
 //! | `restart` | stop then start | nothing to undo (the lease only bounds the step) |
 //! | `disconnect` | detach from one network: every packet to and from it is lost | reconnect with its aliases |
 //! | `net_delay` | `tc netem delay` on its interfaces (see [`super::netem`]) | `tc qdisc del` |
@@ -269,6 +269,12 @@ impl Engine {
         let docker = &self.docker;
         let result = match action {
             ContainerAction::Pause => docker.unpause_container(container).await,
+            // A swarm task's container is not started again: its orchestrator has put a new task in its slot.
+            ContainerAction::Stop | ContainerAction::Kill { .. }
+                if self.is_swarm_task(container).await? =>
+            {
+                Ok(())
+            }
             ContainerAction::Stop | ContainerAction::Kill { .. } => {
                 docker
                     .start_container(container, None::<StartContainerOptions<String>>)

@@ -32,8 +32,8 @@ pub struct ContainerLeases {
     owner: Arc<str>,
 }
 
-/// `host/pid/random`: tells which controller applied a fault.
-fn owner_name() -> String {
+/// `host/pid/random`: tells which controller applied a fault (a container fault's record, a pod fault's annotation).
+pub fn owner_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname")
         .ok()
         .map(|name| name.trim().to_owned())
@@ -44,16 +44,22 @@ fn owner_name() -> String {
 }
 
 fn lease_ms(lease: Duration) -> Result<i64, DockerError> {
+    checked_lease_ms(lease).map_err(|message| DockerError::Invalid {
+        field: "lease".into(),
+        message,
+    })
+}
+
+/// A lease's length in ms when it is within [`MIN_LEASE`]..=[`MAX_LEASE`] (a container's, a pod's), else why
+/// not.
+pub fn checked_lease_ms(lease: Duration) -> Result<i64, String> {
     if lease < MIN_LEASE || lease > MAX_LEASE {
-        return Err(DockerError::Invalid {
-            field: "lease".into(),
-            message: format!(
-                "{} is outside {}..={}",
-                humantime::format_duration(lease),
-                humantime::format_duration(MIN_LEASE),
-                humantime::format_duration(MAX_LEASE)
-            ),
-        });
+        return Err(format!(
+            "{} is outside {}..={}",
+            humantime::format_duration(lease),
+            humantime::format_duration(MIN_LEASE),
+            humantime::format_duration(MAX_LEASE)
+        ));
     }
     Ok(lease.as_millis() as i64)
 }

@@ -1,6 +1,7 @@
 //! The Docker Engine through bollard on its unix socket: the compose stack's containers found by their labels
 //! ([`discovery`]), container-level faults ([`fault`]) held under leases recorded in the store ([`lease`]), and
-//! per-container CPU, memory and network sampled from the engine's stats ([`stats`]).
+//! per-container CPU, memory and network sampled from the engine's stats ([`stats`]). A swarm stack's task
+//! containers are found the same way by swarm's labels ([`swarm`]); [`Deployment`] says which of the two.
 //!
 //! Only this module talks to the engine; nothing else of Tolerant needs one. An engine that does not answer is
 //! [`DockerError::Unreachable`], naming the socket.
@@ -14,6 +15,7 @@ pub mod fault;
 pub mod lease;
 pub mod netem;
 pub mod stats;
+pub mod swarm;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +36,32 @@ pub const PROJECT_LABEL: &str = "com.docker.compose.project";
 pub const SERVICE_LABEL: &str = "com.docker.compose.service";
 /// Which replica of its service a container is (1, 2, …).
 pub const NUMBER_LABEL: &str = "com.docker.compose.container-number";
+
+/// Which containers a run or the dashboard works on: a compose project's, or a swarm stack's tasks on this
+/// node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deployment {
+    Compose(String),
+    Swarm(String),
+}
+
+impl Deployment {
+    /// The project's or the stack's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Deployment::Compose(name) | Deployment::Swarm(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for Deployment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Deployment::Compose(project) => write!(f, "compose project `{project}`"),
+            Deployment::Swarm(stack) => write!(f, "swarm stack `{stack}`"),
+        }
+    }
+}
 
 /// API version the client starts from (Docker Engine 20.10).
 const FLOOR_API: ClientVersion = ClientVersion {
@@ -58,8 +86,11 @@ pub enum DockerError {
         #[source]
         source: bollard::errors::Error,
     },
-    #[error("compose project `{project}`: no container of service `{service}`")]
-    NoSuchService { project: String, service: String },
+    #[error("{deployment}: no container of service `{service}`")]
+    NoSuchService {
+        deployment: Deployment,
+        service: String,
+    },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
     /// The container (its capabilities, its image, the host's kernel) cannot take this fault.
@@ -111,6 +142,17 @@ impl Engine {
     /// The socket this engine was reached on.
     pub fn socket(&self) -> &str {
         &self.socket
+    }
+
+    /// Every container of `deployment`: a compose project's (running or not), a swarm stack's running tasks.
+    pub async fn containers(
+        &self,
+        deployment: &Deployment,
+    ) -> Result<Vec<StackContainer>, DockerError> {
+        match deployment {
+            Deployment::Compose(project) => self.stack(project).await,
+            Deployment::Swarm(stack) => self.swarm_stack(stack).await,
+        }
     }
 
     /// An engine error of `operation` on `container`, naming the socket.

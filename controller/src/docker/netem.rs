@@ -83,7 +83,7 @@ fn tc_refused(container: &str, output: &str) -> DockerError {
 }
 
 /// Whether an undo's `tc qdisc del` found nothing to delete (the fault is gone already).
-fn nothing_to_delete(output: &str) -> bool {
+pub(crate) fn nothing_to_delete(output: &str) -> bool {
     output.contains("No such file or directory")
         || output.contains("Cannot delete qdisc with handle of zero")
         || output.contains("Cannot find device")

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{DockerError, Engine, StackContainer};
+use super::{Deployment, DockerError, Engine, StackContainer};
 use crate::energy::CpuModel;
 use crate::store::ContainerSampleRecord;
 
@@ -126,10 +126,10 @@ pub fn samples_between(
 
 /// Where a [`StatsSampler`]'s readings come from: the engine, or a fake in tests.
 pub trait StatsSource: Send + Sync {
-    /// Every container of compose project `project`.
+    /// Every container of `deployment`.
     fn list(
         &self,
-        project: &str,
+        deployment: &Deployment,
     ) -> impl Future<Output = Result<Vec<StackContainer>, DockerError>> + Send;
     /// One reading of each running container of `containers`.
     fn read(
@@ -139,8 +139,8 @@ pub trait StatsSource: Send + Sync {
 }
 
 impl StatsSource for Engine {
-    async fn list(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
-        self.stack(project).await
+    async fn list(&self, deployment: &Deployment) -> Result<Vec<StackContainer>, DockerError> {
+        self.containers(deployment).await
     }
 
     async fn read(
@@ -156,9 +156,9 @@ impl StatsSource for Engine {
 pub enum Watched {
     /// These, throughout (a run's, found when it started).
     Fixed(Vec<StackContainer>),
-    /// Compose project `project`'s, listed at the first read and again every `relist` reads (replicas come
+    /// `project`'s (a compose project's or a swarm stack's), listed at the first read and again every `relist` reads (replicas come
     /// and go).
-    Project { project: String, relist: u32 },
+    Project { project: Deployment, relist: u32 },
 }
 
 /// The samples of the interval between two consecutive readings, and how long it lasted.

@@ -7,12 +7,12 @@ use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::DockerError;
 use super::discovery::{StackContainer, replica_of_container, replica_urls};
 use super::fault::ContainerAction;
 use super::stats::{
     ContainerReading, SampledInterval, StatsSampler, StatsSource, Watched, samples_between,
 };
+use super::{Deployment, DockerError};
 use crate::energy::CpuModel;
 
 fn reading(container: &str, cpu_ns: u64, rx_bytes: u64) -> ContainerReading {
@@ -181,8 +181,8 @@ struct FakeEngine {
 }
 
 impl StatsSource for FakeEngine {
-    async fn list(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
-        assert_eq!(project, "shop");
+    async fn list(&self, project: &Deployment) -> Result<Vec<StackContainer>, DockerError> {
+        assert_eq!(project, &Deployment::Compose("shop".into()));
         let listed = self.lists.fetch_add(1, Ordering::SeqCst) + 1;
         Ok((1..=listed)
             .map(|number| container("checkout", number, "running", None))
@@ -221,7 +221,7 @@ async fn the_sampler_reads_each_period_relists_when_due_and_survives_a_failed_re
         fail_read: 2,
     };
     let watched = Watched::Project {
-        project: "shop".into(),
+        project: Deployment::Compose("shop".into()),
         relist: 2,
     };
     let sampler = StatsSampler::new(engine.clone(), watched, CpuModel::for_cpus(2), 2);

@@ -11,7 +11,9 @@ use parking_lot::Mutex;
 use super::recorded;
 use super::renewal::{renewal_event, spawn_renewal};
 use crate::clock::now_ms;
-use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
+use crate::docker::{
+    ContainerAction, ContainerLeases, ContainerSampler, Deployment, DockerError, StackContainer,
+};
 use crate::spec::{ConditionFault, ExperimentSpec, PlannedRun};
 use crate::store::{ContainerSampleRecord, FaultCall, PutFault, RunEvent, RunEventRecord, RunId};
 use crate::task::OwnedTask;
@@ -30,11 +32,18 @@ pub enum ContainerFaultError {
 /// How often every container's stats are read.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 
-/// The compose project a runner works on, and the leases its container faults are held under.
+/// The compose project or swarm stack a runner works on, and the leases its container faults are held under.
 #[derive(Debug, Clone)]
 pub struct ContainerStack {
     pub leases: ContainerLeases,
-    pub project: String,
+    pub deployment: Deployment,
+}
+
+impl ContainerStack {
+    /// Its containers now (see [`crate::docker::Engine::containers`]).
+    pub async fn containers(&self) -> Result<Vec<StackContainer>, DockerError> {
+        self.leases.engine().containers(&self.deployment).await
+    }
 }
 
 /// The engine action of a container fault kind at `rate` (a `net_loss`'s loss probability); `None` for the
@@ -102,8 +111,8 @@ impl ContainerStack {
         events: &Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Result<ContainerRun, ContainerFaultError> {
         let engine = self.leases.engine().clone();
-        let stack = engine
-            .stack(&self.project)
+        let stack = self
+            .containers()
             .await
             .map_err(|error| ContainerFaultError::Stack(Box::new(error)))?;
         let sampler = ContainerSampler::start(engine, stack.clone(), SAMPLE_PERIOD);
@@ -120,14 +129,22 @@ impl ContainerStack {
         let Some(action) = action else {
             return Ok(started);
         };
+        // A service's name: every replica of it; a replica's label (`checkout#2`): that one.
+        let target = &spec.fault.target;
         let replicas: Vec<_> = stack
             .iter()
-            .filter(|container| spec.fault.target == container.service.as_str())
+            .filter(|container| {
+                if target.is_replica() {
+                    *target == container.replica().as_str()
+                } else {
+                    *target == container.service.as_str()
+                }
+            })
             .collect();
         if replicas.is_empty() {
             return Err(ContainerFaultError::Stack(Box::new(
                 DockerError::NoSuchService {
-                    project: self.project.clone(),
+                    deployment: self.deployment.clone(),
                     service: spec.fault.target.to_string(),
                 },
             )));

@@ -11,16 +11,18 @@
 mod drive;
 mod preflight;
 mod recorder;
+pub mod replicas;
 mod resume;
 mod scope;
 mod setup_error;
 mod stop;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use recorder::{Recording, RunRecorder, SampledLabels};
+pub use recorder::{JoinedLabels, Recording, RunRecorder, SampledLabels};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use setup_error::SetupError;
 pub use stop::StopMonitor;
@@ -29,7 +31,7 @@ use drive::{Driven, drive_load};
 use scope::{RunScope, ScopeEnd};
 
 use crate::clock::now_ms;
-use crate::lease::{ContainerStack, HeldBreakers};
+use crate::lease::{ContainerStack, HeldBreakers, PodStack};
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::observe::Observer;
 use crate::sources::PushInbox;
@@ -96,6 +98,14 @@ pub struct Runner {
     observer: Observer,
     /// The compose stack the testbed runs as, when it does: container faults and per-container samples.
     containers: Option<ContainerStack>,
+    /// The Kubernetes namespace the testbed runs in, when it does: pod faults.
+    pods: Option<PodStack>,
+    /// Replicas an orchestrator starts, stops or replaces while runs go (Swarm, Kubernetes): the changes, and
+    /// the roster its watch keeps (each run starts from the replicas running then).
+    replica_changes: Option<(
+        tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
+        Arc<parking_lot::Mutex<crate::roster::Roster>>,
+    )>,
 }
 
 impl Runner {
@@ -110,6 +120,40 @@ impl Runner {
             live_seconds: None,
             push_inbox: None,
             containers: None,
+            pods: None,
+            replica_changes: None,
+        }
+    }
+
+    /// Runs against the pods of a Kubernetes namespace: container fault kinds become their pod equivalents.
+    pub fn with_pods(mut self, pods: PodStack) -> Self {
+        self.pods = Some(pods);
+        self
+    }
+
+    /// Every run starts from the replicas `roster` runs then, and follows the ones `changes` announces while it
+    /// lasts: recorded as events, each new one's transitions collected under its label (see
+    /// `runner/replicas.rs`). The orchestrator's watch keeps both.
+    pub fn with_replica_changes(
+        mut self,
+        changes: tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
+        roster: Arc<parking_lot::Mutex<crate::roster::Roster>>,
+    ) -> Self {
+        self.replica_changes = Some((changes, roster));
+        self
+    }
+
+    /// The testbed as a run starts on it: its services as the orchestrator's roster has them now.
+    fn current_testbed(&self) -> Testbed {
+        match &self.replica_changes {
+            Some((_, roster)) => {
+                let running = roster.lock().running();
+                Testbed {
+                    services: crate::roster::current_services(&self.testbed.services, &running),
+                    ..self.testbed.clone()
+                }
+            }
+            None => self.testbed.clone(),
         }
     }
 
@@ -215,6 +259,7 @@ impl Runner {
     /// of `fault.lease`, renewed until the returned guard is restored or dropped.
     async fn prepare(
         &self,
+        testbed: &Testbed,
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
@@ -222,7 +267,7 @@ impl Runner {
         // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
-        for (name, url) in &self.testbed.services {
+        for (name, url) in &testbed.services {
             let offers = spec.offers_of(name.as_str());
             if offers.reset {
                 self.admin.reset(url).await?;
@@ -257,17 +302,27 @@ impl Runner {
         }
         // Checked before anything is reset, put or stored.
         let load = self.load_config(spec, planned)?;
-        let breakers = self.prepare(spec, planned).await?;
+        // Changes are taken from before the roster is read: none falls between the two.
+        let changes = (self.replica_changes.as_ref()).map(|(changes, _)| changes.subscribe());
+        let testbed = self.current_testbed();
+        let breakers = self.prepare(&testbed, spec, planned).await?;
         // Subscribed before the run exists, so a failure leaves no run behind (and restores the breakers).
         let mut scope = RunScope::open(
             &self.admin,
-            &self.testbed,
+            &testbed,
             &|name| spec.offers_of(name),
             &self.observer,
             self.push_inbox.as_ref(),
         )
         .await?;
         scope.hold_breakers(breakers);
+        if let Some(changes) = changes {
+            let follows = replicas::ServiceFollows::new(
+                testbed.services.iter().map(|(label, _)| label),
+                &|name| spec.offers_of(name),
+            );
+            scope.follow_replicas(changes, follows);
+        }
         // Foreign breakers: a baseline scrape of every source before the run exists.
         scope.follow_foreign(&spec.sources).await?;
         let run = self
@@ -284,7 +339,7 @@ impl Runner {
         // From here the run exists: whatever ends the body, a panic included, ends the scope (fault
         // removed first) and the run is stored.
         let body = crate::panic::caught(self.run_body(
-            &mut scope, spec, load, experiment, planned, run, total, progress,
+            &mut scope, &testbed, spec, load, experiment, planned, run, total, progress,
         ))
         .await;
         let ended = crate::panic::caught(scope.end()).await;
@@ -401,6 +456,7 @@ impl Runner {
     async fn run_body(
         &self,
         scope: &mut RunScope,
+        testbed: &Testbed,
         spec: &ExperimentSpec,
         load: LoadConfig,
         experiment: ExperimentId,
@@ -415,10 +471,14 @@ impl Runner {
             if let Err(reason) = scope.begin_containers(stack, spec, planned, run).await {
                 abort_reason = Some(reason.to_string());
             }
+        } else if let Some(pods) = &self.pods {
+            if let Err(reason) = scope.begin_pods(pods, spec, planned).await {
+                abort_reason = Some(reason.to_string());
+            }
         } else if injects && planned.condition.fault.name().is_container() {
             abort_reason = Some(format!(
-                "fault.kinds: `{}` acts on containers; run against the compose stack \
-                 (tolerant run --compose PROJECT)",
+                "fault.kinds: `{}` acts on containers; run against the compose stack, a swarm stack or \
+                 a Kubernetes namespace (tolerant run --compose PROJECT, --swarm STACK, --kubernetes NAMESPACE)",
                 planned.condition.fault.name().as_str()
             ));
         }
@@ -439,7 +499,7 @@ impl Runner {
                 abort_reason = Some(reason.to_string());
             }
         }
-        scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
+        scope.start_sampler(testbed, &|name| spec.offers_of(name));
         // A scheduled fault counts its periods from here, as the load counts its seconds.
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
             scope.schedule_fault(

@@ -50,6 +50,24 @@ struct Wanted {
     since_ms: i64,
     streams: BTreeSet<ServiceId>,
     sampling: Option<(Instant, SampledLabels)>,
+    /// Labels whose pools are kept besides the sampled ones: replicas that joined the run.
+    joined_pools: Vec<ServiceId>,
+}
+
+/// Labels that join a run after its recorder started (a replica an orchestrator started or replaced): their
+/// transitions, and their pools if asked, are the run's from then on.
+#[derive(Debug, Clone)]
+pub struct JoinedLabels(Arc<Mutex<Wanted>>);
+
+impl JoinedLabels {
+    /// Keeps `label`'s transitions from now on, and its pool (and `/metrics`) in the samples when `pool`.
+    pub fn add(&self, label: ServiceId, pool: bool) {
+        let mut wanted = self.0.lock();
+        if pool && !wanted.joined_pools.contains(&label) {
+            wanted.joined_pools.push(label.clone());
+        }
+        wanted.streams.insert(label);
+    }
 }
 
 /// What a run's recorder kept, once stopped.
@@ -90,6 +108,7 @@ impl RunRecorder {
             since_ms,
             streams,
             sampling: None,
+            joined_pools: Vec::new(),
         }));
         let stop = CancellationToken::new();
         let reader = {
@@ -151,6 +170,11 @@ impl RunRecorder {
             reader,
             pushed,
         }
+    }
+
+    /// Where labels that join the run later are added.
+    pub fn joined(&self) -> JoinedLabels {
+        JoinedLabels(Arc::clone(&self.wanted))
     }
 
     /// Keeps one sample a second from now on, of `labels` (see the module documentation).
@@ -254,7 +278,12 @@ fn keep(wanted: &Wanted, received: Received) -> Kept {
         },
         Observation::Sample(sample) => match &wanted.sampling {
             Some((from, labels)) => match second_of(*from, sample.at) {
-                Some(second) => Kept::Sample(collector_sample(&sample, labels, second)),
+                Some(second) => Kept::Sample(collector_sample(
+                    &sample,
+                    labels,
+                    &wanted.joined_pools,
+                    second,
+                )),
                 None => Kept::Nothing,
             },
             None => Kept::Nothing,
@@ -284,9 +313,14 @@ fn agent_record(seen: AgentObservation) -> Option<RunEventRecord> {
     })
 }
 
-/// The run's figures of one sample: the cart sizes of `labels.cart`, the pools summed over `labels.pools` (and
-/// each pool and `/metrics` kept by label in `extra`), the energy of the interval.
-fn collector_sample(sample: &Sample, labels: &SampledLabels, second: u64) -> CollectorSample {
+/// The run's figures of one sample: the cart sizes of `labels.cart`, the pools summed over `labels.pools` and
+/// `joined` (each pool and `/metrics` kept by label in `extra`), the energy of the interval.
+fn collector_sample(
+    sample: &Sample,
+    labels: &SampledLabels,
+    joined: &[ServiceId],
+    second: u64,
+) -> CollectorSample {
     let mut collected = CollectorSample {
         second,
         energy_joules: sample.energy.map(|e| e.joules),
@@ -303,7 +337,8 @@ fn collector_sample(sample: &Sample, labels: &SampledLabels, second: u64) -> Col
     let mut pools = Map::new();
     let mut metrics = Map::new();
     let (mut in_flight, mut queued, mut seen) = (0u64, 0u64, false);
-    for label in &labels.pools {
+    let joined = joined.iter().filter(|label| !labels.pools.contains(label));
+    for label in labels.pools.iter().chain(joined) {
         let Some(target) = sample.of(label.as_str()) else {
             continue;
         };
@@ -330,6 +365,35 @@ fn collector_sample(sample: &Sample, labels: &SampledLabels, second: u64) -> Col
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replica that joined the run (an orchestrator's new task or pod): its transitions are the run's from then
+    /// on, and its pool is in the samples beside the sampled ones.
+    #[test]
+    fn a_joined_replica_is_recorded_like_the_labels_the_run_began_with() {
+        let label = |name: &str| ServiceId::new(name).unwrap();
+        let wanted = Arc::new(Mutex::new(Wanted {
+            since_ms: 0,
+            streams: BTreeSet::from([label("checkout")]),
+            sampling: None,
+            joined_pools: Vec::new(),
+        }));
+        let transition = |target: &str| {
+            let text = r#"{"service":"checkout","breaker":"checkout->payment","from":"closed","to":"open",
+                "reason":"forced","detail":{},"at_ms":5,"seq":1,"shadow":false}"#;
+            Received::Observation(Observation::Transition {
+                target: label(target),
+                event: serde_json::from_str(text).unwrap(),
+            })
+        };
+        let kept = |received| matches!(keep(&wanted.lock(), received), Kept::Transition(_));
+        assert!(kept(transition("checkout")));
+        assert!(!kept(transition("checkout#2")));
+        let joined = JoinedLabels(Arc::clone(&wanted));
+        joined.add(label("checkout#2"), true);
+        joined.add(label("checkout#2"), true);
+        assert!(kept(transition("checkout#2")));
+        assert_eq!(wanted.lock().joined_pools, [label("checkout#2")]);
+    }
 
     #[test]
     fn a_sample_closes_the_second_before_the_one_it_was_taken_in() {

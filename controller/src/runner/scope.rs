@@ -1,7 +1,8 @@
 //! A run as a scope: everything one run starts — its watch on the observer (the transition and agent streams,
 //! the foreign breaker sources, the once-a-second samples) and the recorder that keeps what the observer sees, the
-//! fault and its lease renewal, the container fault, the leased breaker config — is owned by one [`RunScope`],
-//! and ending the scope is the one place a run's end is decided.
+//! replicas an orchestrator starts or replaces meanwhile (added to and taken from that watch), the fault and its
+//! lease renewal, the container or pod fault, the leased breaker config — is owned by one [`RunScope`], and
+//! ending the scope is the one place a run's end is decided.
 //!
 //! [`RunScope::end`] removes the fault first (renewal and any schedule stopped, then `DELETE`), then stops the
 //! recorder (once the agent reported the removal, or a second passed), gives the watch back and hands back what
@@ -21,10 +22,15 @@ use tokio::time::Instant;
 
 use super::RunnerError;
 use super::recorder::{RunRecorder, SampledLabels};
+use super::replicas::{ReplicaFollower, ServiceFollows};
 use super::setup_error::SetupError;
 use crate::energy::EnergySource;
-use crate::lease::{AppliedFault, ContainerRun, ContainerStack, HeldBreakers, recorded};
+use crate::lease::{
+    AppliedFault, ContainerRun, ContainerStack, HeldBreakers, PodRun, PodStack, container_action,
+    recorded,
+};
 use crate::observe::{Follows, Observer, StreamUnavailable, Target, Watch};
+use crate::roster::ReplicaChange;
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, Offers, PlannedRun, SourceSpec};
 use crate::store::{
@@ -66,7 +72,7 @@ impl Default for ScopeEnd {
     }
 }
 
-/// What one run started; see the module documentation. Fields drop in this order: the container fault is
+/// What one run started; see the module documentation. Fields drop in this order: the container or pod fault is
 /// undone, then the agent's fault removed, then the breaker config restored.
 pub struct RunScope {
     admin: AdminClient,
@@ -74,10 +80,15 @@ pub struct RunScope {
     fault_events: Arc<Mutex<Vec<RunEventRecord>>>,
     /// The compose stack's sampling and container fault, when the run is against it.
     containers: Option<ContainerRun>,
+    /// The pod fault, when the run is against Kubernetes.
+    pods: Option<PodRun>,
     fault: Option<AppliedFault>,
+    /// Replicas an orchestrator starts or replaces during the run: recorded, and followed through `watch`.
+    replicas: Option<ReplicaFollower>,
     recorder: Option<RunRecorder>,
-    /// What the run asks the observer to follow; given back when the scope ends.
-    watch: Option<Watch>,
+    /// What the run asks the observer to follow (shared with the replica follower); given back when the scope
+    /// ends.
+    watch: Option<Arc<Watch>>,
     observer: Observer,
     /// Whether the agent's stream is followed (an agent without one is no error, its account is just missing).
     agent_stream: Result<(), StreamUnavailable>,
@@ -131,9 +142,11 @@ impl RunScope {
             agent_url: testbed.agent.clone(),
             fault_events: Arc::new(Mutex::new(Vec::new())),
             containers: None,
+            pods: None,
             fault: None,
+            replicas: None,
             recorder: Some(recorder),
-            watch: Some(watch),
+            watch: Some(Arc::new(watch)),
             observer: observer.clone(),
             agent_stream,
             energy_source: None,
@@ -145,6 +158,26 @@ impl RunScope {
     /// the restore's transitions are not the run's).
     pub fn hold_breakers(&mut self, breakers: HeldBreakers) {
         self.breakers = Some(breakers);
+    }
+
+    /// Follows the replicas `changes` announces until the scope ends (see [`super::replicas`]): each change
+    /// recorded, a new replica followed through the run's watch (for what `follows` says of its service), a gone
+    /// one given back.
+    pub fn follow_replicas(
+        &mut self,
+        changes: tokio::sync::broadcast::Receiver<ReplicaChange>,
+        follows: ServiceFollows,
+    ) {
+        let (Some(watch), Some(recorder)) = (&self.watch, &self.recorder) else {
+            return;
+        };
+        self.replicas = Some(ReplicaFollower::start(
+            changes,
+            Arc::clone(watch),
+            recorder.joined(),
+            follows,
+            Arc::clone(&self.fault_events),
+        ));
     }
 
     /// Follows the foreign breakers of every `[[sources]]` Prometheus entry until the scope ends: a baseline
@@ -172,6 +205,22 @@ impl RunScope {
     ) -> Result<(), SetupError> {
         let started = stack.begin(spec, planned, run, &self.fault_events).await?;
         self.containers = Some(started);
+        Ok(())
+    }
+
+    /// For a container fault kind, applies its pod equivalent to the target's ready pods (undone first when the
+    /// scope ends, or on drop). The error says why it is not on.
+    pub async fn begin_pods(
+        &mut self,
+        stack: &PodStack,
+        spec: &ExperimentSpec,
+        planned: &PlannedRun,
+    ) -> Result<(), SetupError> {
+        let action = container_action(planned.condition.fault, planned.condition.fault_rate);
+        let started = stack
+            .begin(spec, planned, action, &self.fault_events)
+            .await?;
+        self.pods = Some(started);
         Ok(())
     }
 
@@ -267,6 +316,9 @@ impl RunScope {
             Some(started) => started.end(&self.fault_events).await,
             None => Vec::new(),
         };
+        if let Some(pods) = self.pods.take() {
+            pods.end(&self.fault_events).await;
+        }
         let mut panics = Vec::new();
         let removed = match self.fault.take() {
             Some(fault) => {
@@ -276,6 +328,12 @@ impl RunScope {
             }
             None => None,
         };
+        // Replicas stop being taken on before the recording ends (what they sent until now is kept).
+        if let Some(replicas) = self.replicas.take() {
+            panics.extend(
+                (replicas.stop().await).map(|message| format!("replica follower: {message}")),
+            );
+        }
         let recording = match (self.recorder.take(), &removed, &self.agent_stream) {
             // The removal is sent on the agent's stream after the DELETE answered.
             (Some(recorder), Some(fault_id), Ok(())) => {

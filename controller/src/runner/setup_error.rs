@@ -3,7 +3,7 @@
 //! stored abort reason and the logs show. The engine's errors are boxed: they are large, and a runner's
 //! error that holds one is returned everywhere.
 
-use crate::lease::ContainerFaultError;
+use crate::lease::{ContainerFaultError, PodFaultError};
 use crate::observe::{ScrapeError, StreamUnavailable};
 use crate::testbed::AdminError;
 
@@ -23,6 +23,9 @@ pub enum SetupError {
     /// did not go on one of its replicas.
     #[error(transparent)]
     Containers(#[from] ContainerFaultError),
+    /// The pod fault did not go on one of the target's replicas (or the pods could not be listed).
+    #[error(transparent)]
+    Pods(#[from] PodFaultError),
 }
 
 #[cfg(test)]
@@ -45,7 +48,7 @@ mod tests {
 
     fn no_such_service() -> DockerError {
         DockerError::NoSuchService {
-            project: "shop".into(),
+            deployment: crate::docker::Deployment::Compose("shop".into()),
             service: "payment".into(),
         }
     }

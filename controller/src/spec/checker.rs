@@ -29,14 +29,14 @@ impl<'a> Checker<'a> {
     }
 
     /// A service's name as written (surrounding blanks trimmed), checked by [`ServiceId`]. A replica's label
-    /// (`checkout#2`) is refused: replicas are found by `--compose`, a spec names their service.
+    /// (`checkout#2`) is refused: replicas are found by `--compose`, `--swarm` or `--kubernetes`, a spec names
+    /// their service.
     pub(crate) fn service_id(
         &self,
         field: &str,
         value: &Spanned<String>,
     ) -> Result<ServiceId, SpecError> {
-        let id = ServiceId::new(value.get_ref().trim())
-            .map_err(|error| self.error(field, value.span(), error.to_string()))?;
+        let id = self.replica_id(field, value)?;
         if id.is_replica() {
             return Err(self.error(
                 field,
@@ -48,6 +48,16 @@ impl<'a> Checker<'a> {
             ));
         }
         Ok(id)
+    }
+
+    /// A service's name or one replica's label (`checkout#2`: a container fault on that replica only).
+    pub(crate) fn replica_id(
+        &self,
+        field: &str,
+        value: &Spanned<String>,
+    ) -> Result<ServiceId, SpecError> {
+        ServiceId::new(value.get_ref().trim())
+            .map_err(|error| self.error(field, value.span(), error.to_string()))
     }
 
     /// A name as written (blanks trimmed): 1 to 64 letters, digits, `-` or `_`.

@@ -40,7 +40,9 @@ pub use records::{
 };
 pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};
 pub use run_events::{
-    AgentReport, BreakerHoldFailure, FaultCall, PutFault, RunEvent, RunEventKind, RunEventRecord,
+    AgentReport, BreakerHoldFailure, FaultCall, PutFault, ReplicaEvent, ReplicaGone,
+    ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent, RunEventKind,
+    RunEventRecord,
 };
 
 /// Default database: a SQLite file in the working directory.

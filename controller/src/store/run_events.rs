@@ -1,6 +1,7 @@
 //! A run's event log (the table `fault_events`): what the runner did to the run's fault, what the agent said
-//! about it, and what else failed around it (the run's leased breaker config, a container's stats). Each of those
-//! has its own type; [`RunEvent`] is one of them.
+//! about it, what else failed around it (the run's leased breaker config, a container's stats), and the replicas
+//! an orchestrator started, stopped or replaced meanwhile. Each of those has its own type; [`RunEvent`] is one of
+//! them.
 //!
 //! Stored as two texts, the ones every earlier version wrote: the event's name ([`RunEventKind::as_str`]) and its
 //! detail as a JSON object with its keys sorted ([`RunEvent::detail_json`]). Reading takes the name, then the
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::docker::ContainerAction;
+use crate::kubernetes::fault::PodAction;
 
 /// One entry of a run's event log.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +36,67 @@ pub enum RunEvent {
     BreakerHold(BreakerHoldFailure),
     /// A container's stats could not be read (the run against the compose stack).
     ContainerStatsFailed { error: String },
+    /// An orchestrator's replica came, went or was replaced during the run (Swarm, Kubernetes).
+    Replica(ReplicaEvent),
+}
+
+/// What happened to a replica during a run, under its label (`checkout#2`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplicaEvent {
+    /// The orchestrator started a replica under a new label (followed from then on).
+    Added(ReplicaSeen),
+    /// A replica stopped running or being ready.
+    Removed(ReplicaGone),
+    /// A new replica took the label of one that was gone (a dead task's slot, a deleted pod's number).
+    Replaced(ReplicaReplacement),
+    /// A replica that joined during the run: its transition stream is up.
+    Followed(ReplicaStream),
+    /// A replica that joined during the run whose transition stream did not open in time.
+    FollowFailed(ReplicaStreamFailed),
+}
+
+/// A replica now running: its label, its instance (task or pod name) and base URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaSeen {
+    pub replica: String,
+    pub instance: String,
+    pub url: String,
+}
+
+/// A replica gone: its label and the instance that held it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaGone {
+    pub replica: String,
+    pub instance: String,
+}
+
+/// A label taken over: the instance that held it before, the one now, and its base URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaReplacement {
+    pub replica: String,
+    pub previous: String,
+    pub instance: String,
+    pub url: String,
+}
+
+/// A replica's transition stream, followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaStream {
+    pub replica: String,
+    pub url: String,
+}
+
+/// A replica's transition stream that did not open, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaStreamFailed {
+    pub replica: String,
+    pub url: String,
+    pub error: String,
 }
 
 /// A fault the runner put on.
@@ -48,6 +111,12 @@ pub enum PutFault {
     Container {
         container: String,
         action: ContainerAction,
+    },
+    /// A pod fault on one pod, the replica it is (`checkout#2`).
+    Pod {
+        pod: String,
+        replica: String,
+        action: PodAction,
     },
 }
 
@@ -126,11 +195,21 @@ pub enum RunEventKind {
     BreakersRenewFailed,
     #[serde(rename = "breakers:restore_failed")]
     BreakersRestoreFailed,
+    #[serde(rename = "replica:added")]
+    ReplicaAdded,
+    #[serde(rename = "replica:removed")]
+    ReplicaRemoved,
+    #[serde(rename = "replica:replaced")]
+    ReplicaReplaced,
+    #[serde(rename = "replica:followed")]
+    ReplicaFollowed,
+    #[serde(rename = "replica:follow_failed")]
+    ReplicaFollowFailed,
 }
 
 impl RunEventKind {
     /// Every kind, for reading stored text back.
-    pub const ALL: [RunEventKind; 15] = [
+    pub const ALL: [RunEventKind; 20] = [
         RunEventKind::Applied,
         RunEventKind::ApplyFailed,
         RunEventKind::Renewed,
@@ -146,6 +225,11 @@ impl RunEventKind {
         RunEventKind::AgentStreamUnavailable,
         RunEventKind::BreakersRenewFailed,
         RunEventKind::BreakersRestoreFailed,
+        RunEventKind::ReplicaAdded,
+        RunEventKind::ReplicaRemoved,
+        RunEventKind::ReplicaReplaced,
+        RunEventKind::ReplicaFollowed,
+        RunEventKind::ReplicaFollowFailed,
     ];
 
     /// The stored (and serialised) name.
@@ -166,6 +250,11 @@ impl RunEventKind {
             RunEventKind::AgentStreamUnavailable => "agent:stream_unavailable",
             RunEventKind::BreakersRenewFailed => "breakers:renew_failed",
             RunEventKind::BreakersRestoreFailed => "breakers:restore_failed",
+            RunEventKind::ReplicaAdded => "replica:added",
+            RunEventKind::ReplicaRemoved => "replica:removed",
+            RunEventKind::ReplicaReplaced => "replica:replaced",
+            RunEventKind::ReplicaFollowed => "replica:followed",
+            RunEventKind::ReplicaFollowFailed => "replica:follow_failed",
         }
     }
 
@@ -222,6 +311,13 @@ impl RunEvent {
                 RunEventKind::BreakersRestoreFailed
             }
             RunEvent::ContainerStatsFailed { .. } => RunEventKind::StatsFailed,
+            RunEvent::Replica(replica) => match replica {
+                ReplicaEvent::Added(_) => RunEventKind::ReplicaAdded,
+                ReplicaEvent::Removed(_) => RunEventKind::ReplicaRemoved,
+                ReplicaEvent::Replaced(_) => RunEventKind::ReplicaReplaced,
+                ReplicaEvent::Followed(_) => RunEventKind::ReplicaFollowed,
+                ReplicaEvent::FollowFailed(_) => RunEventKind::ReplicaFollowFailed,
+            },
         }
     }
 
@@ -236,6 +332,11 @@ impl RunEvent {
                 FaultCall::Applied(PutFault::Container { container, action }) => {
                     json!({ "container": container, "action": action })
                 }
+                FaultCall::Applied(PutFault::Pod {
+                    pod,
+                    replica,
+                    action,
+                }) => json!({ "pod": pod, "replica": replica, "action": action }),
                 FaultCall::ApplyFailed {
                     fault,
                     period,
@@ -259,6 +360,13 @@ impl RunEvent {
                 BreakerHoldFailure::RenewFailed { service, error }
                 | BreakerHoldFailure::RestoreFailed { service, error },
             ) => json!({ "service": service, "error": error }),
+            RunEvent::Replica(replica) => match replica {
+                ReplicaEvent::Added(seen) => json!(seen),
+                ReplicaEvent::Removed(gone) => json!(gone),
+                ReplicaEvent::Replaced(replacement) => json!(replacement),
+                ReplicaEvent::Followed(stream) => json!(stream),
+                ReplicaEvent::FollowFailed(failed) => json!(failed),
+            },
         }
     }
 
@@ -271,6 +379,18 @@ impl RunEvent {
                 let ContainerPut { container, action } = shaped(object)?;
                 RunEvent::Fault(FaultCall::Applied(PutFault::Container {
                     container,
+                    action,
+                }))
+            }
+            RunEventKind::Applied if object.contains_key("pod") => {
+                let PodPut {
+                    pod,
+                    replica,
+                    action,
+                } = shaped(object)?;
+                RunEvent::Fault(FaultCall::Applied(PutFault::Pod {
+                    pod,
+                    replica,
                     action,
                 }))
             }
@@ -320,6 +440,19 @@ impl RunEvent {
             RunEventKind::BreakersRestoreFailed => {
                 let ServiceError { service, error } = shaped(object)?;
                 RunEvent::BreakerHold(BreakerHoldFailure::RestoreFailed { service, error })
+            }
+            RunEventKind::ReplicaAdded => RunEvent::Replica(ReplicaEvent::Added(shaped(object)?)),
+            RunEventKind::ReplicaRemoved => {
+                RunEvent::Replica(ReplicaEvent::Removed(shaped(object)?))
+            }
+            RunEventKind::ReplicaReplaced => {
+                RunEvent::Replica(ReplicaEvent::Replaced(shaped(object)?))
+            }
+            RunEventKind::ReplicaFollowed => {
+                RunEvent::Replica(ReplicaEvent::Followed(shaped(object)?))
+            }
+            RunEventKind::ReplicaFollowFailed => {
+                RunEvent::Replica(ReplicaEvent::FollowFailed(shaped(object)?))
             }
             RunEventKind::AgentApplied
             | RunEventKind::AgentRenewed
@@ -424,4 +557,12 @@ struct ServiceError {
 struct ContainerPut {
     container: String,
     action: ContainerAction,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PodPut {
+    pod: String,
+    replica: String,
+    action: PodAction,
 }

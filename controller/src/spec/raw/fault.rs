@@ -97,7 +97,7 @@ pub(super) fn profiles(
 
 pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, SpecError> {
     // Checked against the services and `[targets]` once both are known (see `parse`).
-    let target = check.service_id("fault.target", &raw.target)?;
+    let target = check.replica_id("fault.target", &raw.target)?;
 
     let names: Vec<Spanned<FaultKindName>> = match (&raw.kind, &raw.kinds) {
         (Some(_), Some(kinds)) => {

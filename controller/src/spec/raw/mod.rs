@@ -159,10 +159,11 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         Some(raw_targets) => crate::spec::targets::targets(&check, raw_targets)?,
         None => Default::default(),
     };
-    // A fault names a Tolerant service, or with targets of your own any of them (the dependency behind the agent).
+    // A fault names a Tolerant service (every replica of it) or one replica's label (`checkout#2`, a container
+    // fault on that replica only), or with targets of your own any of them (the dependency behind the agent).
     if let Some(raw_fault) = &raw.fault {
         let target = &fault.target;
-        if !SERVICE_NAMES.contains(&target.as_str()) && !targets.contains_key(target) {
+        if !SERVICE_NAMES.contains(&target.service()) && !targets.contains_key(target) {
             return Err(check.error(
                 "fault.target",
                 raw_fault.get_ref().target.span(),

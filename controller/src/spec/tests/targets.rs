@@ -106,3 +106,16 @@ fn every_name_a_spec_gives_a_service_is_checked_by_the_one_service_id_rule() {
     assert_eq!(spec.load.target, "Shop.api");
     assert_eq!(spec.targets["Shop.api"], "http://127.0.0.1:9000");
 }
+
+/// A container fault may name one replica (`checkout#2`, on an orchestrator); the service must still be one.
+#[test]
+fn a_fault_may_target_one_replica_of_a_known_service() {
+    let fault = |target: &str| {
+        format!("{MINIMAL}\n[fault]\ntarget = \"{target}\"\nkind = \"kill\"\nrates = [1.0]\n")
+    };
+    let spec = ExperimentSpec::parse(&fault("checkout#2")).unwrap();
+    assert_eq!(spec.fault.target.as_str(), "checkout#2");
+    let (field, _, message) = error_of(&fault("nosuch#2"));
+    assert_eq!(field, "fault.target", "{message}");
+    assert!(message.contains("unknown target `nosuch#2`"), "{message}");
+}

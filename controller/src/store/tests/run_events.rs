@@ -108,6 +108,55 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
             r#"{"error":"no such container"}"#,
         ),
         (
+            call(FaultCall::Applied(PutFault::Pod {
+                pod: "checkout-7d4f9-abcde".into(),
+                replica: "checkout#2".into(),
+                action: crate::kubernetes::fault::PodAction::Kill {
+                    signal: "SIGTERM".into(),
+                },
+            })),
+            r#"{"action":{"action":"kill","signal":"SIGTERM"},"pod":"checkout-7d4f9-abcde","replica":"checkout#2"}"#,
+        ),
+        (
+            RunEvent::Replica(ReplicaEvent::Added(ReplicaSeen {
+                replica: "checkout#3".into(),
+                instance: "shop_checkout.3.x".into(),
+                url: "http://10.0.0.9:8080".into(),
+            })),
+            r#"{"instance":"shop_checkout.3.x","replica":"checkout#3","url":"http://10.0.0.9:8080"}"#,
+        ),
+        (
+            RunEvent::Replica(ReplicaEvent::Removed(ReplicaGone {
+                replica: "checkout#2".into(),
+                instance: "shop_checkout.2.old".into(),
+            })),
+            r#"{"instance":"shop_checkout.2.old","replica":"checkout#2"}"#,
+        ),
+        (
+            RunEvent::Replica(ReplicaEvent::Replaced(ReplicaReplacement {
+                replica: "checkout#2".into(),
+                previous: "shop_checkout.2.old".into(),
+                instance: "shop_checkout.2.new".into(),
+                url: "http://10.0.0.8:8080".into(),
+            })),
+            r#"{"instance":"shop_checkout.2.new","previous":"shop_checkout.2.old","replica":"checkout#2","url":"http://10.0.0.8:8080"}"#,
+        ),
+        (
+            RunEvent::Replica(ReplicaEvent::Followed(ReplicaStream {
+                replica: "checkout#2".into(),
+                url: "http://10.0.0.8:8080".into(),
+            })),
+            r#"{"replica":"checkout#2","url":"http://10.0.0.8:8080"}"#,
+        ),
+        (
+            RunEvent::Replica(ReplicaEvent::FollowFailed(ReplicaStreamFailed {
+                replica: "checkout#3".into(),
+                url: "http://10.0.0.9:8080".into(),
+                error: "not connected within 20s".into(),
+            })),
+            r#"{"error":"not connected within 20s","replica":"checkout#3","url":"http://10.0.0.9:8080"}"#,
+        ),
+        (
             agent(AgentEvent::Applied {
                 id: "experiment-1-run-2".into(),
                 fault: error_503(),

@@ -10,6 +10,7 @@ use controller::docker::discovery::replica_of_container;
 use controller::docker::{
     ContainerAction, ContainerLeases, DockerError, StackContainer, StatsSampler, Watched,
 };
+use controller::lease::ContainerStack;
 use controller::store::{ContainerSampleRecord, RunId};
 use controller::target::replica_label;
 
@@ -74,11 +75,11 @@ fn change(
 }
 
 impl EmbeddedOperations {
-    fn leases(&self) -> Result<(&ContainerLeases, &str), OperationError> {
+    fn leases(&self) -> Result<(&ContainerLeases, &ContainerStack), OperationError> {
         self.inner
             .containers
             .as_ref()
-            .map(|stack| (&stack.leases, stack.project.as_str()))
+            .map(|stack| (&stack.leases, stack))
             .ok_or_else(|| OperationError::Conflict(NO_ENGINE.into()))
     }
 
@@ -86,14 +87,9 @@ impl EmbeddedOperations {
         &self,
     ) -> Result<Option<Vec<ContainerLine>>, OperationError> {
         let Some(stack) = &self.inner.containers else {
-            return Ok(None);
+            return Ok(self.pod_lines());
         };
-        let containers = stack
-            .leases
-            .engine()
-            .stack(&stack.project)
-            .await
-            .map_err(engine_failed)?;
+        let containers = stack.containers().await.map_err(engine_failed)?;
         Ok(Some(
             containers
                 .into_iter()
@@ -112,18 +108,18 @@ impl EmbeddedOperations {
         &self,
         request: ContainerFaultRequest,
     ) -> Result<i64, OperationError> {
-        let (leases, project) = self.leases()?;
-        let containers = leases
-            .engine()
-            .stack(project)
-            .await
-            .map_err(engine_failed)?;
+        if let Some(pods) = &self.inner.orchestrator.pods {
+            return self.apply_pod_fault(pods, request).await;
+        }
+        let (leases, stack) = self.leases()?;
+        let containers = stack.containers().await.map_err(engine_failed)?;
         let container = containers
             .iter()
             .find(|container| container.replica() == request.replica)
             .ok_or_else(|| {
                 OperationError::Invalid(format!(
-                    "container: compose project `{project}` has no `{}` (one of {})",
+                    "container: {} has no `{}` (one of {})",
+                    stack.deployment,
                     request.replica,
                     containers
                         .iter()
@@ -181,6 +177,9 @@ impl EmbeddedOperations {
     }
 
     pub(super) async fn remove_container_fault(&self, id: i64) -> Result<(), OperationError> {
+        if self.inner.orchestrator.pods.is_some() {
+            return self.remove_pod_fault(id).await;
+        }
         let (leases, _) = self.leases()?;
         let row = self
             .inner
@@ -250,7 +249,7 @@ impl EmbeddedOperations {
             return;
         };
         let watched = Watched::Project {
-            project: stack.project.clone(),
+            project: stack.deployment.clone(),
             relist: RELIST_EVERY,
         };
         StatsSampler::for_this_machine(stack.leases.engine().clone(), watched)

@@ -16,6 +16,7 @@ mod board;
 mod containers;
 mod execution;
 mod gameday_load;
+mod pods;
 mod replay;
 mod results;
 mod sampling;
@@ -73,6 +74,22 @@ struct Inner {
     containers: Option<ContainerStack>,
     /// The game day's container faults in force: id → the task that undoes it at the end of its lease.
     container_faults: Mutex<BTreeMap<i64, AbortHandle>>,
+    /// The orchestrator the testbed runs on, when it does (Swarm, Kubernetes).
+    orchestrator: Orchestrator,
+    /// The game day's pod faults in force (on Kubernetes).
+    pod_faults: Mutex<pods::PodFaults>,
+}
+
+/// What an orchestrator gives the dashboard's runs: a Kubernetes namespace's pod faults, and the replica
+/// changes its watch sends with the roster it keeps (a run starts from the replicas running then and follows
+/// the ones that join). The caller keeps the watch and the sweep running.
+#[derive(Debug, Clone, Default)]
+pub struct Orchestrator {
+    pub pods: Option<controller::lease::PodStack>,
+    pub replicas: Option<(
+        tokio::sync::broadcast::Sender<controller::roster::ReplicaChange>,
+        Arc<Mutex<controller::roster::Roster>>,
+    )>,
 }
 
 /// The experiment being run: its task, and the token that ends it (the run in progress ends its scope).
@@ -166,6 +183,18 @@ impl EmbeddedOperations {
         hub: Hub,
         containers: Option<ContainerStack>,
     ) -> Result<Self, OperationError> {
+        Self::orchestrated(store, testbed, hub, containers, Orchestrator::default()).await
+    }
+
+    /// As [`EmbeddedOperations::with_containers`], on an orchestrator: runs use its pod faults and follow its
+    /// replicas.
+    pub async fn orchestrated(
+        store: Store,
+        testbed: Testbed,
+        hub: Hub,
+        containers: Option<ContainerStack>,
+        orchestrator: Orchestrator,
+    ) -> Result<Self, OperationError> {
         for experiment in store.experiments().await.map_err(store_failed)? {
             if experiment.status == Status::Running {
                 store
@@ -200,6 +229,8 @@ impl EmbeddedOperations {
                 game_day_load: Mutex::new(None),
                 containers,
                 container_faults: Mutex::new(BTreeMap::new()),
+                orchestrator,
+                pod_faults: Mutex::new(pods::PodFaults::default()),
             }),
         };
         operations.rearm_scheduled().await?;
@@ -237,10 +268,17 @@ impl EmbeddedOperations {
             .with_observer(self.inner.observer.clone())
             .with_push_inbox(self.inner.push_inbox.clone())
             .with_cancel(cancel);
-        match &self.inner.containers {
+        let mut runner = match &self.inner.containers {
             Some(containers) => runner.with_containers(containers.clone()),
             None => runner,
+        };
+        if let Some(pods) = &self.inner.orchestrator.pods {
+            runner = runner.with_pods(pods.clone());
         }
+        if let Some((changes, roster)) = &self.inner.orchestrator.replicas {
+            runner = runner.with_replica_changes(changes.clone(), Arc::clone(roster));
+        }
+        runner
     }
 
     fn publish_status(&self, id: i64, status: ExperimentStatus) {

@@ -2,10 +2,17 @@
 //! pool, breakers; Cart's sizes; the frontend's `/metrics`) and the agent's stream for as long as its feeds run,
 //! and publishes everything the observer sees to the hub — transitions (the testbed's and foreign breakers'),
 //! the agent's fault changes, and each sample as the live sample. A run in the same process watches through the
-//! same observer, so the testbed is followed and polled once whoever watches.
+//! same observer, so the testbed is followed and polled once whoever watches. On an orchestrator (Swarm,
+//! Kubernetes) the watch follows its replica changes: a new replica followed like the others, a replacement's
+//! label moved to its new address, a gone one given back.
+
+use std::sync::Arc;
 
 use agent::api::{AgentEvent, FaultKind, format_duration};
-use controller::observe::{Follows, Observation, Observations, Received, Target};
+use controller::observe::{Follows, Observation, Observations, Received, Target, Watch};
+use controller::roster::ReplicaChange;
+use controller::target::ServiceId;
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use super::sampling::LiveSampling;
@@ -20,27 +27,32 @@ impl EmbeddedOperations {
         let observer = &self.inner.observer;
         // Subscribed before anything is followed: nothing sent from the first connection on is missed.
         let observations = observer.subscribe();
-        let watch = observer.watch();
-        for (label, url) in &self.inner.testbed.services {
-            watch.follow(&Target {
-                label: label.clone(),
-                url: url.clone(),
-                follows: Follows {
-                    transitions: true,
-                    pool: true,
-                    breakers: true,
-                    cart: label == "cart",
-                    metrics: label == "frontend",
-                },
-            });
+        let watch = Arc::new(observer.watch());
+        // Changes taken from before the roster is read: none falls between the two.
+        let replicas = (self.inner.orchestrator.replicas.as_ref())
+            .map(|(changes, roster)| (changes.subscribe(), roster.lock().running()));
+        let services = match &replicas {
+            Some((_, running)) => {
+                controller::roster::current_services(&self.inner.testbed.services, running)
+            }
+            None => self.inner.testbed.services.clone(),
+        };
+        for (label, url) in services {
+            watch.follow(&live_target(label, url));
         }
         watch.follow_agent(&self.inner.testbed.agent);
         let operations = self.clone();
-        let mut tasks = vec![tokio::spawn(async move {
+        let mut tasks = vec![tokio::spawn({
             // Held while the feed runs: aborting the task gives the watch back.
-            let _watch = watch;
-            operations.publish_observations(observations).await;
+            let watch = Arc::clone(&watch);
+            async move {
+                let _watch = watch;
+                operations.publish_observations(observations).await;
+            }
         })];
+        if let Some((changes, _)) = replicas {
+            tasks.push(tokio::spawn(follow_replicas(changes, watch)));
+        }
         if self.inner.containers.is_some() {
             let operations = self.clone();
             tasks.push(tokio::spawn(async move {
@@ -72,6 +84,39 @@ impl EmbeddedOperations {
                     self.publish_sample(&mut live, &sample).await;
                 }
             }
+        }
+    }
+}
+
+/// What the live page follows of a testbed's service or replica.
+fn live_target(label: ServiceId, url: String) -> Target {
+    let follows = Follows {
+        transitions: true,
+        pool: true,
+        breakers: true,
+        cart: label == "cart",
+        metrics: label == "frontend",
+    };
+    Target {
+        label,
+        url,
+        follows,
+    }
+}
+
+/// Changes `watch` as the orchestrator's replicas change, until the changes end (or the task is aborted).
+async fn follow_replicas(mut changes: broadcast::Receiver<ReplicaChange>, watch: Arc<Watch>) {
+    loop {
+        match changes.recv().await {
+            Ok(ReplicaChange::Added { label, instance })
+            | Ok(ReplicaChange::Replaced {
+                label, instance, ..
+            }) => watch.follow(&live_target(label, instance.url)),
+            Ok(ReplicaChange::Removed { label, .. }) => watch.unfollow(&label),
+            Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                tracing::warn!(skipped, "the live page skipped replica changes");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
         }
     }
 }
@@ -133,6 +178,74 @@ fn fault_change(event: AgentEvent) -> Option<FaultChange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The live page's watch follows an orchestrator's replicas: a new one followed (stream and samples), a gone
+    /// one given back, a replacement followed under the same label.
+    #[tokio::test]
+    async fn the_live_watch_follows_replicas_as_they_come_and_go() {
+        let observer =
+            controller::observe::Observer::new(controller::testbed::AdminClient::new("t"));
+        let watch = Arc::new(observer.watch());
+        let (changes, receiver) = broadcast::channel(8);
+        let following = tokio::spawn(follow_replicas(receiver, Arc::clone(&watch)));
+        let label = ServiceId::new("checkout#2").unwrap();
+        // Nothing listens there: the observer keeps trying, which is all this needs.
+        let instance = |id: &str, port: u16| controller::roster::Instance {
+            service: "checkout".into(),
+            id: id.into(),
+            name: format!("shop_checkout.2.{id}"),
+            url: format!("http://127.0.0.1:{port}"),
+            slot: Some(2),
+        };
+        let followed = || async {
+            // The follower takes the change in its own task: give it a moment, bounded.
+            for _ in 0..200 {
+                tokio::task::yield_now().await;
+            }
+            observer.followed()
+        };
+        changes
+            .send(ReplicaChange::Added {
+                label: label.clone(),
+                instance: instance("a", 9),
+            })
+            .unwrap();
+        let (streams, sampled) = followed().await;
+        assert!(
+            streams.contains(&"breakers:checkout#2".to_owned()),
+            "{streams:?}"
+        );
+        assert!(sampled.contains(&"checkout#2".to_owned()), "{sampled:?}");
+        changes
+            .send(ReplicaChange::Replaced {
+                label: label.clone(),
+                previous: "shop_checkout.2.a".into(),
+                instance: instance("b", 10),
+            })
+            .unwrap();
+        let (streams, _) = followed().await;
+        assert_eq!(
+            (streams.iter())
+                .filter(|s| *s == "breakers:checkout#2")
+                .count(),
+            1,
+            "{streams:?}"
+        );
+        changes
+            .send(ReplicaChange::Removed {
+                label,
+                name: "shop_checkout.2.b".into(),
+            })
+            .unwrap();
+        let (streams, sampled) = followed().await;
+        assert!(
+            !streams.contains(&"breakers:checkout#2".to_owned()),
+            "{streams:?}"
+        );
+        assert!(!sampled.contains(&"checkout#2".to_owned()), "{sampled:?}");
+        drop(changes);
+        following.await.expect("the follower ends with its changes");
+    }
 
     fn fault_change_of(text: &str) -> Option<FaultChange> {
         fault_change(serde_json::from_str(text).expect("an agent event"))

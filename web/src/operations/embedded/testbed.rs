@@ -17,8 +17,14 @@ impl EmbeddedOperations {
     /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
         self.forget_container_faults();
+        self.forget_pod_faults();
         let containers_undone = match &self.inner.containers {
             Some(containers) => containers.leases.undo_all(now_ms()).await.map(|_| ()),
+            None => Ok(()),
+        };
+        // Every pod fault of the namespace, whoever applied it.
+        let pods_undone = match &self.inner.orchestrator.pods {
+            Some(pods) => pods.cluster.sweep(None).await.map(|_| ()),
             None => Ok(()),
         };
         self.inner
@@ -40,7 +46,10 @@ impl EmbeddedOperations {
             rate: 0.0,
             ..FaultChange::default()
         }));
-        let mut first_error = containers_undone.err().map(failed);
+        let mut first_error = containers_undone
+            .err()
+            .map(failed)
+            .or_else(|| pods_undone.err().map(failed));
         for (_, url) in &self.inner.testbed.services {
             if let Err(error) = self.inner.client.restore_breakers(url).await {
                 first_error.get_or_insert(failed(error));
