@@ -265,7 +265,7 @@ fn unplanned_end(
 ) -> Option<String> {
     let stopped = reason.is_some_and(|r| r.starts_with(STOP_CONDITION_REASON));
     match status {
-        Status::Failed => {}
+        Status::Failed | Status::Degraded => {}
         Status::Aborted if !stopped => {}
         _ => return None,
     }

@@ -469,20 +469,30 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<LoadConfig, load::LoadError> {
-        LoadConfig::try_from(LoadSettings {
-            target: self.testbed.frontend,
-            workload: match (&spec.load.custom, spec.load.mix) {
-                (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
-                (None, Mix::OnlineBoutique) => Workload::OnlineBoutique,
-            },
-            users: spec.load.users,
-            think_time: spec.think_time(),
-            rate: spec.load.rate,
-            timeout: spec.load.timeout,
-            warmup: spec.run_warmup(),
-            duration: spec.run_duration(),
-            seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        })
+        LoadConfig::try_from(load_settings(spec, planned.sequence, self.testbed.frontend))
+    }
+}
+
+/// The load of the run at plan position `sequence` against `target` (its own seed, derived from the spec's and
+/// the position): what the runner drives in-process and what each load worker builds its share from.
+pub fn load_settings(
+    spec: &ExperimentSpec,
+    sequence: usize,
+    target: std::net::SocketAddr,
+) -> LoadSettings {
+    LoadSettings {
+        target,
+        workload: match (&spec.load.custom, spec.load.mix) {
+            (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
+            (None, Mix::OnlineBoutique) => Workload::OnlineBoutique,
+        },
+        users: spec.load.users,
+        think_time: spec.think_time(),
+        rate: spec.load.rate,
+        timeout: spec.load.timeout,
+        warmup: spec.run_warmup(),
+        duration: spec.run_duration(),
+        seed: spec.seed ^ (sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
     }
 }
 
