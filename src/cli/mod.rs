@@ -6,6 +6,7 @@ mod compose;
 mod condition_table;
 mod controller;
 mod healthcheck;
+mod load_worker;
 pub(crate) mod output;
 mod results;
 mod serve;
@@ -44,6 +45,8 @@ pub enum Command {
     Halt(results::HaltArgs),
     /// Simulate a breaker on a virtual clock: totals with and without it, per second (no services needed).
     Simulate(simulate::SimulateArgs),
+    /// Drive a share of a controller's virtual users (a spec with `[load] workers`) and stream its seconds back.
+    LoadWorker(load_worker::LoadWorkerArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -67,6 +70,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Halt(args)) => results::halt(args).await,
         Some(Command::Simulate(args)) => simulate::run(args),
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
+        Some(Command::LoadWorker(args)) => load_worker::run(args).await,
         None => serve::run().await,
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::merge::{LostShare, Merge};
+use super::merge::{LostShare, Merge, WorkerShare};
 use super::pool::{Arrived, Member, WorkerPool};
 use super::wire::{Assignment, FromWorker, ToWorker};
 use crate::load::{LoadReport, SecondSink};
@@ -34,6 +34,15 @@ pub struct WorkersLoad {
     pub timeout: Duration,
     pub endpoint_names: Vec<String>,
     pub task_names: Vec<String>,
+}
+
+/// What the workers drove: the merged report (its seconds empty: they went to the sink as they closed), the
+/// workers lost on the way and every worker's part.
+#[derive(Debug, Clone)]
+pub struct WorkersRun {
+    pub report: LoadReport,
+    pub lost: Vec<LostShare>,
+    pub shares: Vec<WorkerShare>,
 }
 
 /// Why the workers could not drive a run.
@@ -93,7 +102,7 @@ pub async fn run_until(
     load: &WorkersLoad,
     sink: SecondSink,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(LoadReport, Vec<LostShare>), WorkersError> {
+) -> Result<WorkersRun, WorkersError> {
     let (members, mut arrivals) = pool.begin_run();
     let ended = drive(pool, load, &members, &mut arrivals, &sink, stop).await;
     pool.end_run();
@@ -107,7 +116,7 @@ async fn drive(
     arrivals: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Arrived)>,
     sink: &SecondSink,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(LoadReport, Vec<LostShare>), WorkersError> {
+) -> Result<WorkersRun, WorkersError> {
     if members.is_empty() {
         return Err(WorkersError::NoWorkers);
     }
@@ -225,12 +234,16 @@ async fn drive(
         None => planned,
     };
     let end_second = total.as_secs() + u64::from(total.subsec_nanos() > 0);
-    let (closed, mut report, lost) = merge.finish(end_second);
+    let (closed, mut report, lost, shares) = merge.finish(end_second);
     forward(sink, closed);
     if report.measured.is_zero() {
         report.measured = total.saturating_sub(load.warmup);
     }
-    Ok((report, lost))
+    Ok(WorkersRun {
+        report,
+        lost,
+        shares,
+    })
 }
 
 /// How many seconds the record of `second` is behind a run that started at `start`, at `now`: second `k`
@@ -253,7 +266,7 @@ mod tests {
 
     #[test]
     fn users_are_split_by_capacity_with_the_remainder_to_the_largest_fractions() {
-        assert_eq!(split_users(10, &[1, 1, 1]), Some(vec![4, 3, 3]));
+        assert_eq!(split_users(10, &[5, 5, 5]), Some(vec![4, 3, 3]));
         assert_eq!(split_users(20_000, &[5_000; 4]), Some(vec![5_000; 4]));
         assert_eq!(split_users(9, &[1_000, 2_000]), Some(vec![3, 6]));
         assert_eq!(split_users(7, &[2, 100]), Some(vec![0, 7]));
@@ -261,7 +274,10 @@ mod tests {
         assert_eq!(split_users(5, &[2, 3]), Some(vec![2, 3]));
         assert_eq!(split_users(6, &[2, 3]), None);
         assert_eq!(split_users(1, &[]), None);
-        for (users, capacities) in [(1_001u32, vec![3u32, 7, 11, 13]), (17, vec![5, 5, 5, 5])] {
+        for (users, capacities) in [
+            (1_001u32, vec![300u32, 700, 110, 130]),
+            (17, vec![5, 5, 5, 5]),
+        ] {
             let shares = split_users(users, &capacities).unwrap();
             assert_eq!(shares.iter().sum::<u32>(), users);
             assert!(shares.iter().zip(&capacities).all(|(s, c)| s <= c));

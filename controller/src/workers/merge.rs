@@ -31,11 +31,23 @@ pub struct LostShare {
     pub to_second: u64,
 }
 
+/// One worker's part of a run: its users, the requests its part of the run's totals holds (the measured part:
+/// its own totals, or a lost worker's measured seconds) and the requests of every second it sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerShare {
+    pub worker: String,
+    pub users: u32,
+    pub requests: u64,
+    pub in_seconds: u64,
+}
+
 /// What one worker has brought so far.
 #[derive(Debug)]
 struct WorkerState {
     name: String,
     users: u32,
+    requests: u64,
+    in_seconds: u64,
     /// The last second it sent.
     last_second: Option<u64>,
     /// Its measured seconds summed (kept only until its own totals arrive), per endpoint.
@@ -83,6 +95,8 @@ impl Merge {
                 .map(|(name, users)| WorkerState {
                     name: name.clone(),
                     users: *users,
+                    requests: 0,
+                    in_seconds: 0,
                     last_second: None,
                     measured: (0..endpoints).map(|_| None).collect(),
                     ended: End::Running,
@@ -133,7 +147,11 @@ impl Merge {
                 );
             }
         }
-        self.workers[worker].last_second = Some(second.second);
+        let state = &mut self.workers[worker];
+        state.last_second = Some(second.second);
+        state.in_seconds += (second.endpoints.iter())
+            .map(|e| e.outcomes.total())
+            .sum::<u64>();
         Ok(self.close_ready())
     }
 
@@ -163,6 +181,7 @@ impl Merge {
         }
         self.measured = self.measured.max(Duration::from_millis(totals.measured_ms));
         let state = &mut self.workers[worker];
+        state.requests = (totals.endpoints.iter()).map(|e| e.outcomes.total()).sum();
         state.ended = End::Done;
         state.measured.clear();
         Ok(self.close_ready())
@@ -177,6 +196,9 @@ impl Merge {
         }
         state.ended = End::Lost;
         let measured = std::mem::take(&mut state.measured);
+        state.requests = (measured.iter().flatten())
+            .map(|part| part.outcomes.total())
+            .sum();
         for (total, part) in self.totals.iter_mut().zip(measured) {
             if let Some(part) = part {
                 merge_stats(total, &part);
@@ -199,6 +221,18 @@ impl Merge {
             .collect()
     }
 
+    /// Every worker's users and the requests its seconds held.
+    pub fn shares(&self) -> Vec<WorkerShare> {
+        (self.workers.iter())
+            .map(|state| WorkerShare {
+                worker: state.name.clone(),
+                users: state.users,
+                requests: state.requests,
+                in_seconds: state.in_seconds,
+            })
+            .collect()
+    }
+
     /// The workers still running.
     pub fn running(&self) -> impl Iterator<Item = usize> + '_ {
         (self.workers.iter().enumerate())
@@ -209,7 +243,15 @@ impl Merge {
     /// Ends the merge: every worker still running is lost, every open second closes up to `end_second`
     /// (exclusive). Returns those seconds, the run's report (its seconds empty: they went out as they closed)
     /// and the lost shares.
-    pub fn finish(mut self, end_second: u64) -> (Vec<SecondStats>, LoadReport, Vec<LostShare>) {
+    pub fn finish(
+        mut self,
+        end_second: u64,
+    ) -> (
+        Vec<SecondStats>,
+        LoadReport,
+        Vec<LostShare>,
+        Vec<WorkerShare>,
+    ) {
         let mut closed = Vec::new();
         for worker in 0..self.workers.len() {
             closed.extend(self.lost(worker));
@@ -218,6 +260,7 @@ impl Merge {
             closed.push(self.close_next());
         }
         let lost = self.lost_shares(end_second.max(self.next));
+        let shares = self.shares();
         let report = LoadReport {
             endpoints: (self.endpoint_names.into_iter())
                 .zip(self.totals)
@@ -228,7 +271,7 @@ impl Merge {
             measured: self.measured,
             driver_failures: self.driver_failures,
         };
-        (closed, report, lost)
+        (closed, report, lost, shares)
     }
 
     /// Closes every second every running worker has sent.
@@ -312,3 +355,6 @@ fn merge_stats(into: &mut EndpointStats, part: &EndpointStats) {
     let _ = into.latency_ok.add(&part.latency_ok);
     let _ = into.latency_failed.add(&part.latency_failed);
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,7 +14,7 @@ pub mod pool;
 pub mod wire;
 pub mod worker;
 
-pub use drive::{WorkersError, WorkersLoad, run_until, split_users};
-pub use merge::{LostShare, Merge};
+pub use drive::{WorkersError, WorkersLoad, WorkersRun, run_until, split_users};
+pub use merge::{LostShare, Merge, WorkerShare};
 pub use pool::{MissingWorkers, WorkerPool, WorkerStatus};
 pub use worker::{WorkerError, WorkerOptions, run_worker};

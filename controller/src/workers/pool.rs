@@ -245,6 +245,8 @@ async fn serve(inner: Arc<Inner>, stream: TcpStream) {
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_MESSAGE_BYTES));
     let token = inner.token.clone();
+    // tungstenite's upgrade callback returns its `ErrorResponse` unboxed.
+    #[allow(clippy::result_large_err)]
     let check = move |request: &Request, response: Response| {
         check_request(request, &token).map(|()| response)
     };
@@ -287,7 +289,8 @@ async fn serve(inner: Arc<Inner>, stream: TcpStream) {
     let _ = socket.close(None).await;
 }
 
-/// The upgrade request's path and token.
+/// The upgrade request's path and token (the refusal in tungstenite's own, unboxed, response type).
+#[allow(clippy::result_large_err)]
 fn check_request(request: &Request, token: &str) -> Result<(), ErrorResponse> {
     let refuse = |status: http::StatusCode, why: &str| {
         let mut response = ErrorResponse::new(Some(why.to_owned()));
