@@ -14,7 +14,7 @@
 //! - 250 slow-header clients each on the dashboard and on the shop, sending a header byte every 5 s, and
 //!   never-reading websocket clients on `/ws` and the frontend's `/_breakers/stream` (point 9). They must not keep
 //!   shoppers from being served, and every slow-header client must be closed by its server once the head-read
-//!   timeout (`agent::serve::HEADER_READ_TIMEOUT`, 30 s) has passed: they are given until that timeout plus a
+//!   timeout (`serving::HEADER_READ_TIMEOUT`, 30 s) has passed: they are given until that timeout plus a
 //!   grace after they connected (the test then lasts up to about 42 s; closed at 30 s, it lasts about 31 s).
 //!
 //! Normal shoppers (the load driver's Online Boutique mix, 4 users) run the whole time. Checked: every 5-second
@@ -484,7 +484,7 @@ async fn the_stack_serves_shoppers_through_30_seconds_of_abuse_and_is_alive_afte
             }
         });
     }
-    let slow_until = Instant::now() + agent::serve::HEADER_READ_TIMEOUT + SLOW_GRACE;
+    let slow_until = Instant::now() + serving::HEADER_READ_TIMEOUT + SLOW_GRACE;
     let slow_dashboard = tokio::spawn(slow_headers(dashboard, slow_until));
     let slow_shop = tokio::spawn(slow_headers(shop, slow_until));
     let ws_dashboard = tokio::spawn(never_reading_websockets(dashboard, "/ws", until));
@@ -512,7 +512,7 @@ async fn the_stack_serves_shoppers_through_30_seconds_of_abuse_and_is_alive_afte
             connected > 0 && closed == connected,
             "{server}: {closed} of {connected} slow-header clients closed within the head-read timeout \
              ({:?}) plus {SLOW_GRACE:?}",
-            agent::serve::HEADER_READ_TIMEOUT
+            serving::HEADER_READ_TIMEOUT
         );
     }
 

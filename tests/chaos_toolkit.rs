@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{BIN, Running, TempDir};
+use common::{BIN, Running};
+use controller::test_support::TempStore;
 
 /// What the venv holds, pinned: the Chaos Toolkit CLI and library, the test runner, the type checker, and
 /// the build backend the extension is installed with (offline, once these are in).
@@ -293,8 +294,8 @@ fn succeeded(names: &[&str]) -> Vec<(String, String)> {
 async fn a_chaos_run_sees_the_breaker_open_and_close_and_neither_run_leaves_a_fault() {
     let bin = venv();
     assert!(bin.join("chaos").exists(), "the venv has `chaos`");
-    let dir = TempDir::new("chaos-toolkit");
-    let (_stack, dashboard) = start_stack(&dir.0);
+    let dir = TempStore::new("chaos-toolkit");
+    let (_stack, dashboard) = start_stack(dir.dir());
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
@@ -307,9 +308,9 @@ async fn a_chaos_run_sees_the_breaker_open_and_close_and_neither_run_leaves_a_fa
     })
     .await;
 
-    let mut chaos = chaos_run(&dir.0, &dashboard, "completed");
-    let code = exit_code(&mut chaos, &dir.0, "completed", RUN_LIMIT).await;
-    let run = journal(&dir.0, "completed");
+    let mut chaos = chaos_run(dir.dir(), &dashboard, "completed");
+    let code = exit_code(&mut chaos, dir.dir(), "completed", RUN_LIMIT).await;
+    let run = journal(dir.dir(), "completed");
     assert_eq!(code, 0, "chaos run exits 0: {run:#}");
     assert_eq!(run["status"], "completed", "{run:#}");
     assert_eq!(run["deviated"], false);
@@ -350,7 +351,7 @@ async fn a_chaos_run_sees_the_breaker_open_and_close_and_neither_run_leaves_a_fa
     assert_eq!(faults(&client, &dashboard).await, Vec::<String>::new());
 
     // Interrupted once the fault is on: no rollbacks are played, the control halts.
-    let mut chaos = chaos_run(&dir.0, &dashboard, "interrupted");
+    let mut chaos = chaos_run(dir.dir(), &dashboard, "interrupted");
     until("the interrupted run's fault", || async {
         faults(&client, &dashboard).await == ["payment-outage"]
     })
@@ -359,15 +360,15 @@ async fn a_chaos_run_sees_the_breaker_open_and_close_and_neither_run_leaves_a_fa
     let mut interrupt = Command::new("sh");
     interrupt.args(["-c", "kill -INT \"$0\"", &pid]);
     run_checked(interrupt, "kill -INT chaos");
-    exit_code(&mut chaos, &dir.0, "interrupted", WAIT_LIMIT).await;
-    let run = journal(&dir.0, "interrupted");
+    exit_code(&mut chaos, dir.dir(), "interrupted", WAIT_LIMIT).await;
+    let run = journal(dir.dir(), "interrupted");
     assert_eq!(run["status"], "interrupted", "{run:#}");
     assert_eq!(
         activities(&run["rollbacks"]),
         Vec::<(String, String)>::new(),
         "Chaos Toolkit plays no rollbacks on an interruption: the control is what halts"
     );
-    let log = std::fs::read_to_string(dir.0.join("interrupted.log")).expect("chaos's log");
+    let log = std::fs::read_to_string(dir.dir().join("interrupted.log")).expect("chaos's log");
     assert!(
         log.contains("Experiment ended interrupted: halting Tolerant")
             && log.contains("Tolerant halted: no fault left on its agents"),

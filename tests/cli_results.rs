@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use controller::load::{EndpointReport, EndpointStats, Outcome, endpoint};
+use controller::load::{EndpointReport, EndpointStats, RequestOutcome, endpoint};
 use controller::report::CSV_HEADER;
 use controller::store::{ExperimentId, NewAnnotation, RunRecord, Status, Store};
 use controller::testbed::AdminClient;
@@ -44,7 +44,11 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
     let ok = if rate > 0.0 { 90 + round } else { 100 };
     let mut stats = EndpointStats::default();
     for i in 0..100 {
-        let outcome = if i < ok { Outcome::Ok } else { Outcome::Failed };
+        let outcome = if i < ok {
+            RequestOutcome::Ok
+        } else {
+            RequestOutcome::Failed
+        };
         stats.record(outcome, 1_000, 0);
     }
     RunRecord {

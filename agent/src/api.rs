@@ -19,34 +19,39 @@
 //! bytes; optional `path_prefix`: starts with `/`, at most 1024 bytes),
 //! `lease` (duration string such as `"30s"` or `"250ms"`, at least 1 ms; default the agent's default lease).
 //!
-//! Parsing goes through one validator ([`FaultSpec::from_json_value`]) whether the JSON arrives at the agent, is
-//! read back by a client or a fault is built in code ([`FaultSpec::try_new`]), so every rejection carries the name
-//! of the offending field ([`SpecError::field`]) and a [`FaultSpec`] that exists is a valid one: its fields are
-//! private, read through accessors.
-//! Unknown fields, including fields of another kind (`status` on a `delay`), are rejected.
+//! Parsing is two steps, as for the breaker's config: serde reads the document into its raw shape
+//! ([`RawFaultSpec`], `raw.rs`: unknown fields refused), then `FaultSpec::try_from` checks it into the checked
+//! parts (`parts.rs`: [`Rate`], [`ErrorStatus`], [`Lease`]). The same path serves a document arriving at the
+//! agent, one read back by a client and a fault built in code ([`FaultSpec::try_new`]), so every rejection
+//! carries the name of the offending field ([`InvalidFault::field`]) and a [`FaultSpec`] that exists is a valid
+//! one: its fields are private, read through accessors. Fields of another kind (`status` on a `delay`) are
+//! refused too.
 
-use std::fmt;
+mod parts;
+mod raw;
+
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// Longest accepted `body` of an `error` fault, in bytes.
-pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+pub use parts::{
+    ErrorStatus, InvalidFault, Lease, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES,
+    MAX_PATH_PREFIX_BYTES, MIN_LEASE, MatchRule, Rate, checked_method,
+};
+pub use raw::{RawFaultSpec, read_json_object};
+
 /// Longest accepted fault id, in bytes.
 pub const MAX_FAULT_ID_BYTES: usize = 128;
-/// Shortest lease a fault may ask for (a shorter one could not even be reported: leases are listed in ms).
-pub const MIN_LEASE: Duration = Duration::from_millis(1);
-/// Longest accepted `match.method`, in bytes.
-pub const MAX_METHOD_BYTES: usize = 32;
-/// Longest accepted `match.path_prefix`, in bytes.
-pub const MAX_PATH_PREFIX_BYTES: usize = 1024;
 
 /// What a fault does to a request it fires on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultKind {
     /// Answer at once with `status` (and `body`, if any), without calling the service.
-    Error { status: u16, body: Option<String> },
+    Error {
+        status: ErrorStatus,
+        body: Option<String>,
+    },
     /// Never answer: hold the request until the client gives up or the agent's hold cap elapses, then close the
     /// connection.
     Hang,
@@ -68,56 +73,120 @@ impl FaultKind {
     }
 }
 
-/// Which requests a fault applies to; an empty rule matches every request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct MatchRule {
-    /// HTTP method, upper case (`GET`, `POST`, ...); `None` matches every method.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// Path prefix starting with `/`, compared byte-wise against the request path; `None` matches every path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path_prefix: Option<String>,
-}
-
-impl MatchRule {
-    /// Whether a request with this method and path is covered by the rule.
-    pub fn matches(&self, method: &str, path: &str) -> bool {
-        self.method.as_deref().is_none_or(|wanted| wanted == method)
-            && self
-                .path_prefix
-                .as_deref()
-                .is_none_or(|prefix| path.starts_with(prefix))
-    }
-
-    fn is_empty(&self) -> bool {
-        self.method.is_none() && self.path_prefix.is_none()
-    }
-}
-
-/// One fault as set through `PUT /_agent/faults/{id}`, checked: built only by [`FaultSpec::try_new`] or parsing.
-#[derive(Debug, Clone, PartialEq)]
+/// One fault as set through `PUT /_agent/faults/{id}`, checked: built only from a [`RawFaultSpec`] by `TryFrom`
+/// (parsing, [`FaultSpec::try_new`]). Serialises as its raw shape; deserialising checks it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "RawFaultSpec")]
 pub struct FaultSpec {
     kind: FaultKind,
-    rate: f64,
+    rate: Rate,
     matcher: MatchRule,
-    lease: Option<Duration>,
+    lease: Option<Lease>,
 }
 
-/// A rejected fault document: which field is wrong and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct SpecError {
-    /// The offending field (`rate`, `status`, `match.method`, ...), or `body` when the document itself is unusable.
-    pub field: String,
-    pub message: String,
-}
+impl TryFrom<RawFaultSpec> for FaultSpec {
+    type Error = InvalidFault;
 
-impl SpecError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        SpecError {
-            field: field.into(),
-            message: message.into(),
+    /// Checks the kind and its own fields, then rate, match and lease; the error names the first offending
+    /// field. A field of another kind is refused naming it.
+    fn try_from(raw: RawFaultSpec) -> Result<Self, InvalidFault> {
+        let Some(kind_name) = raw.kind.as_deref() else {
+            return Err(InvalidFault::new("kind", "missing"));
+        };
+        let own_fields: &[&str] = match kind_name {
+            "error" => &["status", "body"],
+            "delay" => &["delay", "jitter"],
+            "hang" | "reset" => &[],
+            other => {
+                return Err(InvalidFault::new(
+                    "kind",
+                    format!("unknown kind `{other}`, expected one of error, hang, delay, reset"),
+                ));
+            }
+        };
+        let given = [
+            ("status", raw.status.is_some()),
+            ("body", raw.body.is_some()),
+            ("delay", raw.delay.is_some()),
+            ("jitter", raw.jitter.is_some()),
+        ];
+        if let Some((field, _)) = given
+            .iter()
+            .find(|(field, given)| *given && !own_fields.contains(field))
+        {
+            return Err(InvalidFault::new(
+                *field,
+                format!("unknown field for a `{kind_name}` fault"),
+            ));
         }
+        let kind = match kind_name {
+            "error" => {
+                let status = raw.status.ok_or_else(|| {
+                    InvalidFault::new("status", "missing (an error fault needs a status)")
+                })?;
+                FaultKind::Error {
+                    status: ErrorStatus::try_from(status)?,
+                    body: parts::checked_error_body(raw.body)?,
+                }
+            }
+            "delay" => {
+                let delay = raw.delay.as_deref().ok_or_else(|| {
+                    InvalidFault::new("delay", "missing (a delay fault needs a delay)")
+                })?;
+                FaultKind::Delay {
+                    delay: duration_field("delay", delay)?,
+                    jitter: match raw.jitter.as_deref() {
+                        Some(jitter) => duration_field("jitter", jitter)?,
+                        None => Duration::ZERO,
+                    },
+                }
+            }
+            "hang" => FaultKind::Hang,
+            _ => FaultKind::Reset,
+        };
+        Ok(FaultSpec {
+            kind,
+            rate: Rate::try_from(raw.rate)?,
+            matcher: raw.matcher.unwrap_or_default().checked()?,
+            lease: raw
+                .lease
+                .as_deref()
+                .map(|lease| Lease::try_from(duration_field("lease", lease)?))
+                .transpose()?,
+        })
+    }
+}
+
+impl From<FaultSpec> for RawFaultSpec {
+    fn from(spec: FaultSpec) -> Self {
+        let mut raw = RawFaultSpec {
+            body: None,
+            delay: None,
+            jitter: None,
+            kind: Some(spec.kind.name().to_owned()),
+            lease: spec.lease.map(|lease| format_duration(lease.get())),
+            matcher: (spec.matcher != MatchRule::default()).then_some(spec.matcher),
+            rate: spec.rate.get(),
+            status: None,
+        };
+        match spec.kind {
+            FaultKind::Error { status, body } => {
+                raw.status = Some(u64::from(status.get()));
+                raw.body = body;
+            }
+            FaultKind::Delay { delay, jitter } => {
+                raw.delay = Some(format_duration(delay));
+                raw.jitter = Some(format_duration(jitter));
+            }
+            FaultKind::Hang | FaultKind::Reset => {}
+        }
+        raw
+    }
+}
+
+impl Serialize for FaultSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RawFaultSpec::from(self.clone()).serialize(serializer)
     }
 }
 
@@ -130,20 +199,28 @@ impl FaultSpec {
         rate: f64,
         matcher: MatchRule,
         lease: Option<Duration>,
-    ) -> Result<Self, SpecError> {
-        let unchecked = FaultSpec {
-            kind,
+    ) -> Result<Self, InvalidFault> {
+        let raw = RawFaultSpec {
             rate,
-            matcher,
-            lease,
+            matcher: Some(matcher),
+            lease: lease.map(format_duration),
+            ..RawFaultSpec::from(FaultSpec {
+                kind,
+                rate: Rate::ALWAYS,
+                matcher: MatchRule::default(),
+                lease: None,
+            })
         };
-        Self::from_json_value(unchecked.to_json_value())
+        FaultSpec::try_from(raw)
     }
 
     /// An `error` fault at `rate` with no match rule and the default lease.
-    pub fn error(status: u16, rate: f64) -> Result<Self, SpecError> {
+    pub fn error(status: u16, rate: f64) -> Result<Self, InvalidFault> {
         Self::try_new(
-            FaultKind::Error { status, body: None },
+            FaultKind::Error {
+                status: ErrorStatus::new(status)?,
+                body: None,
+            },
             rate,
             MatchRule::default(),
             None,
@@ -157,7 +234,7 @@ impl FaultSpec {
 
     /// Probability in [0, 1] that the fault fires on a matching request, drawn per request.
     pub fn rate(&self) -> f64 {
-        self.rate
+        self.rate.get()
     }
 
     /// Which requests the fault applies to (`match` on the wire).
@@ -167,236 +244,28 @@ impl FaultSpec {
 
     /// Lease length; `None` means the agent's default lease.
     pub fn lease(&self) -> Option<Duration> {
-        self.lease
+        self.lease.map(Lease::get)
     }
 
-    /// Parses and validates a JSON document (the body of `PUT /_agent/faults/{id}`).
-    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, SpecError> {
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|error| SpecError::new("body", format!("malformed JSON: {error}")))?;
-        Self::from_json_value(value)
+    /// Parses and checks a JSON document (the body of `PUT /_agent/faults/{id}`). Every error names its field.
+    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, InvalidFault> {
+        FaultSpec::try_from(RawFaultSpec::from_json_slice(bytes)?)
     }
 
-    /// Validates a parsed JSON document. Every error names the field it is about.
-    pub fn from_json_value(value: Value) -> Result<Self, SpecError> {
-        let Value::Object(mut object) = value else {
-            return Err(SpecError::new("body", "expected a JSON object"));
-        };
-        let kind_name = match object.remove("kind") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(SpecError::new("kind", "expected a string")),
-            None => return Err(SpecError::new("kind", "missing")),
-        };
-        let kind = match kind_name.as_str() {
-            "error" => {
-                let status = match object.remove("status") {
-                    Some(value) => parse_status(&value)?,
-                    None => {
-                        return Err(SpecError::new(
-                            "status",
-                            "missing (an error fault needs a status)",
-                        ));
-                    }
-                };
-                let body = match object.remove("body") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(body)) if body.len() <= MAX_ERROR_BODY_BYTES => Some(body),
-                    Some(Value::String(_)) => {
-                        return Err(SpecError::new(
-                            "body",
-                            format!("longer than {MAX_ERROR_BODY_BYTES} bytes"),
-                        ));
-                    }
-                    Some(_) => return Err(SpecError::new("body", "expected a string")),
-                };
-                FaultKind::Error { status, body }
-            }
-            "hang" => FaultKind::Hang,
-            "delay" => {
-                let delay = match object.remove("delay") {
-                    Some(value) => parse_duration_field("delay", &value)?,
-                    None => {
-                        return Err(SpecError::new(
-                            "delay",
-                            "missing (a delay fault needs a delay)",
-                        ));
-                    }
-                };
-                let jitter = match object.remove("jitter") {
-                    Some(value) => parse_duration_field("jitter", &value)?,
-                    None => Duration::ZERO,
-                };
-                FaultKind::Delay { delay, jitter }
-            }
-            "reset" => FaultKind::Reset,
-            other => {
-                return Err(SpecError::new(
-                    "kind",
-                    format!("unknown kind `{other}`, expected one of error, hang, delay, reset"),
-                ));
-            }
-        };
-        let rate = match object.remove("rate") {
-            None => 1.0,
-            Some(value) => {
-                let rate = value
-                    .as_f64()
-                    .ok_or_else(|| SpecError::new("rate", "expected a number in [0, 1]"))?;
-                if !(0.0..=1.0).contains(&rate) {
-                    return Err(SpecError::new("rate", format!("{rate} is outside [0, 1]")));
-                }
-                rate
-            }
-        };
-        let matcher = match object.remove("match") {
-            None | Some(Value::Null) => MatchRule::default(),
-            Some(Value::Object(rule)) => parse_match(rule)?,
-            Some(_) => return Err(SpecError::new("match", "expected an object")),
-        };
-        let lease = match object.remove("lease") {
-            None | Some(Value::Null) => None,
-            Some(value) => {
-                let lease = parse_duration_field("lease", &value)?;
-                if lease < MIN_LEASE {
-                    return Err(SpecError::new("lease", "must be at least 1ms"));
-                }
-                Some(lease)
-            }
-        };
-        if let Some(unknown) = object.keys().next() {
-            return Err(SpecError::new(
-                unknown.clone(),
-                format!("unknown field for a `{kind_name}` fault"),
-            ));
-        }
-        Ok(FaultSpec {
-            kind,
-            rate,
-            matcher,
-            lease,
-        })
+    /// Checks a parsed JSON document. Every error names the field it is about.
+    pub fn from_json_value(value: Value) -> Result<Self, InvalidFault> {
+        FaultSpec::try_from(RawFaultSpec::from_json_value(value)?)
     }
 
-    /// The JSON document of this fault, in the same shape [`FaultSpec::from_json_value`] reads.
+    /// The JSON document of this fault, in the shape [`FaultSpec::from_json_value`] reads.
     pub fn to_json_value(&self) -> Value {
-        let mut object = Map::new();
-        object.insert("kind".into(), Value::from(self.kind.name()));
-        match &self.kind {
-            FaultKind::Error { status, body } => {
-                object.insert("status".into(), Value::from(*status));
-                if let Some(body) = body {
-                    object.insert("body".into(), Value::from(body.clone()));
-                }
-            }
-            FaultKind::Delay { delay, jitter } => {
-                object.insert("delay".into(), Value::from(format_duration(*delay)));
-                object.insert("jitter".into(), Value::from(format_duration(*jitter)));
-            }
-            FaultKind::Hang | FaultKind::Reset => {}
-        }
-        object.insert("rate".into(), Value::from(self.rate));
-        if !self.matcher.is_empty() {
-            object.insert(
-                "match".into(),
-                serde_json::to_value(&self.matcher).unwrap_or(Value::Null),
-            );
-        }
-        if let Some(lease) = self.lease {
-            object.insert("lease".into(), Value::from(format_duration(lease)));
-        }
-        Value::Object(object)
+        serde_json::to_value(RawFaultSpec::from(self.clone())).unwrap_or(Value::Null)
     }
 }
 
-impl Serialize for FaultSpec {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_json_value().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for FaultSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        FaultSpec::from_json_value(value).map_err(serde::de::Error::custom)
-    }
-}
-
-fn parse_status(value: &Value) -> Result<u16, SpecError> {
-    let status = value
-        .as_u64()
-        .ok_or_else(|| SpecError::new("status", "expected an integer in 400–599"))?;
-    // 1xx, 2xx and 3xx would look like success (or a protocol switch), not like a fault.
-    if !(400..=599).contains(&status) {
-        return Err(SpecError::new(
-            "status",
-            format!("{status} is not an error status (400–599)"),
-        ));
-    }
-    Ok(status as u16)
-}
-
-fn parse_match(mut rule: Map<String, Value>) -> Result<MatchRule, SpecError> {
-    let method = match rule.remove("method") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(method)) => Some(checked_method(&method)?),
-        Some(_) => return Err(SpecError::new("match.method", "expected a string")),
-    };
-    let path_prefix = match rule.remove("path_prefix") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(prefix)) if prefix.len() > MAX_PATH_PREFIX_BYTES => {
-            return Err(SpecError::new(
-                "match.path_prefix",
-                format!("longer than {MAX_PATH_PREFIX_BYTES} bytes"),
-            ));
-        }
-        Some(Value::String(prefix)) if prefix.starts_with('/') => Some(prefix),
-        Some(Value::String(prefix)) => {
-            return Err(SpecError::new(
-                "match.path_prefix",
-                format!("`{prefix}` does not start with `/`"),
-            ));
-        }
-        Some(_) => return Err(SpecError::new("match.path_prefix", "expected a string")),
-    };
-    if let Some(unknown) = rule.keys().next() {
-        return Err(SpecError::new(
-            format!("match.{unknown}"),
-            "unknown field, expected method or path_prefix",
-        ));
-    }
-    Ok(MatchRule {
-        method,
-        path_prefix,
-    })
-}
-
-/// A match rule's method: letters and `-` (at most [`MAX_METHOD_BYTES`]), upper-cased; an error names
-/// `match.method`.
-pub fn checked_method(method: &str) -> Result<String, SpecError> {
-    let valid = !method.is_empty()
-        && method.len() <= MAX_METHOD_BYTES
-        && method
-            .bytes()
-            .all(|byte| byte.is_ascii_alphabetic() || byte == b'-');
-    if !valid {
-        return Err(SpecError::new(
-            "match.method",
-            format!("`{method}` is not an HTTP method"),
-        ));
-    }
-    Ok(method.to_ascii_uppercase())
-}
-
-fn parse_duration_field(field: &str, value: &Value) -> Result<Duration, SpecError> {
-    match value {
-        Value::String(text) => {
-            parse_duration(text).map_err(|error| SpecError::new(field, error.to_string()))
-        }
-        _ => Err(SpecError::new(
-            field,
-            "expected a duration string such as \"250ms\" or \"30s\"",
-        )),
-    }
+/// A duration field's text read as a duration; the error names `field`.
+fn duration_field(field: &str, text: &str) -> Result<Duration, InvalidFault> {
+    parse_duration(text).map_err(|error| InvalidFault::new(field, error.to_string()))
 }
 
 /// A duration string that could not be read.
@@ -421,9 +290,9 @@ pub fn format_duration(duration: Duration) -> String {
 }
 
 /// Validates a fault id from the URL: 1 to [`MAX_FAULT_ID_BYTES`] bytes of `A–Z a–z 0–9 . _ -`.
-pub fn validate_fault_id(id: &str) -> Result<(), SpecError> {
+pub fn validate_fault_id(id: &str) -> Result<(), InvalidFault> {
     if id.is_empty() || id.len() > MAX_FAULT_ID_BYTES {
-        return Err(SpecError::new(
+        return Err(InvalidFault::new(
             "id",
             format!("must be 1 to {MAX_FAULT_ID_BYTES} bytes long"),
         ));
@@ -432,7 +301,7 @@ pub fn validate_fault_id(id: &str) -> Result<(), SpecError> {
         .bytes()
         .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
     {
-        return Err(SpecError::new("id", "may hold only A-Z a-z 0-9 . _ -"));
+        return Err(InvalidFault::new("id", "may hold only A-Z a-z 0-9 . _ -"));
     }
     Ok(())
 }
@@ -515,22 +384,6 @@ impl AgentEvent {
             | AgentEvent::Removed { id, .. } => Some(id),
             AgentEvent::Lagged { .. } => None,
         }
-    }
-}
-
-/// Body of every 4xx/5xx answer of the control API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    /// Human-readable message, naming the field when there is one.
-    pub error: String,
-    /// The offending field, when the error is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-}
-
-impl fmt::Display for ErrorBody {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.error)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
-//! checked before the body is even parsed, so a refused request changes nothing. Errors are JSON
-//! [`ErrorBody`] objects naming the field at fault.
+//! checked before the body is even parsed, so a refused request changes nothing. Errors are the stack's one JSON
+//! [`ErrorBody`], naming the field at fault.
 
 use axum::Json;
 use axum::Router;
@@ -14,23 +14,24 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::sync::broadcast;
 
-use crate::Agent;
-use crate::agent::AgentError;
+use serving::ErrorBody;
+
+use crate::agent::Agent;
 use crate::api::{
-    AgentEvent, ErrorBody, FaultSpec, FaultView, HaltResponse, SpecError, parse_duration,
-    validate_fault_id,
+    AgentEvent, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest, parse_duration,
+    read_json_object, validate_fault_id,
 };
-use crate::stream::{STREAM_SEND_TIMEOUT, forward_json};
+use crate::refusal::AgentError;
+use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
 
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The fault API router, state bound.
-pub(crate) fn router(agent: Agent) -> Router {
+/// The fault API (`/_agent/...`) of `agent` as an axum router, state bound.
+pub fn router(agent: Agent) -> Router {
     Router::new()
         .route("/_agent/faults", get(list_faults))
         .route("/_agent/faults/{id}", put(put_fault).delete(delete_fault))
@@ -49,8 +50,8 @@ enum FaultApiError {
     NotFound(String),
 }
 
-impl From<SpecError> for FaultApiError {
-    fn from(error: SpecError) -> Self {
+impl From<InvalidFault> for FaultApiError {
+    fn from(error: InvalidFault) -> Self {
         FaultApiError::BadInput {
             message: error.to_string(),
             field: error.field,
@@ -78,29 +79,19 @@ impl From<AgentError> for FaultApiError {
 impl IntoResponse for FaultApiError {
     fn into_response(self) -> Response {
         let (status, body) = match self {
-            FaultApiError::Unauthorized(message) => (
-                StatusCode::UNAUTHORIZED,
-                ErrorBody {
-                    error: message.into(),
-                    field: None,
-                },
-            ),
+            FaultApiError::Unauthorized(message) => {
+                (StatusCode::UNAUTHORIZED, ErrorBody::new(message))
+            }
             FaultApiError::BadInput { field, message } => (
                 StatusCode::BAD_REQUEST,
-                ErrorBody {
-                    error: message,
-                    field: Some(field),
-                },
+                ErrorBody::new(message).with_field(field),
             ),
             FaultApiError::NotFound(message) => (
                 StatusCode::NOT_FOUND,
-                ErrorBody {
-                    error: message,
-                    field: Some("id".into()),
-                },
+                ErrorBody::new(message).with_field("id"),
             ),
         };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = body.into_response_with(status);
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -174,35 +165,19 @@ async fn renew_fault(
     Ok(Json(agent.renew(&id, lease)?))
 }
 
-/// An empty body, or `{"lease": "<duration>"}`.
-fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, SpecError> {
+/// An empty body, or a [`RenewRequest`] (`{"lease": "<duration>"}`); errors name the field (`body` when the
+/// body is not a JSON object).
+fn parse_renew_body(body: &[u8]) -> Result<Option<std::time::Duration>, InvalidFault> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| SpecError::new("body", format!("malformed JSON: {error}")))?;
-    let Value::Object(mut object) = value else {
-        return Err(SpecError::new("body", "expected a JSON object"));
-    };
-    let lease = match object.remove("lease") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(
-            parse_duration(&text).map_err(|error| SpecError::new("lease", error.to_string()))?,
-        ),
-        Some(_) => {
-            return Err(SpecError::new(
-                "lease",
-                "expected a duration string such as \"30s\"",
-            ));
-        }
-    };
-    if let Some(unknown) = object.keys().next() {
-        return Err(SpecError::new(
-            unknown.clone(),
-            "unknown field, expected lease",
-        ));
-    }
-    Ok(lease)
+    let request: RenewRequest = read_json_object(body)?;
+    request
+        .lease
+        .map(|text| {
+            parse_duration(&text).map_err(|error| InvalidFault::new("lease", error.to_string()))
+        })
+        .transpose()
 }
 
 async fn delete_fault(
@@ -235,17 +210,12 @@ async fn stream_events(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !crate::origin::stream_origin_allowed(&headers) {
-        return (
-            StatusCode::FORBIDDEN,
-            Json(ErrorBody {
-                error:
-                    "Origin: a browser may open this stream only from a loopback page or this host"
-                        .into(),
-                field: Some("Origin".into()),
-            }),
+    if !serving::origin::stream_origin_allowed(&headers) {
+        return ErrorBody::new(
+            "Origin: a browser may open this stream only from a loopback page or this host",
         )
-            .into_response();
+        .with_field("Origin")
+        .into_response_with(StatusCode::FORBIDDEN);
     }
     // Subscribe before the handshake completes so nothing between the 101 and the first send is missed.
     let events = agent.subscribe();
@@ -299,10 +269,12 @@ mod tests {
             .put("f1", FaultSpec::error(500, 1.0).unwrap())
             .unwrap();
         agent.remove("f1").unwrap();
-        let applied: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let applied: serde_json::Value =
+            serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(applied["event"], "applied");
         assert_eq!(applied["id"], "f1");
-        let removed: Value = serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
+        let removed: serde_json::Value =
+            serde_json::from_str(&out_receiver.next().await.unwrap()).unwrap();
         assert_eq!(removed["event"], "removed");
         assert_eq!(removed["reason"], "deleted");
         drop(in_sender);

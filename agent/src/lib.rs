@@ -1,9 +1,12 @@
 //! Injection agent: per-request HTTP faults with leases, a control API, a tower layer and a sidecar proxy.
 //!
-//! - [`Agent`] holds the fault table, draws per request from a seeded stream, reaps expired leases and publishes
-//!   events and counters.
-//! - [`Agent::layer`] is a tower layer for embedding in a service (Payment in the boutique uses it).
-//! - [`Agent::fault_api_router`] serves the fault API (control of faults) of `design.md` under `/_agent/`.
+//! - `fault_table/` is the pure core: the faults by id with their leases, and the per-request decision
+//!   (`decide(request, now)`), time passed in.
+//! - [`Agent`] is its shell: reads the clock, draws per request from a seeded stream, reaps expired leases
+//!   (`reaper.rs`) and publishes events and counters; `refusal.rs` holds the caps a fault is checked against.
+//! - [`FaultLayer`] is a tower layer for embedding in a service (Payment in the boutique uses it):
+//!   `FaultLayer::new(agent)`.
+//! - [`fault_api::router`] serves the fault API (control of faults) under `/_agent/`: `fault_api::router(agent)`.
 //! - [`sidecar`] is the standalone reverse proxy behind `tolerant agent`.
 //! - [`api`] holds the wire types shared with the controller.
 //!
@@ -19,22 +22,24 @@
 mod agent;
 pub mod api;
 mod config;
-mod fault_api;
+pub mod fault_api;
+mod fault_table;
 pub mod inject;
 mod metrics;
-pub mod origin;
+mod reaper;
+mod refusal;
 pub mod rng;
-pub mod serve;
 pub mod sidecar;
-pub mod stream;
 
-pub use agent::{Agent, AgentError, FAULT_API_PREFIX, MAX_FAULTS, PutOutcome};
+pub use agent::{Agent, FAULT_API_PREFIX, PutOutcome};
 pub use config::{
     AgentConfig, AgentConfigError, DEFAULT_LEASE, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE,
     MAX_AGENT_DURATION, MAX_TOKEN_BYTES, RawAgentConfig,
 };
 pub use fault_api::PROMETHEUS_CONTENT_TYPE;
+pub use fault_table::MAX_FAULTS;
 pub use inject::{FaultBody, FaultLayer, FaultService};
+pub use refusal::AgentError;
 
 /// Header a caller puts on a call that holds a half-open probe slot of its breaker (value `1`). The fault layer
 /// counts such requests (`tolerant_agent_probes_total`), so the probes reaching a dependency can be measured —

@@ -1,13 +1,14 @@
-//! The control API through `fault_api_router().oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
+//! The control API through `fault_api::router(agent).oneshot(..)`: auth, bad input, leases, renew, delete, halt, events.
 
 use std::time::Duration;
 
-use agent::api::{AgentEvent, ErrorBody, FaultView, HaltResponse, RemovalReason};
+use agent::api::{AgentEvent, FaultView, HaltResponse, RemovalReason};
 use agent::{Agent, AgentConfig, RawAgentConfig};
 use axum::body::Body;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use serving::ErrorBody;
 use tokio::sync::broadcast;
 use tower::ServiceExt;
 
@@ -40,7 +41,10 @@ fn mutation(
 }
 
 async fn call(agent: &Agent, request: Request<Body>) -> (StatusCode, Value) {
-    let response = agent.fault_api_router().oneshot(request).await.unwrap();
+    let response = agent::fault_api::router(agent.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let value = if bytes.is_empty() {
@@ -268,7 +272,10 @@ async fn bad_input_names_the_field_and_changes_nothing() {
         )
         .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        let answer: ErrorBody = serde_json::from_value(answer).unwrap();
+        // The stack's one error body, nothing more.
+        let parsed: ErrorBody = serde_json::from_value(answer.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&parsed).unwrap(), answer, "{body}");
+        let answer = parsed;
         assert_eq!(
             answer.field.as_deref(),
             Some(field),
@@ -462,8 +469,7 @@ async fn halt_clears_everything_and_emits_removed_events() {
 async fn metrics_are_prometheus_text() {
     let agent = agent();
     put(&agent, "a", json!({"kind":"error","status":500})).await;
-    let response = agent
-        .fault_api_router()
+    let response = agent::fault_api::router(agent.clone())
         .oneshot(Request::get("/_agent/metrics").body(Body::empty()).unwrap())
         .await
         .unwrap();

@@ -9,8 +9,8 @@
 //! runs proptest's default 256 cases per property; `PROPTEST_CASES=100000` is the long profile (FUZZING.md).
 
 use agent::api::{
-    FaultKind, FaultSpec, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES, MAX_PATH_PREFIX_BYTES, MIN_LEASE,
-    SpecError,
+    FaultKind, FaultSpec, InvalidFault, MAX_ERROR_BODY_BYTES, MAX_METHOD_BYTES,
+    MAX_PATH_PREFIX_BYTES, MIN_LEASE,
 };
 use agent::{Agent, AgentConfig, AgentError, DEFAULT_MAX_HOLD, DEFAULT_MAX_LEASE, MAX_FAULTS};
 use proptest::prelude::*;
@@ -196,7 +196,7 @@ fn check_named(field: &str, message: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn check_spec_error(error: &SpecError) -> Result<(), TestCaseError> {
+fn check_spec_error(error: &InvalidFault) -> Result<(), TestCaseError> {
     check_named(&error.field, &error.to_string())
 }
 
@@ -211,7 +211,7 @@ fn check_accepted(spec: &FaultSpec, agent: &Agent) -> Result<Option<AgentError>,
     prop_assert!((0.0..=1.0).contains(&spec.rate()), "{spec:?}");
     match spec.kind() {
         FaultKind::Error { status, body } => {
-            prop_assert!((400..=599).contains(status), "{spec:?}");
+            prop_assert!((400..=599).contains(&status.get()), "{spec:?}");
             prop_assert!(
                 body.as_ref()
                     .is_none_or(|b| b.len() <= MAX_ERROR_BODY_BYTES)

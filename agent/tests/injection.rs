@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec, MatchRule};
+use agent::api::{ErrorStatus, FaultKind, FaultSpec, MatchRule};
 use agent::inject::{AbortReason, FaultBody, INJECTED_HEADER};
 use agent::{Agent, RawAgentConfig};
 use bytes::Bytes;
@@ -78,9 +78,8 @@ async fn send(
 }
 
 async fn outcomes(agent: &Agent, count: usize) -> Vec<Seen> {
-    let mut service = agent
-        .layer()
-        .layer_service(counting_service(Arc::default()));
+    let mut service =
+        agent::FaultLayer::new(agent.clone()).layer_service(counting_service(Arc::default()));
     let mut seen = Vec::with_capacity(count);
     for _ in 0..count {
         seen.push(classify(&send(&mut service, Method::GET, "/charge").await));
@@ -199,7 +198,7 @@ async fn match_rules_select_method_and_path_prefix() {
     let agent = agent_with_seed(1);
     let spec = FaultSpec::try_new(
         FaultKind::Error {
-            status: 500,
+            status: ErrorStatus::new(500).unwrap(),
             body: None,
         },
         1.0,
@@ -212,7 +211,10 @@ async fn match_rules_select_method_and_path_prefix() {
     .expect("a valid fault");
     agent.put("charge", spec).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let mut service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let mut service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
     assert_eq!(
         classify(&send(&mut service, Method::POST, "/charge/42").await),
         Seen::Status(500)
@@ -237,7 +239,7 @@ async fn error_faults_answer_with_their_status_and_body() {
     let agent = agent_with_seed(1);
     let spec = FaultSpec::try_new(
         FaultKind::Error {
-            status: 503,
+            status: ErrorStatus::new(503).unwrap(),
             body: Some("payment is down".into()),
         },
         1.0,
@@ -246,7 +248,10 @@ async fn error_faults_answer_with_their_status_and_body() {
     )
     .expect("a valid fault");
     agent.put("down", spec).unwrap();
-    let mut service = tower::Layer::layer(&agent.layer(), counting_service(Arc::default()));
+    let mut service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(Arc::default()),
+    );
     let response = send(&mut service, Method::GET, "/").await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()[INJECTED_HEADER], "error");
@@ -265,7 +270,10 @@ async fn reset_faults_abort_the_response_body() {
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let mut service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let mut service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
     let response = send(&mut service, Method::GET, "/").await;
     assert_eq!(classify(&response), Seen::Aborted(AbortReason::Reset));
     assert!(response.into_body().collect().await.is_err());
@@ -291,7 +299,10 @@ async fn delay_faults_wait_then_pass_through() {
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let mut service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let mut service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
     for _ in 0..20 {
         let started = tokio::time::Instant::now();
         let call = service
@@ -329,7 +340,10 @@ async fn the_delayed_service_is_called_only_after_the_wait() {
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
     let pending = tokio::spawn(service.oneshot(request(Method::GET, "/")));
     tokio::time::sleep(Duration::from_millis(999)).await;
     assert_eq!(
@@ -352,7 +366,10 @@ async fn hang_faults_outlast_a_client_timeout_and_end_at_the_hold_cap() {
         )
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
 
     // A client with a 1 s timeout sees its timeout; dropping the future releases the held request.
     let timed_out = tokio::time::timeout(
@@ -384,7 +401,10 @@ async fn the_control_api_is_never_faulted_nor_counted() {
     agent
         .put("all", FaultSpec::error(500, 1.0).expect("a valid fault"))
         .unwrap();
-    let mut service = tower::Layer::layer(&agent.layer(), counting_service(Arc::default()));
+    let mut service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(Arc::default()),
+    );
     assert_eq!(
         classify(&send(&mut service, Method::POST, "/_agent/halt").await),
         Seen::Passed
@@ -470,7 +490,10 @@ async fn hold_then_end(kind: FaultKind, end: FaultEnd) -> (Seen, Duration, usize
     .expect("a valid fault");
     agent.put("held", spec).unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = tower::Layer::layer(&agent.layer(), counting_service(calls.clone()));
+    let service = tower::Layer::layer(
+        &agent::FaultLayer::new(agent.clone()),
+        counting_service(calls.clone()),
+    );
     let started = tokio::time::Instant::now();
     let pending = tokio::spawn(service.oneshot(request(Method::GET, "/")));
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -591,9 +614,8 @@ async fn the_fault_table_is_bounded() {
 #[tokio::test]
 async fn probes_are_counted_with_and_without_a_fault() {
     let agent = agent_with_seed(7);
-    let mut service = agent
-        .layer()
-        .layer_service(counting_service(Arc::default()));
+    let mut service =
+        agent::FaultLayer::new(agent.clone()).layer_service(counting_service(Arc::default()));
     let probe = |path: &str| {
         Request::builder()
             .uri(path)

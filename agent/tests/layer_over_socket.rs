@@ -17,8 +17,8 @@ use tokio::net::{TcpListener, TcpStream};
 async fn serve_app(agent: &Agent) -> SocketAddr {
     let app = Router::new()
         .route("/charge", get(|| async { "charged" }))
-        .layer(agent.layer())
-        .merge(agent.fault_api_router());
+        .layer(agent::FaultLayer::new(agent.clone()))
+        .merge(agent::fault_api::router(agent.clone()));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

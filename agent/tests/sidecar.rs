@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec, MatchRule};
+use agent::api::{ErrorStatus, FaultKind, FaultSpec, MatchRule};
 use agent::sidecar::Sidecar;
 use agent::{Agent, AgentConfig, RawAgentConfig};
 use bytes::Bytes;
@@ -263,7 +263,7 @@ async fn error_faults_answer_without_reaching_the_upstream() {
         .put(
             "e",
             fault(FaultKind::Error {
-                status: 503,
+                status: ErrorStatus::new(503).unwrap(),
                 body: Some("injected".into()),
             }),
         )

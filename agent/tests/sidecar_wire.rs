@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec, MatchRule};
+use agent::api::{ErrorStatus, FaultKind, FaultSpec, MatchRule};
 use agent::sidecar::Sidecar;
 use agent::{Agent, AgentConfig};
 use common::{PATIENCE, start_upstream};
@@ -385,7 +385,7 @@ async fn an_injected_error_keeps_the_connection_when_the_body_is_in_hand() {
     let proxy = sidecar_with_agent(upstream, agent.clone()).await;
     let only_fail = FaultSpec::try_new(
         FaultKind::Error {
-            status: 503,
+            status: ErrorStatus::new(503).unwrap(),
             body: Some("payment is down".into()),
         },
         1.0,

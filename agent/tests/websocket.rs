@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agent::api::{AgentEvent, FaultKind, FaultSpec, MatchRule, RemovalReason};
+use agent::api::{AgentEvent, ErrorStatus, FaultKind, FaultSpec, MatchRule, RemovalReason};
 use agent::{Agent, AgentConfig};
 use futures::StreamExt;
 use tokio::net::TcpListener;
@@ -15,7 +15,7 @@ async fn the_stream_carries_applied_removed_and_expired_events() {
     let agent = Agent::new(AgentConfig::default());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let router = agent.fault_api_router();
+    let router = agent::fault_api::router(agent.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
 
     let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/_agent/stream"))
@@ -40,7 +40,7 @@ async fn the_stream_carries_applied_removed_and_expired_events() {
     agent.remove("gone").unwrap();
     let short = FaultSpec::try_new(
         FaultKind::Error {
-            status: 500,
+            status: ErrorStatus::new(500).unwrap(),
             body: None,
         },
         1.0,

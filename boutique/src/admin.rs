@@ -23,7 +23,7 @@ use subtle::ConstantTimeEq;
 use crate::breaker_lease::{BreakerLease, LeaseError, parse_lease};
 use crate::context::ServiceContext;
 use crate::metrics;
-use crate::wire::ErrorBody;
+use crate::services::json_error;
 
 /// What a service adds to the common admin endpoints: state to clear on reset, extra metrics.
 pub trait ServiceHooks: Send + Sync + 'static {
@@ -90,14 +90,14 @@ async fn pool(State(state): State<AdminState>) -> Response {
     Json(state.ctx.pool.stats()).into_response()
 }
 
-/// `GET /_breakers/stream`; a browser only from a loopback page or this host ([`agent::origin`] says why).
+/// `GET /_breakers/stream`; a browser only from a loopback page or this host ([`serving::origin`] says why).
 async fn breaker_stream(
     State(state): State<AdminState>,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !agent::origin::stream_origin_allowed(&headers) {
-        return error(
+    if !serving::origin::stream_origin_allowed(&headers) {
+        return json_error(
             StatusCode::FORBIDDEN,
             "Origin: a browser may open this stream only from a loopback page or this host",
         );
@@ -108,7 +108,7 @@ async fn breaker_stream(
 }
 
 /// Sends every transition event as one JSON text message until the client leaves, stops reading (dropped after
-/// [`agent::stream::STREAM_SEND_TIMEOUT`] on one write) or the service stops.
+/// [`serving::event_stream::STREAM_SEND_TIMEOUT`] on one write) or the service stops.
 async fn forward_transitions(
     socket: WebSocket,
     events: tokio::sync::broadcast::Receiver<breaker::TransitionEvent>,
@@ -120,11 +120,11 @@ async fn forward_transitions(
     let incoming = stream.take_while(|message| {
         std::future::ready(matches!(message, Ok(message) if !matches!(message, Message::Close(_))))
     });
-    let end = agent::stream::forward_json(
+    let end = serving::event_stream::forward_json(
         events,
         &mut outgoing,
         Box::pin(incoming),
-        agent::stream::STREAM_SEND_TIMEOUT,
+        serving::event_stream::STREAM_SEND_TIMEOUT,
         |missed| {
             tracing::warn!(missed, "breaker stream subscriber lagged");
             None
@@ -132,7 +132,7 @@ async fn forward_transitions(
         shutdown.cancelled(),
     )
     .await;
-    if end == agent::stream::StreamEnd::Stopped {
+    if end == serving::event_stream::StreamEnd::Stopped {
         let _ = outgoing.get_mut().send(Message::Close(None)).await;
     }
 }
@@ -147,12 +147,12 @@ enum Denied {
 impl IntoResponse for Denied {
     fn into_response(self) -> Response {
         match self {
-            Denied::NoTokenConfigured => error(
+            Denied::NoTokenConfigured => json_error(
                 StatusCode::FORBIDDEN,
                 "admin mutations are disabled: no token configured",
             ),
             Denied::Unauthorized => {
-                error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+                json_error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
             }
         }
     }
@@ -171,16 +171,6 @@ fn authorize(ctx: &ServiceContext, headers: &HeaderMap) -> Result<(), Denied> {
     } else {
         Err(Denied::Unauthorized)
     }
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (
-        status,
-        Json(ErrorBody {
-            error: message.into(),
-        }),
-    )
-        .into_response()
 }
 
 /// Why a body is not a breaker config; `Display` is the 400 answer's text, naming the body or the field.
@@ -311,7 +301,7 @@ async fn push<B: PushedBody>(
             state.lease.push(config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }
-        Err(refused) => error(StatusCode::BAD_REQUEST, refused.to_string()),
+        Err(refused) => json_error(StatusCode::BAD_REQUEST, refused.to_string()),
     }
 }
 
@@ -337,7 +327,7 @@ async fn renew_breaker_lease(State(state): State<AdminState>, headers: HeaderMap
     }
     match state.lease.renew() {
         Ok(lease) => Json(lease).into_response(),
-        Err(refused) => error(StatusCode::CONFLICT, refused.to_string()),
+        Err(refused) => json_error(StatusCode::CONFLICT, refused.to_string()),
     }
 }
 

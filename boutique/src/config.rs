@@ -73,7 +73,7 @@ pub struct RawStackConfig {
     /// Seed for every random choice the services make (ads, recommendations).
     pub seed: u64,
     /// How long a client may take to send a request head before its connection is closed
-    /// ([`agent::serve::HEADER_READ_TIMEOUT`] unless a test shortens it).
+    /// ([`serving::HEADER_READ_TIMEOUT`] unless a test shortens it).
     pub head_read_timeout: Duration,
 }
 
@@ -88,7 +88,7 @@ impl Default for RawStackConfig {
             token: None,
             agent: agent::AgentConfig::default(),
             seed: 0,
-            head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
+            head_read_timeout: serving::HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -139,7 +139,7 @@ fn check(raw: &RawStackConfig) -> Result<(), StackConfigError> {
             "must be greater than zero",
         ));
     }
-    agent::serve::check_header_read_timeout(raw.head_read_timeout)
+    serving::check_header_read_timeout(raw.head_read_timeout)
         .map_err(|error| StackConfigError::new("head_read_timeout", error.to_string()))?;
     if !(1..=MAX_POOL_CAPACITY).contains(&raw.pool.capacity) {
         return Err(StackConfigError::new(

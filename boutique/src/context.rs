@@ -70,6 +70,6 @@ pub fn internal_http_client() -> Result<HttpClient, StackError> {
     connector.set_nodelay(true);
     connector.enforce_http(true);
     Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
+        .pool_idle_timeout(serving::CLIENT_IDLE_TIMEOUT)
         .build(connector))
 }

@@ -144,14 +144,14 @@ fn build_service(
             let business = payment::router(payment::PaymentState::default());
             let business = business
                 .layer(from_fn_with_state(ctx.pool.clone(), pool::limit))
-                .layer(agent.layer())
+                .layer(agent::FaultLayer::new(agent.clone()))
                 .layer(from_fn_with_state(ctx.requests.clone(), metrics::track));
             let hooks: Arc<dyn ServiceHooks> = Arc::new(PaymentHooks {
                 agent: agent.clone(),
             });
             let router = business
                 .merge(admin::router(ctx.clone(), hooks))
-                .merge(agent.fault_api_router());
+                .merge(agent::fault_api::router(agent.clone()));
             BuiltService {
                 router,
                 agent: Some(agent),
@@ -201,7 +201,7 @@ async fn bind(service: ServiceName, addr: SocketAddr) -> Result<TcpListener, Sta
         })
 }
 
-/// Serves one service; a client must send each request head within `head_timeout` ([`agent::serve`]).
+/// Serves one service; a client must send each request head within `head_timeout` ([`serving::server`]).
 fn spawn_server(
     service: ServiceName,
     listener: TcpListener,
@@ -210,7 +210,7 @@ fn spawn_server(
     shutdown: CancellationToken,
 ) -> JoinHandle<Result<(), StackError>> {
     tokio::spawn(async move {
-        agent::serve::serve(listener, router, head_timeout, shutdown.cancelled_owned())
+        serving::serve(listener, router, head_timeout, shutdown.cancelled_owned())
             .await
             .map_err(|source| StackError::Serve { service, source })
     })

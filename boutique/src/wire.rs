@@ -143,9 +143,3 @@ pub struct Ad {
 pub struct Ads {
     pub ads: Vec<Ad>,
 }
-
-/// The body of every non-2xx JSON answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    pub error: String,
-}

@@ -2,7 +2,10 @@
 //! Every breaker is built once outside the measured loop. Groups:
 //! - `closed_consecutive`: closed, consecutive-failure policy, one thread;
 //! - `closed_window`: closed, failure rate over a time window (the peers' nearest equivalents), one thread;
-//! - `shared_threads`: one breaker shared by 1 or 2 threads (time for each thread to make `iters` calls);
+//! - `closed_count_window`: closed, failure rate over the last 100 calls (`trip.last_calls`) against recloser's
+//!   ring of 100 calls (the same detector: Resilience4j's `COUNT_BASED` default), one thread;
+//! - `shared_threads`: one breaker shared by 1 or 2 threads (time for each thread to make `iters` calls), the
+//!   count windows among them (their numbering of calls is a shared write);
 //! - `open_reject`: cost of a rejection while open.
 //!
 //! Run: `cargo bench -p breaker --bench closed_path`.
@@ -12,7 +15,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use breaker::{
-    BreakerConfig, CircuitBreaker, Clock, CoarseClock, Outcome, RawFailureRateConfig, SystemClock,
+    BreakerConfig, CircuitBreaker, Clock, CoarseClock, Outcome, RawFailureRateConfig,
+    RawLastCallsConfig, SystemClock,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use failsafe::CircuitBreaker as _;
@@ -51,6 +55,25 @@ fn window_config() -> BreakerConfig {
         min_calls: 20,
     });
     config.build().expect("a valid test config")
+}
+
+fn last_calls_config() -> BreakerConfig {
+    let mut config = breaker::RawBreakerConfig::default();
+    config.trip.consecutive_failures = None;
+    config.trip.last_calls = Some(RawLastCallsConfig {
+        threshold: 0.5,
+        calls: 100,
+        min_calls: 100,
+    });
+    config.build().expect("a valid test config")
+}
+
+/// recloser's ring of the last 100 calls at a 50 % failure rate (its defaults, written out).
+fn recloser_ring_100() -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(0.5)
+        .closed_len(100)
+        .build()
 }
 
 #[inline]
@@ -124,6 +147,24 @@ fn closed_window(c: &mut Criterion) {
     group.finish();
 }
 
+fn closed_count_window(c: &mut Criterion) {
+    let mut group = c.benchmark_group("closed_count_window");
+    group.bench_function("direct", |b| b.iter(|| black_box(dependency())));
+    let breaker = ours_with(last_calls_config(), Arc::new(SystemClock));
+    group.bench_function("tolerant_last_calls_system_clock", |b| {
+        b.iter(|| black_box(call_ours(&breaker)))
+    });
+    let breaker = ours_with(last_calls_config(), Arc::new(CoarseClock::new()));
+    group.bench_function("tolerant_last_calls_coarse_clock", |b| {
+        b.iter(|| black_box(call_ours(&breaker)))
+    });
+    let rc = recloser_ring_100();
+    group.bench_function("recloser_ring_100", |b| {
+        b.iter(|| black_box(rc.call(dependency)))
+    });
+    group.finish();
+}
+
 /// Time for each of `threads` threads (started together) to make `iters` calls; the slowest thread's time.
 fn threaded(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
     let start = Barrier::new(threads);
@@ -151,8 +192,10 @@ fn threaded(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
 fn shared_threads(c: &mut Criterion) {
     let mut group = c.benchmark_group("shared_threads");
     let breaker = ours_consecutive();
+    let counting = ours_with(last_calls_config(), Arc::new(CoarseClock::new()));
     let fs = failsafe_consecutive();
     let rc = recloser();
+    let ring = recloser_ring_100();
     let direct = || {
         let _ = black_box(dependency());
     };
@@ -165,11 +208,19 @@ fn shared_threads(c: &mut Criterion) {
     let recloser = || {
         let _ = black_box(rc.call(dependency));
     };
-    let contenders: [(&str, &(dyn Fn() + Sync)); 4] = [
+    let tolerant_last_calls = || {
+        let _ = black_box(call_ours(&counting));
+    };
+    let recloser_ring = || {
+        let _ = black_box(ring.call(dependency));
+    };
+    let contenders: [(&str, &(dyn Fn() + Sync)); 6] = [
         ("direct", &direct),
         ("tolerant", &tolerant),
         ("failsafe_consecutive5", &failsafe),
         ("recloser", &recloser),
+        ("tolerant_last_calls_coarse_clock", &tolerant_last_calls),
+        ("recloser_ring_100", &recloser_ring),
     ];
     for (name, call) in contenders {
         for threads in [1, 2] {
@@ -228,6 +279,6 @@ fn open_reject(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = config();
-    targets = closed_consecutive, closed_window, shared_threads, open_reject
+    targets = closed_consecutive, closed_window, closed_count_window, shared_threads, open_reject
 }
 criterion_main!(benches);

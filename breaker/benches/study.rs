@@ -9,7 +9,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use breaker::sim::{self, FaultKind, Pattern, RawScenario, Scenario, Schedule, Upstream, Workload};
+use breaker::sim::{
+    self, CallFailure, Pattern, RawScenario, Scenario, Schedule, Upstream, Workload,
+};
 use breaker::{BreakerConfig, Mode};
 
 const ROUNDS: u64 = 15;
@@ -34,7 +36,7 @@ fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
             },
             failure_rate,
             pattern: Pattern::Random,
-            kind: FaultKind::Error,
+            kind: CallFailure::Error,
             timeout: Duration::from_secs(10),
             latency: Duration::from_millis(20),
             warmup: None,

@@ -54,6 +54,9 @@ pub struct CircuitBreaker {
     policy: ArcSwap<Policy>,
     /// Windows and the slow-call threshold, reachable from the success path without loading `policy`.
     failure_window: StripedWindow,
+    /// The window of the last calls: its "time" is the call's number, `calls_numbered` the shared numbering.
+    count_window: StripedWindow,
+    calls_numbered: Padded<AtomicU64>,
     slow_window: StripedWindow,
     slow_call_ns: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -94,6 +97,8 @@ impl CircuitBreaker {
             counters: StripedCounters::new(),
             policy: ArcSwap::from_pointee(policy.clone()),
             failure_window: StripedWindow::default(),
+            count_window: StripedWindow::default(),
+            calls_numbered: Padded(AtomicU64::new(0)),
             slow_window: StripedWindow::default(),
             slow_call_ns: AtomicU64::new(u64::MAX),
             clock,
@@ -124,6 +129,8 @@ impl CircuitBreaker {
     fn arm(&self, policy: &Policy, clear: bool) {
         self.failure_window
             .configure(policy.failure_rate.map(|r| r.bucket_ns), clear);
+        self.count_window
+            .configure(policy.last_calls.map(|r| r.bucket_calls), clear);
         self.slow_window
             .configure(policy.slow_call.map(|r| r.bucket_ns), clear);
         self.slow_call_ns
@@ -324,6 +331,15 @@ impl CircuitBreaker {
                 let failed = outcome == Outcome::Failure;
                 self.failure_window
                     .record(stripe, at, ticket.generation(), failed);
+                // The one shared write of a window of the last calls: numbering the call.
+                let number = self
+                    .count_window
+                    .is_configured()
+                    .then(|| self.calls_numbered.fetch_add(1, Ordering::Relaxed));
+                if let Some(number) = number {
+                    self.count_window
+                        .record(stripe, number, ticket.generation(), failed);
+                }
                 self.slow_window
                     .record(stripe, at, ticket.generation(), slow);
                 if !failed && !slow && word.closed_consecutive_failures() == 0 {
@@ -336,6 +352,16 @@ impl CircuitBreaker {
                     let count = self.failure_window.count(at, ticket.generation());
                     if rule.fires(count.hits, count.calls) {
                         verdict.failure_rate = Some((count.hits, count.calls));
+                    }
+                }
+                if let (true, Some(rule), Some(number)) =
+                    (failed, policy.last_calls.as_ref(), number)
+                {
+                    let count =
+                        self.count_window
+                            .count_last(number, ticket.generation(), rule.buckets);
+                    if rule.fires(count.hits, count.calls) {
+                        verdict.last_calls = Some((count.hits, count.calls));
                     }
                 }
                 if let (true, Some(rule)) = (slow, policy.slow_call.as_ref()) {

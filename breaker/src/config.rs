@@ -13,10 +13,12 @@ use serde::{Deserialize, Serialize, Serializer};
 mod parts;
 mod raw;
 
-pub use parts::{FailureRateConfig, HalfOpenConfig, OpenConfig, SlowCallConfig, TripConfig};
+pub use parts::{
+    FailureRateConfig, HalfOpenConfig, LastCallsConfig, OpenConfig, SlowCallConfig, TripConfig,
+};
 pub use raw::{
-    Probes, RawBreakerConfig, RawFailureRateConfig, RawHalfOpenConfig, RawOpenConfig,
-    RawSlowCallConfig, RawTripConfig,
+    Probes, RawBreakerConfig, RawFailureRateConfig, RawHalfOpenConfig, RawLastCallsConfig,
+    RawOpenConfig, RawSlowCallConfig, RawTripConfig,
 };
 
 /// Default consecutive-failure threshold (the study's breaker).
@@ -233,6 +235,8 @@ pub fn scale_duration(duration: Duration, time_scale: f64) -> Duration {
 pub const MAX_PROBES: u32 = (1 << 20) - 2;
 /// Largest `successes_to_close` (20 bits in the state word).
 pub const MAX_SUCCESSES_TO_CLOSE: u32 = (1 << 20) - 1;
+/// Most calls a count-based window (`trip.last_calls.calls`) may hold.
+pub const MAX_LAST_CALLS: u32 = 1_000_000;
 /// Longest detector window (and slow-call threshold): a day.
 pub const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
 

@@ -19,6 +19,8 @@ pub enum Reason {
     ConsecutiveFailures,
     /// Closed → Open: failure rate over the window reached the threshold.
     FailureRate,
+    /// Closed → Open: failure rate over the last calls reached the threshold.
+    LastCallsFailureRate,
     /// Closed → Open: slow-call rate over the window reached the threshold.
     SlowCallRate,
     /// Open → HalfOpen: the open window ended.
@@ -42,6 +44,7 @@ impl Reason {
         match self {
             Reason::ConsecutiveFailures => "consecutive_failures",
             Reason::FailureRate => "failure_rate",
+            Reason::LastCallsFailureRate => "last_calls_failure_rate",
             Reason::SlowCallRate => "slow_call_rate",
             Reason::CooldownElapsed => "cooldown_elapsed",
             Reason::ProbeFailed => "probe_failed",
@@ -75,6 +78,9 @@ pub struct TransitionDetail {
     /// The window length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<u64>,
+    /// The window length in calls (a window of the last calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_calls: Option<u64>,
     /// Probe successes (half-open).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub successes: Option<u64>,

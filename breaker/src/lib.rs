@@ -49,10 +49,10 @@ pub use crate::clock::{
 };
 pub use crate::config::{
     BreakerConfig, ConfigError, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_OPEN_BASE, DEFAULT_OPEN_MAX,
-    DEFAULT_PROBES, DEFAULT_SUCCESSES_TO_CLOSE, FailureRateConfig, HalfOpenConfig, MAX_PROBES,
-    MAX_SUCCESSES_TO_CLOSE, Mode, OpenConfig, Probes, RawBreakerConfig, RawFailureRateConfig,
-    RawHalfOpenConfig, RawOpenConfig, RawSlowCallConfig, RawTripConfig, SlowCallConfig, TripConfig,
-    UnknownMode, WINDOW_BUCKETS, scale_duration,
+    DEFAULT_PROBES, DEFAULT_SUCCESSES_TO_CLOSE, FailureRateConfig, HalfOpenConfig, LastCallsConfig,
+    MAX_LAST_CALLS, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Mode, OpenConfig, Probes, RawBreakerConfig,
+    RawFailureRateConfig, RawHalfOpenConfig, RawLastCallsConfig, RawOpenConfig, RawSlowCallConfig,
+    RawTripConfig, SlowCallConfig, TripConfig, UnknownMode, WINDOW_BUCKETS, scale_duration,
 };
 #[cfg(feature = "tokio")]
 pub use crate::event::BroadcastSink;

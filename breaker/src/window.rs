@@ -12,6 +12,9 @@
 //! stale; its owner resets it on the next write and readers skip it. That is how a close or a reset clears the
 //! window without touching other threads' stripes. The window object itself lives as long as the breaker, so the
 //! call path reaches it without going through the swappable config (no `ArcSwap` load per call).
+//!
+//! "Time" is any non-decreasing count: nanoseconds for the time windows, the call's number for the window of the
+//! last calls (`trip.last_calls`), whose buckets are then so many calls wide.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -134,8 +137,20 @@ impl StripedWindow {
         }
     }
 
+    /// Whether a bucket width is set.
+    #[inline]
+    pub(crate) fn is_configured(&self) -> bool {
+        self.geometry.load(Ordering::Relaxed) & BUCKET_NS_MASK != 0
+    }
+
     /// The window ending at `now_ns`, counting only current buckets of generation `generation`.
     pub(crate) fn count(&self, now_ns: u64, generation: u16) -> WindowCount {
+        self.count_last(now_ns, generation, BUCKETS as u64)
+    }
+
+    /// The newest `buckets` buckets (1 to [`WINDOW_BUCKETS`]) ending at `now_ns`, counting only current buckets of
+    /// generation `generation`.
+    pub(crate) fn count_last(&self, now_ns: u64, generation: u16, buckets: u64) -> WindowCount {
         let geometry = self.geometry.load(Ordering::Acquire);
         let bucket_ns = geometry & BUCKET_NS_MASK;
         let mut count = WindowCount::default();
@@ -146,7 +161,7 @@ impl StripedWindow {
             return count;
         }
         let newest = now_ns / bucket_ns;
-        let oldest = newest.saturating_sub(BUCKETS as u64 - 1);
+        let oldest = newest.saturating_sub(buckets.clamp(1, BUCKETS as u64) - 1);
         let low_bits = tag(0, geometry, generation) & !WRITTEN;
         let visit = stripes::slots_in_use();
         for stripe in stripes[..visit]
@@ -202,6 +217,23 @@ mod tests {
         // time going backwards falls into the right bucket too
         w.record(stripe, 1_120, 3, true);
         assert_eq!(w.count(1_150, 3), WindowCount { hits: 1, calls: 3 });
+    }
+
+    #[test]
+    fn counting_the_last_buckets_only_leaves_the_older_ones_out() {
+        let w = window();
+        let stripe = stripes::current();
+        for t in (0..1_000).step_by(100) {
+            w.record(stripe, t, 1, t >= 800);
+        }
+        assert_eq!(w.count(950, 1), WindowCount { hits: 2, calls: 10 });
+        assert_eq!(w.count_last(950, 1, 2), WindowCount { hits: 2, calls: 2 });
+        assert_eq!(w.count_last(950, 1, 3), WindowCount { hits: 2, calls: 3 });
+        assert_eq!(w.count_last(950, 1, 0), w.count_last(950, 1, 1));
+        assert_eq!(w.count_last(950, 1, 99), w.count(950, 1));
+        assert!(w.is_configured());
+        w.configure(None, false);
+        assert!(!w.is_configured());
     }
 
     #[test]

@@ -16,6 +16,11 @@ fn example_config_parses_and_matches_its_comments() {
         (rate.threshold(), rate.window(), rate.min_calls()),
         (0.5, Duration::from_secs(2), 20)
     );
+    let last = config.trip().last_calls().expect("last_calls");
+    assert_eq!(
+        (last.threshold(), last.calls(), last.min_calls()),
+        (0.5, 100, 20)
+    );
     let slow = config.trip().slow_call().expect("slow_call");
     assert_eq!(
         (slow.duration(), slow.rate()),

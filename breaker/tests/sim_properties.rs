@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use breaker::sim::{
-    self, Decision, FaultKind, Pattern, RawScenario, Scenario, Schedule, Upstream, Warmup, Workload,
+    self, CallFailure, Decision, Pattern, RawScenario, Scenario, Schedule, Upstream, Warmup,
+    Workload,
 };
 use breaker::{CircuitBreaker, ManualClock, Outcome, OwnedPermit, RawBreakerConfig};
 use model::{Kind, Model, ModelPermit};
@@ -53,8 +54,8 @@ fn schedule(window_s: u64) -> impl Strategy<Value = Schedule> {
     ]
 }
 
-fn kind() -> impl Strategy<Value = FaultKind> {
-    prop_oneof![Just(FaultKind::Error), Just(FaultKind::Hang)]
+fn kind() -> impl Strategy<Value = CallFailure> {
+    prop_oneof![Just(CallFailure::Error), Just(CallFailure::Hang)]
 }
 
 fn pattern() -> impl Strategy<Value = Pattern> {

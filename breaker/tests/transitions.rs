@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use breaker::{
     BreakerConfig, CircuitBreaker, MANUAL_CLOCK_UNIX_ORIGIN_MS, ManualClock, MemorySink, Mode,
-    Outcome, Probes, RawBreakerConfig, RawFailureRateConfig, RawSlowCallConfig, Reason, State,
-    TransitionEvent,
+    Outcome, Probes, RawBreakerConfig, RawFailureRateConfig, RawLastCallsConfig, RawSlowCallConfig,
+    Reason, State, TransitionEvent,
 };
 
 struct Fixture {
@@ -282,6 +282,82 @@ fn failure_rate_trips_once_min_calls_are_in_the_window() {
         ),
         (Some(0.5), Some(0.5), Some(10_000))
     );
+}
+
+fn last_calls_config(threshold: f64, calls: u32, min_calls: u32) -> RawBreakerConfig {
+    let mut config = RawBreakerConfig::default();
+    config.trip.consecutive_failures = None;
+    config.trip.last_calls = Some(RawLastCallsConfig {
+        threshold,
+        calls,
+        min_calls,
+    });
+    config
+}
+
+#[test]
+fn last_calls_trips_on_the_rate_over_the_latest_calls_whatever_the_time() {
+    // 25 % of calls failing, one in four: blind to 5 consecutive failures, seen by a window of the last 8 calls.
+    let f = fixture(last_calls_config(0.25, 8, 8));
+    for _ in 0..7 {
+        assert!(f.call(Outcome::Success));
+        f.advance(secs(3_600));
+    }
+    f.fail(1);
+    assert_eq!(f.breaker.state(), State::Closed, "1 of 8 is below 0.25");
+    for _ in 0..2 {
+        assert!(f.call(Outcome::Ignored), "ignored calls are not counted");
+    }
+    f.call(Outcome::Success);
+    f.fail(1);
+    assert_eq!(
+        f.breaker.state(),
+        State::Open,
+        "the last 8: 2 failures, 0.25"
+    );
+    let event = f.last();
+    assert_eq!(event.reason, Reason::LastCallsFailureRate);
+    assert_eq!(
+        (
+            event.detail.failures,
+            event.detail.calls,
+            event.detail.rate,
+            event.detail.threshold,
+            event.detail.window_calls,
+            event.detail.window_ms,
+        ),
+        (Some(2), Some(8), Some(0.25), Some(0.25), Some(8), None)
+    );
+}
+
+#[test]
+fn last_calls_forgets_the_calls_before_a_close_and_the_oldest_ones() {
+    let f = fixture(last_calls_config(0.5, 4, 4));
+    f.fail(1);
+    for _ in 0..4 {
+        assert!(f.call(Outcome::Success));
+    }
+    f.fail(1);
+    assert_eq!(
+        f.breaker.state(),
+        State::Closed,
+        "the first failure left the window of 4: 1 of 4"
+    );
+    f.fail(1);
+    assert_eq!(f.breaker.state(), State::Open, "2 of the last 4");
+    f.advance(secs(30));
+    for _ in 0..2 {
+        assert!(f.call(Outcome::Success), "probes");
+    }
+    assert_eq!(f.breaker.state(), State::Closed);
+    f.fail(3);
+    assert_eq!(
+        f.breaker.state(),
+        State::Closed,
+        "3 calls since the close: below min_calls"
+    );
+    f.fail(1);
+    assert_eq!(f.breaker.state(), State::Open);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use controller::load::{Outcome, Recorder, Sample, UserLogs};
+use controller::load::{Recorder, RequestOutcome, Sample, UserLogs};
 use parking_lot::Mutex;
 
 const ENDPOINTS: usize = 6;
@@ -19,9 +19,9 @@ fn sample(second: u64, user: u32, n: u32, per_user: u32) -> Sample {
         endpoint: ((user + n) as usize) % ENDPOINTS,
         since_start: Duration::from_secs(second) + Duration::from_micros(offset.min(999_999)),
         outcome: if (user + n) % 50 == 0 {
-            Outcome::Failed
+            RequestOutcome::Failed
         } else {
-            Outcome::Ok
+            RequestOutcome::Ok
         },
         latency: Duration::from_micros(150 + u64::from((user * 31 + n * 17) % 2_000)),
         expected_interval: Duration::ZERO,

@@ -1,11 +1,13 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod advisor;
 pub mod clock;
 pub mod docker;
 pub mod energy;
 pub mod exposition;
 pub mod lease;
 pub mod load;
+pub mod metric;
 pub mod observe;
 pub mod panic;
 pub mod predict;

@@ -13,10 +13,10 @@ use controller::test_support;
 use std::time::Duration;
 
 use controller::spec::{
-    ExperimentSpec, FaultKind, MAX_FAULT_DELAY, MAX_LEASE, MAX_NAME_BYTES, MAX_PATH_PREFIX_BYTES,
-    MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS, MAX_SCHEDULE_PERIODS, MAX_STOP_WINDOW,
-    MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, MIN_RUN_DURATION, RATE_RANGE,
-    SpecError, TIME_SCALE_RANGE,
+    ConditionFault, ExperimentSpec, MAX_FAULT_DELAY, MAX_LEASE, MAX_NAME_BYTES,
+    MAX_PATH_PREFIX_BYTES, MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS,
+    MAX_SCHEDULE_PERIODS, MAX_STOP_WINDOW, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS,
+    MAX_WRITTEN_DURATION, MIN_RUN_DURATION, RATE_RANGE, SpecError, TIME_SCALE_RANGE,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -504,8 +504,8 @@ fn check_bounds(spec: &ExperimentSpec, text: &str) -> Result<(), TestCaseError> 
     }
     for kind in &fault.kinds {
         match kind {
-            FaultKind::Error { status } => prop_assert!((400..=599).contains(status)),
-            FaultKind::Delay { delay, jitter } => {
+            ConditionFault::Error { status } => prop_assert!((400..=599).contains(&status.get())),
+            ConditionFault::Delay { delay, jitter } => {
                 prop_assert!(!delay.is_zero() && *delay <= MAX_FAULT_DELAY);
                 prop_assert!(*jitter <= MAX_FAULT_DELAY);
             }

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use controller::load::{
-    LoadSettings, Outcome, PRODUCT_IDS, REJECTED_HEADER, Workload, endpoint, luhn_valid, run,
+    LoadSettings, PRODUCT_IDS, REJECTED_HEADER, RequestOutcome, Workload, endpoint, luhn_valid, run,
 };
 use parking_lot::Mutex;
 
@@ -307,10 +307,10 @@ async fn every_outcome_class_is_classified() {
     let second = Duration::from_secs(1);
 
     for (path, outcome) in [
-        ("/ok", Outcome::Ok),
-        ("/fail", Outcome::Failed),
-        ("/invalid", Outcome::ClientError),
-        ("/rejected", Outcome::Rejected),
+        ("/ok", RequestOutcome::Ok),
+        ("/fail", RequestOutcome::Failed),
+        ("/invalid", RequestOutcome::ClientError),
+        ("/rejected", RequestOutcome::Rejected),
     ] {
         let counts = outcomes_of(addr, path, second).await;
         assert!(counts.total() > 0, "{path}: {counts:?}");

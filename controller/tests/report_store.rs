@@ -66,9 +66,9 @@ fn stats_of(count: u64, outcome: &str, latency_us: u64) -> EndpointStats {
     let mut stats = EndpointStats::default();
     for _ in 0..count {
         let outcome = match outcome {
-            "ok" => controller::load::Outcome::Ok,
-            "failed" => controller::load::Outcome::Failed,
-            _ => controller::load::Outcome::Rejected,
+            "ok" => controller::load::RequestOutcome::Ok,
+            "failed" => controller::load::RequestOutcome::Failed,
+            _ => controller::load::RequestOutcome::Rejected,
         };
         stats.record(outcome, latency_us, 0);
     }

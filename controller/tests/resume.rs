@@ -425,7 +425,7 @@ async fn agent_over_http() -> (agent::Agent, String, tokio::task::JoinHandle<()>
         .await
         .expect("bind loopback");
     let address = listener.local_addr().expect("local address");
-    let router = agent.fault_api_router();
+    let router = agent::fault_api::router(agent.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, router).await.expect("serve agent");
     });

@@ -126,7 +126,7 @@ fn stack_config(args: &BoutiqueArgs) -> anyhow::Result<StackConfig> {
         token,
         agent,
         seed: args.seed,
-        head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
+        head_read_timeout: serving::HEADER_READ_TIMEOUT,
     };
     Ok(config.build()?)
 }

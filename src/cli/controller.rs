@@ -143,13 +143,25 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<()> {
 }
 
 /// Runs a spec's plan: a new experiment, or the rest of a resumed one (faults cleared and the
-/// interrupted attempt discarded first).
+/// interrupted attempt discarded first), then prints the summary.
 async fn execute(
     store: &Store,
     spec: &ExperimentSpec,
     choice: StartChoice,
     args: ExecuteArgs,
 ) -> anyhow::Result<()> {
+    let quiet = args.json;
+    let experiment = execute_quietly(store, spec, choice, args).await?;
+    super::condition_table::print(store, experiment, quiet).await
+}
+
+/// [`execute`] without the summary: the experiment's id (`tolerant tune --verify` reads its runs itself).
+pub(super) async fn execute_quietly(
+    store: &Store,
+    spec: &ExperimentSpec,
+    choice: StartChoice,
+    args: ExecuteArgs,
+) -> anyhow::Result<ExperimentId> {
     let ExecuteArgs {
         token,
         compose,
@@ -275,12 +287,8 @@ async fn execute(
     if let Some(sweep) = sweep {
         sweep.abort();
     }
-    let summary = match result {
-        Ok(experiment) => super::condition_table::print(store, experiment, quiet).await,
-        Err(error) => Err(error),
-    };
     if unplanned.is_empty() {
-        return summary;
+        return result;
     }
     err_out!(
         "{} run(s) did not end as planned; their figures are not a measurement:",
@@ -289,8 +297,13 @@ async fn execute(
     for run in &unplanned {
         err_out!("  {run}");
     }
-    if let Err(error) = summary {
-        err_out!("error: {error:#}");
+    match result {
+        Ok(experiment) => {
+            if let Err(error) = super::condition_table::print(store, experiment, quiet).await {
+                err_out!("error: {error:#}");
+            }
+        }
+        Err(error) => err_out!("error: {error:#}"),
     }
     std::process::exit(EXIT_RUNS_FAILED);
 }

@@ -12,6 +12,7 @@ mod results;
 mod serve;
 mod simulate;
 mod stored;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -45,6 +46,8 @@ pub enum Command {
     Halt(results::HaltArgs),
     /// Simulate a breaker on a virtual clock: totals with and without it, per second (no services needed).
     Simulate(simulate::SimulateArgs),
+    /// Which breaker settings to ship: search the simulator for the input's traffic, failures and costs.
+    Tune(tune::TuneArgs),
     /// Drive a share of a controller's virtual users (a spec with `[load] workers`) and stream its seconds back.
     LoadWorker(load_worker::LoadWorkerArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
@@ -69,6 +72,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Validate(args)) => results::validate(args).await,
         Some(Command::Halt(args)) => results::halt(args).await,
         Some(Command::Simulate(args)) => simulate::run(args),
+        Some(Command::Tune(args)) => tune::run(args).await,
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
         Some(Command::LoadWorker(args)) => load_worker::run(args).await,
         None => serve::run().await,

@@ -7,7 +7,7 @@ use crate::cli::output::{err_out, out, out_text};
 use std::time::Duration;
 
 use breaker::State;
-use breaker::sim::{self, FaultKind, HalfOpen, Settings, Simulation};
+use breaker::sim::{self, CallFailure, HalfOpen, Settings, Simulation};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 
@@ -136,8 +136,8 @@ impl SimulateArgs {
         );
         if let Some(fault) = self.fault {
             s.fault = match fault {
-                Fault::Hang => FaultKind::Hang,
-                Fault::Error => FaultKind::Error,
+                Fault::Hang => CallFailure::Hang,
+                Fault::Error => CallFailure::Error,
             };
         }
         s

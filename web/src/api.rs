@@ -8,7 +8,7 @@ use http::StatusCode;
 use http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use http::request::Parts;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use std::sync::Arc;
 
@@ -18,6 +18,13 @@ use controller::clock::now_ms;
 use controller::report::Format;
 use controller::sources::{PushError, PushInbox};
 use controller::target::ServiceId;
+
+pub mod answers;
+
+use answers::{
+    AbortAnswer, BreakerEventsAnswer, BreakerModeAnswer, ClearedAnswer, ContainerFaultAnswer,
+    ContainersAnswer, ExperimentAnswer, HaltAnswer, IdAnswer, StartAnswer,
+};
 
 use crate::app::AppState;
 use crate::auth::Auth;
@@ -100,7 +107,11 @@ pub async fn experiment(
         .find(|experiment| experiment.id == id)
         .ok_or(crate::operations::OperationError::NotFound(id))?;
     let spec = state.operations.spec(id).await?;
-    Ok(Json(json!({ "experiment": summary, "spec": spec })).into_response())
+    Ok(Json(ExperimentAnswer {
+        experiment: summary,
+        spec,
+    })
+    .into_response())
 }
 
 /// `POST /api/experiments`, body: the TOML spec.
@@ -110,7 +121,7 @@ pub async fn create_experiment(
     body: String,
 ) -> Result<Response, AppError> {
     let id = state.operations.create(body).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
+    Ok((StatusCode::CREATED, Json(IdAnswer { id })).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,7 +149,7 @@ pub async fn start_experiment(
         }
     }
     state.operations.start(id, at).await?;
-    Ok(Json(json!({ "id": id, "at": at })).into_response())
+    Ok(Json(StartAnswer { at, id }).into_response())
 }
 
 pub async fn abort_experiment(
@@ -147,7 +158,7 @@ pub async fn abort_experiment(
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
     state.operations.abort(id).await?;
-    Ok(Json(json!({ "id": id, "aborted": true })).into_response())
+    Ok(Json(AbortAnswer { aborted: true, id }).into_response())
 }
 
 pub async fn results(
@@ -210,7 +221,7 @@ pub async fn results_json(
 
 pub async fn halt(State(state): State<AppState>, _: Acting) -> Result<Response, AppError> {
     state.operations.halt().await?;
-    Ok(Json(json!({ "halted": true })).into_response())
+    Ok(Json(HaltAnswer { halted: true }).into_response())
 }
 
 /// Stores an annotation through the operations (which validates it and ties it to what is running), then
@@ -318,7 +329,7 @@ pub async fn set_fault(
             fault,
         })
         .await?;
-    Ok(Json(json!({ "id": id })).into_response())
+    Ok(Json(IdAnswer { id }).into_response())
 }
 
 /// The agent's own id rule, before anything is sent: the id (decoded from the path) must be one path segment
@@ -336,13 +347,13 @@ pub async fn clear_fault(
     check_fault_id(&id)?;
     let target = fault_target(query)?;
     state.operations.clear_fault(target, id.clone()).await?;
-    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+    Ok(Json(ClearedAnswer { cleared: true, id }).into_response())
 }
 
 /// `GET /api/containers`: the compose project's containers (`null` when the dashboard reaches no engine).
 pub async fn containers(State(state): State<AppState>) -> Result<Response, AppError> {
     let containers = state.operations.containers().await?;
-    Ok(Json(json!({ "containers": containers })).into_response())
+    Ok(Json(ContainersAnswer { containers }).into_response())
 }
 
 /// `POST /api/containers`, body: `{"container": "payment", "kind": "pause", "lease": "30s"}` (and `signal`,
@@ -356,7 +367,11 @@ pub async fn set_container_fault(
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
     let request = crate::pages::container_fault_of_form(&form)?;
     let id = state.operations.set_container_fault(request).await?;
-    Ok(Json(json!({ "id": id, "fault_id": format!("container-{id}") })).into_response())
+    Ok(Json(ContainerFaultAnswer {
+        fault_id: format!("container-{id}"),
+        id,
+    })
+    .into_response())
 }
 
 /// `DELETE /api/containers/faults/{id}`: undoes a container fault now.
@@ -366,7 +381,7 @@ pub async fn clear_container_fault(
     Path(id): Path<i64>,
 ) -> Result<Response, AppError> {
     state.operations.clear_container_fault(id).await?;
-    Ok(Json(json!({ "id": id, "cleared": true })).into_response())
+    Ok(Json(ClearedAnswer { cleared: true, id }).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -409,7 +424,7 @@ pub async fn set_breaker_mode(
         .map(|service| parse_service("service", &service))
         .transpose()?;
     state.operations.set_breaker_mode(service, mode).await?;
-    Ok(Json(json!({ "mode": mode })).into_response())
+    Ok(Json(BreakerModeAnswer { mode }).into_response())
 }
 
 /// What `POST /api/breaker-events` needs: the token check, the inbox, and the live hub when a dashboard runs.
@@ -454,7 +469,10 @@ pub async fn breaker_events(
     }
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "accepted": ingested.events.len(), "unchanged": ingested.unchanged })),
+        Json(BreakerEventsAnswer {
+            accepted: ingested.events.len(),
+            unchanged: ingested.unchanged,
+        }),
     )
         .into_response())
 }

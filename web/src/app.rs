@@ -11,7 +11,7 @@ use controller::sources::PushInbox;
 use crate::auth::Auth;
 use crate::hub::Hub;
 use crate::operations::Operations;
-use crate::{api, assets, automation_api, live, pages, simulate};
+use crate::{advisor, api, assets, automation_api, live, pages, simulate};
 
 /// Everything a handler may need.
 #[derive(Clone)]
@@ -92,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/breaker-events", post(api::breaker_events))
         .route("/api/simulate", get(simulate::simulate))
         .route("/api/simulate/spec", get(simulate::spec))
+        .route("/api/tune", post(advisor::tune_handler))
         .route("/ws", get(live::websocket))
         // Pages.
         .route("/", get(pages::experiments))
@@ -100,6 +101,7 @@ pub fn router(state: AppState) -> Router {
         .route("/live", get(pages::live))
         .route("/gameday", get(pages::gameday))
         .route("/simulate", get(pages::simulate))
+        .route("/advisor", get(pages::advisor))
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", post(pages::logout))
         // Form posts of the pages (session cookie + CSRF field).
@@ -117,6 +119,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/breakers", post(pages::set_breaker_mode))
         .route("/ui/annotate", post(pages::annotate))
         .route("/ui/load", post(pages::set_load))
+        .route("/ui/advisor/verify", post(pages::verify_advice))
         .fallback(pages::not_found)
         .route("/static/{file}", get(assets::serve))
         // Liveness for container health checks: answers while the dashboard serves.

@@ -6,7 +6,7 @@ use http::StatusCode;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 
 /// `(file name, content type, content)`.
-const ASSETS: [(&str, &str, &str); 6] = [
+const ASSETS: [(&str, &str, &str); 7] = [
     (
         "app.css",
         "text/css; charset=utf-8",
@@ -36,6 +36,11 @@ const ASSETS: [(&str, &str, &str); 6] = [
         "simulate.js",
         "text/javascript; charset=utf-8",
         include_str!("../static/simulate.js"),
+    ),
+    (
+        "advisor.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../static/advisor.js"),
     ),
 ];
 

@@ -59,7 +59,7 @@ struct LoginThrottle {
 
 /// A logged-in browser session.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub struct LoginSession {
     pub id: String,
     pub csrf: String,
 }
@@ -119,7 +119,7 @@ impl Auth {
 
     /// Checks the token and opens a session.
     /// Throttled after wrong ones (see the module docs).
-    pub fn login(&self, offered: &str) -> Result<Session, AuthError> {
+    pub fn login(&self, offered: &str) -> Result<LoginSession, AuthError> {
         {
             let now = Instant::now();
             let mut throttle = self.throttle.lock();
@@ -141,7 +141,7 @@ impl Auth {
             }
             *throttle = LoginThrottle::default();
         }
-        let session = Session {
+        let session = LoginSession {
             id: random_hex(24),
             csrf: random_hex(24),
         };
@@ -170,10 +170,10 @@ impl Auth {
     }
 
     /// The request's session, if its cookie names a live one.
-    pub fn session(&self, headers: &HeaderMap) -> Option<Session> {
+    pub fn session(&self, headers: &HeaderMap) -> Option<LoginSession> {
         let id = cookie(headers, SESSION_COOKIE)?;
         let sessions = self.sessions.lock();
-        sessions.get(id).map(|(_, csrf)| Session {
+        sessions.get(id).map(|(_, csrf)| LoginSession {
             id: id.to_owned(),
             csrf: csrf.clone(),
         })
@@ -208,7 +208,7 @@ impl Auth {
     }
 
     /// The `Set-Cookie` value for a new session.
-    pub fn session_cookie(session: &Session) -> String {
+    pub fn session_cookie(session: &LoginSession) -> String {
         format!(
             "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
             session.id
@@ -229,7 +229,7 @@ pub fn check_origin(headers: &HeaderMap) -> Result<(), AuthError> {
     };
     let host = headers.get(HOST).and_then(|host| host.to_str().ok());
     match origin.to_str() {
-        Ok(origin) if agent::origin::is_same_origin(origin, host) => Ok(()),
+        Ok(origin) if serving::origin::is_same_origin(origin, host) => Ok(()),
         _ => Err(AuthError::Origin),
     }
 }

@@ -42,7 +42,7 @@ pub struct DashboardConfig {
     /// stack in this process.
     pub external: Option<ExternalTestbed>,
     /// How long a client may take to send a request head, on the dashboard and the embedded services
-    /// ([`agent::serve::HEADER_READ_TIMEOUT`] unless a test shortens it).
+    /// ([`serving::HEADER_READ_TIMEOUT`] unless a test shortens it).
     pub head_read_timeout: Duration,
     /// The compose project the external testbed runs as, on a reachable engine: container faults on the
     /// game-day page and in runs, per-container stats. `None`: no engine is used.
@@ -79,7 +79,7 @@ impl Default for DashboardConfig {
             token: None,
             hub: HubConfig::default(),
             external: None,
-            head_read_timeout: agent::serve::HEADER_READ_TIMEOUT,
+            head_read_timeout: serving::HEADER_READ_TIMEOUT,
             compose: None,
         }
     }
@@ -94,7 +94,7 @@ pub enum DashboardError {
     #[error("controller: {0}")]
     Operations(#[from] crate::operations::OperationError),
     #[error("head_read_timeout: {0}")]
-    HeadReadTimeout(#[from] agent::serve::HeadReadTimeoutOutOfRange),
+    HeadReadTimeout(#[from] serving::HeadReadTimeoutOutOfRange),
     #[error("listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -128,7 +128,7 @@ impl std::fmt::Debug for RunningDashboard {
 
 impl RunningDashboard {
     pub async fn start(config: DashboardConfig) -> Result<RunningDashboard, DashboardError> {
-        agent::serve::check_header_read_timeout(config.head_read_timeout)
+        serving::check_header_read_timeout(config.head_read_timeout)
             .map_err(DashboardError::HeadReadTimeout)?;
         let token = config.token.unwrap_or_else(Auth::random_token);
         let (stack, testbed) = match config.external {
@@ -204,7 +204,7 @@ impl RunningDashboard {
         let app = router(state);
         let head_read_timeout = config.head_read_timeout;
         let server = tokio::spawn(async move {
-            let serve = agent::serve::serve(listener, app, head_read_timeout, async move {
+            let serve = serving::serve(listener, app, head_read_timeout, async move {
                 let _ = stopped.await;
             });
             if let Err(error) = serve.await {

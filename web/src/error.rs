@@ -1,10 +1,11 @@
 //! The error boundary of every handler: a status and a short message, never internals of the controller. A client
 //! error (4xx) keeps its message, which names the field; an internal failure (5xx) answers a generic message with
-//! an error id, and the full detail goes to the log under the same id.
+//! an error id, and the full detail goes to the log under the same id. Both are the stack's one error body
+//! ([`ErrorBody`]: `error`, and `error_id` for a server failure).
 
-use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
+use serving::ErrorBody;
 
 use crate::auth::AuthError;
 use crate::operations::OperationError;
@@ -76,11 +77,12 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, message, id) = self.answer();
-        let body = match id {
-            Some(id) => serde_json::json!({ "error": message, "error_id": id }),
-            None => serde_json::json!({ "error": message }),
-        };
-        (status, Json(body)).into_response()
+        let body = ErrorBody::new(message);
+        match id {
+            Some(id) => body.with_error_id(id),
+            None => body,
+        }
+        .into_response_with(status)
     }
 }
 

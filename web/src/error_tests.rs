@@ -1,7 +1,9 @@
 //! The error boundary: an internal failure (here a closed database) answers a generic 500 with an error id, in
-//! the API and in the pages alike, and never the internal detail; a client error keeps its message.
+//! the API and in the pages alike, and never the internal detail; a client error keeps its message. Both are the
+//! stack's one error body.
 
 use http::StatusCode;
+use serving::ErrorBody;
 
 use crate::routes_tests::{get, send, stored_app, text};
 use controller::test_support::TempStore;
@@ -14,12 +16,12 @@ async fn a_store_failure_is_a_generic_500_with_an_error_id_and_no_detail() {
     let (state, store) = stored_app(&database.location()).await;
     let missing = send(&state, get("/api/experiments/999")).await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let missing = the_one_error_body(&text(missing).await);
     assert!(
-        text(missing)
-            .await
-            .contains("experiment 999 does not exist"),
-        "a client error keeps its message"
+        missing.error.contains("experiment 999 does not exist"),
+        "a client error keeps its message: {missing:?}"
     );
+    assert_eq!(missing.error_id, None, "a client error is not logged");
 
     store.close().await;
     let detail = store
@@ -30,9 +32,9 @@ async fn a_store_failure_is_a_generic_500_with_an_error_id_and_no_detail() {
 
     let api = send(&state, get("/api/experiments")).await;
     assert_eq!(api.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    let body: serde_json::Value = serde_json::from_str(&text(api).await).expect("JSON body");
-    let message = body["error"].as_str().expect("error message");
-    let id = body["error_id"].as_str().expect("error id");
+    let body = the_one_error_body(&text(api).await);
+    let message = body.error.as_str();
+    let id = body.error_id.as_deref().expect("error id");
     assert_eq!(message, format!("{GENERIC}{id})"));
     assert!(!message.contains(&detail), "{message} leaks {detail}");
 
@@ -45,4 +47,16 @@ async fn a_store_failure_is_a_generic_500_with_an_error_id_and_no_detail() {
         "the page shows the same text: {page}"
     );
     assert!(!page.contains(&detail), "the page leaks {detail}: {page}");
+}
+
+/// The answer read as the stack's one error body, and nothing more: written back, it is the same JSON.
+fn the_one_error_body(answer: &str) -> ErrorBody {
+    let value: serde_json::Value = serde_json::from_str(answer).expect("JSON body");
+    let body: ErrorBody = serde_json::from_value(value.clone()).expect("the error body");
+    assert_eq!(
+        serde_json::to_value(&body).unwrap(),
+        value,
+        "no other key than the error body's"
+    );
+    body
 }

@@ -43,7 +43,7 @@ async fn dashboard_over_agent(
         .expect("bind");
     let agent_url = format!("http://{}", listener.local_addr().expect("addr"));
     let served = tokio::spawn({
-        let router = agent.fault_api_router();
+        let router = agent::fault_api::router(agent.clone());
         async move {
             let _ = axum::serve(listener, router).await;
         }

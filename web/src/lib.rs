@@ -1,5 +1,6 @@
 //! Live dashboard: the hub that fans events out to browsers, the controller HTTP API, the pages.
 
+pub mod advisor;
 pub mod api;
 pub mod app;
 pub mod assets;

@@ -70,10 +70,10 @@ pub fn router(inbox: PushInbox, token: impl Into<String>) -> Router {
 pub fn spawn(listener: TcpListener, inbox: PushInbox, token: impl Into<String>) -> JoinHandle<()> {
     let app = router(inbox, token);
     tokio::spawn(async move {
-        let served = agent::serve::serve(
+        let served = serving::serve(
             listener,
             app,
-            agent::serve::HEADER_READ_TIMEOUT,
+            serving::HEADER_READ_TIMEOUT,
             std::future::pending(),
         );
         if let Err(error) = served.await {

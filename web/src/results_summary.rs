@@ -105,13 +105,13 @@ pub struct SummaryRow {
     pub condition: String,
     pub runs: usize,
     /// One text per heading: `73.4 % ± 2.1`, `–` when the metric is missing, `not measured` when a target could
-    /// not measure it (the heading's [`Summary::not_measured`] says why).
+    /// not measure it (the heading's [`SummaryTable::not_measured`] says why).
     pub cells: Vec<String>,
 }
 
 /// The summary: headings with unit and direction, one row per condition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub struct SummaryTable {
     /// `availability (%, higher is better)`.
     pub headings: Vec<String>,
     /// Per heading, why its metric was not measured (the report's *Not measured* statement), empty when it was.
@@ -150,8 +150,8 @@ fn cell_text(cell: &Cell, scale: Scale) -> String {
     }
 }
 
-impl Summary {
-    pub fn of(results: &Results) -> Summary {
+impl SummaryTable {
+    pub fn of(results: &Results) -> SummaryTable {
         let headings = HEADLINES
             .iter()
             .map(|headline| {
@@ -172,7 +172,7 @@ impl Summary {
             .iter()
             .map(|headline| {
                 let name = headline.key.split('[').next().unwrap_or(headline.key);
-                controller::stats::MetricName::ALL
+                controller::metric::MetricName::ALL
                     .into_iter()
                     .find(|metric| metric.as_str() == name)
                     .and_then(|metric| controller::stats::left_out(&results.not_measured, metric))
@@ -205,7 +205,7 @@ impl Summary {
                     .collect(),
             })
             .collect();
-        Summary {
+        SummaryTable {
             headings,
             not_measured,
             rows,
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn the_summary_picks_the_headline_metrics_with_units() {
-        let summary = Summary::of(&results());
+        let summary = SummaryTable::of(&results());
         assert_eq!(summary.headings[0], "availability (%, higher is better)");
         assert_eq!(
             summary.headings[2],
@@ -308,11 +308,11 @@ mod tests {
         results.not_measured = vec![controller::stats::NotMeasured {
             statement: "breaker opens and time open were not measured: no stream".into(),
             metrics: vec![
-                controller::stats::MetricName::BreakerOpens,
-                controller::stats::MetricName::TimeOpenS,
+                controller::metric::MetricName::BreakerOpens,
+                controller::metric::MetricName::TimeOpenS,
             ],
         }];
-        let summary = Summary::of(&results);
+        let summary = SummaryTable::of(&results);
         assert_eq!(summary.rows[0].cells[4], NOT_MEASURED);
         assert_eq!(
             summary.not_measured[4],

@@ -147,8 +147,8 @@ pub fn spec_text(settings: &Settings) -> String {
     let outage = schedule.outages(window_ns).first().copied();
     let _ = writeln!(text, "\n[fault]\ntarget = \"payment\"");
     let kind = match settings.fault {
-        sim::FaultKind::Hang => "hang",
-        sim::FaultKind::Error => "error",
+        sim::CallFailure::Hang => "hang",
+        sim::CallFailure::Error => "error",
     };
     let _ = writeln!(text, "kind = \"{kind}\"");
     match outage {

@@ -1,7 +1,7 @@
 //! Tests of the fault document: parsing, every refusal naming its field, round trips.
 
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn field_of(value: Value) -> String {
     FaultSpec::from_json_value(value).unwrap_err().field
@@ -16,7 +16,7 @@ fn the_design_example_parses() {
     assert_eq!(
         *spec.kind(),
         FaultKind::Error {
-            status: 500,
+            status: ErrorStatus::new(500).unwrap(),
             body: None
         }
     );
@@ -146,16 +146,18 @@ fn events_serialize_tagged() {
 
 #[test]
 fn a_fault_built_in_code_is_checked_by_the_wire_rules_naming_the_field() {
-    let error_status = |status| FaultKind::Error { status, body: None };
+    let error_status = |status| FaultKind::Error {
+        status: ErrorStatus::new(status).expect("an error status"),
+        body: None,
+    };
+    // An error status is checked where it is made, naming the field.
+    assert_eq!(ErrorStatus::new(200).unwrap_err().field, "status");
+    assert_eq!(ErrorStatus::new(600).unwrap_err().field, "status");
     let refused = |kind, rate, matcher, lease| {
         FaultSpec::try_new(kind, rate, matcher, lease)
             .expect_err("invalid")
             .field
     };
-    assert_eq!(
-        refused(error_status(200), 1.0, MatchRule::default(), None),
-        "status"
-    );
     assert_eq!(
         refused(error_status(500), 1.5, MatchRule::default(), None),
         "rate"
@@ -197,4 +199,67 @@ fn a_fault_built_in_code_is_checked_by_the_wire_rules_naming_the_field() {
     let error = serde_json::from_value::<FaultSpec>(json!({"kind":"error","status":200}))
         .expect_err("invalid");
     assert!(error.to_string().starts_with("status: "), "{error}");
+}
+
+#[test]
+fn the_wire_text_keeps_its_keys_in_alphabetical_order() {
+    // The order the document was always written in (a sorted JSON map), so stored and sent text is unchanged.
+    let delay = FaultSpec::from_json_value(
+        json!({"kind":"delay","delay":"250ms","rate":0.75,"match":{"path_prefix":"/p","method":"get"},"lease":"5s"}),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&delay).unwrap(),
+        r#"{"delay":"250ms","jitter":"0s","kind":"delay","lease":"5s","match":{"method":"GET","path_prefix":"/p"},"rate":0.75}"#
+    );
+    let error =
+        FaultSpec::from_json_value(json!({"status":503,"kind":"error","body":"down"})).unwrap();
+    assert_eq!(
+        serde_json::to_string(&error).unwrap(),
+        r#"{"body":"down","kind":"error","rate":1.0,"status":503}"#
+    );
+}
+
+#[test]
+fn refusals_of_the_raw_shape_name_their_field() {
+    let refused = |text: &str| FaultSpec::from_json_slice(text.as_bytes()).unwrap_err();
+    // A repeated key is that key's, and the position serde_json appends is left out: the field says where.
+    let repeated = refused(r#"{"kind":"hang","rate":0.5,"rate":0.6}"#);
+    assert_eq!(repeated.field, "rate");
+    assert!(!repeated.message.contains("line"), "{repeated}");
+    assert_eq!(
+        refused(r#"{"kind":"hang","match":{"method":5}}"#).field,
+        "match.method"
+    );
+    assert_eq!(refused(r#"{"kind":"hang","match":5}"#).field, "match");
+    // Found by tests/fuzz_fault_json.rs: serde's derived struct read `["GET"]` as a match rule on GET, and an empty
+    // key was blamed as an empty field name.
+    assert_eq!(refused(r#"{"kind":"hang","match":["GET"]}"#).field, "match");
+    assert_eq!(refused(r#"{"kind":"hang","":1}"#).field, r#""""#);
+    assert_eq!(
+        FaultSpec::from_json_slice(br#"{"kind":"hang","match":null}"#)
+            .unwrap()
+            .matcher(),
+        &MatchRule::default()
+    );
+    assert_eq!(refused(r#"{"kind":"error","status":-1}"#).field, "status");
+    // serde's own words for a wrong type give way to what the field holds.
+    assert_eq!(
+        refused(r#"{"kind":"hang","rate":"half"}"#).to_string(),
+        r#"rate: invalid type: string "half", expected a number in [0, 1]"#
+    );
+    assert_eq!(
+        refused(r#"{"kind":"delay","delay":5}"#).to_string(),
+        r#"delay: invalid type: integer `5`, expected a duration string such as "250ms" or "30s""#
+    );
+    assert_eq!(
+        refused(r#"{"kind":"error","status":500.5}"#).field,
+        "status"
+    );
+    assert_eq!(refused(r#"{"kind":"hang","rate":null}"#).field, "rate");
+    assert_eq!(refused(r#"{"kind":5}"#).field, "kind");
+    // Not one JSON object: the body's.
+    assert_eq!(refused(r#"["hang"]"#).field, "body");
+    assert_eq!(refused(r#"{"kind":"hang"} {}"#).field, "body");
+    assert_eq!(refused("").field, "body");
 }

@@ -3,7 +3,7 @@
 use tower_layer::Layer;
 
 use super::FaultService;
-use crate::Agent;
+use crate::agent::Agent;
 
 /// Tower layer applying an [`Agent`]'s faults to every request of the wrapped service.
 #[derive(Debug, Clone)]

@@ -37,12 +37,12 @@ pub use body::{AbortReason, BoxError, FaultAborted, FaultBody};
 pub use future::{INJECTED_HEADER, ResponseFuture};
 pub use layer::FaultLayer;
 
-use crate::Agent;
-use crate::agent::Injection;
+use crate::agent::Agent;
+use crate::fault_table::decision::Injection;
 pub(crate) use future::HeldRequest;
 use future::{MadeUpAnswer, Released};
 
-/// A service with an agent's faults in front of it. Built by [`FaultLayer`] or [`Agent::layer`].
+/// A service with an agent's faults in front of it. Built by [`FaultLayer`].
 #[derive(Debug, Clone)]
 pub struct FaultService<S> {
     agent: Agent,

@@ -39,15 +39,15 @@ use super::framing::BodyCursor;
 use super::head::{self, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
 use super::relay::{PumpError, RelayError, pump, relay_response};
 use super::upstream::{Upstream, UpstreamConnection};
-use crate::Agent;
-use crate::agent::Injection;
+use crate::agent::Agent;
+use crate::fault_table::decision::Injection;
 use crate::inject::{HeldRequest, INJECTED_HEADER};
 
 /// How long a keep-alive client connection may sit idle between requests.
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
 /// How long a client may take to send the rest of a request head once it started: the stack's one bound
-/// ([`crate::serve::HEADER_READ_TIMEOUT`]).
-pub use crate::serve::HEADER_READ_TIMEOUT;
+/// ([`serving::HEADER_READ_TIMEOUT`]).
+pub use serving::HEADER_READ_TIMEOUT;
 /// How long a closing connection keeps reading what the client still sends, so the close is not an RST that
 /// destroys the last answer in flight.
 const LINGER: Duration = Duration::from_secs(2);

@@ -26,7 +26,7 @@ use axum::Router;
 use axum::routing::get;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::Agent;
+use crate::agent::Agent;
 use connection::Shared;
 pub use connection::{HEADER_READ_TIMEOUT, KEEP_ALIVE_TIMEOUT};
 use upstream::Upstream;
@@ -134,9 +134,9 @@ impl Sidecar {
             workers.push(Worker { handoff, live });
         }
         drop(failed_sender);
-        let control = crate::serve::serve(
+        let control = serving::serve(
             self.control_listener,
-            fault_api_router(&self.shared.agent),
+            control_router(&self.shared.agent),
             HEADER_READ_TIMEOUT,
             std::future::pending(),
         );
@@ -149,9 +149,9 @@ impl Sidecar {
 
     /// Serves both listeners on the current runtime until an accept loop fails for good.
     pub async fn serve(self) -> io::Result<()> {
-        let control = crate::serve::serve(
+        let control = serving::serve(
             self.control_listener,
-            fault_api_router(&self.shared.agent),
+            control_router(&self.shared.agent),
             HEADER_READ_TIMEOUT,
             std::future::pending(),
         );
@@ -167,9 +167,9 @@ async fn bind(address: SocketAddr) -> Result<TcpListener, SidecarError> {
 }
 
 /// The control router of the sidecar: the agent's `/_agent/...` plus `/metrics`.
-pub fn fault_api_router(agent: &Agent) -> Router {
+pub fn control_router(agent: &Agent) -> Router {
     let metrics_agent = agent.clone();
-    agent.fault_api_router().route(
+    crate::fault_api::router(agent.clone()).route(
         "/metrics",
         get(move || {
             let agent = metrics_agent.clone();

@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::service_name::ServiceName;
-use crate::wire::ErrorBody;
 use replicas::{Origin, Replicas, Resolve, SystemResolver};
+use serving::ErrorBody;
 
 /// Concurrent calls (so open connections) from one caller to one dependency; more wait for a slot,
 /// inside the call timeout. Without a bound, HTTP/1's connection per concurrent call runs a loaded

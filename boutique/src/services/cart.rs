@@ -188,7 +188,10 @@ mod tests {
         let state = CartState::default();
         let (status, body) = send(&state, add("u1", "OLJCESPC7Z", 0)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert!(body["error"].as_str().unwrap().starts_with("quantity"));
+        // The stack's one error body, nothing more.
+        let error: serving::ErrorBody = serde_json::from_value(body.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&error).unwrap(), body);
+        assert!(error.error.starts_with("quantity"), "{error:?}");
     }
 
     #[test]

@@ -11,22 +11,15 @@ pub mod productcatalog;
 pub mod recommendation;
 pub mod shipping;
 
-use axum::Json;
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use serving::ErrorBody;
 
 use crate::client::{CallError, REJECTED_HEADER};
-use crate::wire::ErrorBody;
 
-/// A JSON error answer `{"error": message}`.
+/// A JSON error answer `{"error": message}`: the stack's one error body ([`ErrorBody`]).
 pub fn json_error(status: StatusCode, message: impl Into<String>) -> Response {
-    (
-        status,
-        Json(ErrorBody {
-            error: message.into(),
-        }),
-    )
-        .into_response()
+    ErrorBody::new(message).into_response_with(status)
 }
 
 /// The answer a JSON service gives when a dependency call failed: 503 with `x-tolerant-rejected` when a

@@ -7,11 +7,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::raw::{
-    RawFailureRateConfig, RawHalfOpenConfig, RawOpenConfig, RawSlowCallConfig, RawTripConfig,
+    RawFailureRateConfig, RawHalfOpenConfig, RawLastCallsConfig, RawOpenConfig, RawSlowCallConfig,
+    RawTripConfig,
 };
 use crate::config::{
-    ConfigError, DEFAULT_CONSECUTIVE_FAILURES, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, MAX_WINDOW,
-    Probes, WINDOW_BUCKETS,
+    ConfigError, DEFAULT_CONSECUTIVE_FAILURES, MAX_LAST_CALLS, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE,
+    MAX_WINDOW, Probes, WINDOW_BUCKETS,
 };
 
 /// The detectors, at least one set; any one that fires trips the breaker.
@@ -20,6 +21,7 @@ use crate::config::{
 pub struct TripConfig {
     consecutive_failures: Option<u32>,
     failure_rate: Option<FailureRateConfig>,
+    last_calls: Option<LastCallsConfig>,
     slow_call: Option<SlowCallConfig>,
 }
 
@@ -34,6 +36,11 @@ impl TripConfig {
         self.failure_rate.as_ref()
     }
 
+    /// Trip when the failure rate over the last `calls` calls reaches a threshold.
+    pub fn last_calls(&self) -> Option<&LastCallsConfig> {
+        self.last_calls.as_ref()
+    }
+
     /// Trip when the rate of slow calls over a sliding window reaches a threshold.
     pub fn slow_call(&self) -> Option<&SlowCallConfig> {
         self.slow_call.as_ref()
@@ -46,6 +53,7 @@ impl Default for TripConfig {
         TripConfig {
             consecutive_failures: Some(DEFAULT_CONSECUTIVE_FAILURES),
             failure_rate: None,
+            last_calls: None,
             slow_call: None,
         }
     }
@@ -57,11 +65,12 @@ impl TryFrom<RawTripConfig> for TripConfig {
     fn try_from(raw: RawTripConfig) -> Result<Self, ConfigError> {
         if raw.consecutive_failures.is_none()
             && raw.failure_rate.is_none()
+            && raw.last_calls.is_none()
             && raw.slow_call.is_none()
         {
             return Err(ConfigError::new(
                 "trip",
-                "at least one detector is needed (consecutive_failures, failure_rate or slow_call)",
+                "at least one detector is needed (consecutive_failures, failure_rate, last_calls or slow_call)",
             ));
         }
         if raw.consecutive_failures == Some(0) {
@@ -76,6 +85,7 @@ impl TryFrom<RawTripConfig> for TripConfig {
                 .failure_rate
                 .map(FailureRateConfig::try_from)
                 .transpose()?,
+            last_calls: raw.last_calls.map(LastCallsConfig::try_from).transpose()?,
             slow_call: raw.slow_call.map(SlowCallConfig::try_from).transpose()?,
         })
     }
@@ -86,6 +96,7 @@ impl From<TripConfig> for RawTripConfig {
         RawTripConfig {
             consecutive_failures: trip.consecutive_failures,
             failure_rate: trip.failure_rate.map(|rate| rate.0),
+            last_calls: trip.last_calls.map(|last| last.0),
             slow_call: trip.slow_call.map(|slow| slow.0),
         }
     }
@@ -131,6 +142,59 @@ impl TryFrom<RawFailureRateConfig> for FailureRateConfig {
 impl From<FailureRateConfig> for RawFailureRateConfig {
     fn from(rate: FailureRateConfig) -> Self {
         rate.0
+    }
+}
+
+/// Failure rate over the last `calls` calls: threshold in (0, 1], 1 to [`MAX_LAST_CALLS`] calls, 1 to `calls`
+/// minimum calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawLastCallsConfig", into = "RawLastCallsConfig")]
+pub struct LastCallsConfig(RawLastCallsConfig);
+
+impl LastCallsConfig {
+    /// Failures / calls at or above which the breaker trips, in (0, 1].
+    pub fn threshold(&self) -> f64 {
+        self.0.threshold
+    }
+
+    /// How many of the latest calls the window holds.
+    pub fn calls(&self) -> u32 {
+        self.0.calls
+    }
+
+    /// Calls the window must hold before the rate counts.
+    pub fn min_calls(&self) -> u32 {
+        self.0.min_calls
+    }
+}
+
+impl TryFrom<RawLastCallsConfig> for LastCallsConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawLastCallsConfig) -> Result<Self, ConfigError> {
+        check_rate("trip.last_calls.threshold", raw.threshold)?;
+        if !(1..=MAX_LAST_CALLS).contains(&raw.calls) {
+            return Err(ConfigError::new(
+                "trip.last_calls.calls",
+                format!("must be between 1 and {MAX_LAST_CALLS}, got {}", raw.calls),
+            ));
+        }
+        if !(1..=raw.calls).contains(&raw.min_calls) {
+            return Err(ConfigError::new(
+                "trip.last_calls.min_calls",
+                format!(
+                    "must be at least 1 and at most calls ({}), got {}",
+                    raw.calls, raw.min_calls
+                ),
+            ));
+        }
+        Ok(LastCallsConfig(raw))
+    }
+}
+
+impl From<LastCallsConfig> for RawLastCallsConfig {
+    fn from(last: LastCallsConfig) -> Self {
+        last.0
     }
 }
 
@@ -198,12 +262,7 @@ fn check_rate_window(
     window: Duration,
     min_calls: u32,
 ) -> Result<(), ConfigError> {
-    if !(rate.is_finite() && rate > 0.0 && rate <= 1.0) {
-        return Err(ConfigError::new(
-            format!("{detector}.{rate_name}"),
-            format!("must be in (0, 1], got {rate}"),
-        ));
-    }
+    check_rate(&format!("{detector}.{rate_name}"), rate)?;
     if window < Duration::from_millis(u64::from(WINDOW_BUCKETS)) {
         return Err(ConfigError::new(
             format!("{detector}.window"),
@@ -223,6 +282,18 @@ fn check_rate_window(
         ));
     }
     Ok(())
+}
+
+/// A rate threshold in (0, 1], or an error naming `field`.
+fn check_rate(field: &str, rate: f64) -> Result<(), ConfigError> {
+    if rate.is_finite() && rate > 0.0 && rate <= 1.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::new(
+            field,
+            format!("must be in (0, 1], got {rate}"),
+        ))
+    }
 }
 
 /// The open window: `base × backoff^(trips without a close)`, capped at `max`, with seeded uniform jitter. The base

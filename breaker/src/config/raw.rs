@@ -54,6 +54,9 @@ pub struct RawTripConfig {
     /// Trip when the failure rate over a sliding window reaches a threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_rate: Option<RawFailureRateConfig>,
+    /// Trip when the failure rate over the last `calls` calls reaches a threshold (a count-based window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_calls: Option<RawLastCallsConfig>,
     /// Trip when the rate of slow calls over a sliding window reaches a threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_call: Option<RawSlowCallConfig>,
@@ -64,6 +67,7 @@ impl Default for RawTripConfig {
         RawTripConfig {
             consecutive_failures: Some(DEFAULT_CONSECUTIVE_FAILURES),
             failure_rate: None,
+            last_calls: None,
             slow_call: None,
         }
     }
@@ -79,6 +83,19 @@ pub struct RawFailureRateConfig {
     #[serde(with = "humantime_serde_duration")]
     pub window: Duration,
     /// Calls (successes + failures) the window must hold before the rate counts.
+    pub min_calls: u32,
+}
+
+/// Failure rate over the last `calls` calls (a count-based sliding window: Resilience4j's `COUNT_BASED`, recloser's
+/// ring), divided into [`WINDOW_BUCKETS`](crate::config::WINDOW_BUCKETS) buckets of calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLastCallsConfig {
+    /// Failures / calls at or above which the breaker trips, in (0, 1].
+    pub threshold: f64,
+    /// How many of the latest calls the window holds.
+    pub calls: u32,
+    /// Calls (successes + failures) the window must hold before the rate counts, at most `calls`.
     pub min_calls: u32,
 }
 

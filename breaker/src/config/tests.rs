@@ -224,6 +224,7 @@ fn each_part_is_built_only_valid_and_serialises_as_its_raw_table() {
     let no_detector = RawTripConfig {
         consecutive_failures: None,
         failure_rate: None,
+        last_calls: None,
         slow_call: None,
     };
     assert_eq!(
@@ -303,5 +304,72 @@ fn time_scaling_divides_the_windows_and_checks_the_result() {
     assert_eq!(
         config.time_scaled(0.0).expect_err("saturated").field,
         "trip.failure_rate.window"
+    );
+}
+
+#[test]
+fn last_calls_is_checked_field_by_field_and_round_trips() {
+    let config = BreakerConfig::from_toml_str(
+        "[trip]\nlast_calls = { threshold = 0.5, calls = 100, min_calls = 20 }\n",
+    )
+    .expect("valid");
+    assert_eq!(config.trip().consecutive_failures(), None);
+    let last = config.trip().last_calls().expect("last_calls");
+    assert_eq!(
+        (last.threshold(), last.calls(), last.min_calls()),
+        (0.5, 100, 20)
+    );
+    assert_eq!(
+        BreakerConfig::from_toml_str(&config.to_toml_string()).expect("round trip"),
+        config
+    );
+    for (table, field, message) in [
+        (
+            "{ threshold = 0.0, calls = 10, min_calls = 1 }",
+            "trip.last_calls.threshold",
+            "must be in (0, 1], got 0",
+        ),
+        (
+            "{ threshold = 0.5, calls = 0, min_calls = 1 }",
+            "trip.last_calls.calls",
+            "must be between 1 and 1000000, got 0",
+        ),
+        (
+            "{ threshold = 0.5, calls = 2000000, min_calls = 1 }",
+            "trip.last_calls.calls",
+            "must be between 1 and 1000000, got 2000000",
+        ),
+        (
+            "{ threshold = 0.5, calls = 10, min_calls = 11 }",
+            "trip.last_calls.min_calls",
+            "must be at least 1 and at most calls (10), got 11",
+        ),
+        (
+            "{ threshold = 0.5, calls = 10, min_calls = 0 }",
+            "trip.last_calls.min_calls",
+            "must be at least 1 and at most calls (10), got 0",
+        ),
+    ] {
+        let error = error_of(&format!("[trip]\nlast_calls = {table}\n"));
+        assert_eq!(
+            (error.field.as_str(), error.message.as_str()),
+            (field, message)
+        );
+    }
+    let unknown = error_of(
+        "[trip]\nlast_calls = { threshold = 0.5, calls = 10, min_calls = 1, window = \"1s\" }\n",
+    );
+    assert_eq!(unknown.field, "trip.last_calls.window");
+}
+
+#[test]
+fn a_config_without_a_window_of_calls_serialises_as_before() {
+    // Byte-stable wire shape: the new detector adds no key to a config that does not use it.
+    let text = BreakerConfig::default().to_toml_string();
+    assert!(!text.contains("last_calls"), "{text}");
+    let json = serde_json::to_string(&BreakerConfig::default()).expect("json");
+    assert_eq!(
+        json,
+        r#"{"mode":"enforce","trip":{"consecutive_failures":5},"open":{"base":"30s","backoff":1.0,"max":"5m","jitter":0.0},"half_open":{"probes":1,"successes_to_close":2}}"#
     );
 }

@@ -74,6 +74,7 @@ pub(crate) enum Admission {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Verdict {
     pub(crate) failure_rate: Option<(u64, u64)>,
+    pub(crate) last_calls: Option<(u64, u64)>,
     pub(crate) slow_call: Option<(u64, u64)>,
 }
 
@@ -249,6 +250,19 @@ pub(crate) fn closed_outcome(
                     Reason::FailureRate,
                     rate_detail(rule, hits, calls, false),
                 );
+            }
+            if let (Some((hits, calls)), Some(rule)) =
+                (verdict.last_calls, policy.last_calls.as_ref())
+            {
+                let detail = TransitionDetail {
+                    failures: Some(hits),
+                    calls: Some(calls),
+                    rate: Some(hits as f64 / calls.max(1) as f64),
+                    threshold: Some(rule.threshold),
+                    window_calls: Some(rule.calls),
+                    ..TransitionDetail::default()
+                };
+                return trip(word, now, policy, Reason::LastCallsFailureRate, detail);
             }
             if let Some(step) = slow_trip(word) {
                 return step;

@@ -29,7 +29,46 @@ impl RateRule {
 
     /// Whether `hits` out of `calls` trips the rule.
     pub(crate) fn fires(&self, hits: u64, calls: u64) -> bool {
-        calls >= self.min_calls && calls > 0 && (hits as f64) >= self.threshold * (calls as f64)
+        rate_reached(self.threshold, self.min_calls, hits, calls)
+    }
+}
+
+/// `hits / calls` at or above `threshold` once at least `min_calls` (and one) calls are counted.
+fn rate_reached(threshold: f64, min_calls: u64, hits: u64, calls: u64) -> bool {
+    calls >= min_calls && calls > 0 && (hits as f64) >= threshold * (calls as f64)
+}
+
+/// The failure rate over the last calls: a window of `buckets` buckets of `bucket_calls` calls each, the calls
+/// numbered in the order their outcomes are recorded (so "when" is the call's number, not a time). With
+/// `bucket_calls = ⌈calls / 10⌉` and `buckets = ⌊calls / bucket_calls⌋` the window slides by one bucket, like the
+/// time window: it holds the newest, filling bucket and the full ones before it, between
+/// `(buckets − 1) · bucket_calls + 1` and `buckets · bucket_calls ≤ calls` calls (exactly the last `calls` when
+/// `calls` ≤ 10; the last 91 to 100 when `calls` = 100).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CallWindowRule {
+    pub(crate) threshold: f64,
+    pub(crate) calls: u64,
+    pub(crate) bucket_calls: u64,
+    pub(crate) buckets: u64,
+    pub(crate) min_calls: u64,
+}
+
+impl CallWindowRule {
+    fn new(threshold: f64, calls: u32, min_calls: u32) -> Self {
+        let calls = u64::from(calls.max(1));
+        let bucket_calls = calls.div_ceil(u64::from(WINDOW_BUCKETS));
+        CallWindowRule {
+            threshold,
+            calls,
+            bucket_calls,
+            buckets: (calls / bucket_calls).clamp(1, u64::from(WINDOW_BUCKETS)),
+            min_calls: u64::from(min_calls),
+        }
+    }
+
+    /// Whether `hits` out of `calls` trips the rule.
+    pub(crate) fn fires(&self, hits: u64, calls: u64) -> bool {
+        rate_reached(self.threshold, self.min_calls, hits, calls)
     }
 }
 
@@ -39,6 +78,7 @@ pub(crate) struct Policy {
     pub(crate) mode: Mode,
     pub(crate) consecutive_failures: Option<u32>,
     pub(crate) failure_rate: Option<RateRule>,
+    pub(crate) last_calls: Option<CallWindowRule>,
     pub(crate) slow_call: Option<RateRule>,
     pub(crate) slow_call_ns: u64,
     pub(crate) open_base_ns: u64,
@@ -63,6 +103,9 @@ impl Policy {
             failure_rate: trip
                 .failure_rate()
                 .map(|r| RateRule::new(r.threshold(), duration_nanos(r.window()), r.min_calls())),
+            last_calls: trip
+                .last_calls()
+                .map(|l| CallWindowRule::new(l.threshold(), l.calls(), l.min_calls())),
             slow_call: trip
                 .slow_call()
                 .map(|s| RateRule::new(s.rate(), duration_nanos(s.window()), s.min_calls())),
@@ -87,9 +130,10 @@ impl Policy {
         self.slow_call.is_some()
     }
 
-    /// A window detector is configured: recording must read the clock.
+    /// A window detector is configured: recording must read the clock (and, for a window of the last calls,
+    /// number the call).
     pub(crate) fn windowed(&self) -> bool {
-        self.failure_rate.is_some() || self.slow_call.is_some()
+        self.failure_rate.is_some() || self.last_calls.is_some() || self.slow_call.is_some()
     }
 
     /// Length of the open window after the `trips`-th trip without a close (1 = first), opened at `now_ns`.
@@ -177,6 +221,28 @@ mod tests {
             Policy::compile(&config, 7, "a->b")
         };
         assert_ne!(other_seed.open_window_ns(1, 5), p.open_window_ns(1, 5));
+    }
+
+    #[test]
+    fn a_window_of_calls_holds_at_most_its_calls_in_up_to_ten_buckets() {
+        let shape = |calls| {
+            let rule = CallWindowRule::new(0.5, calls, 1);
+            (rule.bucket_calls, rule.buckets)
+        };
+        assert_eq!(shape(100), (10, 10));
+        assert_eq!(shape(5), (1, 5));
+        assert_eq!(shape(10), (1, 10));
+        assert_eq!(shape(25), (3, 8));
+        assert_eq!(shape(1), (1, 1));
+        for calls in 1..500 {
+            let (bucket, buckets) = shape(calls);
+            assert!(bucket * buckets <= u64::from(calls), "{calls}");
+            assert!((1..=10).contains(&buckets), "{calls}");
+        }
+        let rule = CallWindowRule::new(0.5, 20, 10);
+        assert!(!rule.fires(9, 9));
+        assert!(rule.fires(5, 10));
+        assert!(!rule.fires(4, 10));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::config::Mode;
 use crate::core::policy::splitmix64;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
-use crate::sim::scenario::{FaultKind, Pattern, Scenario, Workload};
+use crate::sim::scenario::{CallFailure, Pattern, Scenario, Workload};
 use crate::state::{Outcome, State};
 
 pub(super) const NANOS_PER_SECOND: u64 = 1_000_000_000;
@@ -81,6 +81,8 @@ pub(crate) struct Tally {
     pub(crate) probes: u64,
     pub(crate) dependency_failures: u64,
     pub(crate) rejected_after_recovery: u64,
+    /// Rejected requests whose call the dependency would have answered (the same draw, not made).
+    pub(crate) rejected_would_succeed: u64,
     pub(crate) caller_ns: u64,
     pub(crate) busy_peak: u32,
 }
@@ -102,6 +104,7 @@ impl Tally {
         self.probes += other.probes;
         self.dependency_failures += other.dependency_failures;
         self.rejected_after_recovery += other.rejected_after_recovery;
+        self.rejected_would_succeed += other.rejected_would_succeed;
         self.caller_ns += other.caller_ns;
         self.busy_peak = self.busy_peak.max(other.busy_peak);
     }
@@ -121,6 +124,8 @@ pub(crate) struct Pass {
     /// Per second: transitions into open, over all instances.
     pub(crate) opens_per_second: Vec<u64>,
     pub(crate) opens: u64,
+    /// When a breaker first opened (any instance).
+    pub(crate) first_open_ns: Option<u64>,
     pub(crate) open_ns: u64,
     pub(crate) half_open_ns: u64,
     pub(crate) pool_exhausted_at_ns: Option<u64>,
@@ -205,6 +210,17 @@ impl UpstreamState {
                 self.warm_calls += 1;
                 self.warm_calls as f64 > warm.capacity
             }
+        }
+    }
+
+    /// Whether a call the breaker rejected at `t` would have been answered: the draw it would have had, not
+    /// taken (for the even pattern the failure rate's draw too; a cold dependency counts as warm).
+    fn would_succeed(&mut self, scenario: &Scenario, t: u64, index: u64) -> bool {
+        match self.fault.at(t) {
+            FaultPhase::Active => {
+                unit(scenario.seed(), STREAM_FAILURE, index) >= scenario.upstream().failure_rate
+            }
+            FaultPhase::Healthy { .. } => true,
         }
     }
 
@@ -338,6 +354,9 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                                 if upstream.recovered(t) {
                                     tally.rejected_after_recovery += 1;
                                 }
+                                if upstream.would_succeed(scenario, t, index) {
+                                    tally.rejected_would_succeed += 1;
+                                }
                                 record.decision = Decision::Rejected;
                                 None
                             }
@@ -358,11 +377,11 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                         let (outcome, cost) = if failed {
                             tally.dependency_failures += 1;
                             match up.kind {
-                                FaultKind::Hang => {
+                                CallFailure::Hang => {
                                     tally.slow_failures += 1;
                                     (Outcome::Failure, timeout_ns)
                                 }
-                                FaultKind::Error => {
+                                CallFailure::Error => {
                                     tally.fast_failures += 1;
                                     (Outcome::Failure, 0)
                                 }
@@ -443,6 +462,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
             });
             if next == State::Open && at < window_ns {
                 pass.opens_per_second[(at / NANOS_PER_SECOND) as usize] += 1;
+                pass.first_open_ns = Some(pass.first_open_ns.map_or(at, |first| first.min(at)));
             }
             since = at.max(since);
             state = next;

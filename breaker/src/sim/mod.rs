@@ -32,7 +32,7 @@ mod settings;
 pub use engine::{CallRecord, Decision};
 pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
 pub use scenario::{
-    FaultKind, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
+    CallFailure, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
     MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
     Upstream, Warmup, Workload,
 };
@@ -42,9 +42,43 @@ pub use settings::{
 
 /// Simulate `scenario` (checked when it was built) with a breaker per instance and without one.
 pub fn simulate(scenario: &Scenario) -> Simulation {
+    simulate_with(scenario, &Counterfactual::of(scenario))
+}
+
+/// The pass without a breaker, kept to set beside many passes with one: it depends on everything in the
+/// scenario but the breaker's config, so a search over configs runs it once ([`simulate_with`]).
+#[derive(Debug, Clone)]
+pub struct Counterfactual {
+    pass: engine::Pass,
+    scenario: Scenario,
+}
+
+impl Counterfactual {
+    /// The pass of `scenario` without a breaker.
+    pub fn of(scenario: &Scenario) -> Self {
+        Counterfactual {
+            pass: engine::run(scenario, false),
+            scenario: scenario.clone(),
+        }
+    }
+}
+
+/// [`simulate`] with the pass without a breaker already run: `without` must be of a scenario that differs
+/// from `scenario` at most in the breaker's config (otherwise it is run again, so the result is always right).
+pub fn simulate_with(scenario: &Scenario, without: &Counterfactual) -> Simulation {
     let with = engine::run(scenario, true);
-    let without = engine::run(scenario, false);
-    output::combine(scenario, with, without)
+    let same = without.scenario.window() == scenario.window()
+        && without.scenario.workload() == scenario.workload()
+        && without.scenario.upstream() == scenario.upstream()
+        && without.scenario.instances() == scenario.instances()
+        && without.scenario.workers() == scenario.workers()
+        && without.scenario.seed() == scenario.seed()
+        && without.scenario.log_calls() == scenario.log_calls();
+    if same {
+        output::combine(scenario, with, &without.pass)
+    } else {
+        output::combine(scenario, with, &engine::run(scenario, false))
+    }
 }
 
 #[cfg(test)]

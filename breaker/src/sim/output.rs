@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::clock::duration_nanos;
 use crate::config::Probes;
 use crate::sim::engine::{CallRecord, Pass};
-use crate::sim::scenario::{FaultKind, Scenario};
+use crate::sim::scenario::{CallFailure, Scenario};
 use crate::state::State;
 
 const NANOS: f64 = 1_000_000_000.0;
@@ -73,6 +73,9 @@ pub struct Totals {
     /// Requests rejected while the dependency was healthy again after an outage, in seconds of the dependency's
     /// traffic (rejections / dependency calls per second).
     pub rejected_after_recovery_s: f64,
+    /// Rejected requests the dependency would have answered (the draw the call would have had, not made): what
+    /// the breaker's "no" cost in requests that would have succeeded.
+    pub rejected_would_succeed: u64,
     /// Time callers spent waiting on the dependency, with the breaker.
     pub caller_seconds_with: f64,
     /// The same without the breaker.
@@ -89,6 +92,8 @@ pub struct Totals {
     pub dependency_failure_without: f64,
     /// Transitions into open, over all instances.
     pub opens: u64,
+    /// When a breaker first opened, seconds since the window's start (`None`: it never opened).
+    pub first_open_s: Option<f64>,
     /// Seconds open per instance (mean over instances).
     pub open_s: f64,
     /// Seconds half-open per instance (mean over instances).
@@ -164,7 +169,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
 }
 
 /// Put the two passes side by side.
-pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulation {
+pub(crate) fn combine(scenario: &Scenario, with: Pass, without: &Pass) -> Simulation {
     let seconds = with
         .seconds
         .iter()
@@ -207,6 +212,7 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
         } else {
             0.0
         },
+        rejected_would_succeed: w.rejected_would_succeed,
         caller_seconds_with: w.caller_ns as f64 / NANOS,
         caller_seconds_without: wo.caller_ns as f64 / NANOS,
         requests: w.requests,
@@ -215,6 +221,7 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: Pass) -> Simulat
         dependency_failure_with: ratio(w.dependency_failures, w.dependency_calls),
         dependency_failure_without: ratio(wo.dependency_failures, wo.dependency_calls),
         opens: with.opens,
+        first_open_s: with.first_open_ns.map(|ns| ns as f64 / NANOS),
         open_s: with.open_ns as f64 / NANOS / instances,
         half_open_s: with.half_open_ns as f64 / NANOS / instances,
         probes: w.probes,
@@ -240,8 +247,8 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     let request_rate_per_instance = scenario.workload().mean_rate() / instances;
     let dependency_rate_per_instance = request_rate_per_instance * share;
     let failure_cost_ns = match up.kind {
-        FaultKind::Hang => duration_nanos(up.timeout),
-        FaultKind::Error => 0,
+        CallFailure::Hang => duration_nanos(up.timeout),
+        CallFailure::Error => 0,
     };
     let time_to_trip_s = 1.0 / dependency_rate_per_instance + failure_cost_ns as f64 / NANOS;
     let window_ns = duration_nanos(scenario.window());
@@ -272,7 +279,9 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         0
     };
     let time_to_exhaustion_s = match (scenario.workers(), up.kind) {
-        (Some(workers), FaultKind::Hang) => Some(f64::from(workers) / dependency_rate_per_instance),
+        (Some(workers), CallFailure::Hang) => {
+            Some(f64::from(workers) / dependency_rate_per_instance)
+        }
         _ => None,
     };
     let jitter_needed_s = match (up.warmup, scenario.breaker().half_open().probes()) {

@@ -174,7 +174,7 @@ pub struct Upstream {
     /// Which calls fail at a partial rate.
     pub pattern: Pattern,
     /// How a failing call fails.
-    pub kind: FaultKind,
+    pub kind: CallFailure,
     /// What a hanging call costs its caller: the caller's timeout.
     pub timeout: Duration,
     /// What a successful call costs its caller (less than the timeout).
@@ -186,7 +186,7 @@ pub struct Upstream {
 /// How failing calls fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FaultKind {
+pub enum CallFailure {
     /// An instant error (an HTTP 500): costs the caller nothing.
     Error,
     /// No answer until the caller's timeout.

@@ -14,7 +14,7 @@ use crate::config::{
     BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, RawTripConfig,
 };
 use crate::sim::scenario::{
-    FaultKind, MAX_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
+    CallFailure, MAX_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
     Warmup, Workload, check_count, check_duration,
 };
 
@@ -204,7 +204,7 @@ pub struct Settings {
     #[serde(with = "seconds")]
     pub latency: Duration,
     /// How failing calls fail.
-    pub fault: FaultKind,
+    pub fault: CallFailure,
     /// Share of calls that fail during the outage (1 = all).
     pub failure_rate: f64,
     /// Instances of the caller, one breaker each.
@@ -243,7 +243,7 @@ impl Default for Settings {
             share: 1.0,
             timeout: Duration::from_secs(1),
             latency: Duration::ZERO,
-            fault: FaultKind::Hang,
+            fault: CallFailure::Hang,
             failure_rate: 1.0,
             instances: 1,
             jitter: 0.0,
@@ -263,6 +263,7 @@ impl Settings {
             trip: RawTripConfig {
                 consecutive_failures: Some(self.threshold),
                 failure_rate: None,
+                last_calls: None,
                 slow_call: None,
             },
             ..RawBreakerConfig::default()

@@ -14,7 +14,7 @@ fn idealised(
     threshold: u32,
     open: Duration,
     probes: Probes,
-    kind: FaultKind,
+    kind: CallFailure,
     timeout: Duration,
     start: u32,
     length: u32,
@@ -71,7 +71,7 @@ fn limited(n: u32) -> Probes {
 // Open [14, 24) + [26, 36) + [38, 48) = 30 s, half-open [24, 26) + [36, 38) + [48, 49) = 5 s.
 #[test]
 fn a_long_hard_outage_with_every_arrival_probing() {
-    let scenario = idealised(3, 10 * S, Probes::All, FaultKind::Hang, 2 * S, 10, 30);
+    let scenario = idealised(3, 10 * S, Probes::All, CallFailure::Hang, 2 * S, 10, 30);
     let run = simulated(&scenario);
     let t = &run.totals;
     assert_eq!(
@@ -122,7 +122,7 @@ fn a_long_hard_outage_with_every_arrival_probing() {
 // probing. Reached 28, never made 32, slow failures 6, failed 38, successful 22, callers held 12 s.
 #[test]
 fn a_long_hard_outage_with_one_probe() {
-    let scenario = idealised(3, 10 * S, limited(1), FaultKind::Hang, 2 * S, 10, 30);
+    let scenario = idealised(3, 10 * S, limited(1), CallFailure::Hang, 2 * S, 10, 30);
     let t = simulated(&scenario).totals;
     assert_eq!(
         (t.reached, t.never_made, t.slow_failures, t.fast_failures),
@@ -138,7 +138,7 @@ fn a_long_hard_outage_with_one_probe() {
 // Reached 13 + 18 = 31, never made 29, fast failures 3 + 29 = 32, successful 28; without: 3 failures.
 #[test]
 fn a_blip_shorter_than_the_open_window() {
-    let scenario = idealised(3, 30 * S, limited(1), FaultKind::Error, S, 10, 3);
+    let scenario = idealised(3, 30 * S, limited(1), CallFailure::Error, S, 10, 3);
     let t = simulated(&scenario).totals;
     assert_eq!(
         (t.reached, t.never_made, t.slow_failures, t.fast_failures),
@@ -164,7 +164,7 @@ fn a_blip_shorter_than_the_open_window() {
 // breaker that needs 2 consecutive failures never trips and changes nothing: 30 failures with or without it.
 #[test]
 fn an_even_partial_failure_never_trips_a_consecutive_detector() {
-    let mut scenario = idealised(2, 10 * S, limited(1), FaultKind::Error, S, 0, 60);
+    let mut scenario = idealised(2, 10 * S, limited(1), CallFailure::Error, S, 0, 60);
     scenario.upstream.failure_rate = 0.5;
     scenario.upstream.pattern = Pattern::Even;
     let t = simulated(&scenario).totals;
@@ -187,7 +187,7 @@ fn an_even_partial_failure_never_trips_a_consecutive_detector() {
 // of 10.00 … 10.04 land at 13.00 … 13.04 and the fifth trips: only 10.64 … 12.99 are refused (236).
 #[test]
 fn a_hang_exhausts_a_worker_pool_without_a_breaker() {
-    let mut scenario = idealised(5, 30 * S, limited(1), FaultKind::Hang, 3 * S, 10, 30);
+    let mut scenario = idealised(5, 30 * S, limited(1), CallFailure::Hang, 3 * S, 10, 30);
     scenario.workload = Workload::Open {
         rate: 100.0,
         share: 1.0,
@@ -212,7 +212,7 @@ fn a_hang_exhausts_a_worker_pool_without_a_breaker() {
 // probes under capacity is 50 × 1 / 20 = 2.5 s.
 #[test]
 fn instances_recovering_together_probe_in_the_same_second() {
-    let mut scenario = idealised(5, 10 * S, limited(1), FaultKind::Error, S, 5, 15);
+    let mut scenario = idealised(5, 10 * S, limited(1), CallFailure::Error, S, 5, 15);
     scenario.workload = Workload::Open {
         rate: 500.0,
         share: 1.0,
@@ -249,7 +249,7 @@ fn instances_recovering_together_probe_in_the_same_second() {
 // 1800 / (30 + 19 × 5.5 / 100) ≈ 58; the study measured 57 on two machines.
 #[test]
 fn the_study_at_total_failure_opens_as_its_formula_says() {
-    let mut scenario = idealised(5, 30 * S, limited(1), FaultKind::Error, S, 0, 1800);
+    let mut scenario = idealised(5, 30 * S, limited(1), CallFailure::Error, S, 0, 1800);
     scenario.window = 1800 * S;
     scenario.workload = Workload::Closed {
         users: 100,
@@ -342,7 +342,7 @@ fn skipping_free_tasks_changes_no_total() {
 // A scenario is only built valid: its raw shape is checked by `TryFrom`, the error naming the field.
 #[test]
 fn a_raw_scenario_is_checked_when_it_becomes_a_scenario() {
-    let mut raw = idealised(3, 10 * S, Probes::All, FaultKind::Hang, 2 * S, 10, 30);
+    let mut raw = idealised(3, 10 * S, Probes::All, CallFailure::Hang, 2 * S, 10, 30);
     raw.instances = 0;
     let error = Scenario::try_from(raw.clone()).expect_err("no instance");
     assert_eq!(error.to_string(), "instances: must be between 1 and 1000");
@@ -354,4 +354,83 @@ fn a_raw_scenario_is_checked_when_it_becomes_a_scenario() {
     let scenario = Scenario::try_from(raw.clone()).expect("valid");
     assert_eq!(scenario.clone().into_raw(), raw);
     assert!(scenario.with_log_calls(true).log_calls());
+}
+
+#[test]
+fn rejected_would_succeed_is_the_successes_the_breaker_cost_and_the_first_open_is_dated() {
+    // Open workload, no pool, random pattern: an admitted call has the same draw in both passes, so the
+    // successes lost with the breaker are exactly its rejections whose draw would have succeeded.
+    let mut raw = idealised(3, 5 * S, limited(1), CallFailure::Error, S, 10, 40);
+    raw.workload = Workload::Open {
+        rate: 20.0,
+        share: 1.0,
+    };
+    raw.upstream.failure_rate = 0.6;
+    let run = simulated(&raw);
+    let t = &run.totals;
+    assert!(t.never_made > 0, "it trips at 60 %");
+    assert!(t.rejected_would_succeed > 0 && t.rejected_would_succeed < t.never_made);
+    assert_eq!(
+        t.successful_without_breaker - t.successful,
+        t.rejected_would_succeed
+    );
+    // It cannot open before the fault starts at 10 s, and at 20 calls a second and 60 % it opens soon after.
+    let first = t.first_open_s.expect("it opened");
+    assert!((10.0..12.0).contains(&first), "{first}");
+    // In a hard outage every rejection during the outage would have failed: only the ones after it count.
+    let hard = simulated(&idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Error,
+        S,
+        10,
+        20,
+    ));
+    assert_eq!(
+        hard.totals.rejected_would_succeed as f64,
+        hard.totals.rejected_after_recovery_s * 1.0,
+        "one call a second: seconds of traffic are calls"
+    );
+    let never = simulated(&idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Error,
+        S,
+        0,
+        0,
+    ));
+    assert_eq!(never.totals.first_open_s, None);
+}
+
+#[test]
+fn a_counterfactual_run_once_gives_what_simulate_gives_for_every_breaker() {
+    let base = Scenario::try_from(idealised(
+        5,
+        10 * S,
+        limited(1),
+        CallFailure::Hang,
+        S,
+        10,
+        30,
+    ))
+    .expect("valid");
+    let without = Counterfactual::of(&base);
+    for threshold in [1, 3, 8] {
+        let mut raw = base.clone().into_raw();
+        let mut breaker = raw.breaker.clone().into_raw();
+        breaker.trip.consecutive_failures = Some(threshold);
+        raw.breaker = BreakerConfig::try_from(breaker).expect("valid");
+        let scenario = Scenario::try_from(raw).expect("valid");
+        assert_eq!(simulate_with(&scenario, &without), simulate(&scenario));
+    }
+    // A counterfactual of another scenario is not used: the result is still right.
+    let mut longer = base.clone().into_raw();
+    longer.upstream.schedule = Schedule::Once {
+        start: 10 * S,
+        length: 40 * S,
+    };
+    let longer = Scenario::try_from(longer).expect("valid");
+    assert_eq!(simulate_with(&longer, &without), simulate(&longer));
 }

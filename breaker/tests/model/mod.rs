@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use breaker::{
     Counters, MANUAL_CLOCK_UNIX_ORIGIN_MS, Mode, Outcome, Probes, RawBreakerConfig,
-    RawFailureRateConfig, RawSlowCallConfig, Reason, State, TransitionDetail, TransitionEvent,
+    RawFailureRateConfig, RawLastCallsConfig, RawSlowCallConfig, Reason, State, TransitionDetail,
+    TransitionEvent,
 };
 use proptest::prelude::*;
 
@@ -63,6 +64,9 @@ pub struct Model {
     episode: u64,
     now_ns: u64,
     failure_window: Window,
+    /// The window of the last calls, by bucket of call numbers; `calls_numbered` numbers the calls it counts.
+    count_window: Window,
+    calls_numbered: u64,
     slow_window: Window,
     pub events: Vec<TransitionEvent>,
     pub counters: Counters,
@@ -105,6 +109,8 @@ impl Model {
             episode: 0,
             now_ns: 0,
             failure_window: Window::default(),
+            count_window: Window::default(),
+            calls_numbered: 0,
             slow_window: Window::default(),
             events: Vec::new(),
             counters: Counters::default(),
@@ -130,6 +136,7 @@ impl Model {
         self.episode += 1;
         if next.state() == State::Closed {
             self.failure_window = Window::default();
+            self.count_window = Window::default();
             self.slow_window = Window::default();
         }
         if next.state() == State::Open {
@@ -273,6 +280,33 @@ impl Model {
             .then_some((hits, calls))
     }
 
+    /// Count a closed call in the window of the last calls; on a failure, (failures, calls) when the rule fires.
+    /// The window is `⌊calls / b⌋` buckets of `b = ⌈calls / 10⌉` consecutive call numbers.
+    fn count_window_record(&mut self, failed: bool) -> Option<(u64, u64)> {
+        let rule = self.config.trip.last_calls.as_ref()?;
+        let (threshold, min_calls) = (rule.threshold, u64::from(rule.min_calls));
+        let calls = u64::from(rule.calls);
+        let bucket = calls.div_ceil(10);
+        let buckets = (calls / bucket).clamp(1, 10);
+        let number = self.calls_numbered;
+        self.calls_numbered += 1;
+        let epoch = number / bucket;
+        let entry = self.count_window.buckets.entry(epoch).or_default();
+        entry.0 += 1;
+        if failed {
+            entry.1 += 1;
+        } else {
+            return None;
+        }
+        let (calls, hits) = self
+            .count_window
+            .buckets
+            .range(epoch.saturating_sub(buckets - 1)..=epoch)
+            .fold((0, 0), |(c, h), (_, (bc, bh))| (c + bc, h + bh));
+        (calls >= min_calls && calls > 0 && hits as f64 >= threshold * calls as f64)
+            .then_some((hits, calls))
+    }
+
     /// A permit dropped without an outcome: a failure when it waited past the slow-call threshold, else ignored.
     pub fn drop_permit(&mut self, permit: ModelPermit) {
         let waited_past_slow = match (&self.config.trip.slow_call, permit.started_ns) {
@@ -364,6 +398,7 @@ impl Model {
                     return;
                 }
                 let failure_verdict = self.window_record(false, outcome == Outcome::Failure);
+                let count_verdict = self.count_window_record(outcome == Outcome::Failure);
                 let slow_verdict = self.window_record(true, slow);
                 let rate_detail =
                     |hits: u64, calls: u64, threshold: f64, window_ms: u64, is_slow: bool| {
@@ -423,6 +458,18 @@ impl Model {
                         false,
                     );
                     self.open(1, Reason::FailureRate, detail);
+                } else if let (Some((hits, calls)), Some(rule)) =
+                    (count_verdict, self.config.trip.last_calls.clone())
+                {
+                    let detail = TransitionDetail {
+                        failures: Some(hits),
+                        calls: Some(calls),
+                        rate: Some(hits as f64 / calls as f64),
+                        threshold: Some(rule.threshold),
+                        window_calls: Some(u64::from(rule.calls)),
+                        ..TransitionDetail::default()
+                    };
+                    self.open(1, Reason::LastCallsFailureRate, detail);
                 } else if !slow_trip(self) {
                     self.phase = Phase::Closed { failures };
                 }
@@ -466,6 +513,7 @@ impl Model {
     /// Back to closed (forced-open stays open), windows and counters cleared.
     pub fn reset(&mut self) {
         self.failure_window = Window::default();
+        self.count_window = Window::default();
         self.slow_window = Window::default();
         if self.config.mode != Mode::ForcedOpen {
             if let Phase::Closed { .. } = self.phase {
@@ -507,6 +555,7 @@ pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
         (
             prop::option::of(1u32..6),
             prop::option::of((0.2f64..1.0, 1u64..5, 1u32..8)),
+            prop::option::of((0.2f64..1.0, 1u32..40, 1u32..40)),
         ),
         prop::option::of((50u64..300, 0.2f64..1.0, 1u64..5, 1u32..8)),
         (
@@ -523,7 +572,12 @@ pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
         ),
     )
         .prop_map(
-            |((consecutive, rate), slow, (base_ms, backoff, max_factor), (probes, successes))| {
+            |(
+                (consecutive, rate, last),
+                slow,
+                (base_ms, backoff, max_factor),
+                (probes, successes),
+            )| {
                 let mut config = RawBreakerConfig::default();
                 config.trip.consecutive_failures = consecutive;
                 config.trip.failure_rate =
@@ -531,6 +585,12 @@ pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
                         threshold,
                         window: Duration::from_secs(window_s),
                         min_calls,
+                    });
+                config.trip.last_calls =
+                    last.map(|(threshold, calls, min_calls)| RawLastCallsConfig {
+                        threshold,
+                        calls,
+                        min_calls: min_calls.min(calls),
                     });
                 config.trip.slow_call =
                     slow.map(
@@ -543,6 +603,7 @@ pub fn breaker_config() -> impl Strategy<Value = RawBreakerConfig> {
                     );
                 if consecutive.is_none()
                     && config.trip.failure_rate.is_none()
+                    && config.trip.last_calls.is_none()
                     && config.trip.slow_call.is_none()
                 {
                     config.trip.consecutive_failures = Some(3);

@@ -12,7 +12,7 @@ use super::recorded;
 use super::renewal::{renewal_event, spawn_renewal};
 use crate::clock::now_ms;
 use crate::docker::{ContainerAction, ContainerLeases, ContainerSampler, DockerError};
-use crate::spec::{ExperimentSpec, FaultKind, PlannedRun};
+use crate::spec::{ConditionFault, ExperimentSpec, PlannedRun};
 use crate::store::{ContainerSampleRecord, FaultCall, PutFault, RunEvent, RunEventRecord, RunId};
 use crate::task::OwnedTask;
 
@@ -39,23 +39,24 @@ pub struct ContainerStack {
 
 /// The engine action of a container fault kind at `rate` (a `net_loss`'s loss probability); `None` for the
 /// agent's kinds.
-pub fn container_action(kind: FaultKind, rate: f64) -> Option<ContainerAction> {
+pub fn container_action(kind: ConditionFault, rate: f64) -> Option<ContainerAction> {
     match kind {
-        FaultKind::Pause => Some(ContainerAction::Pause),
-        FaultKind::Stop => Some(ContainerAction::Stop),
-        FaultKind::Kill { signal } => Some(ContainerAction::Kill {
+        ConditionFault::Pause => Some(ContainerAction::Pause),
+        ConditionFault::Stop => Some(ContainerAction::Stop),
+        ConditionFault::Kill { signal } => Some(ContainerAction::Kill {
             signal: signal.to_owned(),
         }),
-        FaultKind::Restart => Some(ContainerAction::Restart),
-        FaultKind::NetDelay { delay } => Some(ContainerAction::NetDelay {
+        ConditionFault::Restart => Some(ContainerAction::Restart),
+        ConditionFault::NetDelay { delay } => Some(ContainerAction::NetDelay {
             delay_ms: delay.as_millis() as u64,
         }),
-        FaultKind::NetLoss => Some(ContainerAction::NetLoss {
+        ConditionFault::NetLoss => Some(ContainerAction::NetLoss {
             percent: rate * 100.0,
         }),
-        FaultKind::Error { .. } | FaultKind::Hang | FaultKind::Delay { .. } | FaultKind::Reset => {
-            None
-        }
+        ConditionFault::Error { .. }
+        | ConditionFault::Hang
+        | ConditionFault::Delay { .. }
+        | ConditionFault::Reset => None,
     }
 }
 

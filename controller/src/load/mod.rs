@@ -42,8 +42,10 @@ pub use mix::{
     CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Step, Workload,
     endpoint, luhn_valid, online_boutique,
 };
-pub use outcome::{Outcome, OutcomeCounts, REJECTED_HEADER};
-pub use session::{Body, CookieJar, DriverError, OutgoingRequest, Session, Target, is_drivers_own};
+pub use outcome::{OutcomeCounts, REJECTED_HEADER, RequestOutcome};
+pub use session::{
+    Body, ClientSession, CookieJar, DriverError, OutgoingRequest, Target, is_drivers_own,
+};
 pub use stats::{
     EndpointSecond, EndpointStats, HISTOGRAM_HEADER, LatencySummary, MAX_LATENCY_US,
     OutcomeHistograms, Recorder, SecondSink, SecondStats, check_histogram_header,
@@ -411,7 +413,7 @@ impl Shared {
     async fn step(
         &self,
         log: &UserLog,
-        session: &mut Session,
+        session: &mut ClientSession,
         step: Step,
         expected_interval: Duration,
     ) {
@@ -492,7 +494,7 @@ async fn virtual_user(shared: &Shared, user: u32) {
     let user = shared.share.first + user;
     let all_users = shared.share.of;
     let mut rng = SmallRng::seed_from_u64(user_seed(config.seed, user));
-    let mut session = Session::new(shared.target.clone(), config.timeout);
+    let mut session = ClientSession::new(shared.target.clone(), config.timeout);
 
     // Open model: a fixed pace per user, users staggered evenly over one pace.
     // (Saturating: a rate of almost nothing paces a user past the end of the run, not into a panic.)

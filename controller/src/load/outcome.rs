@@ -8,7 +8,7 @@ pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
 /// What happened to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum RequestOutcome {
     /// 1xx–3xx (after following redirects).
     Ok,
     /// 5xx without the rejection header: the dependency chain failed.
@@ -23,48 +23,54 @@ pub enum Outcome {
     ClientError,
 }
 
-impl Outcome {
-    pub const ALL: [Outcome; 6] = [
-        Outcome::Ok,
-        Outcome::Failed,
-        Outcome::Rejected,
-        Outcome::Timeout,
-        Outcome::ConnectionError,
-        Outcome::ClientError,
+impl RequestOutcome {
+    pub const ALL: [RequestOutcome; 6] = [
+        RequestOutcome::Ok,
+        RequestOutcome::Failed,
+        RequestOutcome::Rejected,
+        RequestOutcome::Timeout,
+        RequestOutcome::ConnectionError,
+        RequestOutcome::ClientError,
     ];
 
     /// Classifies a complete response by status and whether the rejection header was present.
-    pub fn of_response(status: u16, rejected: bool) -> Outcome {
+    pub fn of_response(status: u16, rejected: bool) -> RequestOutcome {
         if rejected {
-            Outcome::Rejected
+            RequestOutcome::Rejected
         } else if status >= 500 {
-            Outcome::Failed
+            RequestOutcome::Failed
         } else if status >= 400 {
-            Outcome::ClientError
+            RequestOutcome::ClientError
         } else {
-            Outcome::Ok
+            RequestOutcome::Ok
         }
     }
 
-    /// Like [`Outcome::of_response`] with the statuses that count as success: a listed status is ok, an
+    /// Like [`RequestOutcome::of_response`] with the statuses that count as success: a listed status is ok, an
     /// unlisted one below 400 failed (the service did not do what the task expects); `None` lists nothing.
-    pub fn of_response_expecting(status: u16, rejected: bool, expect: Option<&[u16]>) -> Outcome {
-        match (Outcome::of_response(status, rejected), expect) {
-            (Outcome::Rejected, _) | (_, None) => Outcome::of_response(status, rejected),
-            (_, Some(expected)) if expected.contains(&status) => Outcome::Ok,
-            (Outcome::Ok, Some(_)) => Outcome::Failed,
+    pub fn of_response_expecting(
+        status: u16,
+        rejected: bool,
+        expect: Option<&[u16]>,
+    ) -> RequestOutcome {
+        match (RequestOutcome::of_response(status, rejected), expect) {
+            (RequestOutcome::Rejected, _) | (_, None) => {
+                RequestOutcome::of_response(status, rejected)
+            }
+            (_, Some(expected)) if expected.contains(&status) => RequestOutcome::Ok,
+            (RequestOutcome::Ok, Some(_)) => RequestOutcome::Failed,
             (other, Some(_)) => other,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Ok => "ok",
-            Outcome::Failed => "failed",
-            Outcome::Rejected => "rejected",
-            Outcome::Timeout => "timeout",
-            Outcome::ConnectionError => "connection_error",
-            Outcome::ClientError => "client_error",
+            RequestOutcome::Ok => "ok",
+            RequestOutcome::Failed => "failed",
+            RequestOutcome::Rejected => "rejected",
+            RequestOutcome::Timeout => "timeout",
+            RequestOutcome::ConnectionError => "connection_error",
+            RequestOutcome::ClientError => "client_error",
         }
     }
 }
@@ -81,41 +87,41 @@ pub struct OutcomeCounts {
 }
 
 impl OutcomeCounts {
-    pub fn add(&mut self, outcome: Outcome) {
+    pub fn add(&mut self, outcome: RequestOutcome) {
         *self.slot(outcome) += 1;
     }
 
-    pub fn get(&self, outcome: Outcome) -> u64 {
+    pub fn get(&self, outcome: RequestOutcome) -> u64 {
         match outcome {
-            Outcome::Ok => self.ok,
-            Outcome::Failed => self.failed,
-            Outcome::Rejected => self.rejected,
-            Outcome::Timeout => self.timeout,
-            Outcome::ConnectionError => self.connection_error,
-            Outcome::ClientError => self.client_error,
+            RequestOutcome::Ok => self.ok,
+            RequestOutcome::Failed => self.failed,
+            RequestOutcome::Rejected => self.rejected,
+            RequestOutcome::Timeout => self.timeout,
+            RequestOutcome::ConnectionError => self.connection_error,
+            RequestOutcome::ClientError => self.client_error,
         }
     }
 
-    fn slot(&mut self, outcome: Outcome) -> &mut u64 {
+    fn slot(&mut self, outcome: RequestOutcome) -> &mut u64 {
         match outcome {
-            Outcome::Ok => &mut self.ok,
-            Outcome::Failed => &mut self.failed,
-            Outcome::Rejected => &mut self.rejected,
-            Outcome::Timeout => &mut self.timeout,
-            Outcome::ConnectionError => &mut self.connection_error,
-            Outcome::ClientError => &mut self.client_error,
+            RequestOutcome::Ok => &mut self.ok,
+            RequestOutcome::Failed => &mut self.failed,
+            RequestOutcome::Rejected => &mut self.rejected,
+            RequestOutcome::Timeout => &mut self.timeout,
+            RequestOutcome::ConnectionError => &mut self.connection_error,
+            RequestOutcome::ClientError => &mut self.client_error,
         }
     }
 
     pub fn merge(&mut self, other: &OutcomeCounts) {
-        for outcome in Outcome::ALL {
+        for outcome in RequestOutcome::ALL {
             *self.slot(outcome) += other.get(outcome);
         }
     }
 
     /// Every request, whatever its outcome.
     pub fn total(&self) -> u64 {
-        Outcome::ALL.iter().map(|&o| self.get(o)).sum()
+        RequestOutcome::ALL.iter().map(|&o| self.get(o)).sum()
     }
 
     /// `ok / total` (a breaker rejection counts as a failure: the user got an error either way);

@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 
 pub use boutique::cookies::CookieJar;
 
-use super::outcome::{Outcome, REJECTED_HEADER};
+use super::outcome::{REJECTED_HEADER, RequestOutcome};
 
 /// Redirects followed per request before the response is taken as final.
 pub const MAX_REDIRECTS: usize = 5;
@@ -85,7 +85,7 @@ impl Target {
 }
 
 /// A virtual user's connection and cookies.
-pub struct Session {
+pub struct ClientSession {
     target: Target,
     sender: Option<SendRequest<Full<Bytes>>>,
     /// The task driving the current (or last) connection; aborted when the next one is made or the
@@ -95,7 +95,7 @@ pub struct Session {
     timeout: Duration,
 }
 
-impl Drop for Session {
+impl Drop for ClientSession {
     fn drop(&mut self) {
         if let Some(connection) = self.connection.take() {
             connection.abort();
@@ -103,9 +103,9 @@ impl Drop for Session {
     }
 }
 
-impl Session {
+impl ClientSession {
     pub fn new(target: Target, timeout: Duration) -> Self {
-        Session {
+        ClientSession {
             target,
             sender: None,
             connection: None,
@@ -121,7 +121,7 @@ impl Session {
         method: Method,
         uri: Uri,
         body: Option<Body>,
-    ) -> Result<Outcome, DriverError> {
+    ) -> Result<RequestOutcome, DriverError> {
         self.request_expecting(OutgoingRequest {
             method,
             uri,
@@ -132,11 +132,11 @@ impl Session {
         .await
     }
 
-    /// Like [`Session::request`], with more headers (kept on redirects) and the statuses that count as success.
+    /// Like [`ClientSession::request`], with more headers (kept on redirects) and the statuses that count as success.
     pub async fn request_expecting(
         &mut self,
         request: OutgoingRequest<'_>,
-    ) -> Result<Outcome, DriverError> {
+    ) -> Result<RequestOutcome, DriverError> {
         let timeout = self.timeout;
         let exchange = self.exchange(request);
         match tokio::time::timeout(timeout, exchange).await {
@@ -147,12 +147,12 @@ impl Session {
             }
             Ok(Err(_)) => {
                 self.sender = None;
-                Ok(Outcome::ConnectionError)
+                Ok(RequestOutcome::ConnectionError)
             }
             Err(_elapsed) => {
                 // The connection has a response pending: it cannot be reused.
                 self.sender = None;
-                Ok(Outcome::Timeout)
+                Ok(RequestOutcome::Timeout)
             }
         }
     }
@@ -165,7 +165,10 @@ impl Session {
         }
     }
 
-    async fn exchange(&mut self, request: OutgoingRequest<'_>) -> Result<Outcome, SessionError> {
+    async fn exchange(
+        &mut self,
+        request: OutgoingRequest<'_>,
+    ) -> Result<RequestOutcome, SessionError> {
         let OutgoingRequest {
             mut method,
             mut uri,
@@ -199,7 +202,7 @@ impl Session {
                     uri = next;
                 }
                 _ => {
-                    return Ok(Outcome::of_response_expecting(
+                    return Ok(RequestOutcome::of_response_expecting(
                         status.as_u16(),
                         rejected,
                         expect,
@@ -208,7 +211,7 @@ impl Session {
             }
         }
         // Too many redirects: the last response was a redirect, which is not an error status.
-        Ok(Outcome::of_response_expecting(
+        Ok(RequestOutcome::of_response_expecting(
             StatusCode::FOUND.as_u16(),
             rejected,
             expect,
@@ -362,11 +365,11 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        let mut session = Session::new(Target::new(addr), std::time::Duration::from_secs(2));
+        let mut session = ClientSession::new(Target::new(addr), std::time::Duration::from_secs(2));
         let outcome = session
             .request(Method::GET, Uri::from_static("/"), None)
             .await;
-        assert_eq!(outcome, Ok(Outcome::ConnectionError));
+        assert_eq!(outcome, Ok(RequestOutcome::ConnectionError));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{DeserializeError, Deserializer, Serializer, V2Serializer};
 use serde::Serialize;
 
-use super::outcome::{Outcome, OutcomeCounts};
+use super::outcome::{OutcomeCounts, RequestOutcome};
 
 /// Highest latency a histogram holds, in microseconds (one hour); larger values are clamped.
 pub const MAX_LATENCY_US: u64 = 3_600_000_000;
@@ -135,12 +135,12 @@ impl Default for EndpointStats {
 impl EndpointStats {
     /// Records one request. `expected_interval_us` (open model) back-fills the samples a stalled
     /// request hid (coordinated-omission correction, `record_correct`); `0` records the value alone.
-    pub fn record(&mut self, outcome: Outcome, latency_us: u64, expected_interval_us: u64) {
+    pub fn record(&mut self, outcome: RequestOutcome, latency_us: u64, expected_interval_us: u64) {
         self.outcomes.add(outcome);
         let value = latency_us.min(MAX_LATENCY_US);
         // Bounds are fixed and the value clamped, so recording cannot fail.
         let _ = self.latency.record_correct(value, expected_interval_us);
-        if outcome == Outcome::Ok {
+        if outcome == RequestOutcome::Ok {
             let _ = self.latency_ok.record_correct(value, expected_interval_us);
         } else {
             let _ = self
@@ -248,7 +248,7 @@ impl Recorder {
         &mut self,
         endpoint: usize,
         since_start: Duration,
-        outcome: Outcome,
+        outcome: RequestOutcome,
         latency: Duration,
         expected_interval: Duration,
     ) {

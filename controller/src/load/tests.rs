@@ -8,31 +8,49 @@ const MS: Duration = Duration::from_millis(1);
 
 #[test]
 fn outcome_classes_follow_status_and_rejection_header() {
-    assert_eq!(Outcome::of_response(200, false), Outcome::Ok);
-    assert_eq!(Outcome::of_response(302, false), Outcome::Ok);
-    assert_eq!(Outcome::of_response(404, false), Outcome::ClientError);
-    assert_eq!(Outcome::of_response(422, false), Outcome::ClientError);
-    assert_eq!(Outcome::of_response(500, false), Outcome::Failed);
-    assert_eq!(Outcome::of_response(503, false), Outcome::Failed);
+    assert_eq!(RequestOutcome::of_response(200, false), RequestOutcome::Ok);
+    assert_eq!(RequestOutcome::of_response(302, false), RequestOutcome::Ok);
+    assert_eq!(
+        RequestOutcome::of_response(404, false),
+        RequestOutcome::ClientError
+    );
+    assert_eq!(
+        RequestOutcome::of_response(422, false),
+        RequestOutcome::ClientError
+    );
+    assert_eq!(
+        RequestOutcome::of_response(500, false),
+        RequestOutcome::Failed
+    );
+    assert_eq!(
+        RequestOutcome::of_response(503, false),
+        RequestOutcome::Failed
+    );
     // The header wins over the status: a breaker rejection is not an upstream failure.
-    assert_eq!(Outcome::of_response(503, true), Outcome::Rejected);
-    assert_eq!(Outcome::of_response(200, true), Outcome::Rejected);
+    assert_eq!(
+        RequestOutcome::of_response(503, true),
+        RequestOutcome::Rejected
+    );
+    assert_eq!(
+        RequestOutcome::of_response(200, true),
+        RequestOutcome::Rejected
+    );
 }
 
 #[test]
 fn outcome_counts_add_merge_and_availability() {
     let mut counts = OutcomeCounts::default();
     assert_eq!(counts.availability(), None);
-    for outcome in Outcome::ALL {
+    for outcome in RequestOutcome::ALL {
         counts.add(outcome);
     }
-    counts.add(Outcome::Ok);
+    counts.add(RequestOutcome::Ok);
     assert_eq!(counts.total(), 7);
     assert_eq!(counts.ok, 2);
     assert_eq!(counts.availability(), Some(2.0 / 7.0));
     let mut merged = counts;
     merged.merge(&counts);
-    for outcome in Outcome::ALL {
+    for outcome in RequestOutcome::ALL {
         assert_eq!(merged.get(outcome), 2 * counts.get(outcome), "{outcome:?}");
     }
 }
@@ -40,9 +58,9 @@ fn outcome_counts_add_merge_and_availability() {
 #[test]
 fn endpoint_stats_record_all_and_ok_latencies() {
     let mut stats = EndpointStats::default();
-    stats.record(Outcome::Ok, 1_000, 0);
-    stats.record(Outcome::Ok, 3_000, 0);
-    stats.record(Outcome::Failed, 50_000, 0);
+    stats.record(RequestOutcome::Ok, 1_000, 0);
+    stats.record(RequestOutcome::Ok, 3_000, 0);
+    stats.record(RequestOutcome::Failed, 50_000, 0);
     assert_eq!(stats.latency.len(), 3);
     assert_eq!(stats.latency_ok.len(), 2);
     assert_eq!(
@@ -62,8 +80,8 @@ fn a_second_keeps_ok_and_failed_latency_apart() {
     const MS: Duration = Duration::from_millis(1);
     let mut recorder = Recorder::new(1, Duration::ZERO, None);
     for index in 0..20 {
-        recorder.record(0, index * MS, Outcome::Ok, 800 * MS, Duration::ZERO);
-        recorder.record(0, index * MS, Outcome::Rejected, MS, Duration::ZERO);
+        recorder.record(0, index * MS, RequestOutcome::Ok, 800 * MS, Duration::ZERO);
+        recorder.record(0, index * MS, RequestOutcome::Rejected, MS, Duration::ZERO);
     }
     let (seconds, _) = recorder.finish(1);
     let endpoint = &seconds[0].endpoints[0];
@@ -87,7 +105,7 @@ fn a_second_keeps_ok_and_failed_latency_apart() {
 fn percentiles_of_a_known_distribution() {
     let mut stats = EndpointStats::default();
     for us in 1..=10_000u64 {
-        stats.record(Outcome::Ok, us, 0);
+        stats.record(RequestOutcome::Ok, us, 0);
     }
     let summary = LatencySummary::of(&stats.latency);
     // Three significant digits: within 0.1 %.
@@ -104,7 +122,7 @@ fn percentiles_of_a_known_distribution() {
 fn record_correct_backfills_a_stall() {
     let mut stats = EndpointStats::default();
     // Paced at 10 ms, one request stalled for 100 ms: the 9 requests it held back are back-filled.
-    stats.record(Outcome::Ok, 100_000, 10_000);
+    stats.record(RequestOutcome::Ok, 100_000, 10_000);
     assert_eq!(stats.latency.len(), 10);
     assert_eq!(
         stats.outcomes.total(),
@@ -112,7 +130,7 @@ fn record_correct_backfills_a_stall() {
         "outcomes count real requests only"
     );
     let mut uncorrected = EndpointStats::default();
-    uncorrected.record(Outcome::Ok, 100_000, 0);
+    uncorrected.record(RequestOutcome::Ok, 100_000, 0);
     assert_eq!(uncorrected.latency.len(), 1);
 }
 
@@ -120,17 +138,17 @@ fn record_correct_backfills_a_stall() {
 fn latencies_above_the_range_are_clamped() {
     assert_eq!(latency_us(Duration::from_secs(10 * 3600)), MAX_LATENCY_US);
     let mut stats = EndpointStats::default();
-    stats.record(Outcome::Timeout, u64::MAX, 0);
+    stats.record(RequestOutcome::Timeout, u64::MAX, 0);
     assert_eq!(stats.latency.len(), 1);
 }
 
 #[test]
 fn recorder_splits_seconds_and_cuts_the_warmup_from_totals() {
     let mut recorder = Recorder::new(2, Duration::from_secs(1), None);
-    recorder.record(0, 100 * MS, Outcome::Ok, 5 * MS, Duration::ZERO);
-    recorder.record(1, 900 * MS, Outcome::Failed, 7 * MS, Duration::ZERO);
-    recorder.record(0, 1_200 * MS, Outcome::Ok, 9 * MS, Duration::ZERO);
-    recorder.record(0, 3_500 * MS, Outcome::Rejected, MS, Duration::ZERO);
+    recorder.record(0, 100 * MS, RequestOutcome::Ok, 5 * MS, Duration::ZERO);
+    recorder.record(1, 900 * MS, RequestOutcome::Failed, 7 * MS, Duration::ZERO);
+    recorder.record(0, 1_200 * MS, RequestOutcome::Ok, 9 * MS, Duration::ZERO);
+    recorder.record(0, 3_500 * MS, RequestOutcome::Rejected, MS, Duration::ZERO);
     let (seconds, totals) = recorder.finish(4);
 
     assert_eq!(seconds.len(), 4);
@@ -165,7 +183,7 @@ fn recorder_splits_seconds_and_cuts_the_warmup_from_totals() {
 fn recorder_sends_closed_seconds_to_a_sink() {
     let (sink, mut closed) = tokio::sync::mpsc::unbounded_channel();
     let mut recorder = Recorder::new(1, Duration::ZERO, Some(sink));
-    recorder.record(0, 10 * MS, Outcome::Ok, MS, Duration::ZERO);
+    recorder.record(0, 10 * MS, RequestOutcome::Ok, MS, Duration::ZERO);
     recorder.advance_to(2);
     assert_eq!(closed.try_recv().unwrap().second, 0);
     assert_eq!(closed.try_recv().unwrap().second, 1);

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::outcome::Outcome;
+use super::outcome::RequestOutcome;
 use super::stats::Recorder;
 
 /// One completed request, as [`Recorder::record`] takes it.
@@ -26,7 +26,7 @@ pub struct Sample {
     pub endpoint: usize,
     /// When the request completed, since the run started.
     pub since_start: Duration,
-    pub outcome: Outcome,
+    pub outcome: RequestOutcome,
     pub latency: Duration,
     /// Open model: the pace the request was sent at (coordinated-omission correction); zero otherwise.
     pub expected_interval: Duration,
@@ -139,11 +139,11 @@ mod tests {
     use crate::load::stats::serialize_histogram;
     use crate::load::{OutcomeCounts, SecondStats};
 
-    const OUTCOMES: [Outcome; 4] = [
-        Outcome::Ok,
-        Outcome::Failed,
-        Outcome::Rejected,
-        Outcome::Timeout,
+    const OUTCOMES: [RequestOutcome; 4] = [
+        RequestOutcome::Ok,
+        RequestOutcome::Failed,
+        RequestOutcome::Rejected,
+        RequestOutcome::Timeout,
     ];
 
     /// User `user`'s `n`-th request: completion times spread over four seconds, users interleaved.
@@ -239,8 +239,11 @@ mod tests {
         assert_eq!(outcomes.total(), measured.len() as u64 + 1);
         assert_eq!(
             outcomes.ok,
-            measured.iter().filter(|s| s.outcome == Outcome::Ok).count() as u64
-                + u64::from(late.outcome == Outcome::Ok)
+            measured
+                .iter()
+                .filter(|s| s.outcome == RequestOutcome::Ok)
+                .count() as u64
+                + u64::from(late.outcome == RequestOutcome::Ok)
         );
         let per_second: u64 = merged_seconds
             .iter()

@@ -17,11 +17,11 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, FaultKind, Pattern, RawScenario, Scenario, Upstream, Workload};
+use breaker::sim::{self, CallFailure, Pattern, RawScenario, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{BreakerMode, Condition, ExperimentSpec, FaultKind as SpecFault};
-use crate::stats::{MetricName, Summary};
+use crate::metric::MetricName;
+use crate::spec::{BreakerMode, Condition, ConditionFault, ExperimentSpec};
 
 /// Seeds each condition is simulated with.
 pub const SEEDS: u64 = 10;
@@ -110,16 +110,6 @@ impl Prediction {
     }
 }
 
-/// One measured metric set beside its prediction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
-    pub metric: MetricName,
-    pub predicted: Band,
-    pub measured: Summary,
-    /// Why the measurement may miss the band, when it does.
-    pub flag: Option<&'static str>,
-}
-
 /// Share of the Online Boutique mix's tasks that are checkouts (the only task calling Payment).
 pub fn checkout_share() -> f64 {
     crate::load::online_boutique()
@@ -144,18 +134,18 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         return None;
     }
     let kind = match condition.fault {
-        SpecFault::Error { .. } | SpecFault::Reset => FaultKind::Error,
-        SpecFault::Hang => FaultKind::Hang,
+        ConditionFault::Error { .. } | ConditionFault::Reset => CallFailure::Error,
+        ConditionFault::Hang => CallFailure::Hang,
         // A paused container holds every call until the caller's timeout, like a hang; a stopped or killed
         // one refuses them at once, like an error.
-        SpecFault::Pause => FaultKind::Hang,
-        SpecFault::Stop | SpecFault::Kill { .. } => FaultKind::Error,
+        ConditionFault::Pause => CallFailure::Hang,
+        ConditionFault::Stop | ConditionFault::Kill { .. } => CallFailure::Error,
         // A restart is down for a moment the model cannot know; lost packets are retransmitted, so a network
         // fault slows calls by an amount the model cannot know either.
-        SpecFault::Delay { .. }
-        | SpecFault::Restart
-        | SpecFault::NetDelay { .. }
-        | SpecFault::NetLoss => return None,
+        ConditionFault::Delay { .. }
+        | ConditionFault::Restart
+        | ConditionFault::NetDelay { .. }
+        | ConditionFault::NetLoss => return None,
     };
     let window = spec.run_warmup() + spec.run_duration();
     let share = dependency_share(spec)?;
@@ -175,7 +165,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         window,
         workload,
         upstream: Upstream {
-            schedule: spec.fault_schedule(),
+            schedule: spec.fault_schedule_of(condition),
             failure_rate: condition.fault_rate,
             pattern: Pattern::Random,
             kind,
@@ -183,7 +173,12 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             latency: Duration::ZERO,
             warmup: None,
         },
-        breaker: spec.breaker_config(BreakerMode::Enforce).ok()?,
+        breaker: spec
+            .breaker_config_of(&Condition {
+                breaker_mode: BreakerMode::Enforce,
+                ..*condition
+            })
+            .ok()?,
         instances: 1,
         workers: None,
         seed,
@@ -241,7 +236,7 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
             // The estimate counts the fault's active time; keep the part of it after the warmup.
             let warmup = spec.run_warmup();
             let (mut active, mut measured_active) = (0.0, 0.0);
-            for (start, end) in spec.fault_periods() {
+            for (start, end) in spec.fault_periods_of(condition) {
                 active += (end - start).as_secs_f64();
                 measured_active += end.saturating_sub(start.max(warmup)).as_secs_f64();
             }
@@ -264,50 +259,4 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         opens_bound: bound,
         opens_estimate: estimate,
     })
-}
-
-/// The model assumption most likely behind a measurement of `metric` outside its band.
-pub fn likely_reason(metric: MetricName, measured_above: bool) -> &'static str {
-    match (metric, measured_above) {
-        (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => {
-            "the model has one breaker on Payment; the testbed counts every breaker that opened on the checkout path"
-        }
-        (MetricName::BreakerOpens | MetricName::TimeOpenS, false) => {
-            "the model's checkouts reach Payment at once; in the testbed each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls arrive per open window"
-        }
-        (MetricName::Rejected, _) => {
-            "the model counts only checkouts the Payment breaker rejects; the testbed counts every rejected request (read paths too) and its checkout rate depends on latency"
-        }
-        (MetricName::CheckoutFailure, true) => {
-            "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too"
-        }
-        _ => {
-            "the model has no latency, queueing or retries: a closed loop of users whose only dependency call is Payment"
-        }
-    }
-}
-
-/// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured.
-pub fn checks(
-    prediction: &Prediction,
-    measured: impl Fn(MetricName) -> Option<Summary>,
-) -> Vec<Check> {
-    prediction
-        .bands()
-        .into_iter()
-        .filter_map(|(metric, predicted)| {
-            let summary = measured(metric)?;
-            let low = summary.ci_low.unwrap_or(summary.mean);
-            let high = summary.ci_high.unwrap_or(summary.mean);
-            let flag = predicted
-                .misses(low, high)
-                .then(|| likely_reason(metric, low > predicted.band_high));
-            Some(Check {
-                metric,
-                predicted,
-                measured: summary,
-                flag,
-            })
-        })
-        .collect()
 }

@@ -2,7 +2,8 @@
 //! condition for the over-time figures). Markdown draws them as SVG and lists their numbers.
 
 use super::plot::{Chart, Point, Series};
-use crate::stats::{ExperimentStats, MetricKey, MetricName, checkout_endpoint};
+use crate::metric::{MetricKey, MetricName, checkout_endpoint};
+use crate::stats::ExperimentStats;
 
 /// One figure of the report: a chart with what the report lists beside it.
 #[derive(Debug, Clone)]

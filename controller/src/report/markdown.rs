@@ -7,9 +7,9 @@ use std::fmt::Write;
 use super::figures::{Figure, figures};
 use super::format::{cell, interval, mean_and_half_width, number, percent};
 use super::{PlotFile, ReportError};
+use crate::metric::{MetricKey, MetricName, checkout_endpoint};
 use crate::stats::{
-    BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MetricKey,
-    MetricName, checkout_endpoint, left_out,
+    BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, left_out,
 };
 use crate::store::AnnotationRow;
 

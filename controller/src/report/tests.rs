@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use super::format::{mean_and_half_width, number, percent};
 use super::*;
+use crate::metric::{MetricKey, MetricName};
 use crate::stats::{
-    ConditionKey, ExperimentInfo, INTERVALS_NEED_TWO_ROUNDS, MetricKey, MetricName, RunMetrics,
-    Summary, TimelineBin,
+    ConditionKey, ExperimentInfo, INTERVALS_NEED_TWO_ROUNDS, RunMetrics, Summary, TimelineBin,
 };
 use crate::store::{ExperimentId, RunId, Status};
 

@@ -34,7 +34,7 @@ use crate::lease::{ContainerStack, HeldBreakers};
 use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::observe::Observer;
 use crate::sources::PushInbox;
-use crate::spec::{ExperimentSpec, FaultKind, Mix, PlannedRun};
+use crate::spec::{ConditionFault, ExperimentSpec, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 use crate::testbed::{AdminClient, AdminError, Testbed};
 use crate::workers::{LostShare, WorkerPool, WorkersLoad};
@@ -233,7 +233,7 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<HeldBreakers, RunnerError> {
-        let config = spec.breaker_config(planned.condition.breaker_mode)?;
+        let config = spec.breaker_config_of(&planned.condition)?;
         // Services left out of `breaker.services` run with their breakers disabled, config otherwise kept.
         let disabled = config.clone().with_mode(breaker::Mode::Disabled);
         let mut configured = Vec::new();
@@ -455,7 +455,7 @@ impl Runner {
         };
         if let (true, None, Some(fault)) = (injects, &abort_reason, agent_fault) {
             let fault_id = format!("experiment-{}-run-{}", experiment.0, run.0);
-            if spec.fault.schedule.is_some() {
+            if spec.written_schedule_of(&planned.condition).is_some() {
                 scheduled = Some((fault_id, fault));
             } else if let Err(reason) = scope.apply_fault(&fault_id, &fault, spec.fault.lease).await
             {
@@ -465,7 +465,12 @@ impl Runner {
         scope.start_sampler(&self.testbed, &|name| spec.offers_of(name));
         // A scheduled fault counts its periods from here, as the load counts its seconds.
         if let (Some((fault_id, fault)), None) = (scheduled, &abort_reason) {
-            scope.schedule_fault(&fault_id, fault, spec.fault.lease, spec.fault_periods());
+            scope.schedule_fault(
+                &fault_id,
+                fault,
+                spec.fault.lease,
+                spec.fault_periods_of(&planned.condition),
+            );
         }
         // Reported once the faults are on (a scheduled one's periods counted), just before the load starts (or the run ends without load).
         progress(Progress::RunStarted {
@@ -562,28 +567,25 @@ fn lost_reason(lost: &[LostShare]) -> String {
 pub fn fault_spec(
     spec: &ExperimentSpec,
     planned: &PlannedRun,
-) -> Result<Option<agent::api::FaultSpec>, agent::api::SpecError> {
+) -> Result<Option<agent::api::FaultSpec>, agent::api::InvalidFault> {
     let kind = match planned.condition.fault {
-        FaultKind::Error { status } => agent::api::FaultKind::Error { status, body: None },
-        FaultKind::Hang => agent::api::FaultKind::Hang,
-        FaultKind::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
-        FaultKind::Reset => agent::api::FaultKind::Reset,
-        FaultKind::Pause
-        | FaultKind::Stop
-        | FaultKind::Kill { .. }
-        | FaultKind::Restart
-        | FaultKind::NetDelay { .. }
-        | FaultKind::NetLoss => {
+        ConditionFault::Error { status } => agent::api::FaultKind::Error { status, body: None },
+        ConditionFault::Hang => agent::api::FaultKind::Hang,
+        ConditionFault::Delay { delay, jitter } => agent::api::FaultKind::Delay { delay, jitter },
+        ConditionFault::Reset => agent::api::FaultKind::Reset,
+        ConditionFault::Pause
+        | ConditionFault::Stop
+        | ConditionFault::Kill { .. }
+        | ConditionFault::Restart
+        | ConditionFault::NetDelay { .. }
+        | ConditionFault::NetLoss => {
             return Ok(None);
         }
     };
     agent::api::FaultSpec::try_new(
         kind,
         planned.condition.fault_rate,
-        agent::api::MatchRule {
-            method: spec.fault.match_rule.method.clone(),
-            path_prefix: spec.fault.match_rule.path_prefix.clone(),
-        },
+        spec.fault.match_rule.clone(),
         Some(spec.fault.lease),
     )
     .map(Some)

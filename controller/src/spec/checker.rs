@@ -10,16 +10,16 @@ use super::bounds::MAX_WRITTEN_DURATION;
 use crate::target::ServiceId;
 
 /// Collects field errors in source order; the first one is returned.
-pub(super) struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     source: &'a str,
 }
 
 impl<'a> Checker<'a> {
-    pub(super) fn new(source: &'a str) -> Self {
+    pub(crate) fn new(source: &'a str) -> Self {
         Checker { source }
     }
 
-    pub(super) fn error(
+    pub(crate) fn error(
         &self,
         field: &str,
         span: Range<usize>,
@@ -30,7 +30,7 @@ impl<'a> Checker<'a> {
 
     /// A service's name as written (surrounding blanks trimmed), checked by [`ServiceId`]. A replica's label
     /// (`checkout#2`) is refused: replicas are found by `--compose`, a spec names their service.
-    pub(super) fn service_id(
+    pub(crate) fn service_id(
         &self,
         field: &str,
         value: &Spanned<String>,
@@ -50,8 +50,26 @@ impl<'a> Checker<'a> {
         Ok(id)
     }
 
+    /// A name as written (blanks trimmed): 1 to 64 letters, digits, `-` or `_`.
+    pub(crate) fn name(&self, field: &str, value: &Spanned<String>) -> Result<String, SpecError> {
+        let text = value.get_ref().trim();
+        let valid = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(self.error(
+                field,
+                value.span(),
+                "must be 1 to 64 letters, digits, - or _",
+            ));
+        }
+        Ok(text.to_owned())
+    }
+
     /// A duration as written, at most `max`.
-    pub(super) fn duration_at_most(
+    pub(crate) fn duration_at_most(
         &self,
         field: &str,
         value: &Spanned<String>,
@@ -82,7 +100,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A duration as written, at most [`MAX_WRITTEN_DURATION`].
-    pub(super) fn duration(
+    pub(crate) fn duration(
         &self,
         field: &str,
         value: &Spanned<String>,
@@ -91,7 +109,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A finite number within `range` (inclusive).
-    pub(super) fn number_in(
+    pub(crate) fn number_in(
         &self,
         field: &str,
         value: &Spanned<f64>,
@@ -109,7 +127,7 @@ impl<'a> Checker<'a> {
         Ok(v)
     }
 
-    pub(super) fn fraction(&self, field: &str, value: &Spanned<f64>) -> Result<f64, SpecError> {
+    pub(crate) fn fraction(&self, field: &str, value: &Spanned<f64>) -> Result<f64, SpecError> {
         let v = *value.get_ref();
         if !(0.0..=1.0).contains(&v) {
             return Err(self.error(

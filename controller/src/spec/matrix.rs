@@ -7,42 +7,56 @@
 
 use serde::Serialize;
 
-use super::{BreakerMode, ExperimentSpec, FaultKind, Order};
+use super::{BreakerMode, ConditionFault, ExperimentSpec, Order};
 
 /// One cell of the factorial design.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Condition {
     /// Position in expansion order (stable across rounds; the key runs are grouped by).
     pub index: usize,
-    pub fault: FaultKind,
+    pub fault: ConditionFault,
     pub fault_rate: f64,
     pub breaker_mode: BreakerMode,
+    /// The `[[fault.profiles]]` level (index), when the spec has profiles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_profile: Option<usize>,
+    /// The `[[breaker.configs]]` level (index), when the spec has several configs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker_config: Option<usize>,
 }
 
 impl Condition {
     /// Short human label, e.g. `error 500 @ 25% / enforce`.
     pub fn label(&self) -> String {
         let fault = match self.fault {
-            FaultKind::Error { status } => format!("error {status}"),
-            FaultKind::Hang => "hang".to_owned(),
-            FaultKind::Delay { delay, .. } => {
+            ConditionFault::Error { status } => format!("error {status}"),
+            ConditionFault::Hang => "hang".to_owned(),
+            ConditionFault::Delay { delay, .. } => {
                 format!("delay {}", humantime::format_duration(delay))
             }
-            FaultKind::Reset => "reset".to_owned(),
-            FaultKind::Kill { signal } => format!("kill {signal}"),
-            FaultKind::NetDelay { delay } => {
+            ConditionFault::Reset => "reset".to_owned(),
+            ConditionFault::Kill { signal } => format!("kill {signal}"),
+            ConditionFault::NetDelay { delay } => {
                 format!("net_delay {}", humantime::format_duration(delay))
             }
-            FaultKind::NetLoss => "net_loss".to_owned(),
-            FaultKind::Pause | FaultKind::Stop | FaultKind::Restart => {
+            ConditionFault::NetLoss => "net_loss".to_owned(),
+            ConditionFault::Pause | ConditionFault::Stop | ConditionFault::Restart => {
                 self.fault.name().as_str().to_owned()
             }
         };
-        format!(
+        let mut label = format!(
             "{fault} @ {}% / {}",
             self.fault_rate * 100.0,
             self.breaker_mode.as_str()
-        )
+        );
+        // Levels a spec names are numbered here (1-based); [`label_in`] gives their names.
+        if let Some(profile) = self.fault_profile {
+            label.push_str(&format!(" · profile {}", profile + 1));
+        }
+        if let Some(config) = self.breaker_config {
+            label.push_str(&format!(" · config {}", config + 1));
+        }
+        label
     }
 }
 
@@ -56,21 +70,64 @@ pub struct PlannedRun {
     pub condition: Condition,
 }
 
+/// Conditions in expansion order: kind × (rate or fault profile) × (breaker config) × mode.
 pub(super) fn conditions(spec: &ExperimentSpec) -> Vec<Condition> {
+    let levels: Vec<(f64, Option<usize>)> = if spec.fault.profiles.is_empty() {
+        spec.fault.rates.iter().map(|&rate| (rate, None)).collect()
+    } else {
+        spec.fault
+            .profiles
+            .iter()
+            .enumerate()
+            .map(|(i, profile)| (profile.rate, Some(i)))
+            .collect()
+    };
+    let configs: Vec<Option<usize>> = if spec.breaker.configs.is_empty() {
+        vec![None]
+    } else {
+        (0..spec.breaker.configs.len()).map(Some).collect()
+    };
     let mut conditions = Vec::new();
     for fault in &spec.fault.kinds {
-        for &fault_rate in &spec.fault.rates {
-            for &breaker_mode in &spec.breaker.modes {
-                conditions.push(Condition {
-                    index: conditions.len(),
-                    fault: *fault,
-                    fault_rate,
-                    breaker_mode,
-                });
+        for &(fault_rate, fault_profile) in &levels {
+            for &breaker_config in &configs {
+                for &breaker_mode in &spec.breaker.modes {
+                    conditions.push(Condition {
+                        index: conditions.len(),
+                        fault: *fault,
+                        fault_rate,
+                        breaker_mode,
+                        fault_profile,
+                        breaker_config,
+                    });
+                }
             }
         }
     }
     conditions
+}
+
+/// The label of a condition of `spec` with its levels' names: `partial-25: error 500 @ 25% / enforce / current`.
+pub fn label_in(spec: &ExperimentSpec, condition: &Condition) -> String {
+    let plain = Condition {
+        fault_profile: None,
+        breaker_config: None,
+        ..*condition
+    };
+    let mut label = plain.label();
+    if let Some(profile) = condition
+        .fault_profile
+        .and_then(|i| spec.fault.profiles.get(i))
+    {
+        label = format!("{}: {label}", profile.name);
+    }
+    if let Some(named) = condition
+        .breaker_config
+        .and_then(|i| spec.breaker.configs.get(i))
+    {
+        label = format!("{label} / {}", named.name);
+    }
+    label
 }
 
 pub(super) fn plan(spec: &ExperimentSpec) -> Vec<PlannedRun> {

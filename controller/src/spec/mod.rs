@@ -6,7 +6,7 @@
 //! [`SpecError`] naming the dotted field and its line, before anything runs or is stored.
 
 mod bounds;
-mod checker;
+pub(crate) mod checker;
 mod error;
 mod matrix;
 mod raw;
@@ -33,7 +33,7 @@ pub use bounds::{
     MIN_RUN_DURATION, RATE_RANGE, TIME_SCALE_RANGE,
 };
 pub use error::{Location, SpecError};
-pub use matrix::{Condition, PlannedRun, shuffle_seeded};
+pub use matrix::{Condition, PlannedRun, label_in, shuffle_seeded};
 pub use schedule::{MAX_PERIODS as MAX_SCHEDULE_PERIODS, MIN_PERIOD as MIN_SCHEDULE_PERIOD};
 pub use sources::{
     DEFAULT_SCRAPE_INTERVAL, MAX_SCRAPE_INTERVAL, MAX_SOURCES, MIN_SCRAPE_INTERVAL, ScrapeSpec,
@@ -71,7 +71,7 @@ pub struct ExperimentSpec {
     pub order: Order,
     pub seed: u64,
     pub load: LoadSpec,
-    pub fault: FaultSpec,
+    pub fault: FaultFactor,
     pub breaker: BreakerSpec,
     pub stop: Option<StopSpec>,
     /// External targets by service name (or `agent`); empty = the embedded stack.
@@ -184,9 +184,9 @@ impl FaultKindName {
 /// One fault kind with its parameters, as applied in one condition.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum FaultKind {
+pub enum ConditionFault {
     Error {
-        status: u16,
+        status: agent::api::ErrorStatus,
     },
     Hang,
     Delay {
@@ -216,39 +216,35 @@ pub enum FaultKind {
     NetLoss,
 }
 
-impl FaultKind {
+impl ConditionFault {
     pub fn name(&self) -> FaultKindName {
         match self {
-            FaultKind::Error { .. } => FaultKindName::Error,
-            FaultKind::Hang => FaultKindName::Hang,
-            FaultKind::Delay { .. } => FaultKindName::Delay,
-            FaultKind::Reset => FaultKindName::Reset,
-            FaultKind::Pause => FaultKindName::Pause,
-            FaultKind::Stop => FaultKindName::Stop,
-            FaultKind::Kill { .. } => FaultKindName::Kill,
-            FaultKind::Restart => FaultKindName::Restart,
-            FaultKind::NetDelay { .. } => FaultKindName::NetDelay,
-            FaultKind::NetLoss => FaultKindName::NetLoss,
+            ConditionFault::Error { .. } => FaultKindName::Error,
+            ConditionFault::Hang => FaultKindName::Hang,
+            ConditionFault::Delay { .. } => FaultKindName::Delay,
+            ConditionFault::Reset => FaultKindName::Reset,
+            ConditionFault::Pause => FaultKindName::Pause,
+            ConditionFault::Stop => FaultKindName::Stop,
+            ConditionFault::Kill { .. } => FaultKindName::Kill,
+            ConditionFault::Restart => FaultKindName::Restart,
+            ConditionFault::NetDelay { .. } => FaultKindName::NetDelay,
+            ConditionFault::NetLoss => FaultKindName::NetLoss,
         }
     }
 }
 
-/// Which requests of the target a fault hits (the agent's `match`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatchRule {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_prefix: Option<String>,
-}
+/// Which requests of the target a fault hits: the agent's own `match` (`[fault.match]` is read in its shape and
+/// checked by its rules).
+pub use agent::api::MatchRule;
 
+/// The `[fault]` table: the fault factor (kinds × rates, one level each) on one target, with its match rule,
+/// lease and schedule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultSpec {
+pub struct FaultFactor {
     /// A boutique service name, or a `[targets]` name.
     pub target: ServiceId,
     /// Every kind is one factor level, with its parameters filled in.
-    pub kinds: Vec<FaultKind>,
+    pub kinds: Vec<ConditionFault>,
     /// Injection probabilities in `[0, 1]`, one factor level each.
     pub rates: Vec<f64>,
     pub match_rule: MatchRule,
@@ -257,6 +253,25 @@ pub struct FaultSpec {
     /// When the fault is on, from the run's start (warmup included), as written (unscaled); `None` = the whole
     /// run. See [`ExperimentSpec::fault_schedule`].
     pub schedule: Option<breaker::sim::Schedule>,
+    /// `[[fault.profiles]]`: named (rate, schedule) levels the conditions expand over instead of `rates`
+    /// (empty: `rates`, each with `schedule`).
+    pub profiles: Vec<FaultProfile>,
+}
+
+/// One `[[fault.profiles]]` level: a failure rate with its own schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultProfile {
+    pub name: String,
+    pub rate: f64,
+    /// As written (unscaled); `None` = the whole run.
+    pub schedule: Option<breaker::sim::Schedule>,
+}
+
+/// One `[[breaker.configs]]` level: a named breaker config (as written, unscaled).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedBreakerConfig {
+    pub name: String,
+    pub config: breaker::BreakerConfig,
 }
 
 /// Breaker modes: the breaker's own [`breaker::Mode`] (the spec's `breaker.modes` use its spelling).
@@ -273,6 +288,8 @@ pub struct BreakerSpec {
     /// vocabulary, validated by it, as written (unscaled; `mode` is set per condition).
     /// Absent sections take the breaker crate's defaults.
     pub config: breaker::BreakerConfig,
+    /// `[[breaker.configs]]`: named configs the conditions expand over instead of `config` (empty: `config`).
+    pub configs: Vec<NamedBreakerConfig>,
 }
 
 impl BreakerSpec {
@@ -358,13 +375,61 @@ impl ExperimentSpec {
 
     /// The on-periods of the fault in one run, `[start, end)` from the run's start (scaled), in order.
     pub fn fault_periods(&self) -> Vec<(Duration, Duration)> {
+        self.periods_of(self.fault_schedule())
+    }
+
+    fn periods_of(&self, schedule: breaker::sim::Schedule) -> Vec<(Duration, Duration)> {
         let run = self.run_warmup() + self.run_duration();
         let run_ns = u64::try_from(run.as_nanos()).unwrap_or(u64::MAX);
-        self.fault_schedule()
+        schedule
             .outages(run_ns)
             .into_iter()
             .map(|(start, end)| (Duration::from_nanos(start), Duration::from_nanos(end)))
             .collect()
+    }
+
+    /// The written schedule of a condition's fault (its `[[fault.profiles]]` level's, or `fault.schedule`);
+    /// `None`: on for the whole run.
+    pub fn written_schedule_of(&self, condition: &Condition) -> Option<breaker::sim::Schedule> {
+        match condition.fault_profile {
+            Some(index) => self.fault.profiles.get(index).and_then(|p| p.schedule),
+            None => self.fault.schedule,
+        }
+    }
+
+    /// [`ExperimentSpec::fault_schedule`] of one condition: its profile's schedule, scaled, when it has one.
+    pub fn fault_schedule_of(&self, condition: &Condition) -> breaker::sim::Schedule {
+        match self.written_schedule_of(condition) {
+            Some(schedule) => schedule::scaled_schedule(&schedule, self.time_scale),
+            None => breaker::sim::Schedule::Once {
+                start: Duration::ZERO,
+                length: self.run_warmup() + self.run_duration(),
+            },
+        }
+    }
+
+    /// [`ExperimentSpec::fault_periods`] of one condition.
+    pub fn fault_periods_of(&self, condition: &Condition) -> Vec<(Duration, Duration)> {
+        self.periods_of(self.fault_schedule_of(condition))
+    }
+
+    /// [`ExperimentSpec::breaker_config`] of one condition: its `[[breaker.configs]]` level's config when it has
+    /// one, in the condition's mode, windows scaled.
+    pub fn breaker_config_of(
+        &self,
+        condition: &Condition,
+    ) -> Result<breaker::BreakerConfig, breaker::ConfigError> {
+        match condition
+            .breaker_config
+            .and_then(|index| self.breaker.configs.get(index))
+        {
+            Some(named) => named
+                .config
+                .clone()
+                .with_mode(condition.breaker_mode)
+                .time_scaled(self.time_scale),
+            None => self.breaker_config(condition.breaker_mode),
+        }
     }
 
     /// The breaker config a condition with `mode` applies, with its windows scaled

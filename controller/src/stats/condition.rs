@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::metric::MetricKey;
+use super::predicted::PredictedCondition;
 use super::run::{RunMetrics, TimelineBin};
 use super::student::{Difference, Summary};
-use crate::predict::{Check, Prediction, checks};
+use crate::metric::MetricKey;
 use crate::store::{EnergySource, ExperimentId, RunId, RunRow, Status};
 
 /// Breaker modes that count as "off" for comparisons, in order of preference: `disabled`, else
@@ -238,38 +238,6 @@ pub const MIN_ROUNDS_FOR_INTERVALS: usize = 2;
 pub const INTERVALS_NEED_TWO_ROUNDS: &str = "Intervals need at least two rounds: with one finished \
      run per condition every figure is that single run, with no 95 % confidence interval and no \
      off-vs-on verdict. Run the experiment with `rounds = 2` or more for those.";
-
-/// A condition's prediction (stored with the experiment) beside what its runs measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PredictedCondition {
-    pub condition: i64,
-    /// The condition's label, e.g. `error 500 @ 25% / enforce`.
-    pub label: String,
-    pub prediction: Prediction,
-    /// One per predicted metric the runs measured (none before the condition's first finished run).
-    pub checks: Vec<Check>,
-}
-
-impl PredictedCondition {
-    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
-    pub fn of(
-        prediction: Prediction,
-        label: String,
-        measured: Option<&ConditionStats>,
-    ) -> PredictedCondition {
-        let checks = measured.map_or_else(Vec::new, |stats| {
-            checks(&prediction, |metric| {
-                stats.summary(&MetricKey::run(metric)).cloned()
-            })
-        });
-        PredictedCondition {
-            condition: prediction.condition as i64,
-            label,
-            prediction,
-            checks,
-        }
-    }
-}
 
 /// An experiment's figures: per run, per condition, and the off/on comparisons.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -19,13 +19,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::condition::{ConditionStats, ExperimentStats};
-use super::metric::{MetricKey, MetricName, resolve_endpoint};
 use super::student::Summary;
+use crate::metric::{MetricKey, MetricName, resolve_endpoint};
 use crate::spec::{BreakerMode, ExperimentSpec, FaultKindName};
 
 /// How a metric's interval must compare with the threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Comparison {
+pub enum CriterionComparison {
     #[serde(rename = "<")]
     Below,
     #[serde(rename = "<=")]
@@ -36,23 +36,23 @@ pub enum Comparison {
     AtLeast,
 }
 
-impl Comparison {
+impl CriterionComparison {
     pub fn symbol(self) -> &'static str {
         match self {
-            Comparison::Below => "<",
-            Comparison::AtMost => "≤",
-            Comparison::Above => ">",
-            Comparison::AtLeast => "≥",
+            CriterionComparison::Below => "<",
+            CriterionComparison::AtMost => "≤",
+            CriterionComparison::Above => ">",
+            CriterionComparison::AtLeast => "≥",
         }
     }
 
     /// Whether the whole interval `[low, high]` satisfies `value <op> threshold`.
     pub fn holds_for_interval(self, low: f64, high: f64, threshold: f64) -> bool {
         match self {
-            Comparison::Below => high < threshold,
-            Comparison::AtMost => high <= threshold,
-            Comparison::Above => low > threshold,
-            Comparison::AtLeast => low >= threshold,
+            CriterionComparison::Below => high < threshold,
+            CriterionComparison::AtMost => high <= threshold,
+            CriterionComparison::Above => low > threshold,
+            CriterionComparison::AtLeast => low >= threshold,
         }
     }
 }
@@ -67,7 +67,7 @@ struct RawCriterion {
     fault_kind: Option<FaultKindName>,
     fault_rate: f64,
     breaker: BreakerMode,
-    comparison: Comparison,
+    comparison: CriterionComparison,
     threshold: f64,
 }
 
@@ -82,7 +82,7 @@ pub struct Criterion {
     pub fault_kind: Option<FaultKindName>,
     pub fault_rate: f64,
     pub breaker: BreakerMode,
-    pub comparison: Comparison,
+    pub comparison: CriterionComparison,
     pub threshold: f64,
 }
 
@@ -253,7 +253,7 @@ pub fn check_against_spec(
 /// What a criterion came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum CriterionOutcome {
     /// The whole 95 % interval satisfies the comparison.
     Pass,
     /// Some of the interval does not.
@@ -262,12 +262,12 @@ pub enum Outcome {
     Unevaluable,
 }
 
-impl Outcome {
+impl CriterionOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Unevaluable => "cannot evaluate",
+            CriterionOutcome::Pass => "pass",
+            CriterionOutcome::Fail => "fail",
+            CriterionOutcome::Unevaluable => "cannot evaluate",
         }
     }
 }
@@ -276,7 +276,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CriterionResult {
     pub criterion: Criterion,
-    pub outcome: Outcome,
+    pub outcome: CriterionOutcome,
     /// Label of the condition judged, when one matched.
     pub condition: Option<String>,
     pub summary: Option<Summary>,
@@ -293,7 +293,9 @@ pub struct ValidationReport {
 impl ValidationReport {
     /// True when every criterion passed (vacuously true without criteria).
     pub fn passed(&self) -> bool {
-        self.results.iter().all(|r| r.outcome == Outcome::Pass)
+        self.results
+            .iter()
+            .all(|r| r.outcome == CriterionOutcome::Pass)
     }
 
     /// The validation gate's exit status: 0 when every criterion passed, 1 otherwise (a spec that
@@ -328,7 +330,7 @@ fn evaluate_one(criterion: &Criterion, stats: &ExperimentStats) -> CriterionResu
         .collect();
     let unevaluable = |condition: Option<String>, explanation: String| CriterionResult {
         criterion: criterion.clone(),
-        outcome: Outcome::Unevaluable,
+        outcome: CriterionOutcome::Unevaluable,
         condition,
         summary: None,
         explanation,
@@ -378,7 +380,11 @@ fn evaluate_one(criterion: &Criterion, stats: &ExperimentStats) -> CriterionResu
     );
     CriterionResult {
         criterion: criterion.clone(),
-        outcome: if passes { Outcome::Pass } else { Outcome::Fail },
+        outcome: if passes {
+            CriterionOutcome::Pass
+        } else {
+            CriterionOutcome::Fail
+        },
         condition: label,
         summary: Some(*summary),
         explanation,

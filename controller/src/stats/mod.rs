@@ -7,8 +7,8 @@
 
 mod condition;
 mod criteria;
-mod metric;
 mod not_measured;
+mod predicted;
 mod run;
 mod student;
 #[cfg(test)]
@@ -17,23 +17,20 @@ mod tests;
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
     ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
-    MetricSummary, PredictedCondition, StoppedRun,
+    MetricSummary, StoppedRun,
 };
 pub use criteria::{
-    Comparison as CriterionComparison, Criterion, CriterionError, CriterionResult,
-    Outcome as CriterionOutcome, ValidationReport, check_against_spec, criteria_of_spec, evaluate,
-    parse_criteria,
-};
-pub use metric::{
-    ENDPOINT_ALIASES, MetricKey, MetricName, cart_view_endpoint, checkout_endpoint,
-    resolve_endpoint,
+    Criterion, CriterionComparison, CriterionError, CriterionOutcome, CriterionResult,
+    ValidationReport, check_against_spec, criteria_of_spec, evaluate, parse_criteria,
 };
 pub use not_measured::{
     NotMeasured, left_out, not_measured, not_measured_statements, observes_breakers,
 };
+pub use predicted::{Check, PredictedCondition, checks, likely_reason};
 pub use run::{RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, run_metrics};
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
+use crate::metric::{MetricKey, MetricName, cart_view_endpoint};
 use crate::spec::ExperimentSpec;
 use crate::store::{ExperimentId, RunId, Status, Store, StoreError};
 
@@ -131,7 +128,12 @@ pub async fn load_experiment(
         .map(measured_fault_periods)
         .unwrap_or_default();
     let labels: Vec<String> = crate::spec::ExperimentSpec::parse(&row.spec_toml)
-        .map(|spec| spec.conditions().iter().map(|c| c.label()).collect())
+        .map(|spec| {
+            spec.conditions()
+                .iter()
+                .map(|c| crate::spec::label_in(&spec, c))
+                .collect()
+        })
         .unwrap_or_default();
     stats.predictions = store
         .predictions(experiment)

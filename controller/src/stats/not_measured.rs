@@ -4,7 +4,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::metric::MetricName;
+use crate::metric::MetricName;
 use crate::spec::{ExperimentSpec, SourceSpec};
 
 /// One thing that was not measured (or measured only in part), and the metrics it leaves out.

@@ -16,8 +16,8 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::StatsError;
-use super::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::load::{deserialize_histogram, new_histogram};
+use crate::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::store::{
     EndpointHistogramRow, EndpointSecondRow, EnergySource, RunId, RunRow, SampleRow,
     TransitionRecord,

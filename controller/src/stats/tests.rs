@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::load::{OutcomeCounts, new_histogram, serialize_histogram};
+use crate::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::store::{
     CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId, RunId,
     RunRow, SampleRow, Status, StoredLatency, TransitionRecord,

@@ -43,7 +43,7 @@ pub enum AdminError {
     },
     /// Refused before sending: an input that cannot be put into a URL as it is (a fault id).
     #[error(transparent)]
-    Invalid(#[from] agent::api::SpecError),
+    Invalid(#[from] agent::api::InvalidFault),
 }
 
 impl AdminError {
@@ -56,7 +56,7 @@ impl AdminError {
             AdminError::Status { status, body, .. }
                 if matches!(*status, StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND) =>
             {
-                let answer: agent::api::ErrorBody = serde_json::from_str(body).ok()?;
+                let answer: serving::ErrorBody = serde_json::from_str(body).ok()?;
                 Some(match answer.field {
                     Some(field) if !answer.error.starts_with(&format!("{field}:")) => {
                         format!("{field}: {}", answer.error)
@@ -88,7 +88,7 @@ impl AdminClient {
     pub fn new(token: impl Into<String>) -> Self {
         AdminClient {
             client: Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
+                .pool_idle_timeout(serving::CLIENT_IDLE_TIMEOUT)
                 .build_http(),
             token: Some(token.into()),
         }
@@ -98,7 +98,7 @@ impl AdminClient {
     pub fn without_token() -> Self {
         AdminClient {
             client: Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(agent::serve::CLIENT_IDLE_TIMEOUT)
+                .pool_idle_timeout(serving::CLIENT_IDLE_TIMEOUT)
                 .build_http(),
             token: None,
         }

@@ -61,7 +61,7 @@ pub enum EmbeddedStackError {
 pub async fn start_embedded_stack(
     spec: &ExperimentSpec,
 ) -> Result<(boutique::RunningStack, Testbed), EmbeddedStackError> {
-    let injects = spec.fault.rates.iter().any(|rate| *rate > 0.0);
+    let injects = spec.conditions().iter().any(|c| c.fault_rate > 0.0);
     if injects && spec.fault.target != EMBEDDED_AGENT_SERVICE {
         return Err(EmbeddedStackError::Testbed(format!(
             "fault.target: the embedded stack runs its agent in {EMBEDDED_AGENT_SERVICE} only, not in {}",

@@ -223,7 +223,7 @@ impl RunProgress {
     pub fn not_measured_of(spec: &controller::spec::ExperimentSpec) -> (Vec<String>, bool) {
         let statements = controller::stats::not_measured_statements(spec);
         let opens =
-            controller::stats::left_out(&statements, controller::stats::MetricName::BreakerOpens)
+            controller::stats::left_out(&statements, controller::metric::MetricName::BreakerOpens)
                 .is_some();
         (
             statements.into_iter().map(|line| line.statement).collect(),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agent::api::{FaultKind, FaultSpec, MatchRule};
+use agent::api::{ErrorStatus, FaultKind, FaultSpec, MatchRule};
 use askama::Template;
 use axum::extract::State;
 use axum::response::Response;
@@ -167,7 +167,11 @@ pub fn fault_of_form(form: &FaultForm) -> Result<FaultSpec, AppError> {
                 .status
                 .trim()
                 .parse()
-                .map_err(|_| AppError::BadRequest("status: expected an HTTP status".into()))?,
+                .map_err(|_| AppError::BadRequest("status: expected an HTTP status".into()))
+                .and_then(|status| {
+                    ErrorStatus::new(status)
+                        .map_err(|error| AppError::BadRequest(error.to_string()))
+                })?,
             body: None,
         },
         "delay" => FaultKind::Delay {

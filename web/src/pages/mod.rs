@@ -2,6 +2,7 @@
 //! Forms carry the session's CSRF token in a hidden `csrf` field, checked before a handler runs ([`Posted`]); a
 //! refused post answers 401/403 like the API.
 
+mod advisor;
 mod experiments;
 mod gameday;
 mod live;
@@ -19,6 +20,7 @@ use crate::app::AppState;
 use crate::error::{AppError, PageError};
 use crate::operations::AnnotationEntry;
 
+pub use advisor::{advisor, verify as verify_advice};
 pub use experiments::{
     CreateForm, EXAMPLE_SPEC, ExperimentLine, StartForm, abort_experiment, create_experiment,
     experiments, start_experiment,

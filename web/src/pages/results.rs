@@ -101,7 +101,7 @@ struct ResultsPage {
     /// Fault, metric, difference, verdict, and its class for the user: `better`, `worse` or `unclear`.
     verdicts: Vec<(String, String, String, String, &'static str)>,
     /// The curated summary shown before the full table.
-    summary: crate::results_summary::Summary,
+    summary: crate::results_summary::SummaryTable,
     predictions: Vec<PredictionLine>,
     annotations: Vec<AnnotationLine>,
     /// Finished runs but no condition with the two a confidence interval needs.
@@ -180,7 +180,7 @@ pub async fn results(
                 .iter()
                 .all(|condition| condition.runs < controller::stats::MIN_ROUNDS_FOR_INTERVALS),
         intervals_note: controller::stats::INTERVALS_NEED_TWO_ROUNDS,
-        summary: crate::results_summary::Summary::of(&results),
+        summary: crate::results_summary::SummaryTable::of(&results),
         results,
         rows,
         verdicts,

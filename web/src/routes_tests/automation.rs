@@ -2,6 +2,7 @@
 //! `[[validate]]` verdict — each a JSON answer, each refusal naming the field.
 
 use super::*;
+use controller::test_support::TempStore;
 
 fn with_token(method: http::Method, uri: &str, body: &str) -> Request<Body> {
     Request::builder()
@@ -206,7 +207,7 @@ fn gated_spec() -> String {
 
 #[tokio::test]
 async fn the_gate_is_judged_on_the_stored_experiment_and_a_spec_without_criteria_is_a_conflict() {
-    let database = TempDatabase::new("automation-gate");
+    let database = TempStore::new("automation-gate");
     let (state, _store) = stored_app(&database.location()).await;
     let created = send(&state, bearer("/api/experiments", &gated_spec())).await;
     assert_eq!(created.status(), StatusCode::CREATED);

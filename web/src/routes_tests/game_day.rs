@@ -34,7 +34,7 @@ async fn game_day_forms_reach_the_controller() {
         request.fault,
         agent::api::FaultSpec::try_new(
             agent::api::FaultKind::Error {
-                status: 503,
+                status: agent::api::ErrorStatus::new(503).unwrap(),
                 body: None
             },
             1.0,

@@ -20,6 +20,7 @@ use crate::operations::embedded::EmbeddedOperations;
 use crate::operations::memory::{Call, MemoryOperations};
 
 mod access;
+mod advisor;
 mod annotations;
 mod automation;
 mod containers;

@@ -32,7 +32,7 @@ use crate::wire::{
 };
 use forms::{AddToCartForm, CheckoutForm, InvalidForm, PostedForm, SetCurrencyForm};
 use pages::{CartLine, CartPage, ErrorPage, Header, HomePage, OrderPage, ProductPage, ProductView};
-use session::{CURRENCY_COOKIE, SESSION_COOKIE, Session};
+use session::{CURRENCY_COOKIE, SESSION_COOKIE, ShopperSession};
 
 /// How many recommended products a page looks up and shows (Online Boutique shows four).
 const RECOMMENDATIONS_SHOWN: usize = 4;
@@ -102,13 +102,13 @@ fn found(location: &str) -> Response {
     }
 }
 
-fn plain_header(session: &Session) -> Header {
+fn plain_header(session: &ShopperSession) -> Header {
     Header::new(&[], &session.currency, None)
 }
 
 /// The error page, with `x-tolerant-rejected` when a breaker rejected the request.
 fn error_page(
-    session: &Session,
+    session: &ShopperSession,
     status: StatusCode,
     message: String,
     rejected_by: Option<String>,
@@ -127,7 +127,7 @@ fn error_page(
 }
 
 /// The page for a failed call on a path that cannot degrade.
-fn call_failed(session: &Session, what: &str, error: &CallError) -> Response {
+fn call_failed(session: &ShopperSession, what: &str, error: &CallError) -> Response {
     if let Some(breaker) = error.rejected_by() {
         return error_page(
             session,
@@ -144,7 +144,7 @@ fn call_failed(session: &Session, what: &str, error: &CallError) -> Response {
     )
 }
 
-fn invalid_form(session: &Session, error: InvalidForm) -> Response {
+fn invalid_form(session: &ShopperSession, error: InvalidForm) -> Response {
     error_page(
         session,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -157,7 +157,7 @@ fn invalid_form(session: &Session, error: InvalidForm) -> Response {
 /// in the request by [`session::ensure_session`]).
 struct Visit {
     state: Arc<FrontendState>,
-    session: Session,
+    session: ShopperSession,
 }
 
 impl FromRequestParts<Arc<FrontendState>> for Visit {
@@ -167,7 +167,7 @@ impl FromRequestParts<Arc<FrontendState>> for Visit {
         parts: &mut Parts,
         state: &Arc<FrontendState>,
     ) -> Result<Self, Response> {
-        let Extension(session) = Extension::<Session>::from_request_parts(parts, state)
+        let Extension(session) = Extension::<ShopperSession>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         Ok(Visit {
@@ -186,7 +186,7 @@ impl<S: Send + Sync, F: PostedForm> FromRequest<S> for Valid<F> {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
         let (mut parts, body) = request.into_parts();
-        let Extension(session) = Extension::<Session>::from_request_parts(&mut parts, state)
+        let Extension(session) = Extension::<ShopperSession>::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         let posted =
@@ -289,7 +289,7 @@ impl FrontendState {
 }
 
 /// The header of a page that looked the cart up: the currencies offered and how many items the cart holds.
-fn cart_header(session: &Session, currencies: &[String], items: &[CartItem]) -> Header {
+fn cart_header(session: &ShopperSession, currencies: &[String], items: &[CartItem]) -> Header {
     let cart_size = items.iter().map(|item| item.quantity).sum();
     Header::new(currencies, &session.currency, Some(cart_size))
 }

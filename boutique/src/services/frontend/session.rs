@@ -16,7 +16,7 @@ const COOKIE_MAX_AGE_SECONDS: u32 = 48 * 60 * 60;
 
 /// The session of the current request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Session {
+pub struct ShopperSession {
     pub id: String,
     pub currency: String,
 }
@@ -57,7 +57,7 @@ pub fn expire_cookie(name: &str) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Middleware: attaches a [`Session`] to the request, creating the session cookie when it is missing.
+/// Middleware: attaches a [`ShopperSession`] to the request, creating the session cookie when it is missing.
 pub async fn ensure_session(mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     let existing = cookie(headers, SESSION_COOKIE)
@@ -71,7 +71,7 @@ pub async fn ensure_session(mut request: Request, next: Next) -> Response {
         Some(id) => (id, false),
         None => (uuid::Uuid::new_v4().to_string(), true),
     };
-    request.extensions_mut().insert(Session {
+    request.extensions_mut().insert(ShopperSession {
         id: id.clone(),
         currency,
     });

@@ -16,6 +16,78 @@ pub(super) struct RawBreaker {
     pub(super) trip: Option<Spanned<breaker::RawTripConfig>>,
     pub(super) open: Option<Spanned<breaker::RawOpenConfig>>,
     pub(super) half_open: Option<Spanned<breaker::RawHalfOpenConfig>>,
+    /// `[[breaker.configs]]`: named configs the conditions expand over (instead of `trip`, `open`, `half_open`).
+    pub(super) configs: Option<Spanned<Vec<Spanned<RawNamedConfig>>>>,
+}
+
+/// One `[[breaker.configs]]` table: a name and a breaker config.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNamedConfig {
+    name: Spanned<String>,
+    trip: Option<breaker::RawTripConfig>,
+    open: Option<breaker::RawOpenConfig>,
+    half_open: Option<breaker::RawHalfOpenConfig>,
+}
+
+/// Most `[[breaker.configs]]` (and `[[fault.profiles]]`) levels.
+pub(super) const MAX_NAMED_LEVELS: usize = 8;
+
+/// A level's name: 1 to 64 letters, digits, `-` or `_`, each once.
+pub(super) fn level_name(
+    check: &Checker<'_>,
+    field: &str,
+    name: &Spanned<String>,
+    taken: &[String],
+) -> Result<String, SpecError> {
+    let text = check.name(field, name)?;
+    if taken.contains(&text) {
+        return Err(check.error(field, name.span(), format!("`{text}` is listed twice")));
+    }
+    Ok(text)
+}
+
+/// `[[breaker.configs]]`: each config valid as written and after dividing by `time_scale`.
+fn named_configs(
+    check: &Checker<'_>,
+    raw: &Spanned<Vec<Spanned<RawNamedConfig>>>,
+    time_scale: f64,
+) -> Result<Vec<crate::spec::NamedBreakerConfig>, SpecError> {
+    if raw.get_ref().is_empty() || raw.get_ref().len() > MAX_NAMED_LEVELS {
+        return Err(check.error(
+            "breaker.configs",
+            raw.span(),
+            format!("must list 1 to {MAX_NAMED_LEVELS} configs"),
+        ));
+    }
+    let mut configs: Vec<crate::spec::NamedBreakerConfig> = Vec::new();
+    for (i, entry) in raw.get_ref().iter().enumerate() {
+        let taken: Vec<String> = configs.iter().map(|c| c.name.clone()).collect();
+        let name = level_name(
+            check,
+            &format!("breaker.configs[{i}].name"),
+            &entry.get_ref().name,
+            &taken,
+        )?;
+        let table = entry.get_ref();
+        let config = breaker::RawBreakerConfig {
+            mode: breaker::Mode::Enforce,
+            trip: table.trip.clone().unwrap_or_default(),
+            open: table.open.clone().unwrap_or_default(),
+            half_open: table.half_open.clone().unwrap_or_default(),
+        }
+        .build()
+        .and_then(|config| config.time_scaled(time_scale).map(|_| config))
+        .map_err(|error| {
+            check.error(
+                &format!("breaker.configs[{i}].{}", error.field),
+                entry.span(),
+                error.message,
+            )
+        })?;
+        configs.push(crate::spec::NamedBreakerConfig { name, config });
+    }
+    Ok(configs)
 }
 
 pub(super) fn breaker(
@@ -85,10 +157,24 @@ pub(super) fn breaker(
         None => None,
         Some(services) => Some(breaker_services(check, services)?),
     };
+    let configs = match &raw.configs {
+        None => Vec::new(),
+        Some(configs) => {
+            if raw.trip.is_some() || raw.open.is_some() || raw.half_open.is_some() {
+                return Err(check.error(
+                    "breaker.configs",
+                    configs.span(),
+                    "give the config either in [breaker] (trip, open, half_open) or as [[breaker.configs]], not both",
+                ));
+            }
+            named_configs(check, configs, time_scale)?
+        }
+    };
     Ok(BreakerSpec {
         modes,
         services,
         config,
+        configs,
     })
 }
 

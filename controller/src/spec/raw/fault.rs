@@ -7,11 +7,9 @@ use crate::docker::fault::SIGNALS;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::spec::bounds::{
-    DEFAULT_LEASE, MAX_FAULT_DELAY, MAX_LEASE, MAX_PATH_PREFIX_BYTES, MAX_RATE_LEVELS,
-};
+use crate::spec::bounds::{DEFAULT_LEASE, MAX_FAULT_DELAY, MAX_LEASE, MAX_RATE_LEVELS};
 use crate::spec::checker::Checker;
-use crate::spec::{FaultKind, FaultKindName, FaultSpec, MatchRule, SpecError};
+use crate::spec::{ConditionFault, FaultFactor, FaultKindName, MatchRule, SpecError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +18,7 @@ pub(super) struct RawFault {
     pub(super) kind: Option<Spanned<FaultKindName>>,
     pub(super) kinds: Option<Spanned<Vec<Spanned<FaultKindName>>>>,
     pub(super) status: Option<Spanned<u16>>,
-    pub(super) rates: Spanned<Vec<Spanned<f64>>>,
+    pub(super) rates: Option<Spanned<Vec<Spanned<f64>>>>,
     pub(super) delay: Option<Spanned<String>>,
     pub(super) jitter: Option<Spanned<String>>,
     /// The signal of kind `kill` (default SIGKILL).
@@ -30,9 +28,74 @@ pub(super) struct RawFault {
     pub(super) lease: Option<Spanned<String>>,
     /// When the fault is on inside a run (default: the whole run), checked by [`crate::spec::schedule`].
     pub(super) schedule: Option<Spanned<crate::spec::schedule::RawSchedule>>,
+    /// `[[fault.profiles]]`: named (rate, schedule) levels instead of `rates` (and `schedule`).
+    pub(super) profiles: Option<Spanned<Vec<Spanned<RawFaultProfile>>>>,
 }
 
-pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, SpecError> {
+/// One `[[fault.profiles]]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFaultProfile {
+    name: Spanned<String>,
+    rate: Spanned<f64>,
+    schedule: Option<Spanned<crate::spec::schedule::RawSchedule>>,
+}
+
+/// `[[fault.profiles]]`: names, rates and schedules (checked against the run's length, as `fault.schedule`).
+pub(super) fn profiles(
+    check: &Checker<'_>,
+    raw: &Spanned<Vec<Spanned<RawFaultProfile>>>,
+    run_length: Duration,
+    time_scale: f64,
+) -> Result<Vec<crate::spec::FaultProfile>, SpecError> {
+    use super::breaker::{MAX_NAMED_LEVELS, level_name};
+    if raw.get_ref().is_empty() || raw.get_ref().len() > MAX_NAMED_LEVELS {
+        return Err(check.error(
+            "fault.profiles",
+            raw.span(),
+            format!("must list 1 to {MAX_NAMED_LEVELS} profiles"),
+        ));
+    }
+    let mut profiles: Vec<crate::spec::FaultProfile> = Vec::new();
+    for (i, entry) in raw.get_ref().iter().enumerate() {
+        let table = entry.get_ref();
+        let taken: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
+        let name = level_name(
+            check,
+            &format!("fault.profiles[{i}].name"),
+            &table.name,
+            &taken,
+        )?;
+        let rate = check.fraction(&format!("fault.profiles[{i}].rate"), &table.rate)?;
+        let schedule = match &table.schedule {
+            Some(schedule) => Some(
+                crate::spec::schedule::schedule(check, schedule, run_length, time_scale).map_err(
+                    |error| match error {
+                        SpecError::Field {
+                            field,
+                            location,
+                            message,
+                        } => SpecError::Field {
+                            field: field.replacen("fault.", &format!("fault.profiles[{i}]."), 1),
+                            location,
+                            message,
+                        },
+                        other => other,
+                    },
+                )?,
+            ),
+            None => None,
+        };
+        profiles.push(crate::spec::FaultProfile {
+            name,
+            rate,
+            schedule,
+        });
+    }
+    Ok(profiles)
+}
+
+pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultFactor, SpecError> {
     // Checked against the services and `[targets]` once both are known (see `parse`).
     let target = check.service_id("fault.target", &raw.target)?;
 
@@ -81,18 +144,13 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
 
     let status = match &raw.status {
         Some(status) => {
-            let v = *status.get_ref();
-            if !(400..=599).contains(&v) {
-                return Err(check.error(
-                    "fault.status",
-                    status.span(),
-                    format!("{v} is not an HTTP error status (400 to 599)"),
-                ));
-            }
+            // The agent's own rule (400–599), so a spec never plans a status the agent refuses.
+            let checked = agent::api::ErrorStatus::new(*status.get_ref())
+                .map_err(|error| check.error("fault.status", status.span(), error.message))?;
             used_by(&[FaultKindName::Error], "fault.status", status.span())?;
-            v
+            checked
         }
-        None => 500,
+        None => agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
     };
     let delay = match &raw.delay {
         Some(delay) => {
@@ -164,39 +222,64 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
             })
         };
         kinds.push(match name.get_ref() {
-            FaultKindName::Error => FaultKind::Error { status },
-            FaultKindName::Hang => FaultKind::Hang,
-            FaultKindName::Reset => FaultKind::Reset,
-            FaultKindName::Pause => FaultKind::Pause,
-            FaultKindName::Stop => FaultKind::Stop,
-            FaultKindName::Kill => FaultKind::Kill { signal },
-            FaultKindName::Restart => FaultKind::Restart,
-            FaultKindName::NetLoss => FaultKind::NetLoss,
-            FaultKindName::NetDelay => FaultKind::NetDelay {
+            FaultKindName::Error => ConditionFault::Error { status },
+            FaultKindName::Hang => ConditionFault::Hang,
+            FaultKindName::Reset => ConditionFault::Reset,
+            FaultKindName::Pause => ConditionFault::Pause,
+            FaultKindName::Stop => ConditionFault::Stop,
+            FaultKindName::Kill => ConditionFault::Kill { signal },
+            FaultKindName::Restart => ConditionFault::Restart,
+            FaultKindName::NetLoss => ConditionFault::NetLoss,
+            FaultKindName::NetDelay => ConditionFault::NetDelay {
                 delay: needs_delay("200ms")?,
             },
-            FaultKindName::Delay => FaultKind::Delay {
+            FaultKindName::Delay => ConditionFault::Delay {
                 delay: needs_delay("500ms")?,
                 jitter,
             },
         });
     }
 
-    if raw.rates.get_ref().is_empty() {
-        return Err(check.error("fault.rates", raw.rates.span(), "must not be empty"));
+    let written_rates = match (&raw.rates, &raw.profiles) {
+        (Some(rates), None) => rates,
+        (None, Some(_)) => &Spanned::new(0..0, Vec::new()),
+        (Some(rates), Some(_)) => {
+            return Err(check.error(
+                "fault.rates",
+                rates.span(),
+                "give either `rates` or [[fault.profiles]], not both",
+            ));
+        }
+        (None, None) => {
+            return Err(check.error(
+                "fault.rates",
+                raw.target.span(),
+                "missing (or give [[fault.profiles]])",
+            ));
+        }
+    };
+    if let (Some(schedule), Some(_)) = (&raw.schedule, &raw.profiles) {
+        return Err(check.error(
+            "fault.schedule",
+            schedule.span(),
+            "each of [[fault.profiles]] has its own schedule",
+        ));
     }
-    if raw.rates.get_ref().len() > MAX_RATE_LEVELS {
+    if raw.profiles.is_none() && written_rates.get_ref().is_empty() {
+        return Err(check.error("fault.rates", written_rates.span(), "must not be empty"));
+    }
+    if written_rates.get_ref().len() > MAX_RATE_LEVELS {
         return Err(check.error(
             "fault.rates",
-            raw.rates.span(),
+            written_rates.span(),
             format!(
                 "{} levels is more than the maximum {MAX_RATE_LEVELS}",
-                raw.rates.get_ref().len()
+                written_rates.get_ref().len()
             ),
         ));
     }
-    let mut rates = Vec::with_capacity(raw.rates.get_ref().len());
-    for (i, rate) in raw.rates.get_ref().iter().enumerate() {
+    let mut rates = Vec::with_capacity(written_rates.get_ref().len());
+    for (i, rate) in written_rates.get_ref().iter().enumerate() {
         let field = format!("fault.rates[{i}]");
         let v = check.fraction(&field, rate)?;
         if rates.contains(&v) {
@@ -205,35 +288,18 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
         rates.push(v);
     }
 
-    let mut match_rule = raw
-        .match_rule
-        .as_ref()
-        .map(|rule| rule.get_ref().clone())
-        .unwrap_or_default();
-    if let Some(method) = &match_rule.method {
-        // The agent's rule, so a spec never asks for a fault the agent refuses.
-        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
-        let method = agent::api::checked_method(method)
-            .map_err(|error| check.error("fault.match.method", span, error.message))?;
-        match_rule.method = Some(method);
-    }
-    if let Some(prefix) = &match_rule.path_prefix {
-        let span = raw.match_rule.as_ref().map_or(0..0, Spanned::span);
-        if prefix.len() > MAX_PATH_PREFIX_BYTES {
-            return Err(check.error(
-                "fault.match.path_prefix",
-                span,
-                format!("is longer than {MAX_PATH_PREFIX_BYTES} bytes"),
-            ));
-        }
-        if !prefix.starts_with('/') {
-            return Err(check.error(
-                "fault.match.path_prefix",
-                span,
-                format!("`{prefix}` must start with /"),
-            ));
-        }
-    }
+    // The agent's own rules (method letters and `-`, upper-cased; path prefix from `/`, bounded), so a spec
+    // never asks for a fault the agent refuses; the error names the spec's field.
+    let match_rule = match &raw.match_rule {
+        Some(rule) => rule.get_ref().clone().checked().map_err(|error| {
+            check.error(
+                &format!("fault.{}", error.field),
+                rule.span(),
+                error.message,
+            )
+        })?,
+        None => MatchRule::default(),
+    };
 
     let lease = match &raw.lease {
         Some(lease) => {
@@ -250,12 +316,13 @@ pub(super) fn fault(check: &Checker<'_>, raw: &RawFault) -> Result<FaultSpec, Sp
         None => DEFAULT_LEASE,
     };
 
-    Ok(FaultSpec {
+    Ok(FaultFactor {
         target,
         kinds,
         rates,
         match_rule,
         lease,
         schedule: None,
+        profiles: Vec::new(),
     })
 }

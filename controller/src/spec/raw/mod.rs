@@ -19,7 +19,7 @@ use crate::spec::bounds::{
 };
 use crate::spec::checker::Checker;
 use crate::spec::{
-    BreakerMode, BreakerSpec, ExperimentSpec, FaultKind, FaultSpec, MatchRule, Order,
+    BreakerMode, BreakerSpec, ConditionFault, ExperimentSpec, FaultFactor, MatchRule, Order,
     SERVICE_NAMES, SpecError,
 };
 use breaker::RawBreaker;
@@ -129,13 +129,16 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
     let mut fault = match &raw.fault {
         Some(fault) => fault::fault(&check, fault.get_ref())?,
         // No [fault]: one level, no injection.
-        None => FaultSpec {
+        None => FaultFactor {
             target: boutique::ServiceName::Payment.into(),
-            kinds: vec![FaultKind::Error { status: 500 }],
+            kinds: vec![ConditionFault::Error {
+                status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR,
+            }],
             rates: vec![0.0],
             match_rule: MatchRule::default(),
             lease: DEFAULT_LEASE,
             schedule: None,
+            profiles: Vec::new(),
         },
     };
     let breaker = match &raw.breaker {
@@ -144,6 +147,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
             modes: vec![BreakerMode::Enforce],
             services: None,
             config: ::breaker::BreakerConfig::default(),
+            configs: Vec::new(),
         },
     };
     let stop = match &raw.stop {
@@ -196,6 +200,29 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
             time_scale,
         )?);
     }
+    // Profiles' schedules are checked against the run's length too.
+    if let Some(raw_profiles) = raw
+        .fault
+        .as_ref()
+        .and_then(|f| f.get_ref().profiles.as_ref())
+    {
+        fault.profiles = fault::profiles(
+            &check,
+            raw_profiles,
+            duration.saturating_add(warmup),
+            time_scale,
+        )?;
+        if let Some(kind) = fault.kinds.iter().find(|k| k.name().is_container()) {
+            return Err(check.error(
+                "fault.profiles",
+                raw_profiles.span(),
+                format!(
+                    "kind \"{}\" acts on containers for the whole run; profiles are for the agent's kinds",
+                    kind.name().as_str()
+                ),
+            ));
+        }
+    }
     // The virtual users load one target: `load.target`, the frontend by default.
     if !targets.is_empty() && !targets.contains_key(&load.target) {
         return Err(check.error(
@@ -235,7 +262,8 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         .fault
         .kinds
         .len()
-        .saturating_mul(spec.fault.rates.len())
+        .saturating_mul(spec.fault.rates.len().max(spec.fault.profiles.len()))
+        .saturating_mul(spec.breaker.configs.len().max(1))
         .saturating_mul(spec.breaker.modes.len())
         .saturating_mul(rounds as usize);
     if runs > MAX_RUNS {

@@ -12,9 +12,9 @@ fn container_kinds_parse_with_kills_signal() {
     assert_eq!(
         spec.fault.kinds,
         vec![
-            FaultKind::Pause,
-            FaultKind::Kill { signal: "SIGTERM" },
-            FaultKind::Restart
+            ConditionFault::Pause,
+            ConditionFault::Kill { signal: "SIGTERM" },
+            ConditionFault::Restart
         ]
     );
     assert!(
@@ -79,10 +79,10 @@ fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
     assert_eq!(
         spec.fault.kinds,
         vec![
-            FaultKind::NetDelay {
+            ConditionFault::NetDelay {
                 delay: Duration::from_millis(250)
             },
-            FaultKind::NetLoss
+            ConditionFault::NetLoss
         ]
     );
     assert!(
@@ -94,7 +94,9 @@ fn network_kinds_take_the_delay_and_the_rate_as_the_loss_and_are_bounded() {
     let loss = spec
         .plan()
         .into_iter()
-        .find(|run| run.condition.fault == FaultKind::NetLoss && run.condition.fault_rate > 0.0)
+        .find(|run| {
+            run.condition.fault == ConditionFault::NetLoss && run.condition.fault_rate > 0.0
+        })
         .expect("a net_loss run");
     assert_eq!(
         crate::lease::container_action(loss.condition.fault, loss.condition.fault_rate),

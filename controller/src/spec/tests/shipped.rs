@@ -8,7 +8,14 @@ fn every_shipped_experiment_parses() {
     let mut parsed = 0;
     for entry in std::fs::read_dir(experiments_dir()).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|ext| ext == "toml") {
+        let advisor_input = path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("tune-"));
+        if advisor_input {
+            // `tolerant tune`'s inputs: the advisor's own vocabulary.
+            crate::advisor::TuneInput::from_file(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        } else if path.extension().is_some_and(|ext| ext == "toml") {
             let spec = ExperimentSpec::from_file(&path)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(!spec.plan().is_empty(), "{}", path.display());
@@ -33,7 +40,12 @@ fn seed_study_has_the_published_design() {
         (Duration::from_secs(1), Duration::from_secs(10))
     );
     assert_eq!(spec.fault.target, "payment");
-    assert_eq!(spec.fault.kinds, vec![FaultKind::Error { status: 500 }]);
+    assert_eq!(
+        spec.fault.kinds,
+        vec![ConditionFault::Error {
+            status: agent::api::ErrorStatus::INTERNAL_SERVER_ERROR
+        }]
+    );
     assert_eq!(spec.fault.rates, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
     assert_eq!(
         spec.breaker.modes,
@@ -66,7 +78,7 @@ fn smoke_experiment_takes_about_a_minute() {
 #[test]
 fn hang_variant_uses_hang_faults() {
     let spec = ExperimentSpec::from_file(experiments_dir().join("payment-hang.toml")).unwrap();
-    assert_eq!(spec.fault.kinds, vec![FaultKind::Hang]);
+    assert_eq!(spec.fault.kinds, vec![ConditionFault::Hang]);
     assert_eq!(
         spec.fault.match_rule.path_prefix.as_deref(),
         Some("/charge")

@@ -2,6 +2,7 @@
 //! against the spec, and judging them by the whole interval.
 
 use super::*;
+use crate::metric::{MetricKey, MetricName};
 use crate::test_support;
 
 fn criteria(toml_text: &str) -> Result<Vec<Criterion>, CriterionError> {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::writing::ROWS_PER_INSERT;
 use super::*;
-use crate::load::{EndpointReport, Outcome, Recorder, deserialize_histogram, endpoint};
+use crate::load::{EndpointReport, Recorder, RequestOutcome, deserialize_histogram, endpoint};
 use crate::spec::ExperimentSpec;
 use crate::test_support::{self, TempStore};
 
@@ -51,12 +51,18 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
     for i in 0..40u32 {
         let at = ms * (i * 100);
         let outcome = match i % 4 {
-            0 | 1 => Outcome::Ok,
-            2 => Outcome::Failed,
-            _ => Outcome::Rejected,
+            0 | 1 => RequestOutcome::Ok,
+            2 => RequestOutcome::Failed,
+            _ => RequestOutcome::Rejected,
         };
         recorder.record(endpoint::PRODUCT, at, outcome, ms * (i + 1), Duration::ZERO);
-        recorder.record(endpoint::CHECKOUT, at, Outcome::Ok, ms * 3, Duration::ZERO);
+        recorder.record(
+            endpoint::CHECKOUT,
+            at,
+            RequestOutcome::Ok,
+            ms * 3,
+            Duration::ZERO,
+        );
     }
     let (seconds, totals) = recorder.finish(4);
     RunRecord {

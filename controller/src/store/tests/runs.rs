@@ -272,7 +272,7 @@ async fn long_runs_are_written_in_chunks() {
             recorder.record(
                 0,
                 Duration::from_secs(second),
-                Outcome::Ok,
+                RequestOutcome::Ok,
                 Duration::from_millis(2),
                 Duration::ZERO,
             );

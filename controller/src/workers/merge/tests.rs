@@ -4,16 +4,17 @@
 use std::time::Duration;
 
 use crate::load::{
-    LatencySummary, Outcome, Recorder, Sample, SecondStats, deserialize_histogram, new_histogram,
+    LatencySummary, Recorder, RequestOutcome, Sample, SecondStats, deserialize_histogram,
+    new_histogram,
 };
 use crate::workers::merge::{LostShare, Merge};
 use crate::workers::wire::{WorkerSecond, WorkerTotals};
 
-const OUTCOMES: [Outcome; 4] = [
-    Outcome::Ok,
-    Outcome::Failed,
-    Outcome::Rejected,
-    Outcome::Timeout,
+const OUTCOMES: [RequestOutcome; 4] = [
+    RequestOutcome::Ok,
+    RequestOutcome::Failed,
+    RequestOutcome::Rejected,
+    RequestOutcome::Timeout,
 ];
 const ENDPOINTS: usize = 3;
 const SECONDS: u64 = 6;
@@ -202,14 +203,10 @@ fn a_lost_worker_leaves_its_users_missing_in_exactly_the_seconds_it_did_not_send
     let (a_seconds, a_totals) = worker_records(&samples(0, 200), warmup);
     let (b_seconds, _) = worker_records(&samples(1, 300), warmup);
     let mut closed = Vec::new();
-    for second in 0..3 {
+    for second in &b_seconds[..3] {
         closed.extend(
             merge
-                .second(
-                    1,
-                    &WorkerSecond::of(1, &b_seconds[second]).unwrap(),
-                    SECONDS,
-                )
+                .second(1, &WorkerSecond::of(1, second).unwrap(), SECONDS)
                 .unwrap(),
         );
     }
