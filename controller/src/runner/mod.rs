@@ -502,7 +502,10 @@ impl Runner {
                     },
                 }
             }
-            _ => Drivers::InProcess,
+            (Some(_), None) => {
+                return (None, Some(Err(crate::workers::WorkersError::NoPool)));
+            }
+            (None, _) => Drivers::InProcess,
         };
         let driven = drive_load(
             load,

@@ -50,6 +50,12 @@ pub struct WorkersRun {
 pub enum WorkersError {
     #[error("load.workers: no worker is connected")]
     NoWorkers,
+    /// The spec asks for workers and this controller waits for none (it is run by `tolerant run`, which listens
+    /// at `workers_listen`).
+    #[error(
+        "load.workers: this controller does not wait for load workers; run the spec with `tolerant run`"
+    )]
+    NoPool,
     #[error(
         "load.users: the {workers} connected worker(s) can hold {capacity} users, the run has {users}"
     )]
