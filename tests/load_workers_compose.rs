@@ -39,7 +39,7 @@ kind = "error"
 rates = [0.0]
 
 [breaker]
-modes = ["off"]
+modes = ["disabled"]
 "#
     )
 }
