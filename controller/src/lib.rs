@@ -24,3 +24,4 @@ pub mod task;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_support;
 pub mod testbed;
+pub mod workers;

@@ -100,6 +100,7 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
                     latency_ok: LatencySummary::default(),
                     latency_failed: LatencySummary::default(),
                     histogram_v2: serialize_histogram(&histogram),
+                    outcome_histograms_v2: None,
                 }],
             }
         })

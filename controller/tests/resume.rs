@@ -88,6 +88,7 @@ fn stop_reason() -> String {
             latency_ok: LatencySummary::default(),
             latency_failed: LatencySummary::default(),
             histogram_v2: Vec::new(),
+            outcome_histograms_v2: None,
         }],
     };
     monitor

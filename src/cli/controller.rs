@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use controller::runner::{Progress, ResumePoint, Runner, StartChoice, choose_start};
+use controller::runner::{Progress, ResumePoint, Runner, StartChoice, WORKERS_WAIT, choose_start};
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{
     DEFAULT_DATABASE, ExperimentId, RunId, STOP_CONDITION_REASON, Status, Store,
 };
 use controller::testbed::{Testbed, start_embedded_stack};
+use controller::workers::WorkerPool;
 use tokio_util::sync::CancellationToken;
 
 use super::compose::ComposeArgs;
@@ -76,6 +77,10 @@ fn users_fit(
     spec: &ExperimentSpec,
     execute: &ExecuteArgs,
 ) -> Result<(), controller::load::LoadError> {
+    if spec.load.workers.is_some() {
+        // The users run on the load workers, each checking its own share against its capacity.
+        return Ok(());
+    }
     let embedded = execute.compose.deployment().is_none()
         && execute.kubernetes.kubernetes.is_none()
         && spec.targets.is_empty();
@@ -171,6 +176,7 @@ pub(super) async fn execute_quietly(
         ..
     } = args;
     let mut background = Vec::new();
+    let given_token = token.clone();
     let mut containers = None;
     let mut replica_changes = None;
     let mut pods = None;
@@ -204,6 +210,27 @@ pub(super) async fn execute_quietly(
     if let Some((changes, roster)) = replica_changes {
         runner = runner.with_replica_changes(changes, roster);
     }
+    let workers = match spec.load.workers {
+        Some(wanted) => {
+            let worker_token = given_token.clone().unwrap_or_else(|| token.clone());
+            let pool = WorkerPool::listen(wanted.listen, wanted.count as usize, worker_token)
+                .await
+                .with_context(|| format!("load.workers_listen: {}", wanted.listen))?;
+            err_out!(
+                "waiting for {} load worker(s) at {} (tolerant load-worker --controller {} --token {})",
+                wanted.count,
+                pool.url(),
+                pool.url(),
+                match given_token {
+                    Some(_) => "\"$TOLERANT_TOKEN\"".to_owned(),
+                    None => token.clone(),
+                }
+            );
+            runner = runner.with_workers(pool.clone());
+            Some(pool)
+        }
+        None => None,
+    };
     let ingest = match web::push_listener::bind(spec).await {
         Ok(Some((listener, addr))) => {
             let inbox = PushInbox::default();
@@ -233,7 +260,19 @@ pub(super) async fn execute_quietly(
             }
             Ok(())
         }
-        Err(error) => Err(error),
+        Err(error) => Err(anyhow::Error::from(error)),
+    };
+    // The preflight waits a bounded time for every load worker and names the missing ones.
+    let checked = match (checked, &workers) {
+        (Ok(()), Some(pool)) => match pool.wait_for_all(WORKERS_WAIT).await {
+            Ok(()) => {
+                let names: Vec<String> = pool.statuses().into_iter().map(|s| s.name).collect();
+                err_out!("load workers connected: {}", names.join(", "));
+                Ok(())
+            }
+            Err(missing) => Err(missing.into()),
+        },
+        (checked, _) => checked,
     };
     // Runs of this invocation that did not end as planned, said on stderr at the end.
     let mut unplanned = Vec::new();
@@ -255,8 +294,11 @@ pub(super) async fn execute_quietly(
                 () = interrupt => unreachable!("the interrupt waiter never ends"),
             }
         }
-        Err(error) => Err(error.into()),
+        Err(error) => Err(error),
     };
+    if let Some(pool) = workers {
+        pool.finish();
+    }
     if let Some(ingest) = ingest {
         ingest.abort();
     }
@@ -299,7 +341,7 @@ fn unplanned_end(
 ) -> Option<String> {
     let stopped = reason.is_some_and(|r| r.starts_with(STOP_CONDITION_REASON));
     match status {
-        Status::Failed => {}
+        Status::Failed | Status::Degraded => {}
         Status::Aborted if !stopped => {}
         _ => return None,
     }

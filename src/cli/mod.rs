@@ -7,6 +7,7 @@ mod condition_table;
 mod controller;
 mod healthcheck;
 mod kubernetes;
+mod load_worker;
 pub(crate) mod output;
 mod results;
 mod serve;
@@ -50,6 +51,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// Tolerant on Kubernetes: `kubernetes manifests` prints what `kubectl apply -f -` installs.
     Kubernetes(kubernetes::KubernetesArgs),
+    /// Drive a share of a controller's virtual users (a spec with `[load] workers`) and stream its seconds back.
+    LoadWorker(load_worker::LoadWorkerArgs),
     /// Exit 0 when `GET URL` answers 2xx (the containers' health check: their images hold no shell).
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -75,6 +78,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Tune(args)) => tune::run(args).await,
         Some(Command::Healthcheck(args)) => healthcheck::run(args),
         Some(Command::Kubernetes(args)) => kubernetes::run(args).await,
+        Some(Command::LoadWorker(args)) => load_worker::run(args).await,
         None => serve::run().await,
     }
 }

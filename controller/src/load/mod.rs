@@ -47,8 +47,9 @@ pub use session::{
     Body, ClientSession, CookieJar, DriverError, OutgoingRequest, Target, is_drivers_own,
 };
 pub use stats::{
-    EndpointSecond, EndpointStats, LatencySummary, MAX_LATENCY_US, Recorder, SecondSink,
-    SecondStats, deserialize_histogram, latency_us, new_histogram, serialize_histogram,
+    EndpointSecond, EndpointStats, HISTOGRAM_HEADER, LatencySummary, MAX_LATENCY_US,
+    OutcomeHistograms, Recorder, SecondSink, SecondStats, check_histogram_header,
+    deserialize_histogram, latency_us, new_histogram, serialize_histogram,
 };
 pub use user_log::{Sample, UserLog, UserLogs};
 
@@ -82,6 +83,17 @@ pub struct LoadConfig {
     settings: LoadSettings,
     /// The workload with its request targets parsed.
     prepared: PreparedWorkload,
+    /// Which of the run's users these are, when the run's users are split between load workers.
+    share: Option<UserShare>,
+}
+
+/// One load worker's part of a run's users: users `first .. first + users` (this config's `users`) of `of`.
+/// User `i` of the share is user `first + i` of the run: the same seed, the same place in the open model's
+/// stagger, the same pace, so a run split between workers sends what one process would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserShare {
+    pub first: u32,
+    pub of: u32,
 }
 
 impl TryFrom<LoadSettings> for LoadConfig {
@@ -111,7 +123,11 @@ impl TryFrom<LoadSettings> for LoadConfig {
             return Err(LoadError::BadTimeout(settings.timeout));
         }
         let prepared = settings.workload.prepare()?;
-        Ok(LoadConfig { settings, prepared })
+        Ok(LoadConfig {
+            settings,
+            prepared,
+            share: None,
+        })
     }
 }
 
@@ -119,6 +135,29 @@ impl LoadConfig {
     /// What the config was made from.
     pub fn settings(&self) -> &LoadSettings {
         &self.settings
+    }
+
+    /// The same load as users `share.first ..` of a run of `share.of` users (see [`UserShare`]); the error
+    /// names `load.users` when the share does not lie inside the run's users.
+    pub fn with_share(mut self, share: UserShare) -> Result<Self, LoadError> {
+        let end = u64::from(share.first) + u64::from(self.settings.users);
+        if share.of > MAX_USERS || end > u64::from(share.of) {
+            return Err(LoadError::BadShare {
+                first: share.first,
+                users: self.settings.users,
+                of: share.of,
+            });
+        }
+        self.share = Some(share);
+        Ok(self)
+    }
+
+    /// Which of the run's users these are (all of them when not split).
+    pub fn share(&self) -> UserShare {
+        self.share.unwrap_or(UserShare {
+            first: 0,
+            of: self.settings.users,
+        })
     }
 }
 
@@ -153,7 +192,7 @@ pub struct LoadReport {
 /// Requests the load generator itself failed — it could not open a connection for want of a
 /// descriptor or port ([`DriverError`]), or the request's task panicked — counted apart from the
 /// outcomes: they say nothing about the system under test, and a run with any is not a measurement of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DriverFailures {
     pub count: u64,
     /// The first one's reason.
@@ -221,6 +260,8 @@ pub enum LoadError {
     LongThinkTime(Duration),
     #[error("load.timeout: {0:?} is not above zero and at most {MAX_TIMEOUT:?}")]
     BadTimeout(Duration),
+    #[error("load.users: users {first}..{} are not inside a run of {of} users", u64::from(*first) + u64::from(*users))]
+    BadShare { first: u32, users: u32, of: u32 },
     #[error("load.path: {0}")]
     BadPath(#[from] InvalidPath),
     #[error(
@@ -257,9 +298,11 @@ pub async fn run_until(
     seconds_sink: Option<SecondSink>,
     stop: impl std::future::Future<Output = ()>,
 ) -> LoadReport {
+    let share = config.share();
     let LoadConfig {
         settings: config,
         prepared: workload,
+        ..
     } = config;
     let endpoint_names = config.workload.endpoint_names();
     let task_names = config.workload.task_names();
@@ -267,6 +310,10 @@ pub async fn run_until(
     let end = instant_after(start, config.warmup.saturating_add(config.duration));
     // Owned by this loop alone: the users write their own logs, moved in here once a second.
     let mut recorder = Recorder::new(endpoint_names.len(), config.warmup, seconds_sink);
+    if config_is_share(share, config.users) {
+        // A load worker's seconds are merged with the others': the outcome histograms go along.
+        recorder.keep_outcome_histograms();
+    }
     let mut batch = Vec::new();
     let shared = Arc::new(Shared {
         logs: UserLogs::new(config.users, task_names.len()),
@@ -275,6 +322,7 @@ pub async fn run_until(
         end,
         target: Target::new(config.target),
         workload,
+        share,
         config,
     });
 
@@ -357,6 +405,7 @@ struct Shared {
     end: Instant,
     target: Target,
     workload: PreparedWorkload,
+    share: UserShare,
     config: LoadSettings,
 }
 
@@ -433,21 +482,29 @@ fn user_seed(seed: u64, user: u32) -> u64 {
     seed ^ (u64::from(user) + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
 }
 
+/// Whether a config is one load worker's share of a run rather than the whole run.
+fn config_is_share(share: UserShare, users: u32) -> bool {
+    share.first != 0 || share.of != users
+}
+
 async fn virtual_user(shared: &Shared, user: u32) {
     let config = &shared.config;
+    let log = shared.logs.user(user);
+    // The user's place in the whole run (the same as `user` unless the run is split between workers).
+    let user = shared.share.first + user;
+    let all_users = shared.share.of;
     let mut rng = SmallRng::seed_from_u64(user_seed(config.seed, user));
     let mut session = ClientSession::new(shared.target.clone(), config.timeout);
-    let log = shared.logs.user(user);
 
     // Open model: a fixed pace per user, users staggered evenly over one pace.
     // (Saturating: a rate of almost nothing paces a user past the end of the run, not into a panic.)
     let pace = config.rate.map(|rate| {
-        Duration::try_from_secs_f64(f64::from(config.users) / rate).unwrap_or(Duration::MAX)
+        Duration::try_from_secs_f64(f64::from(all_users) / rate).unwrap_or(Duration::MAX)
     });
     let mut next_start = match pace {
         Some(pace) => {
             let offset = Duration::try_from_secs_f64(
-                pace.as_secs_f64() * f64::from(user) / f64::from(config.users),
+                pace.as_secs_f64() * f64::from(user) / f64::from(all_users),
             )
             .unwrap_or(Duration::MAX);
             instant_after(shared.start, offset)

@@ -47,6 +47,40 @@ pub fn deserialize_histogram(bytes: &[u8]) -> Result<Histogram<u64>, Deserialize
     Deserializer::new().deserialize(&mut &bytes[..])
 }
 
+/// What every histogram [`serialize_histogram`] writes begins with: HDR's plain V2 cookie, the payload's
+/// length, the normalising offset, the significant digits, the lowest and highest values, the ratio.
+pub const HISTOGRAM_HEADER: usize = 40;
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+
+/// Checks that `bytes` hold a plain V2 histogram with exactly this crate's bounds and nothing after it, before
+/// anything is allocated for it (a header with other bounds would make the reader allocate what it says).
+pub fn check_histogram_header(bytes: &[u8]) -> Result<(), String> {
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let long = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    if bytes.len() < HISTOGRAM_HEADER {
+        return Err(format!(
+            "{} bytes are shorter than a histogram's header",
+            bytes.len()
+        ));
+    }
+    if word(0) != V2_COOKIE {
+        return Err("not a plain HDR V2 histogram".to_owned());
+    }
+    if word(4) as usize != bytes.len() - HISTOGRAM_HEADER {
+        return Err("the histogram's length is not the length given".to_owned());
+    }
+    let reference = new_histogram();
+    if word(12) != u32::from(SIGNIFICANT_DIGITS)
+        || long(16) != reference.low()
+        || long(24) != reference.high()
+    {
+        return Err(format!(
+            "the histogram's bounds are not 1 ..= {MAX_LATENCY_US} µs at {SIGNIFICANT_DIGITS} digits"
+        ));
+    }
+    Ok(())
+}
+
 /// Latency percentiles of a histogram, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
@@ -137,6 +171,17 @@ pub struct EndpointSecond {
     /// The second's latency histogram (all outcomes), HDR V2.
     #[serde(skip)]
     pub histogram_v2: Vec<u8>,
+    /// The `ok` and the other requests' histograms too, HDR V2, when the recorder keeps them (a load worker's,
+    /// whose seconds are merged with other workers' into the run's: [`Recorder::keep_outcome_histograms`]).
+    #[serde(skip)]
+    pub outcome_histograms_v2: Option<OutcomeHistograms>,
+}
+
+/// A second's histograms of its `ok` and its other requests, HDR V2.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeHistograms {
+    pub ok: Vec<u8>,
+    pub failed: Vec<u8>,
 }
 
 /// Everything one second of a run saw.
@@ -173,6 +218,7 @@ pub struct Recorder {
     totals: Vec<EndpointStats>,
     closed: Vec<SecondStats>,
     sink: Option<SecondSink>,
+    keep_outcome_histograms: bool,
 }
 
 impl Recorder {
@@ -187,7 +233,14 @@ impl Recorder {
             totals: (0..endpoints).map(|_| EndpointStats::default()).collect(),
             closed: Vec::new(),
             sink,
+            keep_outcome_histograms: false,
         }
+    }
+
+    /// Every closed second carries its `ok` and other requests' histograms as well
+    /// ([`EndpointSecond::outcome_histograms_v2`]).
+    pub fn keep_outcome_histograms(&mut self) {
+        self.keep_outcome_histograms = true;
     }
 
     /// Records a request to `endpoint` that completed `since_start` after the run started.
@@ -218,6 +271,7 @@ impl Recorder {
     }
 
     fn close_current(&mut self) {
+        let keep = self.keep_outcome_histograms;
         let endpoints = self
             .current
             .iter_mut()
@@ -231,6 +285,10 @@ impl Recorder {
                     latency_ok: LatencySummary::of(&stats.latency_ok),
                     latency_failed: LatencySummary::of(&stats.latency_failed),
                     histogram_v2: serialize_histogram(&stats.latency),
+                    outcome_histograms_v2: keep.then(|| OutcomeHistograms {
+                        ok: serialize_histogram(&stats.latency_ok),
+                        failed: serialize_histogram(&stats.latency_failed),
+                    }),
                 };
                 stats.reset();
                 second

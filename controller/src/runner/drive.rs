@@ -6,6 +6,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::stop::StopMonitor;
 use crate::load::{self, LoadConfig, LoadReport, SecondSink, SecondStats};
+use crate::workers::{self, LostShare, WorkerPool, WorkersError, WorkersLoad};
+
+/// Who drives a run's users: this process, or the load workers of a pool.
+pub enum Drivers<'a> {
+    InProcess,
+    Workers {
+        pool: &'a WorkerPool,
+        load: WorkersLoad,
+    },
+}
 
 /// What driving the load gave.
 #[derive(Debug)]
@@ -17,16 +27,19 @@ pub struct Driven {
     pub stop_reason: Option<String>,
     /// The run was cancelled (an abort, Ctrl-C): the load ended early and the run is not an outcome.
     pub cancelled: bool,
+    /// The load workers lost mid-run and the users missing because of it.
+    pub lost: Vec<LostShare>,
 }
 
 /// Runs the load as configured; `monitor` (if any) sees every closed second and may stop it, `live` gets a
 /// copy of each (a closed receiver is ignored), `cancel` stops it.
 pub async fn drive_load(
     config: LoadConfig,
+    drivers: Drivers<'_>,
     mut monitor: Option<StopMonitor>,
     live: Option<SecondSink>,
     cancel: &CancellationToken,
-) -> Driven {
+) -> Result<Driven, WorkersError> {
     let (second_sink, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel::<SecondStats>();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<String>();
     let watch = async move {
@@ -61,11 +74,24 @@ pub async fn drive_load(
             () = cancel.cancelled() => cancelled = true,
         }
     };
-    let (report, seconds) = tokio::join!(load::run_until(config, Some(second_sink), stop), watch);
-    Driven {
+    let driving = async {
+        match drivers {
+            Drivers::InProcess => Ok((
+                load::run_until(config, Some(second_sink), stop).await,
+                Vec::new(),
+            )),
+            Drivers::Workers { pool, load } => workers::run_until(pool, &load, second_sink, stop)
+                .await
+                .map(|run| (run.report, run.lost)),
+        }
+    };
+    let (driven, seconds) = tokio::join!(driving, watch);
+    let (report, lost) = driven?;
+    Ok(Driven {
         report,
         seconds,
         stop_reason,
         cancelled,
-    }
+        lost,
+    })
 }

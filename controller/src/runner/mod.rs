@@ -19,6 +19,7 @@ mod stop;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +28,7 @@ pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use setup_error::SetupError;
 pub use stop::StopMonitor;
 
-use drive::{Driven, drive_load};
+use drive::{Driven, Drivers, drive_load};
 use scope::{RunScope, ScopeEnd};
 
 use crate::clock::now_ms;
@@ -38,6 +39,7 @@ use crate::sources::PushInbox;
 use crate::spec::{ConditionFault, ExperimentSpec, Mix, PlannedRun};
 use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
 use crate::testbed::{AdminClient, AdminError, Testbed};
+use crate::workers::{LostShare, WorkerPool, WorkersLoad};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -106,7 +108,13 @@ pub struct Runner {
         tokio::sync::broadcast::Sender<crate::roster::ReplicaChange>,
         Arc<parking_lot::Mutex<crate::roster::Roster>>,
     )>,
+    /// The load workers a spec with `[load] workers` runs its users on.
+    workers: Option<WorkerPool>,
 }
+
+/// How long a run waits for its load workers (the preflight before the first run, and a run after a worker
+/// was lost) before it names the missing ones.
+pub const WORKERS_WAIT: Duration = Duration::from_secs(120);
 
 impl Runner {
     pub fn new(store: Store, testbed: Testbed) -> Self {
@@ -122,6 +130,7 @@ impl Runner {
             containers: None,
             pods: None,
             replica_changes: None,
+            workers: None,
         }
     }
 
@@ -155,6 +164,12 @@ impl Runner {
             }
             None => self.testbed.clone(),
         }
+    }
+
+    /// Runs the users of a spec with `[load] workers` on `pool`'s load workers.
+    pub fn with_workers(mut self, pool: WorkerPool) -> Self {
+        self.workers = Some(pool);
+        self
     }
 
     /// Takes the foreign breaker events pushed to `inbox` while a run lasts into that run.
@@ -348,10 +363,12 @@ impl Runner {
         let mut abort_reason = None;
         let mut report = None;
         let mut seconds = Vec::new();
+        let mut lost = Vec::new();
         match body {
             Err(message) => failures.push(format!("the run panicked: {message}")),
             Ok((reason, None)) => abort_reason = reason,
-            Ok((reason, Some(driven))) => {
+            Ok((_, Some(Err(error)))) => failures.push(error.to_string()),
+            Ok((reason, Some(Ok(driven)))) => {
                 if driven.cancelled {
                     return Err(RunnerError::Cancelled);
                 }
@@ -367,6 +384,7 @@ impl Runner {
                     ));
                 }
                 seconds = driven.seconds;
+                lost = driven.lost;
                 report = Some(driven_report);
             }
         }
@@ -412,6 +430,8 @@ impl Runner {
         };
         let (status, reason) = if !failures.is_empty() {
             (Status::Failed, Some(failures.join("; ")))
+        } else if !lost.is_empty() {
+            (Status::Degraded, Some(lost_reason(&lost)))
         } else if abort_reason.is_some() {
             (Status::Aborted, abort_reason)
         } else {
@@ -464,7 +484,10 @@ impl Runner {
         run: RunId,
         total: usize,
         progress: &mut impl FnMut(Progress),
-    ) -> (Option<String>, Option<Driven>) {
+    ) -> (
+        Option<String>,
+        Option<Result<Driven, crate::workers::WorkersError>>,
+    ) {
         let mut abort_reason = None;
         let injects = planned.condition.fault_rate > 0.0;
         if let Some(stack) = &self.containers {
@@ -518,8 +541,35 @@ impl Runner {
         if abort_reason.is_some() {
             return (abort_reason, None);
         }
+        let drivers = match (&spec.load.workers, &self.workers) {
+            (Some(_), Some(pool)) => {
+                if let Err(missing) = pool.wait_for_all(WORKERS_WAIT).await {
+                    tracing::warn!("{missing}");
+                }
+                Drivers::Workers {
+                    pool,
+                    load: WorkersLoad {
+                        run: run.0,
+                        spec: spec.source.clone(),
+                        sequence: planned.sequence,
+                        target: load.settings().target.to_string(),
+                        users: spec.load.users,
+                        warmup: spec.run_warmup(),
+                        duration: spec.run_duration(),
+                        timeout: spec.load.timeout,
+                        endpoint_names: load.settings().workload.endpoint_names(),
+                        task_names: load.settings().workload.task_names(),
+                    },
+                }
+            }
+            (Some(_), None) => {
+                return (None, Some(Err(crate::workers::WorkersError::NoPool)));
+            }
+            (None, _) => Drivers::InProcess,
+        };
         let driven = drive_load(
             load,
+            drivers,
             spec.stop.as_ref().and_then(StopMonitor::new),
             self.live_seconds.clone(),
             &self.cancel,
@@ -534,21 +584,45 @@ impl Runner {
         spec: &ExperimentSpec,
         planned: &PlannedRun,
     ) -> Result<LoadConfig, load::LoadError> {
-        LoadConfig::try_from(LoadSettings {
-            target: self.testbed.frontend,
-            workload: match (&spec.load.custom, spec.load.mix) {
-                (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
-                (None, Mix::OnlineBoutique) => Workload::OnlineBoutique,
-            },
-            users: spec.load.users,
-            think_time: spec.think_time(),
-            rate: spec.load.rate,
-            timeout: spec.load.timeout,
-            warmup: spec.run_warmup(),
-            duration: spec.run_duration(),
-            seed: spec.seed ^ (planned.sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        })
+        LoadConfig::try_from(load_settings(spec, planned.sequence, self.testbed.frontend))
     }
+}
+
+/// The load of the run at plan position `sequence` against `target` (its own seed, derived from the spec's and
+/// the position): what the runner drives in-process and what each load worker builds its share from.
+pub fn load_settings(
+    spec: &ExperimentSpec,
+    sequence: usize,
+    target: std::net::SocketAddr,
+) -> LoadSettings {
+    LoadSettings {
+        target,
+        workload: match (&spec.load.custom, spec.load.mix) {
+            (Some(custom), _) => Workload::Custom(std::sync::Arc::clone(custom)),
+            (None, Mix::OnlineBoutique) => Workload::OnlineBoutique,
+        },
+        users: spec.load.users,
+        think_time: spec.think_time(),
+        rate: spec.load.rate,
+        timeout: spec.load.timeout,
+        warmup: spec.run_warmup(),
+        duration: spec.run_duration(),
+        seed: spec.seed ^ (sequence as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    }
+}
+
+/// A degraded run's reason: which workers were lost, how many users each took with it, and from which second.
+fn lost_reason(lost: &[LostShare]) -> String {
+    let parts: Vec<String> = lost
+        .iter()
+        .map(|share| {
+            format!(
+                "load worker `{}` lost: its {} users missing in seconds {}..{}",
+                share.worker, share.users, share.from_second, share.to_second
+            )
+        })
+        .collect();
+    parts.join("; ")
 }
 
 /// The agent's fault document for a planned run; `None` when its kind acts on containers instead. The agent's

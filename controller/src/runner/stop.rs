@@ -84,6 +84,7 @@ mod tests {
                 latency_ok: LatencySummary::default(),
                 latency_failed: LatencySummary::default(),
                 histogram_v2: Vec::new(),
+                outcome_histograms_v2: None,
             }],
         }
     }

@@ -12,6 +12,8 @@ pub const DEFAULT_STOP_WINDOW: Duration = Duration::from_secs(10);
 pub const MIN_RUN_DURATION: Duration = Duration::from_secs(1);
 /// Upper bound on virtual users (each is a task with its own connection).
 pub const MAX_USERS: u32 = 100_000;
+/// Upper bound on `load.workers` (load workers a run's users are split between).
+pub const MAX_WORKERS: u32 = 1_000;
 /// Upper bound on `rounds`.
 pub const MAX_ROUNDS: u32 = 1_000;
 /// Upper bound on the runs of one experiment (conditions × rounds), each stored as a row.

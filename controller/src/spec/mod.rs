@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub use bounds::{
     DEFAULT_LEASE, DEFAULT_STOP_WINDOW, DEFAULT_TIMEOUT, MAX_FAULT_DELAY, MAX_LEASE,
     MAX_NAME_BYTES, MAX_PATH_PREFIX_BYTES, MAX_RATE_LEVELS, MAX_ROUNDS, MAX_RUN_DURATION, MAX_RUNS,
-    MAX_STOP_WINDOW, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION,
+    MAX_STOP_WINDOW, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WORKERS, MAX_WRITTEN_DURATION,
     MIN_RUN_DURATION, RATE_RANGE, TIME_SCALE_RANGE,
 };
 pub use error::{Location, SpecError};
@@ -121,6 +121,17 @@ pub struct LoadSpec {
     pub rate: Option<f64>,
     /// Per-request client timeout (not scaled: it is a property of the client, not of the study).
     pub timeout: Duration,
+    /// Load workers the users are split between (`[load] workers`, `workers_listen`); `None`: in-process.
+    pub workers: Option<LoadWorkers>,
+}
+
+/// How many load workers a run needs and where the controller waits for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadWorkers {
+    /// `load.workers`, 1 ..= [`MAX_WORKERS`].
+    pub count: u32,
+    /// `load.workers_listen`.
+    pub listen: std::net::SocketAddr,
 }
 
 /// Fault kinds: per request through the agent (error, hang, delay, reset), or to the target's containers

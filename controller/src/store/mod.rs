@@ -38,7 +38,9 @@ pub use records::{
     EnergySource, ExperimentId, ExperimentRow, MAX_ANNOTATION_CHARS, MAX_AUTHOR_CHARS,
     NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
 };
-pub use records::{AppliedPeriod, FAILED_REASON, STOP_CONDITION_REASON, applied_periods};
+pub use records::{
+    AppliedPeriod, DEGRADED_REASON, FAILED_REASON, STOP_CONDITION_REASON, applied_periods,
+};
 pub use run_events::{
     AgentReport, BreakerHoldFailure, FaultCall, PutFault, ReplicaEvent, ReplicaGone,
     ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent, RunEventKind,

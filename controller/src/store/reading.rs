@@ -5,10 +5,10 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
-    ExperimentRow, FAILED_REASON, RunEvent, RunEventKind, RunEventRecord, RunId, RunRow,
-    STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, StoredLatency, TransitionRecord,
-    columns, status_of, uint,
+    CollectorSample, DEGRADED_REASON, EndpointHistogramRow, EndpointSecondRow, EnergySource,
+    ExperimentId, ExperimentRow, FAILED_REASON, RunEvent, RunEventKind, RunEventRecord, RunId,
+    RunRow, STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, StoredLatency,
+    TransitionRecord, columns, status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -318,6 +318,9 @@ fn status_with_reason(stored: &str, reason: Option<&str>) -> Result<Status, Stor
     match status_of(stored)? {
         Status::Aborted if reason.is_some_and(|r| r.starts_with(FAILED_REASON)) => {
             Ok(Status::Failed)
+        }
+        Status::Aborted if reason.is_some_and(|r| r.starts_with(DEGRADED_REASON)) => {
+            Ok(Status::Degraded)
         }
         status => Ok(status),
     }

@@ -44,17 +44,23 @@ pub enum Status {
     /// reason beginning [`FAILED_REASON`] (the schema's status check predates it) and read back as
     /// `Failed`; an experiment is never `Failed` (a failed run aborts it).
     Failed,
+    /// A run whose load was driven by load workers and lost one mid-run: its users are missing from the seconds
+    /// it missed (the reason says how many when), so the run is not averaged with complete ones. Its figures are
+    /// kept but left out of every mean, and the plan goes on. Stored as `aborted` with a reason beginning
+    /// [`DEGRADED_REASON`], read back as `Degraded`; an experiment is never `Degraded`.
+    Degraded,
 }
 
 impl Status {
     /// Every status.
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Pending,
         Status::Running,
         Status::Finished,
         Status::Aborted,
         Status::Interrupted,
         Status::Failed,
+        Status::Degraded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -65,13 +71,14 @@ impl Status {
             Status::Aborted => "aborted",
             Status::Interrupted => "interrupted",
             Status::Failed => "failed",
+            Status::Degraded => "degraded",
         }
     }
 
     /// The text stored in a `status` column (see [`Status::Failed`]).
     pub(super) fn stored(self) -> &'static str {
         match self {
-            Status::Failed => Status::Aborted.as_str(),
+            Status::Failed | Status::Degraded => Status::Aborted.as_str(),
             other => other.as_str(),
         }
     }
@@ -96,6 +103,9 @@ pub const STOP_CONDITION_REASON: &str = "stop condition: ";
 
 /// How the stored abort reason of a [`Status::Failed`] run begins.
 pub const FAILED_REASON: &str = "failed: ";
+
+/// How the stored abort reason of a [`Status::Degraded`] run begins.
+pub const DEGRADED_REASON: &str = "degraded: ";
 
 /// Whether an energy figure was read from hardware counters or computed from a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::{
-    CollectorSample, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store, StoreError,
-    duration_ms, int,
+    CollectorSample, DEGRADED_REASON, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store,
+    StoreError, duration_ms, int,
 };
 use super::{columns, predictions};
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
@@ -22,6 +22,13 @@ fn stored_reason(status: Status, reason: Option<&str>) -> Option<String> {
         }
         (Status::Failed, reason) => Some(format!(
             "{FAILED_REASON}{}",
+            reason.unwrap_or("no reason given")
+        )),
+        (Status::Degraded, Some(reason)) if reason.starts_with(DEGRADED_REASON) => {
+            Some(reason.to_owned())
+        }
+        (Status::Degraded, reason) => Some(format!(
+            "{DEGRADED_REASON}{}",
             reason.unwrap_or("no reason given")
         )),
         (_, reason) => reason.map(str::to_owned),
@@ -150,7 +157,10 @@ impl Store {
         now_ms: i64,
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
-        let ended = matches!(status, Status::Finished | Status::Aborted | Status::Failed);
+        let ended = matches!(
+            status,
+            Status::Finished | Status::Aborted | Status::Failed | Status::Degraded
+        );
         let reason = stored_reason(status, reason);
         sqlx::query(
             "UPDATE experiments SET status = $1, \
@@ -209,7 +219,7 @@ impl Store {
     pub async fn finish_run(&self, run: RunId, record: &RunRecord) -> Result<(), StoreError> {
         if !matches!(
             record.status,
-            Status::Finished | Status::Aborted | Status::Failed
+            Status::Finished | Status::Aborted | Status::Failed | Status::Degraded
         ) {
             return Err(StoreError::NotAnEnd(run, record.status));
         }

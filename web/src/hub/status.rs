@@ -18,6 +18,8 @@ pub enum ExperimentStatus {
     Interrupted,
     /// A failed run aborted it (a stored experiment is never `failed`; kept for completeness).
     Failed,
+    /// A run that lost a load worker mid-run (a stored experiment is never `degraded`; kept for completeness).
+    Degraded,
     /// A scheduled start came due and could not start it.
     StartFailed,
 }
@@ -32,6 +34,7 @@ impl ExperimentStatus {
             ExperimentStatus::Aborted => "aborted",
             ExperimentStatus::Interrupted => "interrupted",
             ExperimentStatus::Failed => "failed",
+            ExperimentStatus::Degraded => "degraded",
             ExperimentStatus::StartFailed => "start_failed",
         }
     }
@@ -44,6 +47,7 @@ impl ExperimentStatus {
                 | ExperimentStatus::Aborted
                 | ExperimentStatus::Interrupted
                 | ExperimentStatus::Failed
+                | ExperimentStatus::Degraded
                 | ExperimentStatus::StartFailed
         )
     }
@@ -58,6 +62,7 @@ impl From<Status> for ExperimentStatus {
             Status::Aborted => ExperimentStatus::Aborted,
             Status::Interrupted => ExperimentStatus::Interrupted,
             Status::Failed => ExperimentStatus::Failed,
+            Status::Degraded => ExperimentStatus::Degraded,
         }
     }
 }

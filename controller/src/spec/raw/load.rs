@@ -7,9 +7,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::spec::bounds::{DEFAULT_TIMEOUT, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, RATE_RANGE};
+use crate::spec::bounds::{
+    DEFAULT_TIMEOUT, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WORKERS, RATE_RANGE,
+};
 use crate::spec::checker::Checker;
-use crate::spec::{LoadSpec, Mix, SpecError};
+use crate::spec::{LoadSpec, LoadWorkers, Mix, SpecError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +28,9 @@ pub(super) struct RawLoad {
     pub(super) mix: Option<Mix>,
     pub(super) rate: Option<Spanned<f64>>,
     pub(super) timeout: Option<Spanned<String>>,
+    /// Load workers the users are split between, and where the controller waits for them.
+    pub(super) workers: Option<Spanned<u32>>,
+    pub(super) workers_listen: Option<Spanned<String>>,
 }
 
 pub(super) fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecError> {
@@ -114,7 +119,9 @@ pub(super) fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecE
             None
         }
     };
+    let workers = workers(check, raw)?;
     Ok(LoadSpec {
+        workers,
         users,
         target,
         custom,
@@ -123,4 +130,55 @@ pub(super) fn load(check: &Checker<'_>, raw: &RawLoad) -> Result<LoadSpec, SpecE
         rate,
         timeout,
     })
+}
+
+/// `workers` and `workers_listen`: both or neither.
+fn workers(check: &Checker<'_>, raw: &RawLoad) -> Result<Option<LoadWorkers>, SpecError> {
+    match (&raw.workers, &raw.workers_listen) {
+        (None, None) => Ok(None),
+        (None, Some(listen)) => Err(check.error(
+            "load.workers_listen",
+            listen.span(),
+            "only used with `workers`",
+        )),
+        (Some(count), None) => Err(check.error(
+            "load.workers_listen",
+            count.span(),
+            "needed with `workers`: the ADDR:PORT the controller waits for its workers at",
+        )),
+        (Some(count), Some(listen)) => {
+            let value = *count.get_ref();
+            if value == 0 || value > MAX_WORKERS {
+                return Err(check.error(
+                    "load.workers",
+                    count.span(),
+                    format!("{value} is not between 1 and {MAX_WORKERS}"),
+                ));
+            }
+            if u64::from(value) > u64::from(*raw.users.get_ref()) {
+                return Err(check.error(
+                    "load.workers",
+                    count.span(),
+                    format!(
+                        "{value} workers for {} users leave a worker without users",
+                        raw.users.get_ref()
+                    ),
+                ));
+            }
+            let address = listen.get_ref().parse().map_err(|_| {
+                check.error(
+                    "load.workers_listen",
+                    listen.span(),
+                    format!(
+                        "`{}` is not ADDR:PORT (e.g. \"0.0.0.0:7070\")",
+                        listen.get_ref()
+                    ),
+                )
+            })?;
+            Ok(Some(LoadWorkers {
+                count: value,
+                listen: address,
+            }))
+        }
+    }
 }

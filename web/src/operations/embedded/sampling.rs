@@ -248,6 +248,7 @@ mod tests {
             latency_ok: load::LatencySummary::default(),
             latency_failed: load::LatencySummary::default(),
             histogram_v2: load::serialize_histogram(&histogram),
+            outcome_histograms_v2: None,
         }
     }
 
