@@ -31,7 +31,7 @@ use serving::ErrorBody;
 /// stack out of file descriptors.
 pub const MAX_CONCURRENT_CALLS: usize = 128;
 
-/// Header naming the breaker that rejected a request (design.md).
+/// Header naming the breaker that rejected a request (docs/wire.md).
 pub const REJECTED_HEADER: &str = "x-tolerant-rejected";
 
 /// Header marking a call that holds a half-open probe slot of the caller's breaker (value `1`).
