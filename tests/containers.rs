@@ -141,7 +141,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
     project.wait_for_dashboard().await;
 
     // 1. Payment paused through the engine for a run.
-    run_spec(&scratch.dir(), &db_arg, &name, "pause", "pause", "3s", "3s");
+    run_spec(scratch.dir(), &db_arg, &name, "pause", "pause", "3s", "3s");
     let store = Store::open(&db_arg).await.expect("open the test database");
     let (_, run) = only_run(&store, "pause").await;
     let faults = store.container_faults_of_run(run).await.expect("faults");
@@ -167,7 +167,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
 
     // 2. 500s through the agent in Payment: the breakers in front of it trip, and the controller saw it.
     run_spec(
-        &scratch.dir(),
+        scratch.dir(),
         &db_arg,
         &name,
         "errors",
@@ -242,7 +242,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
             "--compose",
             &name,
         ])
-        .current_dir(&scratch.dir())
+        .current_dir(scratch.dir())
         .env("TOLERANT_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -261,7 +261,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         "nothing but a controller undoes it"
     );
     run_spec(
-        &scratch.dir(),
+        scratch.dir(),
         &db_arg,
         &name,
         "after",
@@ -286,7 +286,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         .await
         .expect("pause payment");
     assert_eq!(payment(&engine, &name).await.state, "paused");
-    let halted = tolerant(&scratch.dir(), &["halt", "--db", &db_arg]);
+    let halted = tolerant(scratch.dir(), &["halt", "--db", &db_arg]);
     assert!(halted.contains("1 container fault(s) undone"), "{halted}");
     assert_eq!(payment(&engine, &name).await.state, "running");
     store.close().await;

@@ -71,7 +71,7 @@ async fn each_replica_of_a_scaled_service_has_its_own_breakers_and_gets_calls() 
 
     std::fs::write(scratch.dir().join("replicas.toml"), SPEC).expect("write the spec");
     tolerant_with_token(
-        &scratch.dir(),
+        scratch.dir(),
         &[
             "run",
             "replicas.toml",

@@ -289,7 +289,7 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
          metric = \"pybreaker_state\"\nlabel = \"breaker\"\ninterval = \"100ms\"\nservice = \"shop\"\n"
     );
     let scraped = run(
-        &dir,
+        dir,
         &db,
         "pybreaker-scraped",
         &spec("pybreaker-scraped", shop, control, &sources),
@@ -345,7 +345,7 @@ async fn a_pybreaker_breaker_opens_and_closes_on_tolerants_timeline() {
     );
     let sources = format!("[[sources]]\nkind = \"push\"\nlisten = \"127.0.0.1:{push_port}\"\n");
     let pushed = run(
-        &dir,
+        dir,
         &db,
         "pybreaker-pushed",
         &spec("pybreaker-pushed", shop, control, &sources),

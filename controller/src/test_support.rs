@@ -74,3 +74,20 @@ impl Drop for TempStore {
 pub fn spec(text: &str) -> ExperimentSpec {
     ExperimentSpec::parse(text).unwrap_or_else(|error| panic!("{error}\n{text}"))
 }
+
+/// What `experiments/` ships, as the paths of its TOML files: the experiment specs, and `tolerant tune`'s inputs
+/// (`tune-*.toml`, the advisor's own vocabulary), apart and each sorted by name.
+pub fn shipped_experiments() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.expect("an entry of experiments/").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    paths.into_iter().partition(|path| {
+        !path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("tune-"))
+    })
+}

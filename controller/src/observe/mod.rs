@@ -95,6 +95,10 @@ pub struct AgentObservation {
 
 /// What a consumer gets next.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a value handed to one consumer at a time and never stored in bulk: boxing would cost an allocation per read"
+)]
 pub enum Received {
     Observation(Observation),
     /// The consumer fell behind and `missed` observations were dropped for it (see the module documentation).

@@ -129,13 +129,11 @@ fn shipped(name: &str) -> ExperimentSpec {
 // Every shipped spec parses (also checked in the spec's tests) and has a prediction for every condition.
 #[test]
 fn every_shipped_experiment_has_its_predictions() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".toml"))
+    let (specs, _advisor_inputs) = test_support::shipped_experiments();
+    let names: Vec<String> = specs
+        .iter()
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    names.sort();
     assert!(names.len() >= 7, "{names:?}");
     for name in names {
         let spec = shipped(&name);

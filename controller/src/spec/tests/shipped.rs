@@ -5,23 +5,17 @@ use crate::test_support;
 
 #[test]
 fn every_shipped_experiment_parses() {
-    let mut parsed = 0;
-    for entry in std::fs::read_dir(experiments_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        let advisor_input = path
-            .file_name()
-            .is_some_and(|name| name.to_string_lossy().starts_with("tune-"));
-        if advisor_input {
-            // `tolerant tune`'s inputs: the advisor's own vocabulary.
-            crate::advisor::TuneInput::from_file(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        } else if path.extension().is_some_and(|ext| ext == "toml") {
-            let spec = ExperimentSpec::from_file(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            assert!(!spec.plan().is_empty(), "{}", path.display());
-            parsed += 1;
-        }
+    let (specs, advisor_inputs) = test_support::shipped_experiments();
+    for path in &advisor_inputs {
+        crate::advisor::TuneInput::from_file(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
+    for path in &specs {
+        let spec =
+            ExperimentSpec::from_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!spec.plan().is_empty(), "{}", path.display());
+    }
+    let parsed = specs.len();
     assert!(
         parsed >= 3,
         "expected the seed study, the hang variant and the smoke test"
