@@ -2,7 +2,7 @@
 
 use std::fmt::{Display, Write as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::extract::{Request, State};

@@ -36,7 +36,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::framing::BodyCursor;
-use super::head::{self, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
+use super::head::{self, HEAD_READ_RESERVE, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
 use super::relay::{PumpError, RelayError, pump, relay_response};
 use super::upstream::{Upstream, UpstreamConnection};
 use crate::agent::Agent;

@@ -386,7 +386,7 @@ mod tests {
             ServiceName::Payment,
             format!("http://{address}"),
             breaker.clone(),
-            internal_http_client(),
+            super::internal_http_client(),
             Duration::from_millis(400),
             Arc::new(CallStats::default()),
         );
@@ -490,7 +490,7 @@ mod tests {
             ServiceName::Payment,
             "http://payment:8080",
             breaker,
-            internal_http_client(),
+            super::internal_http_client(),
             Duration::from_secs(5),
             Arc::new(CallStats::default()),
         )
