@@ -260,15 +260,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
         "paused",
         "nothing but a controller undoes it"
     );
-    run_spec(
-        scratch.dir(),
-        &db_arg,
-        &name,
-        "after",
-        "error",
-        "2s",
-        "10s",
-    );
+    run_spec(scratch.dir(), &db_arg, &name, "after", "error", "2s", "10s");
     assert_eq!(payment(&engine, &name).await.state, "running");
     let pending = store.pending_container_faults(None).await.expect("pending");
     assert!(pending.is_empty(), "{pending:?}");
