@@ -327,6 +327,9 @@ impl Reap for Shared {
     }
 }
 
+// The agent's wall clock (its events' `at_ms`), read here only: the agent does not depend on `breaker::clock`,
+// and the fault table takes its time as an argument.
+#[allow(clippy::disallowed_methods)]
 fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -7,10 +7,6 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-
 use crate::client::{CallStats, Dependency, HttpClient};
 use crate::error::StackError;
 use crate::metrics::RequestStats;
@@ -60,16 +56,4 @@ impl ServiceContext {
             stats,
         ))
     }
-}
-
-/// The HTTP client used for internal calls: HTTP/1 keep-alive, no proxy, no redirects followed.
-/// (HTTP/2 would bound connections like Online Boutique's gRPC, but costs about 40 % more CPU per call
-/// here; [`Dependency`] bounds concurrent calls, hence connections, instead.)
-pub fn internal_http_client() -> Result<HttpClient, StackError> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.enforce_http(true);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(serving::CLIENT_IDLE_TIMEOUT)
-        .build(connector))
 }

@@ -17,6 +17,7 @@ pub mod error;
 pub mod metrics;
 pub mod money;
 pub mod pool;
+pub mod request_stats;
 pub mod service_name;
 pub mod services;
 pub mod stack;

@@ -2,7 +2,7 @@
 
 use std::fmt::{Display, Write as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -10,28 +10,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::context::ServiceContext;
-
-/// Requests answered by a service's business routes, by status class, and their total latency.
-#[derive(Debug, Default)]
-pub struct RequestStats {
-    by_class: [AtomicU64; 5],
-    latency_micros_total: AtomicU64,
-}
-
-impl RequestStats {
-    /// Records one answered request.
-    pub fn record(&self, status: u16, micros: u64) {
-        let class = usize::from(status / 100).clamp(1, 5) - 1;
-        self.by_class[class].fetch_add(1, Ordering::Relaxed);
-        self.latency_micros_total
-            .fetch_add(micros, Ordering::Relaxed);
-    }
-
-    /// Requests answered with status class `class` (1..=5).
-    pub fn count(&self, class: usize) -> u64 {
-        self.by_class[class.clamp(1, 5) - 1].load(Ordering::Relaxed)
-    }
-}
+pub use crate::request_stats::RequestStats;
 
 /// Axum middleware counting every answered request and its latency.
 pub async fn track(

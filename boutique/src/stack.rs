@@ -14,8 +14,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, NoHooks, ServiceHooks};
+use crate::client::internal_http_client;
 use crate::config::StackConfig;
-use crate::context::{ServiceContext, internal_http_client};
+use crate::context::ServiceContext;
 use crate::error::StackError;
 use crate::metrics::{self, RequestStats};
 use crate::pool::{self, WorkerPool};
@@ -68,7 +69,7 @@ fn build_service(
         registry,
         pool: WorkerPool::new(config.pool()),
         token: config.token().map(Arc::from),
-        http: internal_http_client()?,
+        http: internal_http_client(),
         call_timeout: config.call_timeout(),
         peers: peers.clone(),
         requests: Arc::new(RequestStats::default()),

@@ -10,8 +10,19 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+mod bounds;
+mod error;
+mod mode;
 mod parts;
 mod raw;
+
+pub use bounds::{
+    DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_OPEN_BASE, DEFAULT_OPEN_MAX, DEFAULT_PROBES,
+    DEFAULT_SUCCESSES_TO_CLOSE, MAX_LAST_CALLS, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, MAX_WINDOW,
+    WINDOW_BUCKETS,
+};
+pub use error::ConfigError;
+pub use mode::{Mode, UnknownMode};
 
 pub use parts::{
     FailureRateConfig, HalfOpenConfig, LastCallsConfig, OpenConfig, SlowCallConfig, TripConfig,
@@ -20,91 +31,6 @@ pub use raw::{
     Probes, RawBreakerConfig, RawFailureRateConfig, RawHalfOpenConfig, RawLastCallsConfig,
     RawOpenConfig, RawSlowCallConfig, RawTripConfig,
 };
-
-/// Default consecutive-failure threshold (the study's breaker).
-pub const DEFAULT_CONSECUTIVE_FAILURES: u32 = 5;
-/// Default open window.
-pub const DEFAULT_OPEN_BASE: Duration = Duration::from_secs(30);
-/// Default cap on the open window.
-pub const DEFAULT_OPEN_MAX: Duration = Duration::from_secs(300);
-/// Default number of half-open probes admitted at once.
-pub const DEFAULT_PROBES: u32 = 1;
-/// Default number of probe successes that close the breaker.
-pub const DEFAULT_SUCCESSES_TO_CLOSE: u32 = 2;
-/// Number of buckets a sliding time window is divided into.
-pub const WINDOW_BUCKETS: u32 = 10;
-
-/// An invalid configuration; `Display` names the field, e.g. `half_open.probes: must be at least 1`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct ConfigError {
-    /// Dotted path of the offending field (`config` for the document as a whole).
-    pub field: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl ConfigError {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// How the breaker acts on its decisions.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Detect, trip and reject.
-    #[default]
-    Enforce,
-    /// Detect and emit the transitions it would make (`shadow: true`), but never reject ("breaker off").
-    Shadow,
-    /// Reject every call.
-    ForcedOpen,
-    /// Admit every call and detect nothing (counters still count).
-    Disabled,
-}
-
-/// A mode name that is not one of [`Mode::ALL`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("mode: `{0}` is not one of enforce, shadow, forced-open, disabled")]
-pub struct UnknownMode(pub String);
-
-impl std::str::FromStr for Mode {
-    type Err = UnknownMode;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Mode::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == name)
-            .ok_or_else(|| UnknownMode(name.to_owned()))
-    }
-}
-
-impl Mode {
-    /// Every mode, in the order an operator is offered them.
-    pub const ALL: [Mode; 4] = [
-        Mode::Enforce,
-        Mode::Shadow,
-        Mode::ForcedOpen,
-        Mode::Disabled,
-    ];
-
-    /// The config-file spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Enforce => "enforce",
-            Mode::Shadow => "shadow",
-            Mode::ForcedOpen => "forced-open",
-            Mode::Disabled => "disabled",
-        }
-    }
-}
 
 /// A checked breaker configuration: every value within its bounds. Serialises exactly as its [`RawBreakerConfig`];
 /// deserialising checks it, and an invalid one is an error naming the field.
@@ -230,15 +156,6 @@ impl BreakerConfig {
 pub fn scale_duration(duration: Duration, time_scale: f64) -> Duration {
     Duration::try_from_secs_f64(duration.as_secs_f64() / time_scale).unwrap_or(Duration::MAX)
 }
-
-/// Largest limited probe count (the in-flight count has 20 bits in the state word).
-pub const MAX_PROBES: u32 = (1 << 20) - 2;
-/// Largest `successes_to_close` (20 bits in the state word).
-pub const MAX_SUCCESSES_TO_CLOSE: u32 = (1 << 20) - 1;
-/// Most calls a count-based window (`trip.last_calls.calls`) may hold.
-pub const MAX_LAST_CALLS: u32 = 1_000_000;
-/// Longest detector window (and slow-call threshold): a day.
-pub const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 fn first_line(message: &str) -> String {
     message.lines().next().unwrap_or("").trim().to_string()

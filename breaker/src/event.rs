@@ -1,4 +1,4 @@
-//! Transition events (the wire shape of design.md) and the sinks that receive them.
+//! Transition events (the wire shape of docs/wire.md) and the sinks that receive them.
 //!
 //! Sinks are called in `seq` order per breaker; a [`NoopSink`] is a call to an empty function on a path that only
 //! runs at a transition, so observing costs nothing on the call path.

@@ -34,7 +34,7 @@ pub struct BoutiqueArgs {
         value_delimiter = ','
     )]
     pub peers: Vec<String>,
-    /// Breaker configuration file (TOML, design.md vocabulary); default: 5 consecutive failures, 30 s open.
+    /// Breaker configuration file (TOML, the vocabulary of docs/spec.md); default: 5 consecutive failures, 30 s open.
     #[arg(long, value_name = "FILE")]
     pub breaker_config: Option<PathBuf>,
     /// Timeout of every inter-service call.

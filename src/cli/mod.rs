@@ -11,9 +11,12 @@ mod load_worker;
 pub(crate) mod output;
 mod results;
 mod serve;
+mod signal;
 mod simulate;
 mod stored;
 mod tune;
+
+pub use signal::stop_signal;
 
 use clap::{Parser, Subcommand};
 
@@ -80,22 +83,5 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Kubernetes(args)) => kubernetes::run(args).await,
         Some(Command::LoadWorker(args)) => load_worker::run(args).await,
         None => serve::run().await,
-    }
-}
-
-/// Resolves on Ctrl-C or SIGTERM (what `docker stop` sends), so a container stops at once and cleanly.
-pub async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-        }
-        Err(error) => {
-            tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops this process");
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }

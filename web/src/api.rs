@@ -1,4 +1,4 @@
-//! The controller HTTP API of design.md, served with the dashboard. Reads are open; every mutation needs the
+//! The controller HTTP API (docs/wire.md), served with the dashboard. Reads are open; every mutation needs the
 //! bearer token or the login cookie with its CSRF header.
 
 use axum::Json;

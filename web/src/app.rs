@@ -40,7 +40,7 @@ impl FromRef<AppState> for Hub {
 /// Every route of the dashboard.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        // Controller HTTP API (design.md).
+        // Controller HTTP API (docs/wire.md, docs/chaos-toolkit.md).
         .route(
             "/api/experiments",
             get(api::list_experiments).post(api::create_experiment),

@@ -36,7 +36,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::framing::BodyCursor;
-use super::head::{self, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
+use super::head::{self, HEAD_READ_RESERVE, MAX_HEAD_BYTES, RequestHead, ResponseHead, Rewrite};
 use super::relay::{PumpError, RelayError, pump, relay_response};
 use super::upstream::{Upstream, UpstreamConnection};
 use crate::agent::Agent;
@@ -51,8 +51,6 @@ pub use serving::HEADER_READ_TIMEOUT;
 /// How long a closing connection keeps reading what the client still sends, so the close is not an RST that
 /// destroys the last answer in flight.
 const LINGER: Duration = Duration::from_secs(2);
-/// Free space made in a buffer before reading a head (most heads fit; a longer one grows the buffer).
-pub(super) const HEAD_READ_RESERVE: usize = 4 * 1024;
 /// An idle connection's buffer bigger than this is dropped (and allocated again when needed), so thousands of idle
 /// keep-alive connections cost little memory after a large body went through them.
 const IDLE_BUFFER_LIMIT: usize = 2 * HEAD_READ_RESERVE;

@@ -29,6 +29,8 @@ use super::framing::Framing;
 pub const MAX_HEADERS: usize = 100;
 /// Longest head (request line or status line plus fields) accepted.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Free space made in a buffer before reading a head (most heads fit; a longer one grows the buffer).
+pub(super) const HEAD_READ_RESERVE: usize = 4 * 1024;
 
 /// A head the sidecar refuses: a client's gets the [`HeadError::status`] answer, an upstream's a 502.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,8 +5,8 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 
-use super::connection::HEAD_READ_RESERVE;
 use super::framing::{BodyCursor, ChunkedError};
+use super::head::HEAD_READ_RESERVE;
 use super::head::{self, HeadError, MAX_HEAD_BYTES, RequestHead, ResponseHead};
 
 /// Free space made in a buffer before reading more of a body.

@@ -3,13 +3,13 @@
 //! The fault-injection agent's layer wraps these routes in the running stack.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use breaker::{Clock, SystemClock};
 
 use crate::services::json_error;
 use crate::wire::{ChargeRequest, ChargeResponse, CreditCardInfo};
@@ -46,11 +46,8 @@ impl YearMonth {
 
     /// The current month, UTC.
     pub fn now() -> Self {
-        let seconds = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_secs())
-            .unwrap_or(0);
-        YearMonth::from_unix_seconds(seconds)
+        let clock = SystemClock;
+        YearMonth::from_unix_seconds(clock.unix_ms(clock.now()) / 1000)
     }
 
     fn index(self) -> i64 {

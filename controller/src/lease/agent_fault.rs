@@ -10,7 +10,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::recorded;
-use super::renewal::{renewal_event, spawn_renewal};
+use super::renewal::renew_fault;
 use super::scheduled_fault::ScheduledFault;
 use crate::store::{FaultCall, PutFault, RunEvent, RunEventRecord};
 use crate::task::OwnedTask;
@@ -150,23 +150,4 @@ impl Drop for AppliedFault {
             }
         });
     }
-}
-
-/// Renews the agent's fault `fault_id` every third of `lease` until stopped; each renewal recorded.
-pub fn renew_fault(
-    admin: AdminClient,
-    agent_url: String,
-    fault_id: String,
-    lease: Duration,
-    events: Arc<Mutex<Vec<RunEventRecord>>>,
-) -> OwnedTask<()> {
-    spawn_renewal(lease, events, move || {
-        let (admin, agent_url, fault_id) = (admin.clone(), agent_url.clone(), fault_id.clone());
-        async move {
-            vec![renewal_event(
-                &fault_id,
-                admin.renew_fault(&agent_url, &fault_id).await,
-            )]
-        }
-    })
 }

@@ -11,10 +11,30 @@ use parking_lot::Mutex;
 use super::recorded;
 use crate::store::{FaultCall, RunEvent, RunEventRecord};
 use crate::task::OwnedTask;
+use crate::testbed::AdminClient;
 
 /// How often a lease of `lease` is renewed.
 pub fn renewal_period(lease: Duration) -> Duration {
     lease / 3
+}
+
+/// Renews the agent's fault `fault_id` every third of `lease` until stopped; each renewal recorded.
+pub fn renew_fault(
+    admin: AdminClient,
+    agent_url: String,
+    fault_id: String,
+    lease: Duration,
+    events: Arc<Mutex<Vec<RunEventRecord>>>,
+) -> OwnedTask<()> {
+    spawn_renewal(lease, events, move || {
+        let (admin, agent_url, fault_id) = (admin.clone(), agent_url.clone(), fault_id.clone());
+        async move {
+            vec![renewal_event(
+                &fault_id,
+                admin.renew_fault(&agent_url, &fault_id).await,
+            )]
+        }
+    })
 }
 
 /// What renewing `fault_id`'s lease did: `renewed`, or `renew_failed` with the error.

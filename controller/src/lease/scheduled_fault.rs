@@ -13,8 +13,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::agent_fault::renew_fault;
 use super::recorded;
+use super::renewal::renew_fault;
 use crate::store::{FaultCall, PutFault, RunEvent, RunEventRecord};
 use crate::task::OwnedTask;
 use crate::testbed::AdminClient;

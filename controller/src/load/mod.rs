@@ -31,6 +31,10 @@ use tokio::time::Instant;
 
 use crate::spec::{MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, RATE_RANGE};
 
+/// A request to this path panics inside the driver (how a bug in a request would); unit tests only.
+#[cfg(test)]
+const PANICKING_PATH: &str = "/__panics";
+
 pub use budget::{
     DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
     check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
@@ -426,11 +430,8 @@ impl Shared {
         let sent = Instant::now();
         let attempt = crate::panic::caught(async {
             #[cfg(test)]
-            if step.uri.path() == tests::PANICKING_PATH {
-                panic!(
-                    "a request to {} panics (unit tests only)",
-                    tests::PANICKING_PATH
-                );
+            if step.uri.path() == PANICKING_PATH {
+                panic!("a request to {PANICKING_PATH} panics (unit tests only)");
             }
             session
                 .request_expecting(OutgoingRequest {

@@ -339,9 +339,6 @@ fn config_errors_name_the_field() {
     }
 }
 
-/// A request to this path panics inside the driver (how a bug in a request would); unit tests only.
-pub(super) const PANICKING_PATH: &str = "/__panics";
-
 fn valid(settings: LoadSettings) -> LoadConfig {
     settings.try_into().expect("valid load config")
 }

@@ -7,6 +7,7 @@
 //! Nothing is written to disk until [`Report::write`] is asked to.
 
 mod containers;
+mod error;
 mod figures;
 mod format;
 mod markdown;
@@ -22,9 +23,10 @@ use std::str::FromStr;
 use serde::Serialize;
 
 pub use containers::{ContainerUsage, container_usage};
+pub use error::ReportError;
 pub use figures::{Figure, figures};
 pub use markdown::charts;
-pub use plot::{Chart, Point, Series};
+pub use plot::{Chart, PlotFile, Point, Series};
 pub use table::CSV_HEADER;
 pub use validation::validation_markdown;
 
@@ -62,35 +64,6 @@ impl Format {
             Format::Json => "json",
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error(transparent)]
-    Stats(#[from] StatsError),
-    #[error("format `{0}`: expected md, csv or json")]
-    Format(String),
-    #[error("drawing a plot: {0}")]
-    Plot(String),
-    #[error("writing CSV: {0}")]
-    Csv(#[from] csv::Error),
-    #[error("writing JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("writing {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// A figure drawn as an SVG document, to be written next to the markdown.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlotFile {
-    /// File name (no directory), as the markdown links it.
-    pub file_name: String,
-    pub title: String,
-    pub svg: String,
 }
 
 /// A rendered report.

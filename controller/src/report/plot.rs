@@ -220,6 +220,15 @@ impl Chart<'_> {
     }
 }
 
+/// A figure drawn as an SVG document, to be written next to the markdown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotFile {
+    /// File name (no directory), as the markdown links it.
+    pub file_name: String,
+    pub title: String,
+    pub svg: String,
+}
+
 #[cfg(test)]
 mod axis_tests {
     use super::range;

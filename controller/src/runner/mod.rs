@@ -9,6 +9,7 @@
 //! first run.
 
 mod drive;
+mod error;
 mod preflight;
 mod recorder;
 pub mod replicas;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+pub use error::RunnerError;
 pub use recorder::{JoinedLabels, Recording, RunRecorder, SampledLabels};
 pub use resume::{ResumePoint, StartChoice, choose_start, latest_unfinished};
 pub use setup_error::SetupError;
@@ -37,34 +39,9 @@ use crate::load::{self, LoadConfig, LoadSettings, Workload};
 use crate::observe::Observer;
 use crate::sources::PushInbox;
 use crate::spec::{ConditionFault, ExperimentSpec, Mix, PlannedRun};
-use crate::store::{ExperimentId, RunId, RunRecord, Status, Store, StoreError};
-use crate::testbed::{AdminClient, AdminError, Testbed};
+use crate::store::{ExperimentId, RunId, RunRecord, Status, Store};
+use crate::testbed::{AdminClient, Testbed};
 use crate::workers::{LostShare, WorkerPool, WorkersLoad};
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
-    #[error("storage: {0}")]
-    Store(#[from] StoreError),
-    #[error("testbed: {0}")]
-    Testbed(String),
-    /// A stream or a foreign source a run needs did not start.
-    #[error("testbed: {0}")]
-    Setup(#[from] SetupError),
-    #[error("testbed admin call: {0}")]
-    Admin(#[from] AdminError),
-    #[error("load: {0}")]
-    Load(#[from] load::LoadError),
-    /// The spec's breaker config for a condition, scaled, is out of bounds (a parsed spec never is).
-    #[error("breaker.{0}")]
-    BreakerConfig(#[from] breaker::ConfigError),
-    /// The run was cancelled (an abort, Ctrl-C): its fault is off, its tasks ended, nothing stored.
-    #[error("cancelled")]
-    Cancelled,
-    /// The run panicked or its load generator failed: its fault is off, its tasks ended, and it is
-    /// stored as failed with `reason`. Not a verdict on the system: the experiment ends there.
-    #[error("run {run} failed: {reason}")]
-    RunFailed { run: RunId, reason: String },
-}
 
 /// What the runner reports as it goes.
 #[derive(Debug, Clone)]

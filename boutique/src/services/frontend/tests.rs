@@ -20,7 +20,7 @@ fn unreachable_frontend() -> Router {
         breaker::BreakerConfig::default(),
         Arc::new(breaker::SystemClock),
     );
-    let http = crate::context::internal_http_client().unwrap();
+    let http = crate::client::internal_http_client();
     let dependency = |target: ServiceName| {
         Dependency::new(
             target,
