@@ -129,7 +129,7 @@ async fn three_worker_containers_drive_the_compose_stack() {
     // One whole run on three workers.
     std::fs::write(scratch.dir().join("whole.toml"), spec("whole", port)).unwrap();
     common::compose::tolerant_with_token(
-        &scratch.dir(),
+        scratch.dir(),
         &[
             "run",
             "whole.toml",
