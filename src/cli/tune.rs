@@ -136,7 +136,14 @@ async fn verify(
     current: Option<&CurrentConfig>,
     execute: super::controller::ExecuteArgs,
 ) -> anyhow::Result<advisor::verify::Verification> {
-    let plan = advisor::verify::plan(input, advice, current)?;
+    let own = match &input.verify.spec {
+        Some(path) => Some(
+            advisor::read_capped(path)
+                .with_context(|| format!("verify.spec: cannot read {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let plan = advisor::verify::plan(input, advice, current, own.as_deref())?;
     let spec = controller::spec::ExperimentSpec::parse(&plan.spec_toml)
         .context("the verification's experiment spec")?;
     err_out!(

@@ -170,13 +170,17 @@ pub struct SearchSettings {
 }
 
 /// How `--verify` runs its experiment.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VerifySettings {
     /// Candidates verified besides the current config (the best by predicted cost).
     pub top: u32,
     pub rounds: u32,
     /// Divides every duration of the experiment (the study's time scale).
     pub time_scale: f64,
+    /// `verify.spec`: an experiment spec whose `[targets]`, `[load]`, `[[sources]]` and `fault.target` are the
+    /// testbed and load of the verification (the user's own system) instead of the embedded testbed; as written
+    /// (relative to the input file once [`TuneInput::from_file`] has read it).
+    pub spec: Option<std::path::PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -265,6 +269,7 @@ struct RawVerify {
     top: Option<Spanned<u32>>,
     rounds: Option<Spanned<u32>>,
     time_scale: Option<Spanned<f64>>,
+    spec: Option<Spanned<String>>,
 }
 
 impl TuneInput {
@@ -402,11 +407,16 @@ impl TuneInput {
                     )?,
                     None => 1.0,
                 },
+                spec: match &raw.spec {
+                    Some(path) => Some(verify_spec_path(&check, path)?),
+                    None => None,
+                },
             },
             None => VerifySettings {
                 top: 2,
                 rounds: 5,
                 time_scale: 1.0,
+                spec: None,
             },
         };
         Ok(TuneInput {
@@ -427,13 +437,37 @@ impl TuneInput {
             path: path.display().to_string(),
             source,
         })?;
-        TuneInput::parse(&source)
+        let mut input = TuneInput::parse(&source)?;
+        if let Some(spec) = input.verify.spec.take() {
+            let dir = path.parent().unwrap_or_else(|| std::path::Path::new(""));
+            input.verify.spec = Some(dir.join(spec));
+        }
+        Ok(input)
     }
 
     /// Sum of the profiles' weights.
     pub fn total_weight(&self) -> f64 {
         self.profiles.iter().map(|p| p.weight).sum()
     }
+}
+
+/// Longest `verify.spec` path accepted.
+const MAX_SPEC_PATH: usize = 4096;
+
+/// `verify.spec`: a non-empty path of at most [`MAX_SPEC_PATH`] bytes.
+fn verify_spec_path(
+    check: &Checker<'_>,
+    path: &Spanned<String>,
+) -> Result<std::path::PathBuf, SpecError> {
+    let text = path.get_ref();
+    if text.is_empty() || text.len() > MAX_SPEC_PATH || text.contains('\0') {
+        return Err(check.error(
+            "verify.spec",
+            path.span(),
+            format!("must be a path of 1 to {MAX_SPEC_PATH} bytes"),
+        ));
+    }
+    Ok(std::path::PathBuf::from(text))
 }
 
 fn count(

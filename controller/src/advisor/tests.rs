@@ -328,7 +328,7 @@ fn the_verification_is_one_spec_of_configs_by_profiles_that_validates() {
     let input = shipped_input();
     let current = study_breaker();
     let advice = advice(&input, Some(&current));
-    let plan = verify::plan(&input, &advice, Some(&current)).expect("a plan");
+    let plan = verify::plan(&input, &advice, Some(&current), None).expect("a plan");
     let names: Vec<&str> = plan.candidates.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["current", "recommended", "candidate-3"]);
     let spec = crate::spec::ExperimentSpec::parse(&plan.spec_toml).expect("it validates");
@@ -363,4 +363,76 @@ fn the_verification_is_one_spec_of_configs_by_profiles_that_validates() {
         (rate - 2.0 / crate::predict::checkout_share() * 4.0).abs() < 1e-6,
         "{rate}"
     );
+}
+
+/// A spec of one's own: a shop behind the agent whose breakers take a config.
+const OWN_SPEC: &str = r#"
+name = "shop"
+duration = "60s"
+[targets]
+shop = { url = "http://127.0.0.1:9000", offers = ["breaker-config", "breaker-stream"] }
+agent = "http://127.0.0.1:9090"
+[fault]
+target = "shop"
+rates = [0.5]
+[load]
+users = 7
+think_time = ["100ms", "200ms"]
+target = "shop"
+[[load.tasks]]
+name = "order"
+critical = true
+requests = [{ method = "POST", path = "/orders" }]
+"#;
+
+#[test]
+fn a_testbed_of_ones_own_takes_the_place_of_the_embedded_one() {
+    let input = shipped_input();
+    let current = study_breaker();
+    let advice = advice(&input, Some(&current));
+    let plan = verify::plan(&input, &advice, Some(&current), Some(OWN_SPEC)).expect("a plan");
+    let spec = crate::spec::ExperimentSpec::parse(&plan.spec_toml).expect("it validates");
+    assert_eq!(spec.fault.target.as_str(), "shop");
+    assert_eq!(spec.targets.len(), 2, "{:?}", spec.targets);
+    assert_eq!(
+        spec.load.users, 7,
+        "the spec's own load, not the boutique mix"
+    );
+    assert_eq!(spec.conditions().len(), 3 * 2, "configs × profiles");
+    // The profiles are the input's, whatever rates the spec of one's own listed.
+    assert!(spec.conditions().iter().any(|c| c.fault_rate == 0.25));
+}
+
+#[test]
+fn a_testbed_of_ones_own_must_take_the_candidates_configs() {
+    let input = shipped_input();
+    let current = study_breaker();
+    let advice = advice(&input, Some(&current));
+    let no_config = OWN_SPEC.replace(r#""breaker-config", "#, "");
+    let error = verify::plan(&input, &advice, Some(&current), Some(&no_config))
+        .expect_err("nothing to apply the configs to");
+    assert!(error.to_string().contains("breaker-config"), "{error}");
+    let embedded =
+        "name = \"x\"\nduration = \"60s\"\n[fault]\ntarget = \"payment\"\nrates = [0.5]\n";
+    let error =
+        verify::plan(&input, &advice, Some(&current), Some(embedded)).expect_err("no targets");
+    assert!(error.to_string().contains("verify.spec"), "{error}");
+}
+
+#[test]
+fn verify_spec_is_read_relative_to_the_input_file() {
+    let dir = crate::test_support::TempStore::new("verify-spec");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../experiments/tune-partial-failure.toml"
+    ))
+    .expect("shipped input")
+    .replace("[verify]\n", "[verify]\nspec = \"shop.toml\"\n");
+    let path = dir.dir().join("tune.toml");
+    std::fs::write(&path, text).expect("write");
+    let input = TuneInput::from_file(&path).expect("valid");
+    assert_eq!(input.verify.spec, Some(dir.dir().join("shop.toml")));
+    let error = TuneInput::parse("name = \"x\"\n[traffic]\nrate = 1.0\ntimeout = \"1s\"\n[[profiles]]\nname = \"p\"\nkind = \"partial\"\nrate = 0.25\n[verify]\nspec = \"\"\n")
+        .expect_err("an empty path");
+    assert!(error.to_string().contains("verify.spec"), "{error}");
 }

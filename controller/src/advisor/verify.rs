@@ -1,6 +1,7 @@
 //! `tolerant tune --verify`: the current config and the top candidates as one experiment — conditions are
 //! config × failure profile (`[[breaker.configs]]` × `[[fault.profiles]]`, each profile a fault schedule) on the
-//! embedded testbed, run through `tolerant run`'s code path — then per candidate the predicted cost beside the
+//! embedded testbed, or on the user's own `[targets]` and load when the input names a spec (`verify.spec`), run
+//! through `tolerant run`'s code path — then per candidate the predicted cost beside the
 //! measured one with its 95 % interval over the rounds, the pick by measured cost, and whether the prediction
 //! ranked the candidates the same way.
 //!
@@ -8,7 +9,8 @@
 //! calls the fault fails over the run) as requests that would have succeeded, and for hanging profiles the
 //! failed calls × the testbed's call timeout as caller-seconds blocked, each per hour and weighted over the
 //! profiles as the search weighs them. The prediction is `controller::predict`'s model of the same spec (the
-//! Online Boutique mix, one checkout in nineteen calling Payment), averaged over its seeds.
+//! Online Boutique mix, one checkout in nineteen calling Payment), averaged over its seeds; a spec of one's own
+//! that model does not cover is ranked by the search's own cost instead, and the report says so.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,6 +58,9 @@ pub struct Plan {
     /// Each profile's weight share and the share of calls its fault fails over a run.
     profiles: Vec<(f64, f64, bool)>,
     costs: crate::advisor::Costs,
+    /// What a hanging call blocks its caller for: the testbed's call timeout (the input's `traffic.timeout` on a
+    /// testbed of one's own).
+    call_timeout: Duration,
 }
 
 /// One candidate's predicted and measured cost.
@@ -64,8 +69,8 @@ pub struct VerifiedCandidate {
     pub name: String,
     pub label: String,
     pub searched_cost: f64,
-    /// The spec's prediction, per hour.
-    pub predicted: f64,
+    /// The spec's prediction, per hour (`None`: the prediction's model does not cover the spec).
+    pub predicted: Option<f64>,
     /// Over the rounds, per hour.
     pub measured: Option<Summary>,
 }
@@ -79,6 +84,8 @@ pub struct Verification {
     pub pick: Option<String>,
     /// Whether the prediction ranks the candidates in the measured order.
     pub same_ranking: bool,
+    /// What ranked them: `"prediction"`, or `"search"` when the prediction does not cover every candidate.
+    pub ranked_by: &'static str,
     /// Whether the pick's interval lies below every other candidate's (the intervals separate).
     pub separated: bool,
 }
@@ -128,12 +135,15 @@ fn load_table(traffic: &Traffic, time_scale: f64) -> toml::Table {
 }
 
 /// The experiment: the current config (when given) and the `verify.top` best feasible candidates, each against
-/// every profile, `verify.rounds` rounds at `verify.time_scale`.
+/// every profile, `verify.rounds` rounds at `verify.time_scale`. `own` is the text of the input's `verify.spec`
+/// (read by the caller): its testbed and load replace the embedded testbed's.
 pub fn plan(
     input: &TuneInput,
     advice: &Advice,
     current: Option<&CurrentConfig>,
+    own: Option<&str>,
 ) -> Result<Plan, VerifyError> {
+    let own = own.map(OwnTestbed::parse).transpose()?;
     let hangs: Vec<bool> = input
         .profiles
         .iter()
@@ -257,13 +267,19 @@ pub fn plan(
         ));
     }
     fault.insert("profiles".into(), toml::Value::Array(profiles));
-    spec.insert("fault".into(), toml::Value::Table(fault));
     let mut breaker_table = toml::Table::new();
     breaker_table.insert("modes".into(), toml::Value::Array(vec!["enforce".into()]));
-    breaker_table.insert(
-        "services".into(),
-        toml::Value::Array(vec!["checkout".into()]),
-    );
+    match &own {
+        // Every target that takes a config gets the candidate's (the runner pushes only where it is offered).
+        Some(own) => own.replace(&mut spec, &mut fault),
+        None => {
+            breaker_table.insert(
+                "services".into(),
+                toml::Value::Array(vec!["checkout".into()]),
+            );
+        }
+    }
+    spec.insert("fault".into(), toml::Value::Table(fault));
     let mut configs = Vec::new();
     for candidate in &candidates {
         let raw = candidate.config.clone().into_raw();
@@ -295,7 +311,60 @@ pub fn plan(
         candidates,
         profiles: shares,
         costs: input.costs,
+        call_timeout: match own {
+            Some(_) => input.traffic.timeout,
+            None => boutique::config::DEFAULT_CALL_TIMEOUT,
+        },
     })
+}
+
+/// `verify.spec` as read: the tables of it the verification takes.
+struct OwnTestbed {
+    targets: toml::Value,
+    load: toml::Value,
+    sources: Option<toml::Value>,
+    fault_target: String,
+}
+
+impl OwnTestbed {
+    /// Checks `text` as a spec and keeps its testbed: it must have `[targets]` with at least one target that
+    /// takes a breaker config, or the candidates could not be applied.
+    fn parse(text: &str) -> Result<OwnTestbed, VerifyError> {
+        let spec = ExperimentSpec::parse(text)
+            .map_err(|e| VerifyError::Input(format!("verify.spec: {e}")))?;
+        if spec.targets.is_empty() {
+            return Err(VerifyError::Input(
+                "verify.spec: the spec has no [targets] (leave verify.spec out to verify on the embedded testbed)"
+                    .into(),
+            ));
+        }
+        if !spec.offers.values().any(|offers| offers.breaker_config) {
+            return Err(VerifyError::Input(
+                "verify.spec: no target offers `breaker-config`, so the candidates' configs cannot be applied".into(),
+            ));
+        }
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| VerifyError::Input(format!("verify.spec: {e}")))?;
+        let take = |key: &str| table.get(key).cloned();
+        Ok(OwnTestbed {
+            targets: take("targets")
+                .ok_or_else(|| VerifyError::Input("verify.spec: no [targets]".into()))?,
+            load: take("load")
+                .ok_or_else(|| VerifyError::Input("verify.spec: no [load]".into()))?,
+            sources: take("sources"),
+            fault_target: spec.fault.target.to_string(),
+        })
+    }
+
+    /// Puts this testbed and its load into the generated `spec` and `fault` tables.
+    fn replace(&self, spec: &mut toml::Table, fault: &mut toml::Table) {
+        spec.insert("targets".into(), self.targets.clone());
+        spec.insert("load".into(), self.load.clone());
+        if let Some(sources) = &self.sources {
+            spec.insert("sources".into(), sources.clone());
+        }
+        fault.insert("target".into(), self.fault_target.clone().into());
+    }
 }
 
 /// The estimator both sides share, per hour of a run: rejections that would have succeeded and, for hanging
@@ -304,7 +373,7 @@ fn priced(plan: &Plan, profile: usize, rejected: f64, failed: f64, measured_s: f
     let (_, failing_share, hang) = plan.profiles[profile];
     let per_hour = 3600.0 / measured_s.max(f64::MIN_POSITIVE);
     let blocked = if hang {
-        failed * boutique::config::DEFAULT_CALL_TIMEOUT.as_secs_f64()
+        failed * plan.call_timeout.as_secs_f64()
     } else {
         0.0
     };
@@ -313,9 +382,10 @@ fn priced(plan: &Plan, profile: usize, rejected: f64, failed: f64, measured_s: f
         * per_hour
 }
 
-/// The prediction of every (candidate, profile) condition of the plan's spec, weighted per candidate.
-fn predicted(plan: &Plan, spec: &ExperimentSpec) -> Vec<f64> {
-    let mut by_candidate = vec![0.0; plan.candidates.len()];
+/// The prediction of every (candidate, profile) condition of the plan's spec, weighted per candidate; `None`
+/// for a candidate with a condition the model does not cover.
+fn predicted(plan: &Plan, spec: &ExperimentSpec) -> Vec<Option<f64>> {
+    let mut by_candidate = vec![Some(0.0); plan.candidates.len()];
     let measured_s = spec.run_duration().as_secs_f64();
     for condition in spec.conditions() {
         let (Some(candidate), Some(profile)) = (condition.breaker_config, condition.fault_profile)
@@ -339,9 +409,10 @@ fn predicted(plan: &Plan, spec: &ExperimentSpec) -> Vec<f64> {
             total += priced(plan, profile, totals.never_made as f64, failed, measured_s);
             runs += 1.0;
         }
-        if runs > 0.0 {
-            by_candidate[candidate] += plan.profiles[profile].0 * total / runs;
-        }
+        by_candidate[candidate] = match by_candidate[candidate] {
+            Some(sum) if runs > 0.0 => Some(sum + plan.profiles[profile].0 * total / runs),
+            _ => None,
+        };
     }
     by_candidate
 }
@@ -418,7 +489,12 @@ pub async fn measured(
             .collect::<Vec<_>>()
     };
     let measured_order = order(&|c| c.measured.map_or(f64::INFINITY, |m| m.mean));
-    let predicted_order = order(&|c| c.predicted);
+    let modelled = candidates.iter().all(|c| c.predicted.is_some());
+    let predicted_order = if modelled {
+        order(&|c| c.predicted.unwrap_or(f64::INFINITY))
+    } else {
+        order(&|c| c.searched_cost)
+    };
     let pick = candidates
         .iter()
         .filter(|c| c.measured.is_some())
@@ -441,6 +517,7 @@ pub async fn measured(
         experiment: experiment.0,
         pick: pick.map(|c| c.name.clone()),
         same_ranking: measured_order == predicted_order,
+        ranked_by: if modelled { "prediction" } else { "search" },
         separated,
         candidates,
     })
@@ -462,16 +539,24 @@ impl Verification {
                 },
                 None => "-".to_owned(),
             };
+            let predicted = c
+                .predicted
+                .map_or_else(|| "-".to_owned(), |p| format!("{p:.1}"));
             let _ = writeln!(
                 out,
-                "  {:<12} {:>10.1} {:>10.1} {:>22}  {}",
-                c.name, c.searched_cost, c.predicted, measured, c.label
+                "  {:<12} {:>10.1} {:>10} {:>22}  {}",
+                c.name, c.searched_cost, predicted, measured, c.label
             );
         }
         let _ = writeln!(
             out,
-            "pick by measured cost: {}; the prediction ranked them {}; the pick's interval {} every other's",
+            "pick by measured cost: {}; the {} ranked them {}; the pick's interval {} every other's",
             self.pick.as_deref().unwrap_or("none (no finished round)"),
+            if self.ranked_by == "prediction" {
+                "prediction"
+            } else {
+                "search (the spec is not one the prediction models)"
+            },
             if self.same_ranking {
                 "the same way"
             } else {
