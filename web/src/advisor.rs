@@ -6,12 +6,13 @@
 //! of the controller, so like the simulator it needs no login; one search runs at a time, on a blocking thread,
 //! and a bad input is a 400 naming the field (and its line).
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Json;
 use controller::advisor::{self, AdviseOptions, CurrentConfig, Library, MAX_FILE_BYTES, TuneInput};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::error::AppError;
@@ -56,7 +57,7 @@ fn current_of(request: &TuneRequest) -> Result<Option<CurrentConfig>, AppError> 
 }
 
 /// The search and everything the page shows of it, on the calling (blocking) thread.
-pub fn tune(request: &TuneRequest) -> Result<Value, AppError> {
+pub fn tune(request: &TuneRequest) -> Result<TuneAnswer, AppError> {
     for (field, text) in [
         ("input", Some(&request.input)),
         ("current", request.current.as_ref()),
@@ -72,39 +73,81 @@ pub fn tune(request: &TuneRequest) -> Result<Value, AppError> {
     let current = current_of(request)?;
     let advice = advisor::advise(&input, current.as_ref(), &AdviseOptions::default())
         .map_err(|e| AppError::BadRequest(e.to_string()))?;
-    let mut answer = advice.to_json();
-    answer["points"] = advice
+    let points = advice
         .evaluations
         .iter()
         .filter(|e| e.feasible())
-        .map(|e| json!([e.cost.rejected_success, e.saved_s]))
-        .collect::<Value>();
-    let mut exports = serde_json::Map::new();
-    for library in Library::ALL {
-        let exported = match library.export(&advice.recommended.config, &input.name, &[]) {
-            Ok(exported) => {
-                json!({ "text": exported.text, "file": format!("{}-{}.{}", input.name, library, library.extension()) })
-            }
-            Err(error) => json!({ "error": error.to_string() }),
-        };
-        exports.insert(library.as_str().into(), exported);
-    }
-    answer["exports"] = Value::Object(exports);
+        .map(|e| [e.cost.rejected_success, e.saved_s])
+        .collect();
+    let exports = Library::ALL
+        .into_iter()
+        .map(|library| {
+            let export = match library.export(&advice.recommended.config, &input.name, &[]) {
+                Ok(exported) => Export::Text {
+                    text: exported.text,
+                    file: format!("{}-{}.{}", input.name, library, library.extension()),
+                },
+                Err(error) => Export::Error {
+                    error: error.to_string(),
+                },
+            };
+            (library.as_str(), export)
+        })
+        .collect();
     // The dashboard reads no file named by its input: a testbed of one's own is verified from the command line.
-    answer["spec"] = match &input.verify.spec {
-        Some(_) => {
-            json!({ "error": "verify.spec: a spec of one's own is verified with `tolerant tune --verify`, not from the dashboard" })
-        }
+    let spec = match &input.verify.spec {
+        Some(_) => VerificationSpec::Error {
+            error: "verify.spec: a spec of one's own is verified with `tolerant tune --verify`, not from the dashboard".into(),
+        },
         None => match advisor::verify::plan(&input, &advice, current.as_ref(), None) {
-            Ok(plan) => json!({ "toml": plan.spec_toml }),
-            Err(error) => json!({ "error": error.to_string() }),
+            Ok(plan) => VerificationSpec::Toml {
+                toml: plan.spec_toml,
+            },
+            Err(error) => VerificationSpec::Error {
+                error: error.to_string(),
+            },
         },
     };
-    Ok(answer)
+    Ok(TuneAnswer {
+        advice: advice.to_json(),
+        points,
+        exports,
+        spec,
+    })
+}
+
+/// `POST /api/tune`'s answer: `tolerant tune --json`'s four keys and what the page draws and offers.
+#[derive(Debug, Serialize)]
+pub struct TuneAnswer {
+    /// `recommended`, `why`, `front`, `current`, exactly as `tolerant tune --json` prints them.
+    #[serde(flatten)]
+    advice: Value,
+    /// Every feasible candidate as `[cost of rejections, caller-seconds saved]`, per hour.
+    points: Vec<[f64; 2]>,
+    /// The recommendation in each library's format, by the library's name.
+    exports: BTreeMap<&'static str, Export>,
+    /// The verification's experiment spec.
+    spec: VerificationSpec,
+}
+
+/// The recommendation in one library's format, or why that library cannot express it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Export {
+    Text { text: String, file: String },
+    Error { error: String },
+}
+
+/// The experiment `--verify` would run, or why there is none.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum VerificationSpec {
+    Toml { toml: String },
+    Error { error: String },
 }
 
 /// `POST /api/tune`.
-pub async fn tune_handler(Json(request): Json<TuneRequest>) -> Result<Json<Value>, AppError> {
+pub async fn tune_handler(Json(request): Json<TuneRequest>) -> Result<Json<TuneAnswer>, AppError> {
     // Searches queue for their turn; one that waited a minute gives up.
     let Ok(Ok(_permit)) = tokio::time::timeout(SEARCH_WAIT, SEARCHES.acquire()).await else {
         return Err(AppError::TooMany(
