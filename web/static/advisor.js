@@ -113,26 +113,38 @@
 
   const fmt = (v) => (typeof v === "number" ? v.toFixed(1) : String(v));
 
+  // An axis from 0 (or a negative minimum) in four round steps (1, 2, 2.5 or 5 × a power of ten) that cover `max`.
+  function niceAxis(min, max) {
+    const span = Math.max(max - min, 1e-9) / 4;
+    const power = Math.pow(10, Math.floor(Math.log10(span)));
+    const step = [1, 2, 2.5, 5, 10].map((s) => s * power).find((s) => s >= span);
+    const low = Math.floor(min / step) * step;
+    const places = -Math.floor(Math.log10(power)) + (step / power === 2.5 ? 1 : 0);
+    const digits = Math.min(6, Math.max(0, places));
+    return { low, high: low + 4 * step, step, label: (v) => v.toFixed(digits) };
+  }
+
   // The front: every feasible candidate grey, the front blue, the recommendation green, the current orange.
   function chart(answer) {
     const svg = $("tune-chart");
     const tip = $("tune-tip");
     svg.textContent = "";
-    const W = 860, H = 420, L = 70, R = 20, T = 20, B = 50;
+    const W = 860, H = 420, L = 70, R = 40, T = 20, B = 50;
     const front = answer.front;
     const current = answer.current;
     const all = answer.points.concat(front.map((p) => [p.cost.rejected_success, p.saved_s]));
     if (current) all.push([current.cost.rejected_success, current.saved_s]);
     const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
-    const xMax = Math.max(1, ...xs) * 1.08, yMin = Math.min(0, ...ys), yMax = Math.max(1, ...ys) * 1.08;
+    const xAxis = niceAxis(0, Math.max(1, ...xs)), yAxis = niceAxis(Math.min(0, ...ys), Math.max(1, ...ys));
+    const xMax = xAxis.high, yMin = yAxis.low, yMax = yAxis.high;
     const x = (v) => L + (v / xMax) * (W - L - R);
     const y = (v) => H - B - ((v - yMin) / (yMax - yMin)) * (H - T - B);
     el("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }, svg);
     el("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }, svg);
     for (let i = 0; i <= 4; i++) {
-      const xv = (xMax * i) / 4, yv = yMin + ((yMax - yMin) * i) / 4;
-      el("text", { x: x(xv), y: H - B + 18, "text-anchor": "middle", class: "tick" }, svg).textContent = fmt(xv);
-      el("text", { x: L - 6, y: y(yv) + 4, "text-anchor": "end", class: "tick" }, svg).textContent = fmt(yv);
+      const xv = xAxis.step * i, yv = yMin + yAxis.step * i;
+      el("text", { x: x(xv), y: H - B + 18, "text-anchor": "middle", class: "tick" }, svg).textContent = xAxis.label(xv);
+      el("text", { x: L - 6, y: y(yv) + 4, "text-anchor": "end", class: "tick" }, svg).textContent = yAxis.label(yv);
     }
     el("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", class: "label" }, svg).textContent = "cost of rejections that would have succeeded, per hour";
     el("text", { x: 14, y: (T + H - B) / 2, transform: `rotate(-90 14 ${(T + H - B) / 2})`, "text-anchor": "middle", class: "label" }, svg).textContent = "caller-seconds saved, per hour";

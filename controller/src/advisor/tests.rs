@@ -436,3 +436,70 @@ fn verify_spec_is_read_relative_to_the_input_file() {
         .expect_err("an empty path");
     assert!(error.to_string().contains("verify.spec"), "{error}");
 }
+
+/// A candidate measured over rounds of these costs.
+fn verified(
+    name: &str,
+    predicted: Option<f64>,
+    searched: f64,
+    rounds: &[f64],
+) -> verify::VerifiedCandidate {
+    verify::VerifiedCandidate {
+        name: name.into(),
+        label: name.into(),
+        searched_cost: searched,
+        predicted,
+        measured: crate::stats::Summary::of(rounds),
+    }
+}
+
+#[test]
+fn the_verdict_names_which_intervals_the_pick_lies_below() {
+    // The shape of the shipped example's verified run: the pick far below the study's config, overlapping a
+    // close runner-up.
+    let verification = verify::Verification::judge(
+        1,
+        vec![
+            verified(
+                "current",
+                Some(7688.7),
+                3285.0,
+                &[9000.0, 5000.0, 13000.0, 8000.0, 9900.0],
+            ),
+            verified(
+                "recommended",
+                Some(309.6),
+                15.0,
+                &[80.0, 10.0, 150.0, 60.0, 87.0],
+            ),
+            verified(
+                "candidate-3",
+                Some(489.6),
+                15.0,
+                &[250.0, 0.0, 600.0, 100.0, 310.0],
+            ),
+        ],
+    );
+    assert_eq!(verification.pick.as_deref(), Some("recommended"));
+    assert_eq!(verification.separated_from, ["current"]);
+    assert!(!verification.separated, "candidate-3 overlaps");
+    assert!(verification.same_ranking);
+    assert_eq!(verification.ranked_by, "prediction");
+    let text = verification.to_text();
+    assert!(
+        text.contains("lies below current's and overlaps candidate-3's"),
+        "{text}"
+    );
+    // Without a prediction for one of them, the search's cost ranks them, and the report says so.
+    let unmodelled = verify::Verification::judge(
+        2,
+        vec![
+            verified("current", None, 3285.0, &[9000.0, 8500.0, 9500.0]),
+            verified("recommended", None, 15.0, &[80.0, 10.0, 150.0]),
+        ],
+    );
+    assert_eq!(unmodelled.ranked_by, "search");
+    assert!(unmodelled.separated);
+    assert!(unmodelled.to_text().contains("lies below every other's"));
+    assert!(unmodelled.to_text().contains("search (the spec"));
+}
