@@ -86,7 +86,7 @@ async fn the_live_page_has_the_load_workers_card() {
         .unwrap();
     assert!(card.contains("<h2>Load workers</h2>"), "{card}");
     for header in ["worker", "capacity", "users", "requests/s", "lag (s)", "state"] {
-        assert!(card.contains(&format!("<th>{header}</th>")), "{header}: {card}");
+        assert!(card.contains(&format!(">{header}</th>")), "{header}: {card}");
     }
     assert!(card.contains("id=\"workers-summary\""), "{card}");
     // Hidden until an experiment says where its users run.
