@@ -1,9 +1,8 @@
 //! The printed manifests against the published schemas of three supported Kubernetes minor versions, plain and
 //! with `--testbed` (and `--load-workers`): `kubernetes-validate --strict` (PyPI, pinned, installed by
 //! `scripts/test` into a venv and named by `TOLERANT_KUBERNETES_VALIDATE`) must accept every document, and
-//! refuses unknown fields. Without the
-//! validator the test is skipped, unless `CI` is set: then it fails. And every flag out of its bounds is an
-//! error naming the flag, before anything is printed.
+//! refuses unknown fields. Without the validator the test is skipped, unless `CI` is set: then it fails. And
+//! every flag out of its bounds is an error naming the flag, before anything is printed.
 
 use std::path::Path;
 use std::process::Command;
