@@ -83,9 +83,13 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
         std::fs::write(dir.dir().join(file), yaml).expect("write the manifests");
         if *file == "testbed.yaml" {
             assert!(
-                yaml.contains("name: tolerant-load-worker
-") && yaml.contains("replicas: 3
-"),
+                yaml.contains(
+                    "name: tolerant-load-worker
+"
+                ) && yaml.contains(
+                    "replicas: 3
+"
+                ),
                 "{yaml}"
             );
         }
@@ -131,7 +135,10 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
         (&["--agent-in", "database"][..], "--agent-in"),
         (&["--token", "short"][..], "--token"),
         (&["--load-workers", "1001"][..], "--load-workers"),
-        (&["--load-worker-capacity", "0"][..], "--load-worker-capacity"),
+        (
+            &["--load-worker-capacity", "0"][..],
+            "--load-worker-capacity",
+        ),
     ] {
         let mut all = vec!["kubernetes", "manifests"];
         all.extend_from_slice(args);

@@ -225,10 +225,7 @@ async fn a_killed_worker_is_missing_from_the_seconds_it_did_not_send() {
     let view = pool.view();
     assert_eq!((view.wanted, view.connected), (2, 1), "{view:?}");
     let row = |name: &str| view.workers.iter().find(|w| w.name == name).unwrap();
-    assert_eq!(
-        (row("kept").users, row("kept").lost_from_second),
-        (0, None)
-    );
+    assert_eq!((row("kept").users, row("kept").lost_from_second), (0, None));
     assert_eq!(
         (
             row("killed").capacity,

@@ -536,7 +536,10 @@ fn controller_deployment(options: &ManifestOptions) -> Deployment {
 
 /// The URL load workers reach the controller at: its Service's `workers` port.
 pub fn workers_url(options: &ManifestOptions) -> String {
-    format!("ws://{APP}.{}.svc:{WORKERS_PORT}/workers", options.namespace)
+    format!(
+        "ws://{APP}.{}.svc:{WORKERS_PORT}/workers",
+        options.namespace
+    )
 }
 
 /// `--load-workers` load workers: each a pod of one `tolerant load-worker` (its name the pod's), the token from
@@ -938,7 +941,10 @@ mod tests {
         assert_eq!(token["valueFrom"]["secretKeyRef"]["name"], "tolerant-token");
         let security = &container["securityContext"];
         assert_eq!(
-            (&security["runAsNonRoot"], &security["readOnlyRootFilesystem"]),
+            (
+                &security["runAsNonRoot"],
+                &security["readOnlyRootFilesystem"]
+            ),
             (&true.into(), &true.into())
         );
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/_healthz");

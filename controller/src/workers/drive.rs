@@ -248,7 +248,12 @@ async fn drive(
     // Workers still running at the end (past the deadline) are lost too.
     for share in &lost {
         if let Some((member, _, _)) = assigned.iter().find(|(m, _, _)| m.name == share.worker) {
-            pool.mark_lost(&share.worker, member.capacity, share.users, share.from_second);
+            pool.mark_lost(
+                &share.worker,
+                member.capacity,
+                share.users,
+                share.from_second,
+            );
         }
     }
     if report.measured.is_zero() {
@@ -275,7 +280,12 @@ fn lose(pool: &WorkerPool, merge: &mut Merge, member: &Member, index: usize, sin
     forward(sink, merge.lost(index));
     // The end of the run does not matter here: only where its users start missing is shown.
     if let Some(share) = merge.lost_share(index, 0) {
-        pool.mark_lost(&member.name, member.capacity, share.users, share.from_second);
+        pool.mark_lost(
+            &member.name,
+            member.capacity,
+            share.users,
+            share.from_second,
+        );
     }
 }
 

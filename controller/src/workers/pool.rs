@@ -264,6 +264,14 @@ impl WorkerPool {
             let _ = connected.to_worker.send(ToWorker::Finished);
         }
     }
+
+    /// [`WorkerPool::finish`], then waits at most `bound` until every connection has closed: dropping the pool
+    /// right after would cut the connections before each worker heard it (and it would exit with an error).
+    pub async fn finish_and_wait(&self, bound: Duration) {
+        self.finish();
+        let mut count = self.inner.count.subscribe();
+        let _ = tokio::time::timeout(bound, count.wait_for(|count| *count == 0)).await;
+    }
 }
 
 /// Not every wanted worker connected in time.

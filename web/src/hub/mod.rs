@@ -35,9 +35,9 @@ use tokio::sync::{Notify, broadcast};
 
 pub use event::{
     Annotation, BreakerBoard, BreakerTile, ContainerStats, ContainerUse, EndpointSample,
-    ExperimentChange, FaultChange, GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample, LoadWorkers,
-    ModeChange, OutcomeCounts, PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow,
-    bucketize,
+    ExperimentChange, FaultChange, GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample,
+    LoadWorkers, ModeChange, OutcomeCounts, PoolSample, RunProgress, TILE_WINDOW_S, TileConfig,
+    TileWindow, bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
 pub use status::{ExperimentStatus, FaultChangeEvent};

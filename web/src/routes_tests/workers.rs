@@ -58,10 +58,16 @@ async fn the_api_and_the_snapshot_show_the_workers_panel_as_last_published() {
     assert_eq!(body["load"], "workers");
     assert_eq!(body["at_ms"], 2_000);
     let pool = &body["pool"];
-    assert_eq!((&pool["wanted"], &pool["connected"]), (&2.into(), &1.into()));
+    assert_eq!(
+        (&pool["wanted"], &pool["connected"]),
+        (&2.into(), &1.into())
+    );
     assert_eq!(pool["workers"][0]["name"], "w1");
     assert_eq!(pool["workers"][0]["requests_per_second"], 42);
-    assert_eq!(pool["workers"][0]["lost_from_second"], serde_json::Value::Null);
+    assert_eq!(
+        pool["workers"][0]["lost_from_second"],
+        serde_json::Value::Null
+    );
     assert_eq!(pool["workers"][1]["lost_from_second"], 4);
 
     // A reload's first frame carries the same panel.
@@ -85,8 +91,18 @@ async fn the_live_page_has_the_load_workers_card() {
         .next()
         .unwrap();
     assert!(card.contains("<h2>Load workers</h2>"), "{card}");
-    for header in ["worker", "capacity", "users", "requests/s", "lag (s)", "state"] {
-        assert!(card.contains(&format!(">{header}</th>")), "{header}: {card}");
+    for header in [
+        "worker",
+        "capacity",
+        "users",
+        "requests/s",
+        "lag (s)",
+        "state",
+    ] {
+        assert!(
+            card.contains(&format!(">{header}</th>")),
+            "{header}: {card}"
+        );
     }
     assert!(card.contains("id=\"workers-summary\""), "{card}");
     // Hidden until an experiment says where its users run.

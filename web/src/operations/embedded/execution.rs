@@ -95,9 +95,7 @@ impl EmbeddedOperations {
     /// Refuses while another experiment runs.
     fn refuse_if_running(&self) -> Result<(), OperationError> {
         match self.inner.active.lock().as_ref() {
-            Some(running) if !running.task.is_finished() => {
-                Err(Self::running_conflict(running.id))
-            }
+            Some(running) if !running.task.is_finished() => Err(Self::running_conflict(running.id)),
             _ => Ok(()),
         }
     }

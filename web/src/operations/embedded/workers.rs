@@ -16,6 +16,8 @@ use crate::operations::OperationError;
 
 /// How often the workers panel is published while the experiment runs.
 const PANEL_PERIOD: Duration = Duration::from_secs(1);
+/// How long the workers get to hear that the experiment is over before the pool is dropped.
+const FINISH_GRACE: Duration = Duration::from_secs(5);
 
 impl EmbeddedOperations {
     /// The pool a spec with `[load] workers` runs its users on, listening at its `workers_listen`; `None`
@@ -83,7 +85,7 @@ pub async fn publishing_panel<T>(
         }
     };
     if let Some(pool) = &pool {
-        pool.finish();
+        pool.finish_and_wait(FINISH_GRACE).await;
         publish(Some(pool));
     }
     ended
@@ -156,7 +158,12 @@ mod tests {
         assert_eq!((panel.wanted, panel.connected), (2, 1));
         let only = &panel.workers[0];
         assert_eq!(
-            (only.name.as_str(), only.capacity, only.users, only.lost_from_second),
+            (
+                only.name.as_str(),
+                only.capacity,
+                only.users,
+                only.lost_from_second
+            ),
             ("w1", 40, 0, None)
         );
         pool.finish();
