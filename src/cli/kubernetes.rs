@@ -65,7 +65,7 @@ pub struct ManifestArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub load_workers: u32,
     /// Users each load worker holds (its --capacity), 1 to 100000.
-    #[arg(long, value_name = "USERS", default_value_t = 2_000)]
+    #[arg(long, value_name = "USERS", default_value_t = manifests::DEFAULT_LOAD_WORKER_CAPACITY)]
     pub load_worker_capacity: u32,
     /// The token of every mutation (16 to 128 characters); default TOLERANT_TOKEN, else a fresh random one.
     #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
@@ -216,6 +216,8 @@ mod tests {
             storage_gib: 1,
             database_secret: None,
             token: Some("0123456789abcdef".into()),
+            load_workers: 0,
+            load_worker_capacity: manifests::DEFAULT_LOAD_WORKER_CAPACITY,
         };
         change(&mut args);
         args

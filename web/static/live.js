@@ -353,7 +353,7 @@
     }
     var lost = pool.workers.filter(function (w) { return w.lost_from_second !== null; });
     summary.innerHTML = "Experiment " + panel.experiment_id + ": <b>" + pool.connected + " of " + pool.wanted + "</b> wanted workers connected at <code>" +
-      escapeHtml(pool.url) + "</code>" + (lost.length ? ' — <b class="lost">' + lost.length + " lost: the run is degraded</b>" : "") +
+      escapeHtml(pool.url) + "</code>" + (lost.length ? ' — <b class="lost">' + lost.length + (ended ? " lost: the run was stored degraded" : " lost: the run is degraded") + "</b>" : "") +
       (ended ? " (the experiment has ended)" : "");
     table.querySelector("tbody").innerHTML = pool.workers.map(function (w) {
       var isLost = w.lost_from_second !== null;

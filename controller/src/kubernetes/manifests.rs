@@ -47,6 +47,8 @@ pub const WORKERS_PORT: u16 = 7070;
 pub const LOAD_WORKER: &str = "tolerant-load-worker";
 /// Bounds of `--load-workers` (0: none).
 pub const LOAD_WORKERS: std::ops::RangeInclusive<u32> = 0..=1000;
+/// `--load-worker-capacity` unless given.
+pub const DEFAULT_LOAD_WORKER_CAPACITY: u32 = 2_000;
 /// Bounds of `--load-worker-capacity` (the worker's own bound on `--capacity`).
 pub const LOAD_WORKER_CAPACITY: std::ops::RangeInclusive<u32> =
     1..=crate::workers::wire::MAX_CAPACITY;
@@ -97,7 +99,7 @@ impl ManifestOptions {
             database_secret: None,
             token: token.into(),
             load_workers: 0,
-            load_worker_capacity: 2_000,
+            load_worker_capacity: DEFAULT_LOAD_WORKER_CAPACITY,
         }
     }
 
