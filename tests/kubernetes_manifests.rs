@@ -1,8 +1,8 @@
 //! The printed manifests against the published schemas of three supported Kubernetes minor versions, plain and
-//! with `--testbed`: `kubernetes-validate --strict` (PyPI, pinned, installed by `scripts/test` into a venv and
-//! named by `TOLERANT_KUBERNETES_VALIDATE`) must accept every document, and refuses unknown fields. Without the
-//! validator the test is skipped, unless `CI` is set: then it fails. And every flag out of its bounds is an
-//! error naming the flag, before anything is printed.
+//! with `--testbed` (and `--load-workers`): `kubernetes-validate --strict` (PyPI, pinned, installed by
+//! `scripts/test` into a venv and named by `TOLERANT_KUBERNETES_VALIDATE`) must accept every document, and
+//! refuses unknown fields. Without the validator the test is skipped, unless `CI` is set: then it fails. And
+//! every flag out of its bounds is an error naming the flag, before anything is printed.
 
 use std::path::Path;
 use std::process::Command;
@@ -56,6 +56,8 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
                     "--testbed",
                     "--checkout-replicas",
                     "3",
+                    "--load-workers",
+                    "3",
                 ],
             ),
         ),
@@ -79,6 +81,18 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
             "{yaml}"
         );
         std::fs::write(dir.dir().join(file), yaml).expect("write the manifests");
+        if *file == "testbed.yaml" {
+            assert!(
+                yaml.contains(
+                    "name: tolerant-load-worker
+"
+                ) && yaml.contains(
+                    "replicas: 3
+"
+                ),
+                "{yaml}"
+            );
+        }
         for version in VERSIONS {
             let checked = Command::new(&validator)
                 .args(["--strict", "--kubernetes-version", version])
@@ -120,6 +134,11 @@ fn a_flag_out_of_bounds_is_refused_naming_it() {
         (&["--storage-gib", "5000"][..], "--storage-gib"),
         (&["--agent-in", "database"][..], "--agent-in"),
         (&["--token", "short"][..], "--token"),
+        (&["--load-workers", "1001"][..], "--load-workers"),
+        (
+            &["--load-worker-capacity", "0"][..],
+            "--load-worker-capacity",
+        ),
     ] {
         let mut all = vec!["kubernetes", "manifests"];
         all.extend_from_slice(args);

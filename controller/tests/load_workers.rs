@@ -220,6 +220,20 @@ async fn a_killed_worker_is_missing_from_the_seconds_it_did_not_send() {
         after < before * 3 / 4,
         "half the users are gone from second 2: {before} then {after}"
     );
+    // The dashboard's panel: the kept worker connected (between runs: no users), the killed one lost with its
+    // users missing from the second after its last.
+    let view = pool.view();
+    assert_eq!((view.wanted, view.connected), (2, 1), "{view:?}");
+    let row = |name: &str| view.workers.iter().find(|w| w.name == name).unwrap();
+    assert_eq!((row("kept").users, row("kept").lost_from_second), (0, None));
+    assert_eq!(
+        (
+            row("killed").capacity,
+            row("killed").users,
+            row("killed").lost_from_second
+        ),
+        (3, 3, Some(2))
+    );
     pool.finish();
     kept.await.unwrap().unwrap();
 }

@@ -297,7 +297,7 @@ pub(super) async fn execute_quietly(
         Err(error) => Err(error),
     };
     if let Some(pool) = workers {
-        pool.finish();
+        pool.finish_and_wait(Duration::from_secs(5)).await;
     }
     if let Some(ingest) = ingest {
         ingest.abort();

@@ -60,6 +60,13 @@ pub struct ManifestArgs {
     /// A Secret whose key `url` holds a postgres:// URL: the database is there, and no claim is made.
     #[arg(long, value_name = "SECRET")]
     pub database_secret: Option<String>,
+    /// Load workers to run as the Deployment tolerant-load-worker, 0 to 1000 (0: none). A spec they drive
+    /// waits for them with `[load] workers_listen = "0.0.0.0:7070"` (the controller Service's `workers` port).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub load_workers: u32,
+    /// Users each load worker holds (its --capacity), 1 to 100000.
+    #[arg(long, value_name = "USERS", default_value_t = manifests::DEFAULT_LOAD_WORKER_CAPACITY)]
+    pub load_worker_capacity: u32,
     /// The token of every mutation (16 to 128 characters); default TOLERANT_TOKEN, else a fresh random one.
     #[arg(long, env = "TOLERANT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -109,6 +116,8 @@ fn manifest_options(args: ManifestArgs) -> anyhow::Result<ManifestOptions> {
         storage_gib: args.storage_gib,
         database_secret: args.database_secret,
         token,
+        load_workers: args.load_workers,
+        load_worker_capacity: args.load_worker_capacity,
     };
     options.check()?;
     Ok(options)
@@ -207,6 +216,8 @@ mod tests {
             storage_gib: 1,
             database_secret: None,
             token: Some("0123456789abcdef".into()),
+            load_workers: 0,
+            load_worker_capacity: manifests::DEFAULT_LOAD_WORKER_CAPACITY,
         };
         change(&mut args);
         args

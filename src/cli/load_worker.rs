@@ -1,7 +1,9 @@
 //! `tolerant load-worker --controller URL --token …`: a load worker. Connects to the controller a spec with
 //! `[load] workers` waits at (retrying until `--wait` runs out: the controller may start later), drives the share
-//! of each run's users it is given and streams its seconds back; exits 0 when the experiment is over.
+//! of each run's users it is given and streams its seconds back; exits 0 when the experiment is over. With
+//! `--health ADDR:PORT` it answers `GET /_healthz` there while it runs (its pod's probes: it serves nothing else).
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -33,11 +35,37 @@ pub struct LoadWorkerArgs {
     /// How long to keep trying to reach the controller (at most 1h).
     #[arg(long, default_value = "60s", value_parser = agent::api::parse_duration)]
     pub wait: Duration,
+    /// Answer `GET /_healthz` at ADDR:PORT while this worker runs (for a pod's probes).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub health: Option<SocketAddr>,
+}
+
+/// Serves `GET /_healthz` at `address` until the process ends.
+async fn serve_health(address: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("--health: cannot listen at {address}"))?;
+    let router = axum::Router::new().route("/_healthz", axum::routing::get(|| async { "ok" }));
+    tokio::spawn(async move {
+        let served = serving::serve(
+            listener,
+            router,
+            serving::HEADER_READ_TIMEOUT,
+            std::future::pending(),
+        );
+        if let Err(error) = served.await {
+            tracing::warn!(%error, "the load worker's health endpoint stopped");
+        }
+    });
+    Ok(())
 }
 
 pub async fn run(args: LoadWorkerArgs) -> anyhow::Result<()> {
     if args.wait > MAX_WAIT {
         bail!("--wait: {:?} is longer than {MAX_WAIT:?}", args.wait);
+    }
+    if let Some(address) = args.health {
+        serve_health(address).await?;
     }
     let limit = raise_descriptor_limit();
     let most = match limit.soft {

@@ -81,6 +81,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::delete(api::clear_container_fault),
         )
         .route("/api/faults", get(automation_api::faults))
+        .route("/api/workers", get(automation_api::workers))
         .route(
             "/api/breakers",
             get(automation_api::breakers).post(api::set_breaker_mode),

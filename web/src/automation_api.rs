@@ -1,6 +1,7 @@
 //! The API scripts drive a game day with (the Chaos Toolkit extension in `integrations/chaostoolkit/`, CI
-//! jobs): every breaker's state and counters now, the faults the agent holds now, the game day's load on and
-//! off, a stored run's figures and a stored experiment's `[[validate]]` verdict. Reads are open; the load switch needs [`Acting`].
+//! jobs): every breaker's state and counters now, the running experiment's load workers, the faults the agent
+//! holds now, the game day's load on and off, a stored run's figures and a stored experiment's `[[validate]]`
+//! verdict. Reads are open; the load switch needs [`Acting`].
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -28,6 +29,34 @@ pub async fn breakers(State(state): State<AppState>) -> Json<BreakersAnswer> {
     Json(BreakersAnswer {
         at_ms: board.as_ref().map(|board| board.at_ms),
         breakers: board.map(|board| board.breakers).unwrap_or_default(),
+    })
+}
+
+/// `GET /api/workers`: where the running (or last) experiment's virtual users run, as the live page's panel
+/// was last published (once a second while it runs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkersAnswer {
+    /// When the panel was published, Unix ms; `None`: no experiment has run since the dashboard started.
+    pub at_ms: Option<u64>,
+    pub experiment_id: Option<i64>,
+    /// `workers` (its `[load] workers`), `in-process` (in the dashboard's process) or `none` (nothing ran).
+    pub load: &'static str,
+    /// The pool's URL, wanted and connected counts and every worker (lost ones with `lost_from_second`).
+    pub pool: Option<controller::workers::WorkersView>,
+}
+
+/// `GET /api/workers`: see [`WorkersAnswer`].
+pub async fn workers(State(state): State<AppState>) -> Json<WorkersAnswer> {
+    let panel = state.hub.workers();
+    Json(WorkersAnswer {
+        at_ms: panel.as_ref().map(|panel| panel.at_ms),
+        experiment_id: panel.as_ref().map(|panel| panel.experiment_id),
+        load: match &panel {
+            None => "none",
+            Some(panel) if panel.pool.is_none() => "in-process",
+            Some(_) => "workers",
+        },
+        pool: panel.and_then(|panel| panel.pool),
     })
 }
 

@@ -40,6 +40,7 @@
     model.board = state.board || null;
     model.load = state.load || null;
     model.containers = state.containers || null;
+    model.workers = state.workers || null;
     model.modeChanges = state.mode_changes || [];
     model.transitions = state.transitions || [];
     model.samples = state.samples || [];
@@ -89,6 +90,7 @@
         });
         break;
       case "containers": model.containers = event; break;
+      case "workers": model.workers = event; break;
       case "load":
         model.load = event;
         addEventLine(Charts.clock(event.at_ms) + (event.users ? " load on: " + event.users + " users" : " load stopped"));
@@ -157,6 +159,7 @@
     drawTiles(rows);
     drawActiveFaults();
     drawContainers();
+    drawWorkers();
     status.activeFaults = Object.keys(model.activeFaults).length;
     status.notes = model.notes.length;
     status.breakers = {};
@@ -330,6 +333,36 @@
     }).join("");
     document.getElementById("containers-at").textContent = "The second to " + Charts.clock(stats.at_ms) +
       ", from the Docker Engine's stats; power is modelled (CPU share of the machine's modelled power).";
+  }
+
+  // Where the running (or last) experiment's users run: its load workers, or in-process (hidden before any).
+  function drawWorkers() {
+    var card = document.getElementById("workers-card"), panel = model.workers;
+    if (!card) { return; }
+    card.hidden = !panel;
+    status.workers = panel && panel.pool ? panel.pool.workers.map(function (w) { return w.name + (w.lost_from_second === null ? "" : " lost"); }) : [];
+    if (!panel) { return; }
+    var summary = document.getElementById("workers-summary"), table = document.getElementById("workers");
+    var at = document.getElementById("workers-at"), pool = panel.pool;
+    var ended = !model.progress || model.progress.experiment_id !== panel.experiment_id || TERMINAL.indexOf(model.progress.phase) >= 0;
+    table.hidden = !pool;
+    if (!pool) {
+      summary.textContent = "In-process: experiment " + panel.experiment_id + " runs its virtual users in the dashboard's own process (no [load] workers).";
+      at.textContent = "";
+      return;
+    }
+    var lost = pool.workers.filter(function (w) { return w.lost_from_second !== null; });
+    summary.innerHTML = "Experiment " + panel.experiment_id + ": <b>" + pool.connected + " of " + pool.wanted + "</b> wanted workers connected at <code>" +
+      escapeHtml(pool.url) + "</code>" + (lost.length ? ' — <b class="lost">' + lost.length + (ended ? " lost: the run was stored degraded" : " lost: the run is degraded") + "</b>" : "") +
+      (ended ? " (the experiment has ended)" : "");
+    table.querySelector("tbody").innerHTML = pool.workers.map(function (w) {
+      var isLost = w.lost_from_second !== null;
+      return '<tr data-worker="' + escapeHtml(w.name) + '"' + (isLost ? ' class="lost"' : "") + "><td>" + escapeHtml(w.name) + "</td><td>" + w.capacity +
+        "</td><td>" + w.users + "</td><td>" + (isLost ? "–" : w.requests_per_second) + "</td><td>" + (isLost ? "–" : w.lag_seconds) + "</td><td>" +
+        (isLost ? "lost: its " + w.users + " users missing from second " + w.lost_from_second : "connected") + "</td></tr>";
+    }).join("") + (pool.workers.length ? "" : '<tr><td colspan="6" class="muted">No worker connected yet.</td></tr>');
+    at.textContent = "As of " + Charts.clock(panel.at_ms) + ": users of the run in progress (0 between runs), requests in the last second each sent, " +
+      "and how many seconds its last record is behind the run.";
   }
 
   function escapeHtml(text) {

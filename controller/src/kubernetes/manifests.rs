@@ -8,7 +8,9 @@
 //! filesystem is read-only (its database on the volume, `/tmp` an `emptyDir`). With `--testbed`: the ten
 //! boutique services as Deployments with headless Services (each replica's address in DNS, as compose gives
 //! them), the agent as a sidecar in one service's pod (Payment's unless `--agent-in`), and the services'
-//! `NET_ADMIN` capability for the network faults (`tc` run through exec).
+//! `NET_ADMIN` capability for the network faults (`tc` run through exec). With `--load-workers N`: N load workers
+//! as the Deployment [`LOAD_WORKER`] (no API access, no token of the cluster mounted) reaching the controller's
+//! `workers` port ([`WORKERS_PORT`], on its Service) that a spec's `[load] workers_listen` must name.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +41,17 @@ pub const SERVICE_PORT: u16 = 8080;
 /// The agent sidecar's proxy port (callers of its service reach it here) and its control API's.
 pub const AGENT_PROXY_PORT: u16 = 8081;
 pub const AGENT_CONTROL_PORT: u16 = 9090;
+/// The port the controller waits for load workers at: a spec's `[load] workers_listen = "0.0.0.0:7070"`.
+pub const WORKERS_PORT: u16 = 7070;
+/// The load workers' Deployment.
+pub const LOAD_WORKER: &str = "tolerant-load-worker";
+/// Bounds of `--load-workers` (0: none).
+pub const LOAD_WORKERS: std::ops::RangeInclusive<u32> = 0..=1000;
+/// `--load-worker-capacity` unless given.
+pub const DEFAULT_LOAD_WORKER_CAPACITY: u32 = 2_000;
+/// Bounds of `--load-worker-capacity` (the worker's own bound on `--capacity`).
+pub const LOAD_WORKER_CAPACITY: std::ops::RangeInclusive<u32> =
+    1..=crate::workers::wire::MAX_CAPACITY;
 /// The unprivileged user and group of every container (the image's `nobody`).
 const NOBODY: i64 = 65534;
 /// Bounds of `--storage-gib`.
@@ -67,6 +80,10 @@ pub struct ManifestOptions {
     pub database_secret: Option<String>,
     /// The token every mutation needs.
     pub token: String,
+    /// Load workers to run (0: none).
+    pub load_workers: u32,
+    /// Users each load worker holds (its `--capacity`).
+    pub load_worker_capacity: u32,
 }
 
 impl ManifestOptions {
@@ -81,6 +98,8 @@ impl ManifestOptions {
             storage_gib: 1,
             database_secret: None,
             token: token.into(),
+            load_workers: 0,
+            load_worker_capacity: DEFAULT_LOAD_WORKER_CAPACITY,
         }
     }
 
@@ -123,6 +142,21 @@ impl ManifestOptions {
                     CHECKOUT_REPLICAS.end()
                 ),
             ));
+        }
+        for (flag, value, bounds) in [
+            ("--load-workers", self.load_workers, &LOAD_WORKERS),
+            (
+                "--load-worker-capacity",
+                self.load_worker_capacity,
+                &LOAD_WORKER_CAPACITY,
+            ),
+        ] {
+            if !bounds.contains(&value) {
+                return Err(invalid(
+                    flag,
+                    format!("{value} is outside {}..={}", bounds.start(), bounds.end()),
+                ));
+            }
         }
         if let Some(secret) = &self.database_secret {
             check_label("--database-secret", secret)?;
@@ -193,6 +227,9 @@ pub fn manifests(options: &ManifestOptions) -> Result<Vec<serde_json::Value>, Ku
     }
     push(serde_json::to_value(controller_deployment(options)))?;
     push(serde_json::to_value(service(options, APP, false)))?;
+    if options.load_workers > 0 {
+        push(serde_json::to_value(load_worker_deployment(options)))?;
+    }
     if options.testbed {
         for service in boutique::ServiceName::ALL {
             push(serde_json::to_value(testbed_deployment(options, &service)))?;
@@ -469,7 +506,11 @@ fn controller_deployment(options: &ManifestOptions) -> Deployment {
         image: Some(options.image.clone()),
         image_pull_policy: Some("IfNotPresent".into()),
         env: Some(env_vars),
-        ports: Some(vec![port("http", SERVICE_PORT)]),
+        ports: Some(if options.load_workers > 0 {
+            vec![port("http", SERVICE_PORT), port("workers", WORKERS_PORT)]
+        } else {
+            vec![port("http", SERVICE_PORT)]
+        }),
         readiness_probe: Some(http_probe("/_healthz", SERVICE_PORT, 5)),
         liveness_probe: Some(http_probe("/_healthz", SERVICE_PORT, 10)),
         resources: Some(resources("100m", "128Mi", "1", "512Mi")),
@@ -493,6 +534,57 @@ fn controller_deployment(options: &ManifestOptions) -> Deployment {
         });
     }
     deployment
+}
+
+/// The URL load workers reach the controller at: its Service's `workers` port.
+pub fn workers_url(options: &ManifestOptions) -> String {
+    format!(
+        "ws://{APP}.{}.svc:{WORKERS_PORT}/workers",
+        options.namespace
+    )
+}
+
+/// `--load-workers` load workers: each a pod of one `tolerant load-worker` (its name the pod's), the token from
+/// the Secret (`TOLERANT_TOKEN`, which `--token` reads), retrying the controller for up to an hour, probed at
+/// `--health`. No API access: the default account, its token not mounted.
+fn load_worker_deployment(options: &ManifestOptions) -> Deployment {
+    let container = Container {
+        name: "load-worker".into(),
+        image: Some(options.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        args: Some(
+            [
+                "load-worker",
+                "--controller",
+                &workers_url(options),
+                "--capacity",
+                &options.load_worker_capacity.to_string(),
+                "--wait",
+                "1h",
+                "--health",
+                &format!("0.0.0.0:{SERVICE_PORT}"),
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        ),
+        env: Some(vec![
+            env_from_secret("TOLERANT_TOKEN", TOKEN_SECRET, "token"),
+            env("RUST_LOG", "info"),
+        ]),
+        ports: Some(vec![port("health", SERVICE_PORT)]),
+        readiness_probe: Some(http_probe("/_healthz", SERVICE_PORT, 5)),
+        liveness_probe: Some(http_probe("/_healthz", SERVICE_PORT, 10)),
+        resources: Some(resources("250m", "128Mi", "2", "1Gi")),
+        security_context: Some(container_security(true, &[])),
+        ..Container::default()
+    };
+    let spec = PodSpec {
+        security_context: Some(pod_security()),
+        containers: vec![container],
+        automount_service_account_token: Some(false),
+        ..PodSpec::default()
+    };
+    deployment(options, LOAD_WORKER, APP, options.load_workers, spec)
 }
 
 /// `TOLERANT_PEERS` of the testbed: every service by its Service's name, the agent's service at the sidecar's
@@ -599,6 +691,14 @@ fn service(options: &ManifestOptions, name: &str, headless: bool) -> Service {
         target_port: Some(IntOrString::Int(i32::from(SERVICE_PORT))),
         ..ServicePort::default()
     }];
+    if !headless && options.load_workers > 0 {
+        ports.push(ServicePort {
+            name: Some("workers".into()),
+            port: i32::from(WORKERS_PORT),
+            target_port: Some(IntOrString::Int(i32::from(WORKERS_PORT))),
+            ..ServicePort::default()
+        });
+    }
     if headless && name == options.agent_in.as_str() {
         ports.push(ServicePort {
             name: Some("agent-proxy".into()),
@@ -797,6 +897,88 @@ mod tests {
             refused(&|o| o.database_secret = Some("-x".into())).starts_with("--database-secret")
         );
         assert!(refused(&|o| o.token = "short".into()).starts_with("--token"));
+        assert!(refused(&|o| o.load_workers = 1001).starts_with("--load-workers"));
+        assert!(refused(&|o| o.load_worker_capacity = 0).starts_with("--load-worker-capacity"));
+        assert!(
+            refused(&|o| o.load_worker_capacity = 100_001).starts_with("--load-worker-capacity")
+        );
+    }
+
+    #[test]
+    fn load_workers_are_a_deployment_without_api_access_reaching_the_controllers_workers_port() {
+        let mut with_workers = options(false);
+        with_workers.load_workers = 4;
+        with_workers.load_worker_capacity = 5_000;
+        let documents = manifests(&with_workers).unwrap();
+        assert_eq!(
+            kinds(&documents).last().map(String::as_str),
+            Some("Deployment/tolerant-load-worker")
+        );
+        let workers = documents.last().unwrap();
+        assert_eq!(workers["spec"]["replicas"], 4);
+        let pod = &workers["spec"]["template"]["spec"];
+        assert_eq!(pod["automountServiceAccountToken"], false);
+        assert!(pod["serviceAccountName"].is_null(), "{pod}");
+        let container = &pod["containers"][0];
+        let args: Vec<&str> = (container["args"].as_array().unwrap().iter())
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "load-worker",
+                "--controller",
+                "ws://tolerant.chaos.svc:7070/workers",
+                "--capacity",
+                "5000",
+                "--wait",
+                "1h",
+                "--health",
+                "0.0.0.0:8080"
+            ]
+        );
+        let token = (container["env"].as_array().unwrap().iter())
+            .find(|e| e["name"] == "TOLERANT_TOKEN")
+            .unwrap();
+        assert_eq!(token["valueFrom"]["secretKeyRef"]["name"], "tolerant-token");
+        let security = &container["securityContext"];
+        assert_eq!(
+            (
+                &security["runAsNonRoot"],
+                &security["readOnlyRootFilesystem"]
+            ),
+            (&true.into(), &true.into())
+        );
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/_healthz");
+        assert_eq!(container["livenessProbe"]["httpGet"]["port"], 8080);
+        assert!(container["resources"]["limits"]["memory"].is_string());
+        // The controller's Service and container name the port the spec's `workers_listen` must use.
+        let service = documents
+            .iter()
+            .find(|d| d["kind"] == "Service" && d["metadata"]["name"] == "tolerant")
+            .unwrap();
+        assert!(
+            (service["spec"]["ports"].as_array().unwrap().iter())
+                .any(|p| p["name"] == "workers" && p["port"] == 7070 && p["targetPort"] == 7070),
+            "{service}"
+        );
+        let controller = documents
+            .iter()
+            .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "tolerant")
+            .unwrap();
+        assert!(
+            (controller["spec"]["template"]["spec"]["containers"][0]["ports"]
+                .as_array()
+                .unwrap()
+                .iter())
+            .any(|p| p["name"] == "workers" && p["containerPort"] == 7070)
+        );
+        // Without --load-workers: no worker, no workers port.
+        let plain = render(&options(false)).unwrap();
+        assert!(
+            !plain.contains("load-worker") && !plain.contains("7070"),
+            "{plain}"
+        );
     }
 
     #[test]

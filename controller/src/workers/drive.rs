@@ -165,7 +165,7 @@ async fn drive(
             start_in_ms: START_DELAY.as_millis() as u64,
         }));
         if sent.is_err() {
-            forward(sink, merge.lost(index));
+            lose(pool, &mut merge, member, index, sink);
         } else {
             pool.update(&member.name, |status| status.users = *users);
         }
@@ -203,14 +203,17 @@ async fn drive(
                     }
                     Arrived::Message(_) => Ok(Vec::new()),
                     Arrived::Invalid(reason) => Err(reason),
-                    Arrived::Gone => Ok(merge.lost(index)),
+                    Arrived::Gone => {
+                        lose(pool, &mut merge, assigned[index].0, index, sink);
+                        Ok(Vec::new())
+                    }
                 };
                 match closed {
                     Ok(closed) => forward(sink, closed),
                     Err(reason) => {
                         // A worker that sends what cannot be merged is lost from here: nothing more of it counts.
                         tracing::warn!(worker = %name, "load worker's record refused: {reason}");
-                        forward(sink, merge.lost(index));
+                        lose(pool, &mut merge, assigned[index].0, index, sink);
                     }
                 }
             }
@@ -242,6 +245,17 @@ async fn drive(
     let end_second = total.as_secs() + u64::from(total.subsec_nanos() > 0);
     let (closed, mut report, lost, shares) = merge.finish(end_second);
     forward(sink, closed);
+    // Workers still running at the end (past the deadline) are lost too.
+    for share in &lost {
+        if let Some((member, _, _)) = assigned.iter().find(|(m, _, _)| m.name == share.worker) {
+            pool.mark_lost(
+                &share.worker,
+                member.capacity,
+                share.users,
+                share.from_second,
+            );
+        }
+    }
     if report.measured.is_zero() {
         report.measured = total.saturating_sub(load.warmup);
     }
@@ -258,6 +272,21 @@ fn lag_seconds(start: Instant, now: Instant, second: u64) -> u64 {
     now.saturating_duration_since(start)
         .as_secs()
         .saturating_sub(second + 1)
+}
+
+/// Worker `index` (`member`) is lost from here: what closes without it goes to `sink`, and the pool shows it
+/// lost with its users missing from the second after its last one.
+fn lose(pool: &WorkerPool, merge: &mut Merge, member: &Member, index: usize, sink: &SecondSink) {
+    forward(sink, merge.lost(index));
+    // The end of the run does not matter here: only where its users start missing is shown.
+    if let Some(share) = merge.lost_share(index, 0) {
+        pool.mark_lost(
+            &member.name,
+            member.capacity,
+            share.users,
+            share.from_second,
+        );
+    }
 }
 
 fn forward(sink: &SecondSink, closed: Vec<crate::load::SecondStats>) {

@@ -209,16 +209,20 @@ impl Merge {
 
     /// The workers that were lost, and which seconds lack their users in a run of `end_second` seconds.
     pub fn lost_shares(&self, end_second: u64) -> Vec<LostShare> {
-        self.workers
-            .iter()
-            .filter(|state| state.ended == End::Lost)
-            .map(|state| LostShare {
-                worker: state.name.clone(),
-                users: state.users,
-                from_second: state.last_second.map_or(0, |last| last + 1),
-                to_second: end_second,
-            })
+        (0..self.workers.len())
+            .filter_map(|worker| self.lost_share(worker, end_second))
             .collect()
+    }
+
+    /// Worker `worker`'s missing users in a run of `end_second` seconds, if it was lost.
+    pub fn lost_share(&self, worker: usize, end_second: u64) -> Option<LostShare> {
+        let state = self.workers.get(worker)?;
+        (state.ended == End::Lost).then(|| LostShare {
+            worker: state.name.clone(),
+            users: state.users,
+            from_second: state.last_second.map_or(0, |last| last + 1),
+            to_second: end_second,
+        })
     }
 
     /// Every worker's users and the requests its seconds held.

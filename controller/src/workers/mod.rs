@@ -16,5 +16,5 @@ pub mod worker;
 
 pub use drive::{WorkersError, WorkersLoad, WorkersRun, run_until, split_users};
 pub use merge::{LostShare, Merge, WorkerShare};
-pub use pool::{MissingWorkers, WorkerPool, WorkerStatus};
+pub use pool::{MissingWorkers, WorkerPool, WorkerStatus, WorkersView};
 pub use worker::{WorkerError, WorkerOptions, run_worker};

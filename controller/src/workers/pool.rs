@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -37,8 +37,8 @@ pub(super) enum Arrived {
     Gone,
 }
 
-/// One connected worker as the dashboard shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One worker as the dashboard shows it: connected, or lost from the run in progress (or the last one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStatus {
     pub name: String,
     /// Users it said it can hold.
@@ -49,6 +49,20 @@ pub struct WorkerStatus {
     pub requests_per_second: u64,
     /// Seconds its last record is behind the controller's clock of the run (0 between runs).
     pub lag_seconds: u64,
+    /// Lost mid-run: the first second of the run its `users` are missing from (`None`: connected).
+    pub lost_from_second: Option<u64>,
+}
+
+/// The pool as the dashboard shows it: where it waits, how many workers it wants, and every worker — the
+/// connected ones by name, then the ones lost from the run in progress (kept until the next run begins, also
+/// when a worker of the same name connects again: its users of this run stay missing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkersView {
+    /// The URL workers connect to ([`WorkerPool::url`]).
+    pub url: String,
+    pub wanted: usize,
+    pub connected: usize,
+    pub workers: Vec<WorkerStatus>,
 }
 
 struct Connected {
@@ -61,6 +75,8 @@ struct Connected {
 struct PoolState {
     connected: BTreeMap<String, Connected>,
     next_id: u64,
+    /// Workers lost from the run in progress (or the last one), by name.
+    lost: BTreeMap<String, WorkerStatus>,
     /// Where what workers send goes while a run drives them.
     run: Option<mpsc::UnboundedSender<(String, Arrived)>>,
 }
@@ -159,6 +175,19 @@ impl WorkerPool {
         state.connected.values().map(|c| c.status.clone()).collect()
     }
 
+    /// Every worker as the dashboard shows it (see [`WorkersView`]).
+    pub fn view(&self) -> WorkersView {
+        let state = self.inner.state.lock();
+        WorkersView {
+            url: self.url(),
+            wanted: self.inner.wanted,
+            connected: state.connected.len(),
+            workers: (state.connected.values().map(|c| c.status.clone()))
+                .chain(state.lost.values().cloned())
+                .collect(),
+        }
+    }
+
     /// Waits at most `bound` until every wanted worker is connected. The error names how many are missing and
     /// which are there.
     pub async fn wait_for_all(&self, bound: Duration) -> Result<(), MissingWorkers> {
@@ -185,6 +214,7 @@ impl WorkerPool {
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut state = self.inner.state.lock();
         state.run = Some(sender);
+        state.lost.clear();
         let members = (state.connected.iter())
             .map(|(name, connected)| Member {
                 name: name.clone(),
@@ -213,11 +243,34 @@ impl WorkerPool {
         }
     }
 
+    /// Worker `name` (of `capacity`) was lost from the run in progress: its `users` missing from `from_second`.
+    pub(super) fn mark_lost(&self, name: &str, capacity: u32, users: u32, from_second: u64) {
+        self.inner.state.lock().lost.insert(
+            name.to_owned(),
+            WorkerStatus {
+                name: name.to_owned(),
+                capacity,
+                users,
+                requests_per_second: 0,
+                lag_seconds: 0,
+                lost_from_second: Some(from_second),
+            },
+        );
+    }
+
     /// Tells every connected worker the experiment is over.
     pub fn finish(&self) {
         for connected in self.inner.state.lock().connected.values() {
             let _ = connected.to_worker.send(ToWorker::Finished);
         }
+    }
+
+    /// [`WorkerPool::finish`], then waits at most `bound` until every connection has closed: dropping the pool
+    /// right after would cut the connections before each worker heard it (and it would exit with an error).
+    pub async fn finish_and_wait(&self, bound: Duration) {
+        self.finish();
+        let mut count = self.inner.count.subscribe();
+        let _ = tokio::time::timeout(bound, count.wait_for(|count| *count == 0)).await;
     }
 }
 
@@ -367,6 +420,7 @@ fn admit(
                 users: 0,
                 requests_per_second: 0,
                 lag_seconds: 0,
+                lost_from_second: None,
             },
         },
     );

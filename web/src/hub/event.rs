@@ -39,6 +39,18 @@ pub enum LiveEvent {
     Load(GameDayLoad),
     /// Every container of the compose project over the last second (when the dashboard reaches an engine).
     Containers(ContainerStats),
+    /// The running experiment's load workers (once a second), or that its users run in-process.
+    Workers(LoadWorkers),
+}
+
+/// Where the running (or last) experiment's virtual users run: on load workers (`[load] workers`), each with
+/// its users, rate and lag, the lost ones marked; or in the dashboard's own process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadWorkers {
+    pub at_ms: u64,
+    pub experiment_id: i64,
+    /// `None`: the experiment's users run in-process (it has no `[load] workers`).
+    pub pool: Option<controller::workers::WorkersView>,
 }
 
 /// Each container's use of the last second, from the engine's stats.

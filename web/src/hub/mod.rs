@@ -36,8 +36,8 @@ use tokio::sync::{Notify, broadcast};
 pub use event::{
     Annotation, BreakerBoard, BreakerTile, ContainerStats, ContainerUse, EndpointSample,
     ExperimentChange, FaultChange, GameDayLoad, LATENCY_BUCKET_BOUNDS_US, LiveEvent, LiveSample,
-    ModeChange, OutcomeCounts, PoolSample, RunProgress, TILE_WINDOW_S, TileConfig, TileWindow,
-    bucketize,
+    LoadWorkers, ModeChange, OutcomeCounts, PoolSample, RunProgress, TILE_WINDOW_S, TileConfig,
+    TileWindow, bucketize,
 };
 pub use state::{BreakerLatest, HistoryLimits, LiveState};
 pub use status::{ExperimentStatus, FaultChangeEvent};
@@ -267,6 +267,11 @@ impl Hub {
     /// The latest breaker board (after the last flushed frame), without copying the rest of the state.
     pub fn board(&self) -> Option<BreakerBoard> {
         self.inner.shared.lock().state.board.clone()
+    }
+
+    /// Where the running (or last) experiment's users run (after the last flushed frame).
+    pub fn workers(&self) -> Option<LoadWorkers> {
+        self.inner.shared.lock().state.workers.clone()
     }
 
     fn snapshot_and_receiver(&self) -> (Frame, broadcast::Receiver<Frame>) {

@@ -70,6 +70,8 @@ pub struct LiveState {
     pub load: Option<super::event::GameDayLoad>,
     /// The compose project's containers in their latest second (`None`: no engine, or not sampled yet).
     pub containers: Option<super::event::ContainerStats>,
+    /// Where the running (or last) experiment's users run, and its load workers (`None`: no experiment ran).
+    pub workers: Option<super::event::LoadWorkers>,
     /// Experiment status changes since the dashboard started, for the events list.
     pub experiment_changes: VecDeque<super::event::ExperimentChange>,
     #[serde(skip)]
@@ -207,6 +209,9 @@ impl LiveState {
             }
             LiveEvent::Containers(stats) => {
                 self.containers = Some(stats.clone());
+            }
+            LiveEvent::Workers(workers) => {
+                self.workers = Some(workers.clone());
             }
             LiveEvent::Mode(change) => {
                 push_bounded(

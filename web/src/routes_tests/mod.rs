@@ -27,6 +27,7 @@ mod containers;
 mod forms;
 mod game_day;
 mod results;
+mod workers;
 
 const TOKEN: &str = "s3cret-token";
 

@@ -13,6 +13,10 @@ use crate::operations::OperationError;
 /// Refuses a spec whose virtual users this process cannot hold (descriptors), naming `load.users`. Counted at
 /// the embedded stack's cost per user: the dashboard cannot tell whether its targets run in its process.
 fn check_users_fit(spec: &ExperimentSpec) -> Result<(), OperationError> {
+    if spec.load.workers.is_some() {
+        // The users run on the load workers, each checking its own share against its capacity.
+        return Ok(());
+    }
     controller::load::check_descriptor_budget(spec.load.users, true)
         .map_err(|error| OperationError::Invalid(error.to_string()))
 }
@@ -44,25 +48,32 @@ impl EmbeddedOperations {
         let spec = ExperimentSpec::parse(&row.spec_toml)
             .map_err(|error| OperationError::Invalid(format!("stored spec: {error}")))?;
         check_users_fit(&spec)?;
+        self.refuse_if_running()?;
+        // Listening before anything starts: a `workers_listen` taken is said to the one who started it.
+        let pool = self.workers_pool(&spec).await?;
         let mut active = self.inner.active.lock();
         if let Some(running) = active.as_ref()
             && !running.task.is_finished()
         {
-            return Err(OperationError::Conflict(format!(
-                "experiment {} is running; abort it or wait for it to finish",
-                running.id
-            )));
+            return Err(Self::running_conflict(running.id));
         }
         // An experiment measures its own load only.
         self.stop_game_day_load();
         let cancel = CancellationToken::new();
-        let runner = self.runner(cancel.clone());
+        let mut runner = self.runner(cancel.clone());
+        if let Some(pool) = &pool {
+            runner = runner.with_workers(pool.clone());
+        }
         let operations = self.clone();
         let task = tokio::spawn(async move {
             // A panic that escaped the run's own catch (its progress report, the loop around it) must not
             // leave the experiment `running` with no task behind it.
-            let executed =
-                controller::panic::caught(operations.execute(&runner, id, row.name, spec));
+            let executed = controller::panic::caught(super::workers::publishing_panel(
+                &operations.inner.hub,
+                id,
+                pool,
+                operations.execute(&runner, id, row.name, spec),
+            ));
             if let Err(message) = executed.await {
                 tracing::error!(experiment = id, message, "the experiment's runner panicked");
                 let reason = format!("the experiment's runner panicked: {message}");
@@ -73,6 +84,20 @@ impl EmbeddedOperations {
         });
         *active = Some(ActiveExperiment { id, task, cancel });
         Ok(())
+    }
+
+    fn running_conflict(running: i64) -> OperationError {
+        OperationError::Conflict(format!(
+            "experiment {running} is running; abort it or wait for it to finish"
+        ))
+    }
+
+    /// Refuses while another experiment runs.
+    fn refuse_if_running(&self) -> Result<(), OperationError> {
+        match self.inner.active.lock().as_ref() {
+            Some(running) if !running.task.is_finished() => Err(Self::running_conflict(running.id)),
+            _ => Ok(()),
+        }
     }
 
     /// Stops the running experiment `id`: it is cancelled and, once its run has ended (fault removed,

@@ -6,7 +6,8 @@
 //! One job per module: [`schedule`] (queued starts and their timers, kept in the store's `scheduled_starts`),
 //! [`execution`] (running an experiment, aborting it), [`streams`] (the dashboard's watch on the controller's
 //! observer, published into the hub), [`sampling`] (the once-a-second live sample, made of the observer's),
-//! [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt) and [`annotations`].
+//! [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt), [`workers`] (an
+//! experiment's load workers and their live panel) and [`annotations`].
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
 //! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
@@ -23,6 +24,7 @@ mod sampling;
 mod schedule;
 mod streams;
 mod testbed;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
