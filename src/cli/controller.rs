@@ -77,14 +77,10 @@ fn users_fit(
     spec: &ExperimentSpec,
     execute: &ExecuteArgs,
 ) -> Result<(), controller::load::LoadError> {
-    if spec.load.workers.is_some() {
-        // The users run on the load workers, each checking its own share against its capacity.
-        return Ok(());
-    }
     let embedded = execute.compose.deployment().is_none()
         && execute.kubernetes.kubernetes.is_none()
         && spec.targets.is_empty();
-    controller::load::check_descriptor_budget(spec.load.users, embedded)
+    controller::load::check_users_fit(spec.load.users, spec.load.workers.is_some(), embedded)
 }
 
 /// External targets from the spec's `[targets]` table.

@@ -129,6 +129,15 @@ pub fn check_descriptor_budget(users: u32, embedded: bool) -> Result<(), LoadErr
     check_users(users, cost, limit, open_descriptors().unwrap_or(0))
 }
 
+/// [`check_descriptor_budget`] for a run's users, unless they run on load workers (`on_workers`): each worker
+/// checks its own share against its capacity, so this process holds none of them.
+pub fn check_users_fit(users: u32, on_workers: bool, embedded: bool) -> Result<(), LoadError> {
+    if on_workers {
+        return Ok(());
+    }
+    check_descriptor_budget(users, embedded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +146,13 @@ mod tests {
         soft: Some(20_000),
         hard: Some(20_000),
     };
+
+    #[test]
+    fn users_on_load_workers_cost_this_process_nothing() {
+        // Far beyond any descriptor limit: refused in-process, accepted when the workers hold them.
+        assert!(check_users_fit(4_000_000_000, false, false).is_err());
+        assert!(check_users_fit(4_000_000_000, true, true).is_ok());
+    }
 
     #[test]
     fn users_fit_within_the_limit_less_what_is_open_and_the_fixed_part() {

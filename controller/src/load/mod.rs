@@ -37,7 +37,8 @@ const PANICKING_PATH: &str = "/__panics";
 
 pub use budget::{
     DESCRIPTOR_RESERVE, DescriptorCost, DescriptorLimit, EMBEDDED_COST, EXTERNAL_COST,
-    check_descriptor_budget, check_users, open_descriptors, raise_descriptor_limit, users_within,
+    check_descriptor_budget, check_users, check_users_fit, open_descriptors,
+    raise_descriptor_limit, users_within,
 };
 pub use custom::{
     CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, TemplateError, Values,

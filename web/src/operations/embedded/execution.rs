@@ -13,11 +13,7 @@ use crate::operations::OperationError;
 /// Refuses a spec whose virtual users this process cannot hold (descriptors), naming `load.users`. Counted at
 /// the embedded stack's cost per user: the dashboard cannot tell whether its targets run in its process.
 fn check_users_fit(spec: &ExperimentSpec) -> Result<(), OperationError> {
-    if spec.load.workers.is_some() {
-        // The users run on the load workers, each checking its own share against its capacity.
-        return Ok(());
-    }
-    controller::load::check_descriptor_budget(spec.load.users, true)
+    controller::load::check_users_fit(spec.load.users, spec.load.workers.is_some(), true)
         .map_err(|error| OperationError::Invalid(error.to_string()))
 }
 
