@@ -268,6 +268,11 @@ async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
         .find(|(_, detail)| detail["replica"] == "checkout#2")
         .unwrap_or_else(|| panic!("the replacement was not followed: {events:#?}"));
     assert_eq!(followed["url"], replaced["url"]);
+    // And took the run's breaker config under its lease (a replica that never took it is `breakers:join_failed`).
+    assert!(
+        said(RunEventKind::BreakersJoinFailed).next().is_none(),
+        "the replacement did not take the run's config: {events:#?}"
+    );
     // And it runs in the stack under the same label now.
     let after = engine.containers(&deployment).await.unwrap();
     let now = after

@@ -270,7 +270,7 @@ impl Runner {
                 } else {
                     &disabled
                 };
-                configured.push((url.clone(), config.clone()));
+                configured.push((name.clone(), url.clone(), config.clone()));
             }
         }
         Ok(HeldBreakers::push(&self.admin, configured, spec.fault.lease).await?)

@@ -6,7 +6,9 @@
 //! to the new URL, a removed one given back. The run's recorder takes the new labels on
 //! ([`JoinedLabels`]), so what the observer sees of them is the run's. Whether a new replica's stream opened
 //! within [`CONNECT_WITHIN`] is recorded too (`replica:followed`, `replica:follow_failed`; the observer goes on
-//! trying either way).
+//! trying either way). A new replica of a service the run pushed a breaker config to takes that config under the
+//! run's lease ([`BreakerJoiner`]) and is renewed and restored with the others; one that never takes it within
+//! [`CONNECT_WITHIN`] is recorded (`breakers:join_failed`).
 //!
 //! The watch is the orchestrator's (`docker::swarm::spawn_watch`, `kubernetes::watch`): this only consumes
 //! [`ReplicaChange`]s from a broadcast, so the runner knows nothing of where they came from.
@@ -20,6 +22,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 
 use super::recorder::JoinedLabels;
+use crate::lease::breakers::BreakerJoiner;
 use crate::lease::recorded;
 use crate::observe::{Follows, Target, Watch};
 use crate::roster::ReplicaChange;
@@ -114,6 +117,7 @@ impl ReplicaFollower {
         watch: Arc<Watch>,
         joined: JoinedLabels,
         follows: ServiceFollows,
+        breakers: Option<BreakerJoiner>,
         events: Arc<Mutex<Vec<RunEventRecord>>>,
     ) -> Self {
         let task = OwnedTask::spawn(async move {
@@ -137,9 +141,19 @@ impl ReplicaFollower {
                     | ReplicaChange::Replaced { instance, .. } => instance,
                     ReplicaChange::Removed { .. } => {
                         watch.unfollow(&label);
+                        if let Some(breakers) = &breakers {
+                            breakers.leave(&label);
+                        }
                         continue;
                     }
                 };
+                if let Some(breakers) = &breakers {
+                    let (breakers, label, url) =
+                        (breakers.clone(), label.clone(), instance.url.clone());
+                    connecting.spawn(async move {
+                        breakers.join(&label, &url, CONNECT_WITHIN).await;
+                    });
+                }
                 let target = Target {
                     label: label.clone(),
                     url: instance.url.clone(),

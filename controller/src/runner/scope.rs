@@ -161,8 +161,9 @@ impl RunScope {
     }
 
     /// Follows the replicas `changes` announces until the scope ends (see [`super::replicas`]): each change
-    /// recorded, a new replica followed through the run's watch (for what `follows` says of its service), a gone
-    /// one given back.
+    /// recorded, a new replica followed through the run's watch (for what `follows` says of its service) and
+    /// given the run's breaker config (held by [`RunScope::hold_breakers`], which comes first), a gone one given
+    /// back.
     pub fn follow_replicas(
         &mut self,
         changes: tokio::sync::broadcast::Receiver<ReplicaChange>,
@@ -176,6 +177,7 @@ impl RunScope {
             Arc::clone(watch),
             recorder.joined(),
             follows,
+            self.breakers.as_ref().map(HeldBreakers::joiner),
             Arc::clone(&self.fault_events),
         ));
     }

@@ -153,11 +153,13 @@ pub enum AgentReport {
     StreamUnavailable { error: String },
 }
 
-/// The run's leased breaker config on one service (its base URL) could not be renewed or restored.
+/// The run's leased breaker config on one service (its base URL) could not be renewed or restored, or a replica
+/// that joined mid-run never took it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BreakerHoldFailure {
     RenewFailed { service: String, error: String },
     RestoreFailed { service: String, error: String },
+    JoinFailed { service: String, error: String },
 }
 
 /// The name a [`RunEvent`] is stored, serialised and shown under: the runner's own calls by name, the agent's
@@ -195,6 +197,8 @@ pub enum RunEventKind {
     BreakersRenewFailed,
     #[serde(rename = "breakers:restore_failed")]
     BreakersRestoreFailed,
+    #[serde(rename = "breakers:join_failed")]
+    BreakersJoinFailed,
     #[serde(rename = "replica:added")]
     ReplicaAdded,
     #[serde(rename = "replica:removed")]
@@ -209,7 +213,7 @@ pub enum RunEventKind {
 
 impl RunEventKind {
     /// Every kind, for reading stored text back.
-    pub const ALL: [RunEventKind; 20] = [
+    pub const ALL: [RunEventKind; 21] = [
         RunEventKind::Applied,
         RunEventKind::ApplyFailed,
         RunEventKind::Renewed,
@@ -225,6 +229,7 @@ impl RunEventKind {
         RunEventKind::AgentStreamUnavailable,
         RunEventKind::BreakersRenewFailed,
         RunEventKind::BreakersRestoreFailed,
+        RunEventKind::BreakersJoinFailed,
         RunEventKind::ReplicaAdded,
         RunEventKind::ReplicaRemoved,
         RunEventKind::ReplicaReplaced,
@@ -250,6 +255,7 @@ impl RunEventKind {
             RunEventKind::AgentStreamUnavailable => "agent:stream_unavailable",
             RunEventKind::BreakersRenewFailed => "breakers:renew_failed",
             RunEventKind::BreakersRestoreFailed => "breakers:restore_failed",
+            RunEventKind::BreakersJoinFailed => "breakers:join_failed",
             RunEventKind::ReplicaAdded => "replica:added",
             RunEventKind::ReplicaRemoved => "replica:removed",
             RunEventKind::ReplicaReplaced => "replica:replaced",
@@ -310,6 +316,9 @@ impl RunEvent {
             RunEvent::BreakerHold(BreakerHoldFailure::RestoreFailed { .. }) => {
                 RunEventKind::BreakersRestoreFailed
             }
+            RunEvent::BreakerHold(BreakerHoldFailure::JoinFailed { .. }) => {
+                RunEventKind::BreakersJoinFailed
+            }
             RunEvent::ContainerStatsFailed { .. } => RunEventKind::StatsFailed,
             RunEvent::Replica(replica) => match replica {
                 ReplicaEvent::Added(_) => RunEventKind::ReplicaAdded,
@@ -358,7 +367,8 @@ impl RunEvent {
             | RunEvent::ContainerStatsFailed { error } => error_of(error),
             RunEvent::BreakerHold(
                 BreakerHoldFailure::RenewFailed { service, error }
-                | BreakerHoldFailure::RestoreFailed { service, error },
+                | BreakerHoldFailure::RestoreFailed { service, error }
+                | BreakerHoldFailure::JoinFailed { service, error },
             ) => json!({ "service": service, "error": error }),
             RunEvent::Replica(replica) => match replica {
                 ReplicaEvent::Added(seen) => json!(seen),
@@ -440,6 +450,10 @@ impl RunEvent {
             RunEventKind::BreakersRestoreFailed => {
                 let ServiceError { service, error } = shaped(object)?;
                 RunEvent::BreakerHold(BreakerHoldFailure::RestoreFailed { service, error })
+            }
+            RunEventKind::BreakersJoinFailed => {
+                let ServiceError { service, error } = shaped(object)?;
+                RunEvent::BreakerHold(BreakerHoldFailure::JoinFailed { service, error })
             }
             RunEventKind::ReplicaAdded => RunEvent::Replica(ReplicaEvent::Added(shaped(object)?)),
             RunEventKind::ReplicaRemoved => {

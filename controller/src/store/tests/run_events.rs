@@ -220,6 +220,13 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
             }),
             r#"{"error":"refused","service":"http://127.0.0.1:8080"}"#,
         ),
+        (
+            RunEvent::BreakerHold(BreakerHoldFailure::JoinFailed {
+                service: "http://10.0.0.9:8080".into(),
+                error: "connection refused".into(),
+            }),
+            r#"{"error":"connection refused","service":"http://10.0.0.9:8080"}"#,
+        ),
     ]
 }
 
