@@ -340,7 +340,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let answer = client
-            .call(Method::PUT, &put, Some("application/json"), fault.clone())
+            .call(
+                Method::PUT,
+                &put,
+                controller::testbed::Credential::Token,
+                Some("application/json"),
+                fault.clone(),
+            )
             .await;
         match answer {
             Ok(_) => break,

@@ -15,7 +15,7 @@ use crate::exposition::{Sample, parse_exposition};
 use crate::sources::ScrapedBreakers;
 use crate::spec::ScrapeSpec;
 use crate::task::OwnedTask;
-use crate::testbed::{AdminClient, AdminError};
+use crate::testbed::{AdminClient, AdminError, Credential};
 
 /// A `[[sources]]` entry (its index in the spec) that did not answer its baseline scrape.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,9 @@ pub struct ScrapeError {
 
 /// Takes one scrape: the exposition's samples, or why not.
 async fn scrape(client: &AdminClient, url: &str) -> Result<Vec<Sample>, AdminError> {
-    let body = client.call(Method::GET, url, None, Bytes::new()).await?;
+    let body = client
+        .call(Method::GET, url, Credential::Anonymous, None, Bytes::new())
+        .await?;
     Ok(parse_exposition(&String::from_utf8_lossy(&body)))
 }
 

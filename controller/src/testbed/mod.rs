@@ -6,7 +6,7 @@ pub mod admin;
 
 use std::net::SocketAddr;
 
-pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError, MAX_ANSWER_BYTES};
+pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError, Credential, MAX_ANSWER_BYTES};
 
 use crate::spec::ExperimentSpec;
 use crate::target::ServiceId;
