@@ -356,7 +356,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     }
     let faults_url = format!("{agent_url}/_agent/faults");
     let listed = client
-        .call(Method::GET, &faults_url, None, Bytes::new())
+        .call(
+            Method::GET,
+            &faults_url,
+            controller::testbed::Credential::Anonymous,
+            None,
+            Bytes::new(),
+        )
         .await
         .unwrap();
     assert!(text(&listed).contains("test"), "{}", text(&listed));
@@ -386,7 +392,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     assert!(stdout.contains("1 faults removed"), "{stdout}");
     let listed = client
-        .call(Method::GET, &faults_url, None, Bytes::new())
+        .call(
+            Method::GET,
+            &faults_url,
+            controller::testbed::Credential::Anonymous,
+            None,
+            Bytes::new(),
+        )
         .await
         .unwrap();
     assert!(!text(&listed).contains("\"test\""), "{}", text(&listed));

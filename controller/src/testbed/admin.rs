@@ -37,6 +37,21 @@ pub enum AdminError {
         status: StatusCode,
         body: String,
     },
+    /// The answer's body went over the cap while being read (an endless or oversized answer): reading stopped
+    /// there, at most one chunk past the cap held.
+    #[error("{method} {url}: answer too large: more than {cap} bytes")]
+    TooLarge {
+        method: Method,
+        url: String,
+        cap: usize,
+    },
+    /// No whole answer within the call's time (a too-slow or trickling answer included).
+    #[error("{method} {url}: no whole answer within {after:?}")]
+    TimedOut {
+        method: Method,
+        url: String,
+        after: Duration,
+    },
     /// A 2xx answer whose body is not the message the producer sends.
     #[error("{method} {url}: answer does not decode: {message}")]
     Decode {
@@ -70,6 +85,42 @@ impl AdminError {
             _ => None,
         }
     }
+}
+
+/// Why a body was not read whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CappedReadError {
+    /// More than `cap` bytes arrived; reading stopped there.
+    #[error("more than {cap} bytes")]
+    TooLarge { cap: usize },
+    /// The body failed while being read (the connection dropped, a framing error).
+    #[error("{0}")]
+    Body(String),
+}
+
+/// Reads `body` chunk by chunk, stopping with [`CappedReadError::TooLarge`] as soon as more than `cap` bytes have
+/// arrived (so at most `cap` plus one chunk is ever held), whatever the answer's `Content-Length` says. The one
+/// reader of every answer Tolerant takes from outside; the caller bounds its time.
+pub async fn read_capped<B>(body: B, cap: usize) -> Result<Bytes, CappedReadError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    let mut body = std::pin::pin!(body);
+    if body.size_hint().lower() > cap as u64 {
+        return Err(CappedReadError::TooLarge { cap });
+    }
+    let mut read = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| CappedReadError::Body(error.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            if read.len() + data.len() > cap {
+                return Err(CappedReadError::TooLarge { cap });
+            }
+            read.extend_from_slice(&data);
+        }
+    }
+    Ok(read.freeze())
 }
 
 /// `{agent}/_agent/faults/{id}{suffix}`, the id checked by the agent's own rule first (so it is one path
@@ -157,16 +208,25 @@ impl AdminClient {
                 .await
                 .map_err(|e| transport(e.to_string()))?;
             let status = response.status();
-            let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-                .collect()
+            let body = read_capped(response.into_body(), MAX_ANSWER_BYTES)
                 .await
-                .map_err(|e| transport(e.to_string()))?
-                .to_bytes();
+                .map_err(|error| match error {
+                    CappedReadError::TooLarge { cap } => AdminError::TooLarge {
+                        method: method.clone(),
+                        url: url.to_owned(),
+                        cap,
+                    },
+                    CappedReadError::Body(message) => transport(message),
+                })?;
             Ok::<_, AdminError>((status, body))
         };
         let (status, body) = tokio::time::timeout(ADMIN_CALL_TIMEOUT, exchange)
             .await
-            .map_err(|_| transport(format!("no answer within {ADMIN_CALL_TIMEOUT:?}")))??;
+            .map_err(|_| AdminError::TimedOut {
+                method: method.clone(),
+                url: url.to_owned(),
+                after: ADMIN_CALL_TIMEOUT,
+            })??;
         if !status.is_success() {
             return Err(AdminError::Status {
                 method,
