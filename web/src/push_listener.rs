@@ -29,10 +29,11 @@ pub enum PushListenerError {
     },
 }
 
-/// The listener of the spec's push source, bound, and the address it is bound to; `None` without a push source.
-pub async fn bind(
+/// The spec's push source (its index) and the address `tolerant run` listens on for it; `None` without a push
+/// source, an error naming `sources[i].listen` when it has none (checked before anything is stored).
+pub fn push_address(
     spec: &ExperimentSpec,
-) -> Result<Option<(TcpListener, SocketAddr)>, PushListenerError> {
+) -> Result<Option<(usize, SocketAddr)>, PushListenerError> {
     let Some((index, listen)) =
         spec.sources
             .iter()
@@ -45,6 +46,16 @@ pub async fn bind(
         return Ok(None);
     };
     let addr = listen.ok_or(PushListenerError::NoAddress { index })?;
+    Ok(Some((index, addr)))
+}
+
+/// The listener of the spec's push source, bound, and the address it is bound to; `None` without a push source.
+pub async fn bind(
+    spec: &ExperimentSpec,
+) -> Result<Option<(TcpListener, SocketAddr)>, PushListenerError> {
+    let Some((index, addr)) = push_address(spec)? else {
+        return Ok(None);
+    };
     let bind_failed = |source| PushListenerError::Bind {
         index,
         addr,
