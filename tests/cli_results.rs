@@ -340,7 +340,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let answer = client
-            .call(Method::PUT, &put, Some("application/json"), fault.clone())
+            .call(
+                Method::PUT,
+                &put,
+                controller::testbed::Credential::Token,
+                Some("application/json"),
+                fault.clone(),
+            )
             .await;
         match answer {
             Ok(_) => break,
@@ -350,7 +356,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     }
     let faults_url = format!("{agent_url}/_agent/faults");
     let listed = client
-        .call(Method::GET, &faults_url, None, Bytes::new())
+        .call(
+            Method::GET,
+            &faults_url,
+            controller::testbed::Credential::Anonymous,
+            None,
+            Bytes::new(),
+        )
         .await
         .unwrap();
     assert!(text(&listed).contains("test"), "{}", text(&listed));
@@ -380,7 +392,13 @@ async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
     assert!(stdout.contains("1 faults removed"), "{stdout}");
     let listed = client
-        .call(Method::GET, &faults_url, None, Bytes::new())
+        .call(
+            Method::GET,
+            &faults_url,
+            controller::testbed::Credential::Anonymous,
+            None,
+            Bytes::new(),
+        )
         .await
         .unwrap();
     assert!(!text(&listed).contains("\"test\""), "{}", text(&listed));

@@ -114,3 +114,69 @@ fn users_above_the_descriptor_budget_are_refused_before_anything_is_stored() {
     );
     assert!(!Path::new(&db).exists(), "nothing stored: no database made");
 }
+
+/// `tolerant run` with `spec`, in a fresh directory: the exit status, stderr, and whether a database was made.
+fn run_spec(name: &str, spec: &str) -> (Option<i32>, String, bool) {
+    let dir = TempStore::new(name);
+    let path = dir.dir().join(format!("{name}.toml"));
+    std::fs::write(&path, spec).unwrap();
+    let db = dir.location();
+    let output = tolerant(
+        &["run", path.to_str().unwrap(), "--db", &db, "--token", "t"],
+        dir.dir(),
+    );
+    (
+        output.status.code(),
+        text(&output.stderr),
+        Path::new(&db).exists(),
+    )
+}
+
+/// Mistakes only a run finds in a spec (after it parsed) exit 2 naming the field, before anything is stored:
+/// a push source without `listen`, `[targets]` without an agent, a load target that is not `http://IP:PORT`.
+#[test]
+fn spec_mistakes_a_run_finds_exit_2_naming_the_field_before_anything_is_stored() {
+    let push = format!("{LEASE_ABOVE_AGENT_MAX}\n[[sources]]\nkind = \"push\"\n");
+    let targets = |agent: &str, shop: &str| {
+        format!(
+            r#"name = "targets"
+rounds = 1
+duration = "2s"
+
+[load]
+users = 1
+target = "shop"
+
+[[load.tasks]]
+name = "home"
+requests = [{{ path = "/" }}]
+
+[fault]
+target = "payment"
+rates = [1.0]
+
+[targets]
+shop = {{ url = "{shop}", offers = [] }}
+{agent}
+"#
+        )
+    };
+    for (name, spec, field) in [
+        ("push-no-listen", push, "sources[0].listen"),
+        (
+            "targets-no-agent",
+            targets("", "http://127.0.0.1:9"),
+            "targets.agent",
+        ),
+        (
+            "targets-bad-frontend",
+            targets("agent = \"http://127.0.0.1:9\"", "http://localhost:9"),
+            "targets.shop",
+        ),
+    ] {
+        let (code, stderr, stored) = run_spec(name, &spec);
+        assert_eq!(code, Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(field), "{name}: {stderr}");
+        assert!(!stored, "{name}: nothing stored, no database made");
+    }
+}

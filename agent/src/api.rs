@@ -289,7 +289,7 @@ pub fn format_duration(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
 }
 
-/// Validates a fault id from the URL: 1 to [`MAX_FAULT_ID_BYTES`] bytes of `A–Z a–z 0–9 . _ -`.
+/// Validates a fault id from the URL: 1 to [`MAX_FAULT_ID_BYTES`] bytes of `A–Z a–z 0–9 . _ -`, not `.` or `..`.
 pub fn validate_fault_id(id: &str) -> Result<(), InvalidFault> {
     if id.is_empty() || id.len() > MAX_FAULT_ID_BYTES {
         return Err(InvalidFault::new(
@@ -302,6 +302,13 @@ pub fn validate_fault_id(id: &str) -> Result<(), InvalidFault> {
         .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
     {
         return Err(InvalidFault::new("id", "may hold only A-Z a-z 0-9 . _ -"));
+    }
+    // A URL path resolves `.` and `..` as segments: a fault put under one could not be renewed or deleted.
+    if id == "." || id == ".." {
+        return Err(InvalidFault::new(
+            "id",
+            format!("`{id}` is a path segment of its own, not an id"),
+        ));
     }
     Ok(())
 }

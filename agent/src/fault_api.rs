@@ -1,14 +1,15 @@
 //! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
-//! checked before the body is even parsed, so a refused request changes nothing. Errors are the stack's one JSON
-//! [`ErrorBody`], naming the field at fault.
+//! checked before the body is even parsed, so a refused request changes nothing. Wrong tokens are throttled per
+//! client address ([`serving::throttle`]: 429 with `Retry-After` after 10 in 10 s; a right token always passes).
+//! Errors are the stack's one JSON [`ErrorBody`], naming the field at fault.
 
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRef, FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +19,8 @@ use subtle::ConstantTimeEq;
 use tokio::sync::broadcast;
 
 use serving::ErrorBody;
+use serving::throttle::{Refused, TokenThrottle};
+use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::api::{
@@ -30,7 +33,21 @@ use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
 /// Content type of the Prometheus text exposition format.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The fault API (`/_agent/...`) of `agent` as an axum router, state bound.
+/// What the fault API's handlers share: the agent, and the throttle of wrong tokens of this router.
+#[derive(Clone)]
+struct ControlState {
+    agent: Agent,
+    throttle: Arc<TokenThrottle>,
+}
+
+impl FromRef<ControlState> for Agent {
+    fn from_ref(state: &ControlState) -> Agent {
+        state.agent.clone()
+    }
+}
+
+/// The fault API (`/_agent/...`) of `agent` as an axum router, state bound (with its own throttle of wrong
+/// tokens).
 pub fn router(agent: Agent) -> Router {
     Router::new()
         .route("/_agent/faults", get(list_faults))
@@ -39,13 +56,17 @@ pub fn router(agent: Agent) -> Router {
         .route("/_agent/halt", post(halt))
         .route("/_agent/stream", get(stream_events))
         .route("/_agent/metrics", get(metrics))
-        .with_state(agent)
+        .with_state(ControlState {
+            agent,
+            throttle: Arc::default(),
+        })
 }
 
 /// A refused fault API request (answered as JSON naming the field, or 401/404).
 #[derive(Debug)]
 enum FaultApiError {
     Unauthorized(&'static str),
+    Throttled(std::time::Duration),
     BadInput { field: String, message: String },
     NotFound(String),
 }
@@ -79,6 +100,9 @@ impl From<AgentError> for FaultApiError {
 impl IntoResponse for FaultApiError {
     fn into_response(self) -> Response {
         let (status, body) = match self {
+            FaultApiError::Throttled(retry_after) => {
+                return serving::throttle::throttled_response(retry_after);
+            }
             FaultApiError::Unauthorized(message) => {
                 (StatusCode::UNAUTHORIZED, ErrorBody::new(message))
             }
@@ -102,8 +126,13 @@ impl IntoResponse for FaultApiError {
 }
 
 /// Checks `Authorization: Bearer <token>` against the agent's token in constant time (only the length of the
-/// token can leak through timing).
-fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), FaultApiError> {
+/// token can leak through timing); a wrong token is counted against `client` by `throttle`.
+fn authorize(
+    agent: &Agent,
+    throttle: &TokenThrottle,
+    client: std::net::IpAddr,
+    headers: &HeaderMap,
+) -> Result<(), FaultApiError> {
     let Some(expected) = agent.config().token() else {
         return Err(FaultApiError::Unauthorized(
             "this agent has no token configured, so every mutation is refused",
@@ -115,22 +144,28 @@ fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), FaultApiError> {
         .ok_or(FaultApiError::Unauthorized(
             "missing bearer token (Authorization: Bearer <token>)",
         ))?;
-    if bool::from(presented.ct_eq(expected.as_bytes())) {
-        Ok(())
-    } else {
-        Err(FaultApiError::Unauthorized("wrong bearer token"))
-    }
+    let right = bool::from(presented.ct_eq(expected.as_bytes()));
+    throttle
+        .bearer(client, right, tokio::time::Instant::now())
+        .map_err(|refused| match refused {
+            Refused::Wrong => FaultApiError::Unauthorized("wrong bearer token"),
+            Refused::Throttled { retry_after } => FaultApiError::Throttled(retry_after),
+        })
 }
 
 /// A mutation's proof of the bearer token: a handler that takes it runs only for an authorized request, and the
 /// check comes before the body is read (axum extracts the request's parts before its body).
 struct Authorized;
 
-impl FromRequestParts<Agent> for Authorized {
+impl FromRequestParts<ControlState> for Authorized {
     type Rejection = FaultApiError;
 
-    async fn from_request_parts(parts: &mut Parts, agent: &Agent) -> Result<Self, FaultApiError> {
-        authorize(agent, &parts.headers).map(|()| Authorized)
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &ControlState,
+    ) -> Result<Self, FaultApiError> {
+        let client = serving::throttle::client_address(&parts.extensions);
+        authorize(&state.agent, &state.throttle, client, &parts.headers).map(|()| Authorized)
     }
 }
 

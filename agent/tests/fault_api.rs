@@ -493,3 +493,21 @@ async fn metrics_are_prometheus_text() {
     assert!(text.contains("tolerant_agent_active_faults 1\n"));
     assert!(text.contains("# TYPE tolerant_agent_requests_total counter\n"));
 }
+
+/// `.` and `..` are refused as fault ids (a URL path resolves them, so such a fault could not be renewed or
+/// deleted afterwards); ids merely holding dots are fine.
+#[tokio::test]
+async fn dot_segments_are_not_fault_ids() {
+    let agent = agent();
+    let fault = json!({"kind": "error", "status": 503, "rate": 1.0});
+    for id in [".", ".."] {
+        let (status, body) = put(&agent, id, fault.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{id}: {body}");
+        assert_eq!(body["field"], "id", "{id}: {body}");
+    }
+    assert!(list(&agent).await.is_empty());
+    for id in ["...", ".a", "a..b"] {
+        let (status, body) = put(&agent, id, fault.clone()).await;
+        assert_eq!(status, StatusCode::CREATED, "{id}: {body}");
+    }
+}

@@ -535,3 +535,65 @@ async fn held_requests_are_released_when_their_fault_ends() {
     );
     assert_eq!(running.probe.requests.load(Ordering::SeqCst), 1);
 }
+
+/// One request on a connection of its own from `source` (a loopback address of the test's choosing), with
+/// `token` as the bearer; returns the status and the `Retry-After` header.
+async fn from_address(
+    source: &str,
+    address: SocketAddr,
+    request_line: &str,
+    token: &str,
+) -> (u16, Option<String>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(address).await.unwrap();
+    let request = format!(
+        "{request_line} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut received))
+        .await
+        .expect("no answer")
+        .unwrap();
+    let text = String::from_utf8_lossy(&received);
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let retry_after = text.lines().find_map(|line| {
+        line.to_ascii_lowercase()
+            .strip_prefix("retry-after: ")
+            .map(str::to_owned)
+    });
+    (status, retry_after)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_throttled_per_address_and_a_right_one_never_is() {
+    let running = start(Duration::from_secs(5)).await;
+    let halt = "POST /_agent/halt";
+    for guess in 0..serving::throttle::WRONG_TOKENS_PER_WINDOW {
+        let answer = from_address("127.0.0.2", running.control, halt, "guess").await;
+        assert_eq!(answer, (401, None), "wrong token {guess}");
+    }
+    let (status, retry_after) = from_address("127.0.0.2", running.control, halt, "guess").await;
+    assert_eq!(status, 429);
+    let seconds: u64 = retry_after.expect("Retry-After").trim().parse().unwrap();
+    assert!((1..=10).contains(&seconds), "{seconds}");
+    // The right token is not slowed down, from the locked address or any other.
+    for source in ["127.0.0.2", "127.0.0.1"] {
+        let (status, _) = from_address(source, running.control, halt, TOKEN).await;
+        assert_eq!(status, 200, "{source}");
+    }
+    // Another address has its own allowance.
+    let answer = from_address("127.0.0.3", running.control, halt, "guess").await;
+    assert_eq!(answer, (401, None));
+    // The fault API's other mutations share the lockout.
+    let (status, _) = from_address(
+        "127.0.0.2",
+        running.control,
+        "DELETE /_agent/faults/x",
+        "guess",
+    )
+    .await;
+    assert_eq!(status, 429);
+}

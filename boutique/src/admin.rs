@@ -4,7 +4,8 @@
 //! `POST /_admin/breakers/renew`, `POST /_admin/reset`, `/_pool`.
 //!
 //! Both pushes take `?lease=30s`: the service goes back to its startup config by itself unless the lease is
-//! renewed ([`crate::breaker_lease`]).
+//! renewed ([`crate::breaker_lease`]). Every mutation needs the bearer token; wrong ones are throttled per client
+//! address ([`serving::throttle`]: 429 with `Retry-After` after 10 in 10 s; a right token always passes).
 
 use std::sync::Arc;
 
@@ -13,7 +14,8 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -45,6 +47,8 @@ struct AdminState {
     hooks: Arc<dyn ServiceHooks>,
     /// The startup config (the registry's when the router is built) and the lease on a pushed one.
     lease: Arc<BreakerLease>,
+    /// Wrong tokens per client address.
+    throttle: Arc<serving::throttle::TokenThrottle>,
 }
 
 /// The admin and observability routes of one service.
@@ -68,6 +72,7 @@ pub fn router(ctx: Arc<ServiceContext>, hooks: Arc<dyn ServiceHooks>) -> Router 
             lease: BreakerLease::new(ctx.registry.clone(), ctx.shutdown.clone()),
             ctx,
             hooks,
+            throttle: Arc::default(),
         })
 }
 
@@ -142,6 +147,7 @@ async fn forward_transitions(
 enum Denied {
     NoTokenConfigured,
     Unauthorized,
+    Throttled(std::time::Duration),
 }
 
 impl IntoResponse for Denied {
@@ -154,22 +160,40 @@ impl IntoResponse for Denied {
             Denied::Unauthorized => {
                 json_error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
             }
+            Denied::Throttled(retry_after) => serving::throttle::throttled_response(retry_after),
         }
     }
 }
 
-/// Checks `Authorization: Bearer <token>` in constant time.
-fn authorize(ctx: &ServiceContext, headers: &HeaderMap) -> Result<(), Denied> {
-    let expected = ctx.token.as_deref().ok_or(Denied::NoTokenConfigured)?;
+/// Checks `Authorization: Bearer <token>` in constant time; a wrong one counts against the client's address.
+fn authorize(state: &AdminState, parts: &Parts) -> Result<(), Denied> {
+    let headers = &parts.headers;
+    let expected = (state.ctx.token.as_deref()).ok_or(Denied::NoTokenConfigured)?;
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .ok_or(Denied::Unauthorized)?;
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-        Ok(())
-    } else {
-        Err(Denied::Unauthorized)
+    let right = bool::from(presented.as_bytes().ct_eq(expected.as_bytes()));
+    let client = serving::throttle::client_address(&parts.extensions);
+    (state.throttle)
+        .bearer(client, right, tokio::time::Instant::now())
+        .map_err(|refused| match refused {
+            serving::throttle::Refused::Wrong => Denied::Unauthorized,
+            serving::throttle::Refused::Throttled { retry_after } => Denied::Throttled(retry_after),
+        })
+}
+
+/// A mutation's proof of the bearer token, checked before the body is read.
+struct Authorized;
+
+impl FromRequestParts<AdminState> for Authorized {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, Response> {
+        authorize(state, parts)
+            .map(|()| Authorized)
+            .map_err(IntoResponse::into_response)
     }
 }
 
@@ -289,13 +313,11 @@ impl PushedBody for ModeOnly {
 /// it; the breakers' snapshots answer it, a refusal a 400 naming what is wrong.
 async fn push<B: PushedBody>(
     State(state): State<AdminState>,
+    _: Authorized,
     headers: HeaderMap,
     query: Result<Query<LeaseQuery>, QueryRejection>,
     body: Bytes,
 ) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
     match lease_of(query).and_then(|lease| Ok((B::config(&state, &headers, &body)?, lease))) {
         Ok((config, lease)) => {
             state.lease.push(config, lease);
@@ -312,19 +334,13 @@ async fn current_breaker_config(State(state): State<AdminState>) -> Response {
 }
 
 /// Back to the startup config now, any lease ended (a run's end, an abort, a halt).
-async fn restore_breaker_config(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
+async fn restore_breaker_config(State(state): State<AdminState>, _: Authorized) -> Response {
     state.lease.restore();
     Json(state.lease.view()).into_response()
 }
 
 /// Extends the lease of the pushed config by its length; 409 naming `lease` when none is held.
-async fn renew_breaker_lease(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
+async fn renew_breaker_lease(State(state): State<AdminState>, _: Authorized) -> Response {
     match state.lease.renew() {
         Ok(lease) => Json(lease).into_response(),
         Err(refused) => json_error(StatusCode::CONFLICT, refused.to_string()),
@@ -379,10 +395,7 @@ impl ModeSwitch {
     }
 }
 
-async fn reset(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    if let Err(denied) = authorize(&state.ctx, &headers) {
-        return denied.into_response();
-    }
+async fn reset(State(state): State<AdminState>, _: Authorized) -> Response {
     state.ctx.registry.reset();
     state.hooks.reset();
     StatusCode::NO_CONTENT.into_response()

@@ -495,6 +495,7 @@ async fn a_resume_clears_the_fault_a_dead_controller_left_on_an_agent_over_http(
             .call(
                 http::Method::GET,
                 &format!("{agent_url}/_agent/faults"),
+                controller::testbed::Credential::Anonymous,
                 None,
                 bytes::Bytes::new(),
             )

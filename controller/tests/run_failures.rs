@@ -54,6 +54,7 @@ async fn a_panic_in_a_run_stores_it_failed_with_its_fault_removed() {
         .call(
             Method::GET,
             &format!("{agent}/_agent/faults"),
+            controller::testbed::Credential::Anonymous,
             None,
             Bytes::new(),
         )

@@ -292,7 +292,13 @@ modes = ["disabled"]
     let faults_url = format!("{}/_agent/faults", testbed.agent);
     let fault_count = || async {
         let body = admin
-            .call(http::Method::GET, &faults_url, None, bytes::Bytes::new())
+            .call(
+                http::Method::GET,
+                &faults_url,
+                controller::testbed::Credential::Anonymous,
+                None,
+                bytes::Bytes::new(),
+            )
             .await
             .expect("fault list");
         serde_json::from_slice::<Vec<serde_json::Value>>(&body)

@@ -6,11 +6,13 @@
 //!   dropped.
 //! - [`origin`]: who may open such a stream from a browser.
 //! - [`error_body`]: the one JSON body of every error answer ([`ErrorBody`]).
+//! - [`throttle`]: wrong bearer tokens throttled per client address ([`throttle::TokenThrottle`]).
 
 pub mod error_body;
 pub mod event_stream;
 pub mod origin;
 pub mod server;
+pub mod throttle;
 
 pub use error_body::ErrorBody;
 pub use server::{

@@ -3,11 +3,20 @@
 //! every few seconds cannot hold a connection — and its task and descriptor — for minutes. The dashboard, every
 //! service and the agent's control port serve through [`serve`] with [`HEADER_READ_TIMEOUT`], the sidecar's own
 //! forwarder applies the same constant (answering 408). `axum::serve` sets no timer, so hyper enforced none there.
+//!
+//! Every request carries its client's address as axum's `ConnectInfo<SocketAddr>` extension (what
+//! [`crate::throttle`] counts wrong tokens by).
 
+use std::convert::Infallible;
 use std::io;
+use std::net::SocketAddr;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::response::Response;
+use axum::routing::future::RouteFuture;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -66,8 +75,8 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) if is_connection_error(&error) => continue,
             Err(error) => {
                 // Out of descriptors, most likely: wait a little instead of spinning (axum::serve does the same).
@@ -77,7 +86,10 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(WithPeer {
+            router: router.clone(),
+            peer,
+        });
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
@@ -91,6 +103,36 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The router of one connection, putting the client's address into each request's extensions.
+#[derive(Clone)]
+struct WithPeer {
+    router: Router,
+    peer: SocketAddr,
+}
+
+impl<B> tower_service::Service<http::Request<B>> for WithPeer
+where
+    Router: tower_service::Service<
+            http::Request<B>,
+            Response = Response,
+            Error = Infallible,
+            Future = RouteFuture<Infallible>,
+        >,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = RouteFuture<Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        tower_service::Service::<http::Request<B>>::poll_ready(&mut self.router, cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        self.router.call(request)
+    }
 }
 
 fn is_connection_error(error: &io::Error) -> bool {

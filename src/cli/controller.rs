@@ -1,6 +1,7 @@
 //! `tolerant run | resume`: run an experiment spec against the testbed (resuming its unfinished experiment
 //! unless `--fresh`) and resume a stored experiment by id, printing progress and, at the end, the table per
-//! condition (`condition_table.rs`). A spec that does not validate exits with status 2 and stores nothing.
+//! condition (`condition_table.rs`). A spec that does not validate — its own checks, or what a run asks of it
+//! (`check_for_run`) — exits with status 2 and stores nothing.
 //! (`list | show` are in `stored.rs`; the push source's listener is `web::push_listener`.)
 
 use crate::cli::output::err_out;
@@ -83,27 +84,40 @@ fn users_fit(
     controller::load::check_users_fit(spec.load.users, spec.load.workers.is_some(), embedded)
 }
 
-/// External targets from the spec's `[targets]` table.
-fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Result<Testbed> {
+/// What `tolerant run` asks of a spec beyond its own checks, each error naming the field: the push source's
+/// `listen`, the external targets' load target and agent (when the run is against `[targets]`), the users the
+/// process can hold. Checked before anything is stored; a mistake exits [`EXIT_BAD_SPEC`].
+fn check_for_run(spec: &ExperimentSpec, execute: &ExecuteArgs) -> Result<(), String> {
+    web::push_listener::push_address(spec).map_err(|error| error.to_string())?;
+    let orchestrated =
+        execute.compose.deployment().is_some() || execute.kubernetes.kubernetes.is_some();
+    if !orchestrated && !spec.targets.is_empty() {
+        external_targets(spec)?;
+    }
+    users_fit(spec, execute).map_err(|error| error.to_string())
+}
+
+/// The frontend to load and the agent's URL from the spec's `[targets]` table; the error names the field.
+fn external_targets(spec: &ExperimentSpec) -> Result<(SocketAddr, String), String> {
     let loaded = &spec.load.target;
-    let frontend = spec
-        .targets
-        .get(loaded)
-        .with_context(|| format!("targets.{loaded}: needed to load (load.target)"))?;
-    let frontend: SocketAddr = frontend
-        .trim_start_matches("http://")
-        .parse()
-        .with_context(|| format!("targets.{loaded}: `{frontend}` is not http://IP:PORT"))?;
-    let agent = spec
-        .targets
-        .get(AGENT_TARGET)
+    let frontend = (spec.targets.get(loaded))
+        .ok_or_else(|| format!("targets.{loaded}: needed to load (load.target)"))?;
+    let frontend: SocketAddr = (frontend.trim_start_matches("http://").parse())
+        .map_err(|_| format!("targets.{loaded}: `{frontend}` is not http://IP:PORT"))?;
+    let agent = (spec.targets.get(AGENT_TARGET))
         .or_else(|| spec.targets.get(&spec.fault.target))
-        .with_context(|| {
+        .ok_or_else(|| {
             format!(
                 "targets.agent: needed (or targets.{}) to inject faults",
                 spec.fault.target
             )
         })?;
+    Ok((frontend, agent.clone()))
+}
+
+/// External targets from the spec's `[targets]` table.
+fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Result<Testbed> {
+    let (frontend, agent) = external_targets(spec).map_err(anyhow::Error::msg)?;
     let token = token.context("--token or TOLERANT_TOKEN: needed for external targets")?;
     Ok(Testbed {
         frontend,
@@ -113,7 +127,7 @@ fn external_testbed(spec: &ExperimentSpec, token: Option<String>) -> anyhow::Res
             .filter(|(name, _)| name.as_str() != AGENT_TARGET)
             .map(|(name, url)| (name.clone(), url.clone()))
             .collect(),
-        agent: agent.clone(),
+        agent,
         token,
     })
 }
@@ -126,7 +140,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             std::process::exit(EXIT_BAD_SPEC);
         }
     };
-    if let Err(error) = users_fit(&spec, &args.execute) {
+    if let Err(error) = check_for_run(&spec, &args.execute) {
         err_out!("{}: {error}", args.spec.display());
         std::process::exit(EXIT_BAD_SPEC);
     }

@@ -12,7 +12,7 @@ use controller::report::{Format, render_annotated, validation_markdown};
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::stats::{evaluate, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, Store};
-use controller::testbed::{AdminClient, AdminError};
+use controller::testbed::{AdminClient, AdminError, Credential};
 use http::Method;
 
 /// Exit status of `validate` when a criterion fails (or cannot be judged, or nothing is stored).
@@ -282,7 +282,10 @@ pub async fn halt(args: HaltArgs) -> anyhow::Result<()> {
     let mut failed = 0usize;
     for agent in &agents {
         let url = format!("{agent}/_agent/halt");
-        match client.call(Method::POST, &url, None, Bytes::new()).await {
+        match client
+            .call(Method::POST, &url, Credential::Token, None, Bytes::new())
+            .await
+        {
             Ok(body) => {
                 let removed = serde_json::from_slice::<agent::api::HaltResponse>(&body)
                     .map(|answer| answer.removed.to_string())

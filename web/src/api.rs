@@ -34,7 +34,8 @@ use crate::hub::LiveEvent;
 use crate::operations::{AnnotationEntry, AnnotationRequest, FaultRequest, MAX_ANNOTATIONS_LISTED};
 
 /// A request allowed to act: the bearer token, or the login cookie with its CSRF header. Every mutating handler
-/// takes one; it is checked before the request's body is read.
+/// takes one; it is checked before the request's body is read, a wrong token counted against the client's
+/// address (429 with `Retry-After` once over, [`serving::throttle`]).
 #[derive(Debug)]
 pub struct Acting;
 
@@ -45,7 +46,8 @@ where
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
-        Arc::<Auth>::from_ref(state).authorize(&parts.headers, None)?;
+        let client = serving::throttle::client_address(&parts.extensions);
+        Arc::<Auth>::from_ref(state).authorize(&parts.headers, client, None)?;
         Ok(Acting)
     }
 }

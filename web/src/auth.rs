@@ -10,12 +10,14 @@
 //!   must be this server's own (`http://<Host>`). A page on another origin can neither read the CSRF token
 //!   nor forge the Origin.
 //!
-//! Wrong logins are throttled: after [`FREE_WRONG_LOGINS`] wrong tokens in a row, every login attempt —
-//! right or wrong, so guesses cannot be tested meanwhile — is refused without looking at the token for a
-//! lockout that doubles with each further wrong one (1 s, 2 s, 4 s … at most [`MAX_LOGIN_LOCKOUT`]). A right
-//! token after the lockout resets the count.
+//! Wrong tokens are throttled per client address, the login form's and the API's bearer tokens counted together
+//! by the stack's one throttle ([`serving::throttle`]): after 10 wrong ones from an address within 10 s, it is
+//! answered 429 with `Retry-After` for the rest of the window. A right bearer token always goes through; a login
+//! from a locked address is refused without the token being looked at (right or wrong, so guesses cannot be tested
+//! through the form meanwhile).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -30,10 +32,6 @@ pub const SESSION_COOKIE: &str = "tolerant_session";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 /// Most sessions kept at once (the oldest is forgotten beyond this).
 const MAX_SESSIONS: usize = 1_000;
-/// Wrong logins in a row before the lockout starts.
-pub const FREE_WRONG_LOGINS: u32 = 5;
-/// Longest lockout after wrong logins.
-pub const MAX_LOGIN_LOCKOUT: Duration = Duration::from_secs(60);
 
 /// Why a mutation was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -46,15 +44,8 @@ pub enum AuthError {
     Csrf,
     #[error("the request comes from another origin")]
     Origin,
-    #[error("too many wrong logins: try again in {} s", retry_after.as_secs().max(1))]
+    #[error("too many wrong tokens from this address: try again in {} s", serving::throttle::retry_after_seconds(*retry_after))]
     Throttled { retry_after: Duration },
-}
-
-/// Wrong logins in a row and the lockout they caused.
-#[derive(Debug, Default)]
-struct LoginThrottle {
-    wrong_in_a_row: u32,
-    locked_until: Option<Instant>,
 }
 
 /// A logged-in browser session.
@@ -70,7 +61,8 @@ pub struct Auth {
     token: String,
     sessions: Mutex<HashMap<String, (u64, String)>>,
     next_order: Mutex<u64>,
-    throttle: Mutex<LoginThrottle>,
+    /// Wrong tokens (logins and bearer tokens) per client address.
+    throttle: serving::throttle::TokenThrottle,
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -104,7 +96,7 @@ impl Auth {
             token: token.into(),
             sessions: Mutex::new(HashMap::new()),
             next_order: Mutex::new(0),
-            throttle: Mutex::new(LoginThrottle::default()),
+            throttle: serving::throttle::TokenThrottle::default(),
         }
     }
 
@@ -117,29 +109,18 @@ impl Auth {
         !self.token.is_empty() && equal(offered, &self.token)
     }
 
-    /// Checks the token and opens a session.
-    /// Throttled after wrong ones (see the module docs).
-    pub fn login(&self, offered: &str) -> Result<LoginSession, AuthError> {
-        {
-            let now = Instant::now();
-            let mut throttle = self.throttle.lock();
-            if let Some(until) = throttle.locked_until
-                && now < until
-            {
-                return Err(AuthError::Throttled {
-                    retry_after: until - now,
-                });
-            }
-            if !self.token_matches(offered) {
-                throttle.wrong_in_a_row = throttle.wrong_in_a_row.saturating_add(1);
-                if throttle.wrong_in_a_row >= FREE_WRONG_LOGINS {
-                    let doublings = (throttle.wrong_in_a_row - FREE_WRONG_LOGINS).min(6);
-                    let lockout = Duration::from_secs(1 << doublings).min(MAX_LOGIN_LOCKOUT);
-                    throttle.locked_until = Some(now + lockout);
-                }
-                return Err(AuthError::WrongToken);
-            }
-            *throttle = LoginThrottle::default();
+    /// Checks the token offered from `client` and opens a session. A locked address is refused before the token
+    /// is looked at (see the module docs).
+    pub fn login(&self, offered: &str, client: IpAddr) -> Result<LoginSession, AuthError> {
+        let now = Instant::now();
+        if let Some(retry_after) = self.throttle.locked(client, now) {
+            return Err(AuthError::Throttled { retry_after });
+        }
+        if !self.token_matches(offered) {
+            return Err(match self.throttle.wrong(client, now) {
+                Some(retry_after) => AuthError::Throttled { retry_after },
+                None => AuthError::WrongToken,
+            });
         }
         let session = LoginSession {
             id: random_hex(24),
@@ -179,20 +160,30 @@ impl Auth {
         })
     }
 
-    /// Whether a mutation may go ahead: a correct bearer token, or a session cookie with the matching CSRF
-    /// token (from the form, else the `x-csrf-token` header) and a same-origin `Origin` if one is sent.
-    pub fn authorize(&self, headers: &HeaderMap, form_csrf: Option<&str>) -> Result<(), AuthError> {
+    /// Whether a mutation from `client` may go ahead: a correct bearer token (a wrong one is counted against
+    /// `client`), or a session cookie with the matching CSRF token (from the form, else the `x-csrf-token`
+    /// header) and a same-origin `Origin` if one is sent.
+    pub fn authorize(
+        &self,
+        headers: &HeaderMap,
+        client: IpAddr,
+        form_csrf: Option<&str>,
+    ) -> Result<(), AuthError> {
         if let Some(value) = headers.get(AUTHORIZATION) {
             let offered = value
                 .to_str()
                 .ok()
                 .and_then(|value| value.strip_prefix("Bearer "))
                 .ok_or(AuthError::WrongToken)?;
-            return if self.token_matches(offered.trim()) {
-                Ok(())
-            } else {
-                Err(AuthError::WrongToken)
-            };
+            let right = self.token_matches(offered.trim());
+            return (self.throttle)
+                .bearer(client, right, Instant::now())
+                .map_err(|refused| match refused {
+                    serving::throttle::Refused::Wrong => AuthError::WrongToken,
+                    serving::throttle::Refused::Throttled { retry_after } => {
+                        AuthError::Throttled { retry_after }
+                    }
+                });
         }
         let session = self.session(headers).ok_or(AuthError::Missing)?;
         check_origin(headers)?;

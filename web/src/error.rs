@@ -78,11 +78,15 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let (status, message, id) = self.answer();
         let body = ErrorBody::new(message);
-        match id {
+        let mut response = match id {
             Some(id) => body.with_error_id(id),
             None => body,
         }
-        .into_response_with(status)
+        .into_response_with(status);
+        if let AppError::Auth(AuthError::Throttled { retry_after }) = self {
+            serving::throttle::set_retry_after(&mut response, retry_after);
+        }
+        response
     }
 }
 
@@ -109,18 +113,26 @@ struct ErrorPage {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let (status, message, _) = self.0.answer();
+        let retry_after = match self.0 {
+            AppError::Auth(AuthError::Throttled { retry_after }) => Some(retry_after),
+            _ => None,
+        };
         let page = ErrorPage {
             viewer: crate::pages::Viewer::anonymous(),
             page: "error",
             status: status.as_u16(),
             message,
         };
-        match askama::Template::render(&page) {
+        let mut response = match askama::Template::render(&page) {
             Ok(html) => (status, axum::response::Html(html)).into_response(),
             Err(error) => {
                 tracing::error!(%error, "the error page did not render");
                 (status, page.message).into_response()
             }
+        };
+        if let Some(retry_after) = retry_after {
+            serving::throttle::set_retry_after(&mut response, retry_after);
         }
+        response
     }
 }

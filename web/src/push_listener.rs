@@ -29,10 +29,11 @@ pub enum PushListenerError {
     },
 }
 
-/// The listener of the spec's push source, bound, and the address it is bound to; `None` without a push source.
-pub async fn bind(
+/// The spec's push source (its index) and the address `tolerant run` listens on for it; `None` without a push
+/// source, an error naming `sources[i].listen` when it has none (checked before anything is stored).
+pub fn push_address(
     spec: &ExperimentSpec,
-) -> Result<Option<(TcpListener, SocketAddr)>, PushListenerError> {
+) -> Result<Option<(usize, SocketAddr)>, PushListenerError> {
     let Some((index, listen)) =
         spec.sources
             .iter()
@@ -45,6 +46,16 @@ pub async fn bind(
         return Ok(None);
     };
     let addr = listen.ok_or(PushListenerError::NoAddress { index })?;
+    Ok(Some((index, addr)))
+}
+
+/// The listener of the spec's push source, bound, and the address it is bound to; `None` without a push source.
+pub async fn bind(
+    spec: &ExperimentSpec,
+) -> Result<Option<(TcpListener, SocketAddr)>, PushListenerError> {
+    let Some((index, addr)) = push_address(spec)? else {
+        return Ok(None);
+    };
     let bind_failed = |source| PushListenerError::Bind {
         index,
         addr,
@@ -80,4 +91,44 @@ pub fn spawn(listener: TcpListener, inbox: PushInbox, token: impl Into<String>) 
             tracing::warn!(%error, "breaker event ingest stopped");
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    /// The push port's bearer token is throttled like the dashboard's: the 11th wrong one from an address is 429
+    /// with `Retry-After`, the right one still taken from it.
+    #[tokio::test(start_paused = true)]
+    async fn wrong_tokens_are_throttled_and_the_right_one_is_not() {
+        let app = router(PushInbox::default(), "push-token");
+        let push = |token: &str| {
+            let mut request = Request::post("/api/breaker-events")
+                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(Body::from(
+                    r#"{"service":"shop","breaker":"db","from":"closed","to":"open"}"#,
+                ))
+                .unwrap();
+            let peer: SocketAddr = "10.1.2.3:5000".parse().unwrap();
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            app.clone().oneshot(request)
+        };
+        for _ in 0..serving::throttle::WRONG_TOKENS_PER_WINDOW {
+            assert_eq!(
+                push("guess").await.unwrap().status(),
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        let locked = push("guess").await.unwrap();
+        assert_eq!(locked.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(locked.headers()[http::header::RETRY_AFTER], "10");
+        let taken = push("push-token").await.unwrap();
+        assert!(taken.status().is_success(), "{}", taken.status());
+    }
 }

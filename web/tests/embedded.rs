@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use controller::test_support::TempStore;
-use controller::testbed::AdminClient;
+use controller::testbed::{AdminClient, Credential};
 use futures::StreamExt;
 use http::Method;
 use serde_json::Value;
@@ -37,7 +37,13 @@ modes = ["enforce"]
 
 async fn json(client: &AdminClient, method: Method, url: &str, body: &str) -> Value {
     let bytes = client
-        .call(method, url, None, Bytes::from(body.to_owned()))
+        .call(
+            method,
+            url,
+            Credential::Token,
+            None,
+            Bytes::from(body.to_owned()),
+        )
         .await
         .unwrap_or_else(|error| panic!("{url}: {error}"));
     serde_json::from_slice(&bytes).expect("JSON answer")
@@ -80,6 +86,7 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
         .call(
             Method::POST,
             &format!("{base}/api/halt"),
+            Credential::Token,
             None,
             Bytes::new(),
         )
@@ -179,6 +186,7 @@ async fn start_streams_progress_and_abort_clears_the_fault() {
         .call(
             Method::POST,
             &format!("{base}/api/experiments/{id}/abort"),
+            Credential::Token,
             None,
             Bytes::new(),
         )

@@ -2,7 +2,10 @@
 //! [`ScrapedBreakers`], every change published as [`Observation::Foreign`]. The first scrape is the baseline,
 //! taken before the scrape counts as followed: a breaker already open (or half-open) then is on the timeline from
 //! there, and a source that does not answer it is an error naming the source as the spec does. A later scrape
-//! that fails is a gap: the next one compares with the last state seen.
+//! that fails is a gap: the next one compares with the last state seen, and the first failure of each run of
+//! them is published as [`Observation::ScrapeFailed`] with its reason (too large, too slow, refused …), which a
+//! run stores in its event log. Every answer is read through the control client's caps
+//! ([`crate::testbed::MAX_ANSWER_BYTES`], checked while reading; [`crate::testbed::ADMIN_CALL_TIMEOUT`]).
 
 use bytes::Bytes;
 use http::Method;
@@ -15,7 +18,7 @@ use crate::exposition::{Sample, parse_exposition};
 use crate::sources::ScrapedBreakers;
 use crate::spec::ScrapeSpec;
 use crate::task::OwnedTask;
-use crate::testbed::{AdminClient, AdminError};
+use crate::testbed::{AdminClient, AdminError, Credential};
 
 /// A `[[sources]]` entry (its index in the spec) that did not answer its baseline scrape.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +31,9 @@ pub struct ScrapeError {
 
 /// Takes one scrape: the exposition's samples, or why not.
 async fn scrape(client: &AdminClient, url: &str) -> Result<Vec<Sample>, AdminError> {
-    let body = client.call(Method::GET, url, None, Bytes::new()).await?;
+    let body = client
+        .call(Method::GET, url, Credential::Anonymous, None, Bytes::new())
+        .await?;
     Ok(parse_exposition(&String::from_utf8_lossy(&body)))
 }
 
@@ -51,24 +56,40 @@ pub(super) async fn start(
         service,
         mapping,
     } = source.clone();
-    let mut breakers = ScrapedBreakers::new(mapping, service, source.source_name());
+    let source_name = source.source_name();
+    let mut breakers = ScrapedBreakers::new(mapping, service, source_name.clone());
     let baseline = scrape(&client, &url)
         .await
         .map_err(|source| ScrapeError { index, source })?;
-    let publish = move |events: Vec<breaker::TransitionEvent>| {
-        for event in events {
-            let _ = sender.send(Observation::Foreign(event));
-        }
+    let publish = move |observation: Observation| {
+        let _ = sender.send(observation);
     };
-    publish(breakers.observe(&baseline, now_unsigned()));
+    for event in breakers.observe(&baseline, now_unsigned()) {
+        publish(Observation::Foreign(event));
+    }
     Ok(OwnedTask::spawn(async move {
         let mut ticks = tokio::time::interval(interval);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         ticks.tick().await;
+        let mut failing = false;
         loop {
             ticks.tick().await;
-            if let Ok(samples) = scrape(&client, &url).await {
-                publish(breakers.observe(&samples, now_unsigned()));
+            match scrape(&client, &url).await {
+                Ok(samples) => {
+                    failing = false;
+                    for event in breakers.observe(&samples, now_unsigned()) {
+                        publish(Observation::Foreign(event));
+                    }
+                }
+                Err(error) if !failing => {
+                    failing = true;
+                    publish(Observation::ScrapeFailed {
+                        source: source_name.clone(),
+                        error: error.to_string(),
+                        at_ms: now_ms(),
+                    });
+                }
+                Err(_) => {}
             }
         }
     }))

@@ -79,6 +79,13 @@ pub enum Observation {
     },
     /// A breaker Tolerant did not write changed state, as a `[[sources]]` scrape showed it (its `source` says which).
     Foreign(TransitionEvent),
+    /// A `[[sources]]` scrape after the baseline failed (the first of a run of failures): its source's name
+    /// (`prometheus:<url>`), why (too large, too slow, refused …) and the wall clock then.
+    ScrapeFailed {
+        source: String,
+        error: String,
+        at_ms: i64,
+    },
     /// One message of the agent's `/_agent/stream`.
     Agent(AgentObservation),
     /// The once-a-second sample.

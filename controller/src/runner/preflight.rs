@@ -7,7 +7,8 @@
 //! POST-only reset route (`405` where it exists); `GET /_pool`, `GET /_admin/cart-stats` and a subscription to
 //! `/_breakers/stream` where those are offered; `GET /` on a target that offers nothing (any answer will do); on
 //! the agent, `GET /_agent/faults` and a renew of a fault id that cannot exist (a valid token gets `404`, a wrong
-//! one `401`).
+//! one `401`). Only the two refusal probes carry the token (they are mutations of Tolerant's own control
+//! endpoints); every read goes without it, so a service of the user's own never sees it.
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -17,6 +18,7 @@ use crate::observe::{Follows, Target};
 use crate::spec::{ExperimentSpec, Offers};
 use crate::target::ServiceId;
 use crate::testbed::AdminError;
+use crate::testbed::Credential::{self, Anonymous};
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -52,7 +54,13 @@ impl Runner {
                 // A plain HTTP service: any answer will do.
                 match self
                     .admin
-                    .call(Method::GET, &format!("{url}/"), None, Bytes::new())
+                    .call(
+                        Method::GET,
+                        &format!("{url}/"),
+                        Anonymous,
+                        None,
+                        Bytes::new(),
+                    )
                     .await
                 {
                     Ok(_) | Err(AdminError::Status { .. }) => {}
@@ -60,7 +68,13 @@ impl Runner {
                 }
             } else {
                 self.admin
-                    .call(Method::GET, &format!("{url}/_healthz"), None, Bytes::new())
+                    .call(
+                        Method::GET,
+                        &format!("{url}/_healthz"),
+                        Anonymous,
+                        None,
+                        Bytes::new(),
+                    )
                     .await
                     .map_err(|error| unreachable(&field, &error))?;
                 self.probe_offers(name, url, offers).await?;
@@ -80,6 +94,7 @@ impl Runner {
             .call(
                 Method::GET,
                 &format!("{agent}/_agent/faults"),
+                Anonymous,
                 None,
                 Bytes::new(),
             )
@@ -124,6 +139,7 @@ impl Runner {
                 .call(
                     Method::GET,
                     &format!("{url}/_admin/reset"),
+                    Anonymous,
                     None,
                     Bytes::new(),
                 )
@@ -151,7 +167,13 @@ impl Runner {
         ] {
             if wanted {
                 self.admin
-                    .call(Method::GET, &format!("{url}{path}"), None, Bytes::new())
+                    .call(
+                        Method::GET,
+                        &format!("{url}{path}"),
+                        Anonymous,
+                        None,
+                        Bytes::new(),
+                    )
                     .await
                     .map_err(|error| lacks(capability, format!("GET {path} failed ({error})")))?;
             }
@@ -205,6 +227,7 @@ impl Runner {
             .call(
                 method,
                 url,
+                Credential::Token,
                 Some("application/json"),
                 Bytes::from_static(b"{}"),
             )

@@ -75,7 +75,7 @@ impl JoinedLabels {
 pub struct Recording {
     /// The followed streams' transitions, then the foreign ones, by time.
     pub transitions: Vec<TransitionRecord>,
-    /// The agent's events, as the run's event log stores them.
+    /// The agent's events and the foreign sources' failed scrapes, as the run's event log stores them.
     pub agent_events: Vec<RunEventRecord>,
     pub samples: Vec<CollectorSample>,
     /// Observations this recorder fell too far behind to see.
@@ -272,6 +272,16 @@ fn keep(wanted: &Wanted, received: Received) -> Kept {
             }
         }
         Observation::Foreign(event) => Kept::Foreign(TransitionRecord::from_event(&event)),
+        Observation::ScrapeFailed {
+            source,
+            error,
+            at_ms,
+        } if at_ms >= wanted.since_ms => Kept::Agent(RunEventRecord {
+            at_ms,
+            fault_id: String::new(),
+            event: RunEvent::ScrapeFailed { source, error },
+        }),
+        Observation::ScrapeFailed { .. } => Kept::Nothing,
         Observation::Agent(seen) => match agent_record(seen) {
             Some(record) if record.at_ms >= wanted.since_ms => Kept::Agent(record),
             _ => Kept::Nothing,

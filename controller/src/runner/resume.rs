@@ -249,6 +249,7 @@ modes = ["disabled"]
             .call(
                 http::Method::GET,
                 &format!("{}/_agent/faults", testbed.agent),
+                crate::testbed::Credential::Anonymous,
                 None,
                 bytes::Bytes::new(),
             )

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::foreign_state;
+use crate::target::ServiceId;
 
 /// Events one body may carry.
 pub const MAX_EVENTS_PER_BODY: usize = 100;
@@ -199,8 +200,15 @@ fn parse_event(value: &Value, prefix: &str, now_ms: u64) -> Result<Pushed, PushE
         Some(library) => format!("push:{library}"),
         None => "push".to_owned(),
     };
+    // The one service-name rule (a replica's label included: a pushed event may come from one replica).
+    let service = match name_field(object, "service", prefix)? {
+        Some(name) => ServiceId::new(name)
+            .map_err(|error| invalid(format!("{prefix}service"), error.to_string()))?
+            .into_string(),
+        None => DEFAULT_SERVICE.into(),
+    };
     Ok(Pushed {
-        service: name_field(object, "service", prefix)?.unwrap_or_else(|| DEFAULT_SERVICE.into()),
+        service,
         breaker,
         from,
         to,
@@ -448,6 +456,28 @@ mod tests {
             .expect("valid");
         assert_eq!(taken.events[0].seq, 1, "nothing was taken before");
         assert_eq!(taken.events[0].service, DEFAULT_SERVICE);
+    }
+
+    /// A pushed event's `service` follows the one service-name rule (`controller::target::ServiceId`).
+    #[test]
+    fn a_pushed_service_name_follows_the_service_name_rule() {
+        let inbox = PushInbox::default();
+        for bad in ["a b", "shop/x", "shop#1", "<script>"] {
+            let body = format!(r#"{{"service":"{bad}","breaker":"b","to":"open"}}"#);
+            match inbox.ingest(&body, NOW) {
+                Err(PushError::Invalid { field, .. }) => assert_eq!(field, "service", "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        let body = r#"[{"breaker":"b","to":"open"},{"service":"shop","breaker":"b","to":"open"},{"service":"ok","breaker":"b","to":"open"},{"service":"no pe","breaker":"b","to":"open"}]"#;
+        match inbox.ingest(body, NOW) {
+            Err(PushError::Invalid { field, .. }) => assert_eq!(field, "events[3].service"),
+            other => panic!("{other:?}"),
+        }
+        let taken = inbox
+            .ingest(r#"{"service":"checkout#2","breaker":"b","to":"open"}"#, NOW)
+            .expect("a replica's label is a service name");
+        assert_eq!(taken.events[0].service, "checkout#2");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub struct ScrapeSpec {
     /// `http://host:port/path`.
     pub url: String,
     pub interval: Duration,
-    /// What the events' `service` field says (default: the URL's host and port).
+    /// What the events' `service` field says, a service name (default: the URL's `host-port`).
     pub service: String,
     pub mapping: StateMapping,
 }
@@ -81,6 +81,8 @@ pub(super) struct RawSource {
     state_label: Option<Spanned<String>>,
     values: Option<Spanned<std::collections::BTreeMap<String, f64>>>,
     listen: Option<Spanned<String>>,
+    /// `listen` on every interface (`0.0.0.0`, `[::]`) only when this says so.
+    listen_public: Option<Spanned<bool>>,
 }
 
 pub(super) fn sources(
@@ -131,27 +133,52 @@ pub(super) fn sources(
                 }
                 let listen = match &source.listen {
                     Some(listen) => {
-                        Some(listen.get_ref().trim().parse::<SocketAddr>().map_err(|_| {
-                            check.error(
+                        let address =
+                            listen.get_ref().trim().parse::<SocketAddr>().map_err(|_| {
+                                check.error(
+                                    &field("listen"),
+                                    listen.span(),
+                                    format!(
+                                        "`{}` is not an address like \"127.0.0.1:9400\"",
+                                        listen.get_ref()
+                                    ),
+                                )
+                            })?;
+                        let public = source.listen_public.as_ref().is_some_and(|p| *p.get_ref());
+                        if address.ip().is_unspecified() && !public {
+                            return Err(check.error(
                                 &field("listen"),
                                 listen.span(),
                                 format!(
-                                    "`{}` is not an address like \"127.0.0.1:9400\"",
-                                    listen.get_ref()
+                                    "`{address}` takes pushes on every interface, with the token as the only guard; \
+                                     write `listen_public = true` to mean it, or listen on one address (127.0.0.1:{})",
+                                    address.port()
                                 ),
-                            )
-                        })?)
+                            ));
+                        }
+                        Some(address)
                     }
-                    None => None,
+                    None => {
+                        only(
+                            "listen_public",
+                            source.listen_public.as_ref().map(Spanned::span),
+                            "a push source with `listen`",
+                        )?;
+                        None
+                    }
                 };
                 sources.push(SourceSpec::Push { listen });
             }
             Kind::Prometheus => {
-                only(
-                    "listen",
-                    source.listen.as_ref().map(Spanned::span),
-                    "kind = \"push\"",
-                )?;
+                for (name, span) in [
+                    ("listen", source.listen.as_ref().map(Spanned::span)),
+                    (
+                        "listen_public",
+                        source.listen_public.as_ref().map(Spanned::span),
+                    ),
+                ] {
+                    only(name, span, "kind = \"push\"")?;
+                }
                 sources.push(SourceSpec::Prometheus(scrape(check, entry, &field)?));
             }
         }
@@ -209,7 +236,11 @@ fn scrape(
             None => Ok(None),
         }
     };
-    let service = name(&source.service, "service")?.unwrap_or_else(|| authority.to_owned());
+    // The one service-name rule; without `service`, the URL's host and port made into a name (`127.0.0.1-9001`).
+    let service = match &source.service {
+        Some(written) => check.service_id(&field("service"), written)?.into_string(),
+        None => service_of_authority(authority),
+    };
     let preset = source.preset.as_ref().ok_or_else(|| {
         check.error(
             &field("preset"),
@@ -290,6 +321,19 @@ fn scrape(
         service,
         mapping,
     })
+}
+
+/// A service name made of a URL's `host:port`: every character a name cannot hold becomes `-`, at most
+/// [`crate::target::MAX_SERVICE_ID_BYTES`] kept.
+fn service_of_authority(authority: &str) -> String {
+    authority
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            true => c,
+            false => '-',
+        })
+        .take(crate::target::MAX_SERVICE_ID_BYTES)
+        .collect()
 }
 
 fn state_values(

@@ -54,11 +54,81 @@ pub(super) struct RawRequest {
     expect: Option<Vec<u16>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RawValues {
+/// `[load.values]` as written: each entry read by hand ([`RawValues::from_value`]), so that an entry of neither
+/// shape is an error naming the entry and both shapes.
+pub(super) type RawValuesTable = Spanned<BTreeMap<String, Spanned<toml::Value>>>;
+
+/// One `[load.values]` entry: a list of strings, or a range of whole numbers `{ from, to }`.
+enum RawValues {
     List(Vec<String>),
     Range { from: u64, to: u64 },
+}
+
+/// The two shapes an entry may have, said in every error about one.
+const VALUES_SHAPES: &str = r#"expected a list of strings (["A1", "B2"]) or a range of whole numbers ({ from = 1, to = 9 })"#;
+
+impl RawValues {
+    fn from_value(value: &toml::Value) -> Result<RawValues, String> {
+        match value {
+            toml::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    toml::Value::String(text) => Ok(text.clone()),
+                    other => Err(format!("[{i}] is {}, not a string", other.type_str())),
+                })
+                .collect::<Result<_, _>>()
+                .map(RawValues::List),
+            toml::Value::Table(table) => {
+                if let Some(unknown) = table
+                    .keys()
+                    .find(|key| !["from", "to"].contains(&key.as_str()))
+                {
+                    return Err(format!("`{unknown}` is not `from` or `to`"));
+                }
+                let bound = |key: &str| match table.get(key) {
+                    None => Err(format!("`{key}` is missing")),
+                    Some(toml::Value::Integer(n)) => {
+                        u64::try_from(*n).map_err(|_| format!("`{key}` = {n} is below 0"))
+                    }
+                    Some(other) => Err(format!(
+                        "`{key}` is {}, not a whole number",
+                        other.type_str()
+                    )),
+                };
+                Ok(RawValues::Range {
+                    from: bound("from")?,
+                    to: bound("to")?,
+                })
+            }
+            other => Err(format!("found {}", other.type_str())),
+        }
+    }
+}
+
+/// Whether `value` may be put into a request path as it is: only what a request target holds unescaped
+/// (RFC 3986's unreserved and sub-delimiter characters, `:`, `@`, `/`, `?`) and well-formed `%XX` escapes.
+fn fits_a_path(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let escaped = bytes.get(i + 1..i + 3);
+                if !escaped.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => {}
+            b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+'
+            | b',' | b';' | b'=' | b':' | b'@' | b'/' | b'?' => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The requests a user makes once when it starts (`load.on_start`).
@@ -67,16 +137,19 @@ pub(super) type RawOnStart = Spanned<Vec<Spanned<RawRequest>>>;
 pub(super) fn custom(
     check: &Checker<'_>,
     tasks: &Spanned<Vec<Spanned<RawTask>>>,
-    values: Option<&Spanned<BTreeMap<String, RawValues>>>,
+    values: Option<&RawValuesTable>,
     on_start: Option<&RawOnStart>,
     cookies: bool,
 ) -> Result<CustomWorkload, SpecError> {
     let mut names = Vec::new();
     let mut lists = Vec::new();
     if let Some(values) = values {
-        for (name, raw) in values.get_ref() {
+        for (name, written) in values.get_ref() {
             let field = format!("load.values.{name}");
-            let parsed = match raw {
+            let raw = RawValues::from_value(written.get_ref()).map_err(|why| {
+                check.error(&field, written.span(), format!("{VALUES_SHAPES}; {why}"))
+            })?;
+            let parsed = match &raw {
                 RawValues::List(list) if list.is_empty() || list.len() > MAX_VALUES => {
                     return Err(check.error(
                         &field,
@@ -229,6 +302,21 @@ fn request_template(
     }
     let path = Template::parse(&request.path, names)
         .map_err(|e| check.error(&field("path"), span.clone(), e.to_string()))?;
+    for var in path.vars() {
+        let (list, values) = &lists[var];
+        if let Values::List(values) = values
+            && let Some(bad) = values.iter().find(|value| !fits_a_path(value))
+        {
+            return Err(check.error(
+                &format!("load.values.{list}"),
+                span,
+                format!(
+                    "holds {bad:?}, which cannot be in a request path ({}); percent-encode it",
+                    field("path")
+                ),
+            ));
+        }
+    }
     // The path as written (placeholders filled with a letter) must be a valid request target.
     let sample: String = request.path.replace(['{', '}'], "x");
     if http::Uri::try_from(sample.as_str()).is_err() || request.path.contains(' ') {
@@ -413,7 +501,7 @@ struct RawWorkloadFile {
 #[serde(deny_unknown_fields)]
 struct RawWorkloadLoad {
     tasks: Spanned<Vec<Spanned<RawTask>>>,
-    values: Option<Spanned<BTreeMap<String, RawValues>>>,
+    values: Option<RawValuesTable>,
     on_start: Option<RawOnStart>,
     cookies: Option<bool>,
 }

@@ -1,5 +1,6 @@
 //! A run's event log (the table `fault_events`): what the runner did to the run's fault, what the agent said
-//! about it, what else failed around it (the run's leased breaker config, a container's stats), and the replicas
+//! about it, what else failed around it (the run's leased breaker config, a container's stats, a foreign source's
+//! scrape), and the replicas
 //! an orchestrator started, stopped or replaced meanwhile. Each of those has its own type; [`RunEvent`] is one of
 //! them.
 //!
@@ -38,6 +39,8 @@ pub enum RunEvent {
     ContainerStatsFailed { error: String },
     /// An orchestrator's replica came, went or was replaced during the run (Swarm, Kubernetes).
     Replica(ReplicaEvent),
+    /// A `[[sources]]` scrape failed during the run (the first of a run of failures): the source's name and why.
+    ScrapeFailed { source: String, error: String },
 }
 
 /// What happened to a replica during a run, under its label (`checkout#2`).
@@ -209,6 +212,8 @@ pub enum RunEventKind {
     ReplicaFollowed,
     #[serde(rename = "replica:follow_failed")]
     ReplicaFollowFailed,
+    #[serde(rename = "source:scrape_failed")]
+    SourceScrapeFailed,
 }
 
 impl RunEventKind {
@@ -235,6 +240,7 @@ impl RunEventKind {
         RunEventKind::ReplicaReplaced,
         RunEventKind::ReplicaFollowed,
         RunEventKind::ReplicaFollowFailed,
+        RunEventKind::SourceScrapeFailed,
     ];
 
     /// The stored (and serialised) name.
@@ -261,6 +267,7 @@ impl RunEventKind {
             RunEventKind::ReplicaReplaced => "replica:replaced",
             RunEventKind::ReplicaFollowed => "replica:followed",
             RunEventKind::ReplicaFollowFailed => "replica:follow_failed",
+            RunEventKind::SourceScrapeFailed => "source:scrape_failed",
         }
     }
 
@@ -327,6 +334,7 @@ impl RunEvent {
                 ReplicaEvent::Followed(_) => RunEventKind::ReplicaFollowed,
                 ReplicaEvent::FollowFailed(_) => RunEventKind::ReplicaFollowFailed,
             },
+            RunEvent::ScrapeFailed { .. } => RunEventKind::SourceScrapeFailed,
         }
     }
 
@@ -377,6 +385,9 @@ impl RunEvent {
                 ReplicaEvent::Followed(stream) => json!(stream),
                 ReplicaEvent::FollowFailed(failed) => json!(failed),
             },
+            RunEvent::ScrapeFailed { source, error } => {
+                json!({ "source": source, "error": error })
+            }
         }
     }
 
@@ -467,6 +478,10 @@ impl RunEvent {
             }
             RunEventKind::ReplicaFollowFailed => {
                 RunEvent::Replica(ReplicaEvent::FollowFailed(shaped(object)?))
+            }
+            RunEventKind::SourceScrapeFailed => {
+                let SourceError { source, error } = shaped(object)?;
+                RunEvent::ScrapeFailed { source, error }
             }
             RunEventKind::AgentApplied
             | RunEventKind::AgentRenewed
@@ -563,6 +578,13 @@ struct PeriodError {
 #[serde(deny_unknown_fields)]
 struct ServiceError {
     service: String,
+    error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceError {
+    source: String,
     error: String,
 }
 

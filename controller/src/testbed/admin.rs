@@ -1,7 +1,10 @@
 //! HTTP calls to the testbed's control surfaces: service admin endpoints (reset, breaker config) and
 //! the fault agent's control API (put, renew, delete), and the reads the observer samples (pools, carts,
-//! `/metrics`, breaker snapshots). Every mutation carries the bearer token; every answer is read within
-//! [`ADMIN_CALL_TIMEOUT`] and at most [`MAX_ANSWER_BYTES`].
+//! `/metrics`, breaker snapshots). The bearer token is a property of the request, not of the client: only a call
+//! made with [`Credential::Token`] — a mutation of Tolerant's own control endpoints (the agent's `/_agent/*`,
+//! the services' `/_admin/*`) — carries it; every read, and every request to a service of the user's own that
+//! is not one of those, goes without it. Every answer is read within [`ADMIN_CALL_TIMEOUT`] and at most
+//! [`MAX_ANSWER_BYTES`].
 
 use std::time::Duration;
 
@@ -33,6 +36,21 @@ pub enum AdminError {
         url: String,
         status: StatusCode,
         body: String,
+    },
+    /// The answer's body went over the cap while being read (an endless or oversized answer): reading stopped
+    /// there, at most one chunk past the cap held.
+    #[error("{method} {url}: answer too large: more than {cap} bytes")]
+    TooLarge {
+        method: Method,
+        url: String,
+        cap: usize,
+    },
+    /// No whole answer within the call's time (a too-slow or trickling answer included).
+    #[error("{method} {url}: no whole answer within {after:?}")]
+    TimedOut {
+        method: Method,
+        url: String,
+        after: Duration,
     },
     /// A 2xx answer whose body is not the message the producer sends.
     #[error("{method} {url}: answer does not decode: {message}")]
@@ -69,6 +87,42 @@ impl AdminError {
     }
 }
 
+/// Why a body was not read whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CappedReadError {
+    /// More than `cap` bytes arrived; reading stopped there.
+    #[error("more than {cap} bytes")]
+    TooLarge { cap: usize },
+    /// The body failed while being read (the connection dropped, a framing error).
+    #[error("{0}")]
+    Body(String),
+}
+
+/// Reads `body` chunk by chunk, stopping with [`CappedReadError::TooLarge`] as soon as more than `cap` bytes have
+/// arrived (so at most `cap` plus one chunk is ever held), whatever the answer's `Content-Length` says. The one
+/// reader of every answer Tolerant takes from outside; the caller bounds its time.
+pub async fn read_capped<B>(body: B, cap: usize) -> Result<Bytes, CappedReadError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    let mut body = std::pin::pin!(body);
+    if body.size_hint().lower() > cap as u64 {
+        return Err(CappedReadError::TooLarge { cap });
+    }
+    let mut read = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| CappedReadError::Body(error.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            if read.len() + data.len() > cap {
+                return Err(CappedReadError::TooLarge { cap });
+            }
+            read.extend_from_slice(&data);
+        }
+    }
+    Ok(read.freeze())
+}
+
 /// `{agent}/_agent/faults/{id}{suffix}`, the id checked by the agent's own rule first (so it is one path
 /// segment as it is: `A–Z a–z 0–9 . _ -` need no escaping, and `x?y` is refused rather than sent as `x`).
 fn fault_url(agent_url: &str, id: &str, suffix: &str) -> Result<String, AdminError> {
@@ -76,12 +130,31 @@ fn fault_url(agent_url: &str, id: &str, suffix: &str) -> Result<String, AdminErr
     Ok(format!("{agent_url}/_agent/faults/{id}{suffix}"))
 }
 
+/// Whether one request carries the testbed's bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// No `Authorization` header: every read, and every request to something that is not Tolerant's own
+    /// control endpoint (a `[targets]` service's `/`, a `[[sources]]` exposition).
+    Anonymous,
+    /// `Authorization: Bearer <token>`: a mutation of Tolerant's own control endpoints (the agent's control API,
+    /// a testbed service's `/_admin/*`).
+    Token,
+}
+
 /// Client for control calls (pooled keep-alive connections, one per target).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AdminClient {
     client: Client<HttpConnector, Full<Bytes>>,
-    /// `None` for calls to services that are not Tolerant's (they never see the token).
+    /// The token a [`Credential::Token`] request carries; `None` for a client that only reads.
     token: Option<String>,
+}
+
+impl std::fmt::Debug for AdminClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminClient")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl AdminClient {
@@ -94,7 +167,7 @@ impl AdminClient {
         }
     }
 
-    /// A client that sends no token: for reading a foreign service's metrics.
+    /// A client that has no token to send: for reading a foreign service's metrics.
     pub fn without_token() -> Self {
         AdminClient {
             client: Client::builder(TokioExecutor::new())
@@ -104,11 +177,12 @@ impl AdminClient {
         }
     }
 
-    /// Sends a request with the token; returns the body of a 2xx answer.
+    /// Sends a request, with the token when `credential` says so; returns the body of a 2xx answer.
     pub async fn call(
         &self,
         method: Method,
         url: &str,
+        credential: Credential,
         content_type: Option<&'static str>,
         body: Bytes,
     ) -> Result<Bytes, AdminError> {
@@ -118,7 +192,7 @@ impl AdminClient {
             message,
         };
         let mut request = Request::builder().method(method.clone()).uri(url);
-        if let Some(token) = &self.token {
+        if let (Credential::Token, Some(token)) = (credential, &self.token) {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         if let Some(content_type) = content_type {
@@ -134,16 +208,25 @@ impl AdminClient {
                 .await
                 .map_err(|e| transport(e.to_string()))?;
             let status = response.status();
-            let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-                .collect()
+            let body = read_capped(response.into_body(), MAX_ANSWER_BYTES)
                 .await
-                .map_err(|e| transport(e.to_string()))?
-                .to_bytes();
+                .map_err(|error| match error {
+                    CappedReadError::TooLarge { cap } => AdminError::TooLarge {
+                        method: method.clone(),
+                        url: url.to_owned(),
+                        cap,
+                    },
+                    CappedReadError::Body(message) => transport(message),
+                })?;
             Ok::<_, AdminError>((status, body))
         };
         let (status, body) = tokio::time::timeout(ADMIN_CALL_TIMEOUT, exchange)
             .await
-            .map_err(|_| transport(format!("no answer within {ADMIN_CALL_TIMEOUT:?}")))??;
+            .map_err(|_| AdminError::TimedOut {
+                method: method.clone(),
+                url: url.to_owned(),
+                after: ADMIN_CALL_TIMEOUT,
+            })??;
         if !status.is_success() {
             return Err(AdminError::Status {
                 method,
@@ -160,7 +243,9 @@ impl AdminClient {
         &self,
         url: &str,
     ) -> Result<T, AdminError> {
-        let body = self.call(Method::GET, url, None, Bytes::new()).await?;
+        let body = self
+            .call(Method::GET, url, Credential::Anonymous, None, Bytes::new())
+            .await?;
         serde_json::from_slice(&body).map_err(|error| AdminError::Decode {
             method: Method::GET,
             url: url.to_owned(),
@@ -170,7 +255,9 @@ impl AdminClient {
 
     /// `GET url`, the answer as text (lossy UTF-8).
     pub async fn get_text(&self, url: &str) -> Result<String, AdminError> {
-        let body = self.call(Method::GET, url, None, Bytes::new()).await?;
+        let body = self
+            .call(Method::GET, url, Credential::Anonymous, None, Bytes::new())
+            .await?;
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
@@ -201,6 +288,7 @@ impl AdminClient {
         self.call(
             Method::POST,
             &format!("{service_url}/_admin/reset"),
+            Credential::Token,
             None,
             Bytes::new(),
         )
@@ -223,6 +311,7 @@ impl AdminClient {
         self.call(
             Method::PUT,
             &format!("{service_url}/_admin/breakers{query}"),
+            Credential::Token,
             Some("application/toml"),
             Bytes::from(config.to_toml_string()),
         )
@@ -235,6 +324,7 @@ impl AdminClient {
         self.call(
             Method::POST,
             &format!("{service_url}/_admin/breakers/renew"),
+            Credential::Token,
             None,
             Bytes::new(),
         )
@@ -247,6 +337,7 @@ impl AdminClient {
         self.call(
             Method::DELETE,
             &format!("{service_url}/_admin/breakers"),
+            Credential::Token,
             None,
             Bytes::new(),
         )
@@ -275,6 +366,7 @@ impl AdminClient {
         self.call(
             Method::PUT,
             &format!("{service_url}/_admin/breakers/mode"),
+            Credential::Token,
             Some("application/json"),
             Bytes::from(body),
         )
@@ -292,6 +384,7 @@ impl AdminClient {
         self.call(
             Method::PUT,
             &fault_url(agent_url, id, "")?,
+            Credential::Token,
             Some("application/json"),
             Bytes::from(fault.to_json_value().to_string()),
         )
@@ -307,7 +400,9 @@ impl AdminClient {
     /// `POST {agent}/_agent/halt`: removes every fault the agent holds; returns how many.
     pub async fn halt(&self, agent_url: &str) -> Result<u64, AdminError> {
         let url = format!("{agent_url}/_agent/halt");
-        let body = self.call(Method::POST, &url, None, Bytes::new()).await?;
+        let body = self
+            .call(Method::POST, &url, Credential::Token, None, Bytes::new())
+            .await?;
         let answer: agent::api::HaltResponse =
             serde_json::from_slice(&body).map_err(|error| AdminError::Decode {
                 method: Method::POST,
@@ -332,6 +427,8 @@ impl AdminClient {
         suffix: &str,
     ) -> Result<(), AdminError> {
         let url = fault_url(agent_url, id, suffix)?;
-        self.call(method, &url, None, Bytes::new()).await.map(drop)
+        self.call(method, &url, Credential::Token, None, Bytes::new())
+            .await
+            .map(drop)
     }
 }

@@ -6,7 +6,10 @@ pub mod admin;
 
 use std::net::SocketAddr;
 
-pub use admin::{ADMIN_CALL_TIMEOUT, AdminClient, AdminError, MAX_ANSWER_BYTES};
+pub use admin::{
+    ADMIN_CALL_TIMEOUT, AdminClient, AdminError, CappedReadError, Credential, MAX_ANSWER_BYTES,
+    read_capped,
+};
 
 use crate::spec::ExperimentSpec;
 use crate::target::ServiceId;

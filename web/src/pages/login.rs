@@ -73,10 +73,13 @@ pub struct LoginForm {
 pub async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
+    extensions: http::Extensions,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, PageError> {
     let next = local_path(form.next);
-    let status = match state.auth.login(form.token.trim()) {
+    let client = serving::throttle::client_address(&extensions);
+    let mut retry_after = None;
+    let status = match state.auth.login(form.token.trim(), client) {
         Ok(session) => {
             return Ok((
                 [(SET_COOKIE, Auth::session_cookie(&session))],
@@ -84,7 +87,10 @@ pub async fn login(
             )
                 .into_response());
         }
-        Err(AuthError::Throttled { .. }) => http::StatusCode::TOO_MANY_REQUESTS,
+        Err(AuthError::Throttled { retry_after: wait }) => {
+            retry_after = Some(wait);
+            http::StatusCode::TOO_MANY_REQUESTS
+        }
         Err(_) => http::StatusCode::UNAUTHORIZED,
     };
     let page = LoginPage {
@@ -95,7 +101,11 @@ pub async fn login(
         throttled: status == http::StatusCode::TOO_MANY_REQUESTS,
     };
     let html = page.render().map_err(AppError::from)?;
-    Ok((status, Html(html)).into_response())
+    let mut response = (status, Html(html)).into_response();
+    if let Some(wait) = retry_after {
+        serving::throttle::set_retry_after(&mut response, wait);
+    }
+    Ok(response)
 }
 
 pub async fn logout(

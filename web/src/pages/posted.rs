@@ -40,7 +40,11 @@ impl<F: DeserializeOwned + Send> FromRequest<AppState> for Posted<F> {
             .map_err(IntoResponse::into_response)?;
         state
             .auth
-            .authorize(&parts.headers, Some(&csrf))
+            .authorize(
+                &parts.headers,
+                serving::throttle::client_address(&parts.extensions),
+                Some(&csrf),
+            )
             .map_err(|refused| PageError::from(refused).into_response())?;
         Ok(Posted(form))
     }

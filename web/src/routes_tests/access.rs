@@ -248,32 +248,118 @@ async fn login_and_annotate_follow_only_same_site_paths() {
     }
 }
 
-/// After five wrong tokens in a row every login is refused unread (429) for a lockout that doubles; a right
-/// token after the lockout logs in again.
+/// After 10 wrong tokens from an address within the window, the 11th login is refused (429, `Retry-After`) and
+/// so is every login from that address for the rest of the window, the right token unread; a fresh window after.
 #[tokio::test(start_paused = true)]
 async fn repeated_wrong_logins_are_throttled() {
     let (state, _) = app();
-    for _ in 0..5 {
+    for _ in 0..serving::throttle::WRONG_TOKENS_PER_WINDOW {
         let response = send(&state, form("/login", "token=guess&next=/", None)).await;
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     }
-    // Locked for 1 s: even the right token is refused without being looked at.
+    let response = send(&state, form("/login", "token=guess&next=/", None)).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()["retry-after"], "10");
+    // Locked: even the right token is refused without being looked at.
+    tokio::time::advance(std::time::Duration::from_millis(9_500)).await;
     let right = format!("token={TOKEN}&next=/");
     let response = send(&state, form("/login", &right, None)).await;
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()["retry-after"], "1");
     assert!(response.headers().get(SET_COOKIE).is_none());
     assert!(text(response).await.contains("Too many wrong tokens"));
-    tokio::time::advance(std::time::Duration::from_millis(1_100)).await;
-    // A sixth wrong one locks for 2 s.
-    let response = send(&state, form("/login", "token=guess&next=/", None)).await;
-    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
-    tokio::time::advance(std::time::Duration::from_millis(1_500)).await;
-    let response = send(&state, form("/login", &right, None)).await;
-    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     tokio::time::advance(std::time::Duration::from_millis(600)).await;
     let response = send(&state, form("/login", &right, None)).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    // The count starts again from zero.
+    // A fresh window: wrong ones are 401 again.
     let response = send(&state, form("/login", "token=guess&next=/", None)).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// `request` as if it came from `address` (what `serving::serve` records of each connection).
+fn from(address: &str, mut request: Request<Body>) -> Request<Body> {
+    let peer: std::net::SocketAddr = format!("{address}:40000").parse().expect("address");
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    request
+}
+
+fn bearer_from(
+    address: &str,
+    method: http::Method,
+    uri: &str,
+    token: &str,
+    body: &str,
+) -> Request<Body> {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from(body.to_owned()))
+        .expect("request");
+    from(address, request)
+}
+
+/// Every bearer-token route of the dashboard's API (its own and the automation API's): the 11th wrong token from
+/// an address is 429 with `Retry-After`; the right one still goes through from it; another address is not
+/// affected; wrong logins and wrong bearer tokens count together.
+#[tokio::test(start_paused = true)]
+async fn wrong_bearer_tokens_are_throttled_per_address_and_a_right_one_never_is() {
+    use http::Method;
+    let load = r#"{"users": 2, "think_min_ms": 100, "think_max_ms": 200}"#;
+    for (method, uri, body, right_status) in [
+        (Method::POST, "/api/halt", "", StatusCode::OK),
+        (Method::PUT, "/api/load", load, StatusCode::OK),
+    ] {
+        let (state, _) = app();
+        for guess in 0..serving::throttle::WRONG_TOKENS_PER_WINDOW {
+            let response = send(
+                &state,
+                bearer_from("10.0.0.9", method.clone(), uri, "guess", body),
+            )
+            .await;
+            assert_eq!(
+                response.status(),
+                StatusCode::UNAUTHORIZED,
+                "{uri}: guess {guess}"
+            );
+        }
+        let response = send(
+            &state,
+            bearer_from("10.0.0.9", method.clone(), uri, "guess", body),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "{uri}");
+        assert_eq!(response.headers()["retry-after"], "10", "{uri}");
+        assert!(
+            text(response).await.contains("too many wrong tokens"),
+            "{uri}"
+        );
+        let response = send(
+            &state,
+            bearer_from("10.0.0.9", method.clone(), uri, TOKEN, body),
+        )
+        .await;
+        assert_eq!(response.status(), right_status, "{uri}: the right token");
+        let response = send(
+            &state,
+            bearer_from("10.0.0.10", method.clone(), uri, "guess", body),
+        )
+        .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::UNAUTHORIZED,
+            "{uri}: another address"
+        );
+        // The login form from the locked address is refused too: one count for both ways in.
+        let login = from(
+            "10.0.0.9",
+            form("/login", &format!("token={TOKEN}&next=/"), None),
+        );
+        assert_eq!(
+            send(&state, login).await.status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
 }

@@ -1,7 +1,6 @@
 //! The `[load]` table as read and its check: users, think time, rate, timeout, target, and the mix or
 //! the `[[load.tasks]]` of your own (checked by `spec::workload`).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -20,7 +19,7 @@ pub(super) struct RawLoad {
     pub(super) target: Option<Spanned<String>>,
     /// A workload of your own (instead of `mix`).
     pub(super) tasks: Option<Spanned<Vec<Spanned<crate::spec::workload::RawTask>>>>,
-    pub(super) values: Option<Spanned<BTreeMap<String, crate::spec::workload::RawValues>>>,
+    pub(super) values: Option<crate::spec::workload::RawValuesTable>,
     pub(super) cookies: Option<Spanned<bool>>,
     /// Requests each user makes once when it starts (with `tasks`).
     pub(super) on_start: Option<crate::spec::workload::RawOnStart>,

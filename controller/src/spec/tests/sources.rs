@@ -48,7 +48,7 @@ listen = "127.0.0.1:9400"
         panic!("{:?}", spec.sources[1]);
     };
     assert_eq!(opossum.mapping.metric(), "shop_circuit");
-    assert_eq!(opossum.service, "127.0.0.1:9001", "the URL's authority");
+    assert_eq!(opossum.service, "127.0.0.1-9001", "the URL's authority as a name");
     assert_eq!(opossum.interval, DEFAULT_SCRAPE_INTERVAL);
     let SourceSpec::Prometheus(gauge) = &spec.sources[2] else {
         panic!("{:?}", spec.sources[2]);
@@ -122,4 +122,34 @@ fn breaker_source_errors_name_the_field_and_line() {
         "{:?}",
         error_of(&text)
     );
+}
+
+/// The one service-name rule holds for `[[sources]].service` (a replica's label is refused as in `[targets]`), and
+/// a push source listens on every interface only when the spec says so (`listen_public = true`).
+#[test]
+fn source_service_names_and_public_listening_are_checked() {
+    let source = |lines: &str| format!("{MINIMAL}\n[[sources]]\n{lines}\n");
+    let scrape = |service: &str| {
+        source(&format!(
+            "kind = \"prometheus\"\nurl = \"http://127.0.0.1:9000/m\"\npreset = \"resilience4j\"\nservice = \"{service}\""
+        ))
+    };
+    for bad in ["orders svc", "a/b", "orders#2", "caf\u{e9}"] {
+        let (field, _, message) = error_of(&scrape(bad));
+        assert_eq!(field, "sources[0].service", "{bad}: {message}");
+    }
+    test_support::spec(&scrape("orders-v2.eu_1"));
+
+    for every in ["0.0.0.0:9400", "[::]:9400"] {
+        let (field, _, message) = error_of(&source(&format!("kind = \"push\"\nlisten = \"{every}\"")));
+        assert_eq!(field, "sources[0].listen", "{every}: {message}");
+        assert!(message.contains("listen_public = true"), "{message}");
+        let public = test_support::spec(&source(&format!(
+            "kind = \"push\"\nlisten = \"{every}\"\nlisten_public = true"
+        )));
+        assert!(matches!(public.sources[0], SourceSpec::Push { listen: Some(_) }));
+    }
+    test_support::spec(&source("kind = \"push\"\nlisten = \"127.0.0.1:9400\""));
+    let (field, _, _) = error_of(&source("kind = \"push\"\nlisten_public = true"));
+    assert_eq!(field, "sources[0].listen_public");
 }

@@ -160,3 +160,70 @@ fn request_headers_and_json_bodies_are_checked_and_their_errors_name_the_field()
     );
     assert!(message.contains("nested"), "{message}");
 }
+
+/// A path placeholder's values must be what a request path may hold: a value that would break the request line
+/// (a space, CR LF and a header after it) is an error naming `load.values.NAME`, not a request sent as `GET /`.
+/// Escaped values, path separators and a query's characters are taken.
+#[test]
+fn a_path_placeholder_value_that_breaks_the_path_is_an_error_naming_its_values() {
+    let with = |values: &str, path: &str| {
+        MINIMAL.replace(
+            "users = 2",
+            &format!(
+                "users = 2\nvalues = {{ sku = {values} }}\n[[load.tasks]]\nname = \"t\"\nrequests = [{{ path = \"{path}\" }}]"
+            ),
+        )
+    };
+    for bad in [
+        r#"["ok", "a b\r\nX-Evil: 1"]"#,
+        r#"["a b"]"#,
+        r#"["a#b"]"#,
+        r#"["50%"]"#,
+        r#"["é"]"#,
+    ] {
+        let (field, _, message) = error_of(&with(bad, "/item/{sku}"));
+        assert_eq!(field, "load.values.sku", "{bad}: {message}");
+        assert!(message.contains("path"), "{bad}: {message}");
+    }
+    for good in [
+        r#"["a%20b", "A-1_b.c~d"]"#,
+        r#"["x/y", "k=v&l=w", "@:;,+*!$'()"]"#,
+    ] {
+        let spec = test_support::spec(&with(good, "/item/{sku}?q={sku}"));
+        assert!(spec.load.custom.is_some(), "{good}");
+    }
+    // Values only in a form or a JSON body are not held to the path's rule.
+    let form = MINIMAL.replace(
+        "users = 2",
+        "users = 2\nvalues = { note = [\"a b\"] }\n[[load.tasks]]\nname = \"t\"\nrequests = [{ method = \"post\", path = \"/n\", form = { text = \"{note}\" } }]",
+    );
+    test_support::spec(&form);
+}
+
+/// A `[load.values]` entry of the wrong shape is an error naming the entry and the two shapes it may have, not
+/// serde's "did not match any variant of untagged enum".
+#[test]
+fn a_values_entry_of_the_wrong_shape_names_the_entry() {
+    for bad in [
+        r#"{ from = 1, to = "x" }"#,
+        r#"{ from = 1 }"#,
+        r#"{ from = -1, to = 3 }"#,
+        r#"{ from = 1, to = 3, step = 2 }"#,
+        r#"[1, 2]"#,
+        r#""A1""#,
+    ] {
+        let text = MINIMAL.replace(
+            "users = 2",
+            &format!(
+                "users = 2\nvalues = {{ id = {bad} }}\n[[load.tasks]]\nname = \"t\"\nrequests = [{{ path = \"/{{id}}\" }}]"
+            ),
+        );
+        let (field, _, message) = error_of(&text);
+        assert_eq!(field, "load.values.id", "{bad}: {message}");
+        assert!(!message.contains("untagged"), "{bad}: {message}");
+        assert!(
+            message.contains("from") && message.contains("list"),
+            "{bad}: {message}"
+        );
+    }
+}

@@ -108,6 +108,13 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
             r#"{"error":"no such container"}"#,
         ),
         (
+            RunEvent::ScrapeFailed {
+                source: "prometheus:http://shop/metrics".into(),
+                error: "GET http://shop/metrics: answer too large: more than 8388608 bytes".into(),
+            },
+            r#"{"error":"GET http://shop/metrics: answer too large: more than 8388608 bytes","source":"prometheus:http://shop/metrics"}"#,
+        ),
+        (
             call(FaultCall::Applied(PutFault::Pod {
                 pod: "checkout-7d4f9-abcde".into(),
                 replica: "checkout#2".into(),

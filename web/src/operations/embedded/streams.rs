@@ -83,6 +83,9 @@ impl EmbeddedOperations {
                 Received::Observation(Observation::Sample(sample)) => {
                     self.publish_sample(&mut live, &sample).await;
                 }
+                Received::Observation(Observation::ScrapeFailed { source, error, .. }) => {
+                    tracing::warn!(%source, %error, "a foreign source's scrape failed");
+                }
             }
         }
     }

@@ -5,7 +5,7 @@ use controller::clock::now_ms;
 use http::Method;
 
 use controller::target::ServiceId;
-use controller::testbed::AdminError;
+use controller::testbed::{AdminError, Credential};
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
@@ -32,6 +32,7 @@ impl EmbeddedOperations {
             .call(
                 Method::POST,
                 &format!("{}/_agent/halt", self.inner.testbed.agent),
+                Credential::Token,
                 None,
                 Bytes::new(),
             )
