@@ -1,16 +1,19 @@
 //! The controller's cost of merging load workers' seconds (`controller::workers::merge::Merge`), per worker-second:
 //! W workers × S seconds of records of the Online Boutique mix (its endpoints drawn as its tasks draw them, each
 //! worker's own recorder keeping the outcome histograms, so each endpoint's three HDR histograms hold what a
-//! worker's second holds), serialized as the wire sends them (`FromWorker::Second`, one JSON text each). Timed:
-//! reading the JSON (`serde_json::from_str`, as the pool does per frame), then `Merge::second` (its checks, the
-//! HDR decoding, the adds, and closing each second once every worker sent it: summaries and the merged histogram
-//! serialized, as stored). The WebSocket framing and the store are not in it.
+//! worker's second holds), serialized as the wire sends them (`FromWorker::Second`, one JSON text each). Timed,
+//! in this thread's CPU time (and wall time beside it): reading the JSON (`serde_json::from_str`, as the pool
+//! does per frame), then `Merge::second` (its checks, the HDR decoding, the adds, and closing each second once
+//! every worker sent it: summaries and the merged histogram serialized, as stored). The WebSocket framing and
+//! the store are not in it. The system allocator, as in the `tolerant` binary.
 //!
 //! `cargo bench -p controller --bench workers_merge -- [--workers 1,4,16,64] [--requests 1000,5000]
 //!  [--seconds 20] [--min-ms 1000]`
 //!
-//! `--requests` is what one worker completes in one second (all endpoints together); `--min-ms` how long each
-//! size is repeated at least (the median repetition is reported, at least three run).
+//! `--requests` is what one worker completes in one second (all endpoints together); `--seconds` the seconds a
+//! repetition holds (at least 320 worker-seconds: one worker runs 320); `--min-ms` how long each size is repeated
+//! at least (after one repetition not counted, at least three): CPU time is summed over the repetitions, wall
+//! time is their median.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -28,6 +31,9 @@ const MAX_SECONDS: u64 = 600;
 const MAX_MIN_MS: u64 = 600_000;
 /// Worker-seconds of messages one size may hold at once (each a few tens of kB of JSON).
 const MAX_WORKER_SECONDS: u64 = 20_000;
+/// Worker-seconds a repetition holds at least (few workers run more seconds), so each timed phase lasts tens
+/// of milliseconds: the thread's CPU time is only brought up to date at the scheduler's ticks.
+const MIN_WORKER_SECONDS: u64 = 320;
 
 #[derive(Debug, Clone)]
 struct Options {
@@ -155,14 +161,44 @@ fn worker_messages(worker: u64, requests: u64, seconds: u64, endpoints: usize) -
         .collect()
 }
 
-/// One repetition: every message read and merged, second by second, the workers in turn. Returns the time spent
-/// reading and the time spent merging.
+/// CPU time this thread has run, from `/proc/thread-self/schedstat` (nanoseconds, its first field; brought up
+/// to date at each scheduler tick, so phases are kept long and summed over repetitions): the figure for what the
+/// merge costs the controller, which on a shared machine wall time overstates.
+fn thread_cpu() -> Duration {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let nanos = text
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(nanos)
+}
+
+/// Wall and CPU time of one phase.
+#[derive(Debug, Clone, Copy, Default)]
+struct Spent {
+    wall: Duration,
+    cpu: Duration,
+}
+
+fn timed<T>(work: impl FnOnce() -> T) -> (T, Spent) {
+    let (wall, cpu) = (Instant::now(), thread_cpu());
+    let out = work();
+    let spent = Spent {
+        wall: wall.elapsed(),
+        cpu: thread_cpu().saturating_sub(cpu),
+    };
+    (out, spent)
+}
+
+/// One repetition: every message read (as the pool reads a frame), then every record merged, second by second,
+/// the workers in turn. Returns the time spent reading and the time spent merging.
 fn merge_once(
     messages: &[Vec<String>],
     seconds: u64,
     endpoint_names: &[String],
     task_names: &[String],
-) -> (Duration, Duration) {
+) -> (Spent, Spent) {
     let workers: Vec<(String, u32)> = (0..messages.len())
         .map(|w| (format!("worker-{w}"), 5_000))
         .collect();
@@ -172,24 +208,29 @@ fn merge_once(
         Duration::ZERO,
         &workers,
     );
-    let (mut reading, mut merging) = (Duration::ZERO, Duration::ZERO);
-    let mut closed = 0;
-    for second in 0..seconds as usize {
-        for (worker, texts) in messages.iter().enumerate() {
-            let started = Instant::now();
-            let read: FromWorker = serde_json::from_str(black_box(&texts[second])).expect("reads");
-            let read_at = Instant::now();
-            let FromWorker::Second(record) = read else {
-                unreachable!("only seconds were written")
-            };
-            let out = merge.second(worker, &record, seconds).expect("merges");
+    let (records, reading) = timed(|| {
+        (0..seconds as usize)
+            .flat_map(|second| {
+                messages.iter().enumerate().map(move |(worker, texts)| {
+                    let read: FromWorker =
+                        serde_json::from_str(black_box(&texts[second])).expect("reads");
+                    let FromWorker::Second(record) = read else {
+                        unreachable!("only seconds were written")
+                    };
+                    (worker, record)
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let (closed, merging) = timed(|| {
+        let mut closed = 0;
+        for (worker, record) in &records {
+            let out = merge.second(*worker, record, seconds).expect("merges");
             closed += out.len();
             black_box(out);
-            let merged_at = Instant::now();
-            reading += read_at - started;
-            merging += merged_at - read_at;
         }
-    }
+        closed
+    });
     assert_eq!(closed as u64, seconds, "every second closed");
     (reading, merging)
 }
@@ -202,43 +243,50 @@ fn main() {
     let endpoint_names = Workload::OnlineBoutique.endpoint_names();
     let task_names = Workload::OnlineBoutique.task_names();
     println!(
-        "| workers | requests per worker-second | seconds | JSON per worker-second (bytes) | read (ns per worker-second) | merge (ns per worker-second) | total (ns per worker-second) | repetitions |"
+        "| workers | requests per worker-second | seconds | JSON per worker-second (bytes) | read CPU (ns per worker-second) | merge CPU (ns per worker-second) | total CPU (ns per worker-second) | median wall (ns per worker-second) | repetitions |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &requests in &options.requests {
         for &workers in &options.workers {
-            let worker_seconds = workers as u64 * options.seconds;
+            let seconds = options
+                .seconds
+                .max(MIN_WORKER_SECONDS.div_ceil(workers as u64));
+            let worker_seconds = workers as u64 * seconds;
             if worker_seconds > MAX_WORKER_SECONDS {
                 println!(
-                    "| {workers} | {requests} | {} | skipped: {worker_seconds} worker-seconds, more than {MAX_WORKER_SECONDS} held at once |",
-                    options.seconds
+                    "| {workers} | {requests} | {seconds} | skipped: {worker_seconds} worker-seconds, more than {MAX_WORKER_SECONDS} held at once |"
                 );
                 continue;
             }
             let messages: Vec<Vec<String>> = (0..workers as u64)
-                .map(|w| worker_messages(w, requests, options.seconds, endpoint_names.len()))
+                .map(|w| worker_messages(w, requests, seconds, endpoint_names.len()))
                 .collect();
             let bytes: usize = messages.iter().flatten().map(String::len).sum();
+            // One repetition first, not counted: allocator and caches warm.
+            merge_once(&messages, seconds, &endpoint_names, &task_names);
             let mut runs = Vec::new();
             let started = Instant::now();
             while runs.len() < 3 || started.elapsed() < options.min {
                 runs.push(merge_once(
                     &messages,
-                    options.seconds,
+                    seconds,
                     &endpoint_names,
                     &task_names,
                 ));
             }
-            runs.sort_by_key(|(read, merge)| *read + *merge);
-            let (read, merge) = runs[runs.len() / 2];
-            let per = |d: Duration| d.as_nanos() as f64 / worker_seconds as f64;
+            // CPU: summed over the repetitions (each phase's reading is a tick off at most); wall: the median.
+            let all = worker_seconds as f64 * runs.len() as f64;
+            let cpu = |pick: fn(&(Spent, Spent)) -> Duration| {
+                runs.iter().map(pick).sum::<Duration>().as_nanos() as f64 / all
+            };
+            let (read_cpu, merge_cpu) = (cpu(|r| r.0.cpu), cpu(|r| r.1.cpu));
+            let mut walls: Vec<Duration> = runs.iter().map(|(r, m)| r.wall + m.wall).collect();
+            walls.sort();
+            let wall = walls[walls.len() / 2].as_nanos() as f64 / worker_seconds as f64;
             println!(
-                "| {workers} | {requests} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {} |",
-                options.seconds,
+                "| {workers} | {requests} | {seconds} | {:.0} | {read_cpu:.0} | {merge_cpu:.0} | {:.0} | {wall:.0} | {} |",
                 bytes as f64 / worker_seconds as f64,
-                per(read),
-                per(merge),
-                per(read + merge),
+                read_cpu + merge_cpu,
                 runs.len()
             );
         }
