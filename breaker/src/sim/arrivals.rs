@@ -6,8 +6,8 @@ use std::collections::BinaryHeap;
 
 use crate::clock::duration_nanos;
 use crate::sim::draws::{STREAM_SHARE, STREAM_START, STREAM_THINK, unit};
-use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 use crate::sim::scenario::{Scenario, Workload};
+use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 
 /// Where the requests come from, in time order.
 ///

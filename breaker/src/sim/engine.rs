@@ -19,8 +19,8 @@ use crate::config::Mode;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
 use crate::sim::draws::{STREAM_FAILURE, unit};
-use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 use crate::sim::scenario::{CallFailure, Pattern, Scenario, Workload};
+use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 use crate::state::{Outcome, State};
 
 /// What became of one request.

@@ -26,7 +26,9 @@ use kube::api::{AttachParams, DeleteParams, ListParams, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
-use super::{Cluster, FAULT_ANNOTATION, KubeError};
+use super::Cluster;
+use super::error::KubeError;
+use super::labels::FAULT_ANNOTATION;
 use crate::docker::ContainerAction;
 use crate::docker::lease::checked_lease_ms;
 
