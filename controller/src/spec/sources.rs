@@ -10,8 +10,8 @@ use breaker::State;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::SpecError;
 use super::checker::Checker;
+use super::error::SpecError;
 use crate::sources::{StateMapping, foreign_state};
 
 /// Bounds of a scrape interval (not scaled by `time_scale`: it is a property of the scraper).
