@@ -2,11 +2,12 @@
 //! `[load] workers` waits at (retrying until `--wait` runs out: the controller may start later), drives the share
 //! of each run's users it is given and streams its seconds back; exits 0 when the experiment is over.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use controller::load::{EXTERNAL_COST, open_descriptors, raise_descriptor_limit, users_within};
 use controller::workers::{WorkerError, WorkerOptions, run_worker, wire::MAX_CAPACITY};
+use tokio::time::Instant;
 
 use crate::cli::output::err_out;
 

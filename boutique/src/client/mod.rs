@@ -260,6 +260,7 @@ impl Dependency {
     }
 
     /// Sends `request`, waits for the answer within the call timeout, records the outcome on `permit`.
+    #[allow(clippy::disallowed_methods)] // the call's wall latency for its stats, measured at the edge
     async fn exchange<T: DeserializeOwned>(
         &self,
         request: Request<Full<Bytes>>,

@@ -72,8 +72,7 @@ impl super::Resolve for Fixed {
         &self,
         _host: &str,
         _port: u16,
-    ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::SocketAddr>>>
-    {
+    ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::SocketAddr>>> {
         let addresses = self.0.clone();
         Box::pin(async move { Ok(addresses) })
     }

@@ -25,8 +25,7 @@ fn transitions(events: &[TransitionEvent]) -> Vec<(String, State, State, u64, u6
 
 #[test]
 fn resilience4j_state_series_become_transitions_after_a_baseline() {
-    let mut observer =
-        ScrapedBreakers::new(StateMapping::resilience4j(), "shop", "prometheus:x");
+    let mut observer = ScrapedBreakers::new(StateMapping::resilience4j(), "shop", "prometheus:x");
     let scrape = |a: &str, b: &str| parse_exposition(&(r4j("a", a) + &r4j("b", b)));
     // The baseline: a closed makes no event, b already open makes one.
     assert_eq!(
