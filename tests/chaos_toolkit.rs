@@ -183,6 +183,7 @@ async fn faults(client: &reqwest::Client, dashboard: &str) -> Vec<String> {
 }
 
 /// Waits (bounded) until `done` holds.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn until<F: std::future::Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
     let deadline = Instant::now() + WAIT_LIMIT;
     while !done().await {
@@ -245,6 +246,7 @@ fn chaos_run(dir: &Path, dashboard: &str, journal_name: &str) -> Running {
 }
 
 /// Waits (at most `limit`) for `chaos` to exit; its exit code.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn exit_code(chaos: &mut Running, dir: &Path, journal_name: &str, limit: Duration) -> i32 {
     let deadline = Instant::now() + limit;
     loop {

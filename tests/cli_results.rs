@@ -318,6 +318,7 @@ impl Drop for AgentProcess {
 }
 
 #[tokio::test]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn halt_clears_the_faults_of_the_agents_stored_experiments_name() {
     const TOKEN: &str = "halt-test-token";
     let dir = TempStore::new("halt");

@@ -85,6 +85,7 @@ fn kill_9(child: &mut Child) {
 }
 
 /// Waits until the database exists and holds experiment 1, then opens it.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn open_when_created(db: &Path, child: &mut Child, dir: &Path) -> Store {
     let started = Instant::now();
     loop {
@@ -120,6 +121,7 @@ async fn open_when_created(db: &Path, child: &mut Child, dir: &Path) -> Store {
 
 /// Waits until `finished` runs are stored and the next attempt is `running` (a kill now is a
 /// kill mid-run).
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn wait_mid_run(store: &Store, finished: usize, child: &mut Child, dir: &Path, log: &str) {
     let started = Instant::now();
     loop {
@@ -146,6 +148,7 @@ async fn wait_mid_run(store: &Store, finished: usize, child: &mut Child, dir: &P
     }
 }
 
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn wait_exit(child: &mut Child, dir: &Path, log: &str) -> std::process::ExitStatus {
     let started = Instant::now();
     loop {

@@ -101,6 +101,7 @@ async fn payment(engine: &Engine, project: &str) -> StackContainer {
 }
 
 /// Waits until Payment's container is in `state`.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn wait_for_state(engine: &Engine, project: &str, state: &str) {
     let started = Instant::now();
     loop {
@@ -116,6 +117,7 @@ async fn wait_for_state(engine: &Engine, project: &str, state: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leases() {
     let Some((engine, program)) = engine_and_compose().await else {
         return;
@@ -293,6 +295,7 @@ async fn the_compose_stack_runs_experiments_and_container_faults_keep_their_leas
 
 /// The compose controller's game-day API over the engine: a pause under a lease, a network delay and its
 /// undo, a halt.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn game_day_container_faults(engine: &Engine, project: &str, port: u16) {
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}");

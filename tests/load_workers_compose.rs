@@ -86,6 +86,7 @@ fn strip_ansi(text: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn three_worker_containers_drive_the_compose_stack() {
     let Some((engine, program)) = engine_and_compose().await else {
         return;

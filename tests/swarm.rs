@@ -57,6 +57,7 @@ struct EngineGuard {
 }
 
 impl Drop for EngineGuard {
+    #[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
     fn drop(&mut self) {
         let _ = docker(&["stack", "rm", &self.stack]);
         // The stack's containers and its network go in the background: wait for them (bounded).
@@ -133,6 +134,7 @@ modes = ["enforce"]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn a_killed_swarm_task_is_replaced_followed_and_recorded() {
     let Some(engine) = engine().await else {
         return;

@@ -66,6 +66,7 @@ async fn a_reset_in_the_layer_closes_the_connection_before_any_response_byte() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on a real socket: wall time is what it measures
 async fn a_hang_in_the_layer_closes_the_connection_at_the_hold_cap() {
     let hold_cap = Duration::from_millis(300);
     let agent = Agent::new(

@@ -304,6 +304,7 @@ async fn reset_faults_reset_the_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on a real socket: wall time is what it measures
 async fn delay_faults_hold_the_request_then_pass_it_on() {
     let running = start(Duration::from_secs(5)).await;
     running
@@ -332,6 +333,7 @@ async fn delay_faults_hold_the_request_then_pass_it_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on a real socket: wall time is what it measures
 async fn hang_faults_outlast_client_timeouts_and_close_at_the_hold_cap() {
     let hold_cap = Duration::from_millis(400);
     let running = start(hold_cap).await;

@@ -70,6 +70,7 @@ async fn a_browser_elsewhere_cannot_open_the_streams_a_loopback_page_and_the_con
 
 /// Sends a request head one byte every 100 ms; returns how long the server kept the connection open, or `None`
 /// if it was still open when the whole head (and `patience`) had gone by.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn trickle_head(addr: SocketAddr, patience: Duration) -> Option<Duration> {
     let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let head = b"GET /_healthz HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";

@@ -166,6 +166,7 @@ fn closed_count_window(c: &mut Criterion) {
 }
 
 /// Time for each of `threads` threads (started together) to make `iters` calls; the slowest thread's time.
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 fn threaded(threads: usize, iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
     let start = Barrier::new(threads);
     std::thread::scope(|scope| {

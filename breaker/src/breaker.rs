@@ -1,6 +1,10 @@
 //! [`CircuitBreaker`]: the shell around the pure core. It owns the packed state word, the per-thread counters and
 //! windows, the clock and the sink; every state change is one CAS loop around a pure function of `core::machine`.
 //!
+//! In a circle with `breaker/permit.rs` because a permit and its breaker are one type pair: the breaker hands out
+//! permits, and a permit records its call's outcome on the breaker it was admitted by (`tower`'s service and its
+//! response future are the same pair); the permit lives in its own file only to be read apart.
+//!
 //! The closed path with only a consecutive-failure detector is: one load of the word to admit, one store to the
 //! thread's own counter stripe, and on success one more load of the word — the word is written only when a failure
 //! count must be reset. The clock is read on that path only if a time-based detector is configured.

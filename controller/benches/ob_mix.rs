@@ -100,6 +100,7 @@ fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 fn main() {
     let options = parse_options();
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {

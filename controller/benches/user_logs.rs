@@ -30,6 +30,7 @@ fn sample(second: u64, user: u32, n: u32, per_user: u32) -> Sample {
 
 /// Per request, on the user's side: the old shared `Mutex<Recorder>` (lock, six HDR increments) against a
 /// push into the user's own log. Returns ns per request for (old, new).
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 fn per_request(requests: u32) -> (f64, f64) {
     let shared = Mutex::new(Recorder::new(ENDPOINTS, Duration::ZERO, None));
     let samples: Vec<Sample> = (0..requests)
@@ -64,6 +65,7 @@ fn samples_of_user(user: u32, users: u32, per_second: u32) -> u32 {
 /// Once a second, on the run loop's side: move `users` logs holding `per_second` samples in all into the
 /// recorder and close the second (summaries and HDR V2 serialisation). Returns ns per collection
 /// (median over `seconds` seconds) and ns per sample.
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 fn per_collection(users: u32, per_second: u32, seconds: u64) -> (f64, f64) {
     let logs = UserLogs::new(users, 1);
     let mut recorder = Recorder::new(ENDPOINTS, Duration::ZERO, None);

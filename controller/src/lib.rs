@@ -1,5 +1,6 @@
 //! Controller: experiment specs, the load driver, storage and the runner that ties them together.
 
+pub mod actions;
 pub mod advisor;
 pub mod clock;
 pub mod docker;

@@ -60,6 +60,7 @@ async fn view(admin: &AdminClient, testbed: &Testbed) -> BreakerConfigView {
 }
 
 /// Polls checkout's config until `done` holds or `timeout` passes; returns the last view.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn wait_for(
     admin: &AdminClient,
     testbed: &Testbed,

@@ -364,6 +364,7 @@ fn unplanned_end(
 }
 
 /// Creates or resumes the experiment and runs what is left of its plan, reporting progress.
+#[allow(clippy::disallowed_methods)] // the CLI's progress shows wall time
 async fn drive(
     runner: &Runner,
     spec: &ExperimentSpec,

@@ -4,11 +4,12 @@
 //! `--health ADDR:PORT` it answers `GET /_healthz` there while it runs (its pod's probes: it serves nothing else).
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use controller::load::{EXTERNAL_COST, open_descriptors, raise_descriptor_limit, users_within};
 use controller::workers::{WorkerError, WorkerOptions, run_worker, wire::MAX_CAPACITY};
+use tokio::time::Instant;
 
 use crate::cli::output::err_out;
 

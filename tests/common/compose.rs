@@ -124,6 +124,7 @@ impl Project {
     }
 
     /// Waits until the dashboard answers on its loopback port (every service healthy before it starts).
+    #[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
     pub async fn wait_for_dashboard(&self) {
         let dashboard = format!("http://127.0.0.1:{}/_healthz", self.dashboard_port);
         let started = Instant::now();

@@ -142,6 +142,7 @@ fn main() {
     }
 }
 
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 async fn controller(args: Args) {
     let hub = Hub::new(HubConfig {
         frame_interval: Duration::from_millis(args.frame_ms),
@@ -245,6 +246,7 @@ async fn controller(args: Args) {
     print!("{output}");
 }
 
+#[allow(clippy::disallowed_methods)] // a bench measures wall time
 async fn clients(args: Args, url: String) {
     let live = args.clients.saturating_sub(args.stalled);
     let mut stalled_sockets = Vec::new();

@@ -26,12 +26,12 @@ use answers::{
     ContainersAnswer, ExperimentAnswer, HaltAnswer, IdAnswer, StartAnswer,
 };
 
-use crate::app::AppState;
 use crate::auth::Auth;
 use crate::error::AppError;
 use crate::hub::Hub;
 use crate::hub::LiveEvent;
 use crate::operations::{AnnotationEntry, AnnotationRequest, FaultRequest, MAX_ANNOTATIONS_LISTED};
+use crate::state::AppState;
 
 /// A request allowed to act: the bearer token, or the login cookie with its CSRF header. Every mutating handler
 /// takes one; it is checked before the request's body is read, a wrong token counted against the client's
@@ -365,9 +365,9 @@ pub async fn set_container_fault(
     _: Acting,
     body: String,
 ) -> Result<Response, AppError> {
-    let form: crate::pages::ContainerFaultForm = serde_json::from_str(&body)
+    let form: crate::container_fault::ContainerFaultForm = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
-    let request = crate::pages::container_fault_of_form(&form)?;
+    let request = crate::container_fault::container_fault_of_form(&form)?;
     let id = state.operations.set_container_fault(request).await?;
     Ok(Json(ContainerFaultAnswer {
         fault_id: format!("container-{id}"),

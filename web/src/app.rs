@@ -1,41 +1,10 @@
-//! The dashboard's state and its one router: API, pages, websocket and static assets.
-
-use std::sync::Arc;
+//! The dashboard's one router: API, pages, websocket and static assets.
 
 use axum::Router;
-use axum::extract::FromRef;
 use axum::routing::{get, post, put};
 
-use controller::sources::PushInbox;
-
-use crate::auth::Auth;
-use crate::hub::Hub;
-use crate::operations::Operations;
+use crate::state::AppState;
 use crate::{advisor, api, assets, automation_api, live, pages, simulate};
-
-/// Everything a handler may need.
-#[derive(Clone)]
-pub struct AppState {
-    pub hub: Hub,
-    pub operations: Arc<dyn Operations>,
-    pub auth: Arc<Auth>,
-    /// The shop's (the boutique frontend's) URL the header links to, when the dashboard runs one.
-    pub shop_url: Option<String>,
-    /// Takes pushed foreign breaker events (`POST /api/breaker-events`).
-    pub breaker_inbox: PushInbox,
-}
-
-impl std::fmt::Debug for AppState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState").field("hub", &self.hub).finish()
-    }
-}
-
-impl FromRef<AppState> for Hub {
-    fn from_ref(state: &AppState) -> Hub {
-        state.hub.clone()
-    }
-}
 
 /// Every route of the dashboard.
 pub fn router(state: AppState) -> Router {

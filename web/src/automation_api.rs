@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use controller::stats::CriterionResult;
 
 use crate::api::Acting;
-use crate::app::AppState;
 use crate::error::AppError;
 use crate::hub::BreakerTile;
 use crate::operations::{AgentFaults, LoadRequest, RunFigures};
+use crate::state::AppState;
 
 /// `GET /api/breakers`: the breaker board as the dashboard's sampler last read it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

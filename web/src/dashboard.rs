@@ -16,11 +16,12 @@ use controller::testbed::Testbed;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::app::{AppState, router};
+use crate::app::router;
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::Operations;
 use crate::operations::embedded::{EmbeddedOperations, Orchestrator};
+use crate::state::AppState;
 
 /// Loopback, port 8080.
 pub const DEFAULT_BIND: SocketAddr =

@@ -104,7 +104,7 @@ impl<E: Into<AppError>> From<E> for PageError {
 #[derive(askama::Template)]
 #[template(path = "error.html")]
 struct ErrorPage {
-    viewer: crate::pages::Viewer,
+    viewer: crate::pages::viewer::Viewer,
     page: &'static str,
     status: u16,
     message: String,
@@ -118,7 +118,7 @@ impl IntoResponse for PageError {
             _ => None,
         };
         let page = ErrorPage {
-            viewer: crate::pages::Viewer::anonymous(),
+            viewer: crate::pages::viewer::Viewer::anonymous(),
             page: "error",
             status: status.as_u16(),
             message,

@@ -16,10 +16,11 @@ use controller::sources::{PushInbox, RateLimit};
 use controller::store::Store;
 use controller::testbed::Testbed;
 
-use crate::app::{AppState, router};
+use crate::app::router;
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::embedded::EmbeddedOperations;
+use crate::state::AppState;
 use controller::test_support::TempStore;
 
 const TOKEN: &str = "proxy-token";

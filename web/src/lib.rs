@@ -6,6 +6,7 @@ pub mod app;
 pub mod assets;
 pub mod auth;
 pub mod automation_api;
+pub mod container_fault;
 pub mod dashboard;
 pub mod error;
 #[cfg(test)]
@@ -23,9 +24,11 @@ pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;
 pub mod simulate;
+pub mod state;
 #[cfg(test)]
 mod ws_origin_tests;
 
-pub use app::{AppState, router};
+pub use app::router;
 pub use dashboard::{ComposeProject, DashboardConfig, ExternalTestbed, RunningDashboard};
 pub use operations::embedded::Orchestrator;
+pub use state::AppState;

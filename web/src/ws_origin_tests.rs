@@ -9,10 +9,11 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use controller::sources::{PushInbox, RateLimit};
 
-use crate::app::{AppState, router};
+use crate::app::router;
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::memory::MemoryOperations;
+use crate::state::AppState;
 
 async fn open_with_origin(url: &str, origin: Option<&str>) -> Result<(), StatusCode> {
     let mut request = url.into_client_request().expect("request");

@@ -75,6 +75,7 @@ struct Page {
 }
 
 impl Page {
+    #[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
     async fn call_raw(
         socket: &mut Socket,
         id: u64,
@@ -183,6 +184,7 @@ impl Page {
     }
 
     /// Polls `expression` until it is truthy; panics with `what` after `timeout`.
+    #[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
     async fn wait_for(&mut self, expression: &str, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;
         loop {

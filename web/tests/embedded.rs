@@ -49,6 +49,7 @@ async fn json(client: &AdminClient, method: Method, url: &str, body: &str) -> Va
     serde_json::from_slice(&bytes).expect("JSON answer")
 }
 
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -62,6 +63,7 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn start_streams_progress_and_abort_clears_the_fault() {
     let dir = TempStore::new("web-embedded-test");
     let dashboard = RunningDashboard::start(DashboardConfig {

@@ -10,6 +10,7 @@ use web::{DashboardConfig, ExternalTestbed, RunningDashboard};
 
 /// Sends a request head one byte every 100 ms; returns how long the server kept the connection open, or `None`
 /// if it was still open after `patience`.
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
 async fn trickle_head(addr: SocketAddr, patience: Duration) -> Option<Duration> {
     let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";

@@ -87,6 +87,7 @@ impl Upstream {
         })
     }
 
+    #[allow(clippy::disallowed_methods)] // the idle time of a parked connection, measured at the edge
     fn take_parked(&self) -> Option<UpstreamConnection> {
         let now = Instant::now();
         IDLE.with_borrow_mut(|idle| {
@@ -105,6 +106,7 @@ impl Upstream {
     }
 
     /// Parks an idle connection for the next client connection on this thread.
+    #[allow(clippy::disallowed_methods)] // the idle time of a parked connection, measured at the edge
     pub(crate) fn park(&self, connection: UpstreamConnection) {
         if !connection.input.is_empty() {
             // Bytes nobody asked for: the connection is out of step.

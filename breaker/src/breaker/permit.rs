@@ -1,6 +1,9 @@
 //! Permits: what a caller holds between admission and outcome. A [`Permit`] borrows its breaker, an
 //! [`OwnedPermit`] shares it; both carry a one-word [`Ticket`] of how the call was admitted, and a permit dropped
 //! without an outcome is recorded as abandoned.
+//!
+//! In a circle with `breaker.rs` because a permit and its breaker are one type pair: the breaker hands out
+//! permits, and a permit records its call's outcome on the breaker it was admitted by.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::clock::duration_nanos;
-use crate::sim::engine::{NANOS_PER_SECOND, STREAM_SHARE, STREAM_START, STREAM_THINK, Tally, unit};
+use crate::sim::draws::{STREAM_SHARE, STREAM_START, STREAM_THINK, unit};
 use crate::sim::scenario::{Scenario, Workload};
+use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 
 /// Where the requests come from, in time order.
 ///

@@ -16,25 +16,12 @@ use std::sync::Arc;
 use crate::breaker::{CircuitBreaker, OwnedPermit};
 use crate::clock::{ManualClock, duration_nanos};
 use crate::config::Mode;
-use crate::core::policy::splitmix64;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
+use crate::sim::draws::{STREAM_FAILURE, unit};
 use crate::sim::scenario::{CallFailure, Pattern, Scenario, Workload};
+use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 use crate::state::{Outcome, State};
-
-pub(super) const NANOS_PER_SECOND: u64 = 1_000_000_000;
-
-/// Independent streams of seeded draws.
-pub(super) const STREAM_SHARE: u64 = 0x5348_4152_4500_0000;
-pub(super) const STREAM_FAILURE: u64 = 0x4641_494c_0000_0000;
-pub(super) const STREAM_THINK: u64 = 0x5448_494e_4b00_0000;
-pub(super) const STREAM_START: u64 = 0x5354_4152_5400_0000;
-
-/// A uniform draw in [0, 1): a pure function of (seed, stream, index), so both passes see the same draws.
-pub(crate) fn unit(seed: u64, stream: u64, index: u64) -> f64 {
-    let bits = splitmix64(seed ^ splitmix64(stream ^ splitmix64(index)));
-    (bits >> 11) as f64 / (1u64 << 53) as f64
-}
 
 /// What became of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -65,49 +52,6 @@ pub struct CallRecord {
     pub failed: bool,
     /// How long it held its caller.
     pub cost_ns: u64,
-}
-
-/// Counts over one second, or over the whole window.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Tally {
-    pub(crate) requests: u64,
-    pub(crate) dependency_calls: u64,
-    pub(crate) reached: u64,
-    pub(crate) never_made: u64,
-    pub(crate) successful: u64,
-    pub(crate) slow_failures: u64,
-    pub(crate) fast_failures: u64,
-    pub(crate) refused: u64,
-    pub(crate) probes: u64,
-    pub(crate) dependency_failures: u64,
-    pub(crate) rejected_after_recovery: u64,
-    /// Rejected requests whose call the dependency would have answered (the same draw, not made).
-    pub(crate) rejected_would_succeed: u64,
-    pub(crate) caller_ns: u64,
-    pub(crate) busy_peak: u32,
-}
-
-impl Tally {
-    pub(crate) fn failed(&self) -> u64 {
-        self.slow_failures + self.fast_failures
-    }
-
-    fn add(&mut self, other: &Tally) {
-        self.requests += other.requests;
-        self.dependency_calls += other.dependency_calls;
-        self.reached += other.reached;
-        self.never_made += other.never_made;
-        self.successful += other.successful;
-        self.slow_failures += other.slow_failures;
-        self.fast_failures += other.fast_failures;
-        self.refused += other.refused;
-        self.probes += other.probes;
-        self.dependency_failures += other.dependency_failures;
-        self.rejected_after_recovery += other.rejected_after_recovery;
-        self.rejected_would_succeed += other.rejected_would_succeed;
-        self.caller_ns += other.caller_ns;
-        self.busy_peak = self.busy_peak.max(other.busy_peak);
-    }
 }
 
 /// The result of one pass.

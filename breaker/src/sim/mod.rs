@@ -24,10 +24,12 @@
 //! ```
 
 mod arrivals;
+mod draws;
 mod engine;
 mod output;
 mod scenario;
 mod settings;
+mod tally;
 
 pub use engine::{CallRecord, Decision};
 pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};

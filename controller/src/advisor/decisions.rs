@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::advisor::CurrentPlacement;
 use crate::advisor::candidates::detector_family;
+use crate::advisor::current::CurrentPlacement;
 use crate::advisor::input::TuneInput;
 use crate::advisor::search::Evaluation;
 

@@ -12,6 +12,9 @@ use toml::Spanned;
 use crate::spec::SpecError;
 use crate::spec::checker::Checker;
 
+/// Healthy time before an outage, a hang or the first blip starts.
+pub const FAULT_LEAD: Duration = Duration::from_secs(10);
+
 /// Most failure profiles one input may list.
 pub const MAX_PROFILES: usize = 8;
 /// Highest request rate of the traffic, requests per second.
@@ -433,7 +436,7 @@ impl TuneInput {
     /// Read and check an input file.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<TuneInput, SpecError> {
         let path = path.as_ref();
-        let source = crate::advisor::read_capped(path).map_err(|source| SpecError::Read {
+        let source = crate::advisor::file::read_capped(path).map_err(|source| SpecError::Read {
             path: path.display().to_string(),
             source,
         })?;
@@ -756,7 +759,7 @@ fn profile(
     };
     let window_span = raw.window.as_ref().map_or(kind_span.clone(), Spanned::span);
     if let ProfileKind::Hang { length } | ProfileKind::Outage { length } = kind {
-        if crate::advisor::profile::FAULT_LEAD + length > window {
+        if FAULT_LEAD + length > window {
             return Err(check.error(
                 &field("window"),
                 window_span.clone(),

@@ -4,12 +4,15 @@
 //! set on a Pareto front with the team's current config, read from and written in the vocabulary of the team's
 //! library (`libraries/`), and proven by an experiment (`verify.rs`).
 //!
-//! `input.rs` the TOML input, `profile.rs` a profile as a scenario, `candidates.rs` the search space,
+//! `input.rs` the TOML input, `file.rs` the capped read of every file it takes, `current.rs` the team's current
+//! config and its place on the front, `profile.rs` a profile as a scenario, `candidates.rs` the search space,
 //! `search.rs` the simulations, cost model, ranking and front, `decisions.rs` the three decisions, `plot.rs` the
 //! SVG, `libraries/` the five libraries' formats, `verify.rs` the experiment.
 
 pub mod candidates;
+mod current;
 pub mod decisions;
+mod file;
 pub mod input;
 pub mod libraries;
 pub mod plot;
@@ -19,99 +22,17 @@ pub mod search;
 mod tests;
 pub mod verify;
 
-use std::io::Read;
-use std::path::Path;
-
 use breaker::BreakerConfig;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use candidates::{candidates, label};
+pub use current::{CurrentConfig, CurrentError, CurrentPlacement};
 pub use decisions::Decision;
+pub use file::{MAX_FILE_BYTES, read_capped};
 pub use input::{Costs, Profile, ProfileKind, TuneInput};
 pub use libraries::{FieldNote, Imported, Library, NoteKind};
 pub use search::{CostTerms, Evaluation, Prepared, ProfileError, Violation};
-
-/// Largest input, current config or library file read (a config is a few hundred bytes).
-pub const MAX_FILE_BYTES: u64 = 256 * 1024;
-
-/// Read a text file of at most [`MAX_FILE_BYTES`], the cap checked while reading.
-pub fn read_capped(path: &Path) -> std::io::Result<String> {
-    let file = std::fs::File::open(path)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("longer than {MAX_FILE_BYTES} bytes"),
-        ));
-    }
-    Ok(text)
-}
-
-/// The team's current config, with where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CurrentConfig {
-    pub config: BreakerConfig,
-    /// `tolerant` or the library it was imported from.
-    pub source: String,
-    /// Field by field, how the library's settings map onto Tolerant's model.
-    pub notes: Vec<FieldNote>,
-}
-
-/// A current config that cannot be read: Tolerant's TOML, or a library's file.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CurrentError {
-    #[error("Tolerant's breaker TOML: {0}")]
-    Config(#[from] breaker::ConfigError),
-    #[error("{0}: {1}")]
-    Library(Library, libraries::LibraryError),
-}
-
-impl CurrentConfig {
-    /// The current config in `text`: `library`'s format, or Tolerant's breaker TOML when `None`.
-    pub fn read(
-        text: &str,
-        library: Option<Library>,
-        instance: Option<&str>,
-    ) -> Result<CurrentConfig, CurrentError> {
-        match library {
-            None => Ok(CurrentConfig {
-                config: BreakerConfig::from_toml_str(text)?,
-                source: "tolerant".into(),
-                notes: vec![FieldNote::new(
-                    "config",
-                    NoteKind::Same,
-                    "Tolerant's own vocabulary",
-                )],
-            }),
-            Some(library) => {
-                let imported = library
-                    .import(text, instance)
-                    .map_err(|error| CurrentError::Library(library, error))?;
-                Ok(CurrentConfig {
-                    config: imported.config,
-                    source: library.as_str().into(),
-                    notes: imported.notes,
-                })
-            }
-        }
-    }
-}
-
-/// The current config placed on the front.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CurrentPlacement {
-    pub evaluation: Evaluation,
-    pub source: String,
-    pub notes: Vec<FieldNote>,
-    /// Whether it is on the front itself.
-    pub on_front: bool,
-    /// Front points that dominate it (lower rejection cost and at least as many caller-seconds saved).
-    pub dominated_by: Vec<String>,
-    /// Its rank by total cost among every candidate and it (1 = cheapest).
-    pub rank: usize,
-}
 
 /// Why the recommendation is the one it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,10 +8,7 @@ use breaker::sim::{
     CallFailure, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
 };
 
-use crate::advisor::input::{Profile, ProfileKind, Traffic};
-
-/// Healthy time before an outage, a hang or the first blip starts.
-pub const FAULT_LEAD: Duration = Duration::from_secs(10);
+use crate::advisor::input::{FAULT_LEAD, Profile, ProfileKind, Traffic};
 
 fn failing(hang: bool) -> CallFailure {
     if hang {

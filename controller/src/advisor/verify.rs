@@ -19,8 +19,9 @@ use breaker::BreakerConfig;
 use breaker::sim::{self, Schedule};
 use serde::Serialize;
 
+use crate::advisor::Advice;
+use crate::advisor::current::CurrentConfig;
 use crate::advisor::input::{ProfileKind, Traffic, TuneInput};
-use crate::advisor::{Advice, CurrentConfig};
 use crate::spec::{ExperimentSpec, SpecError};
 use crate::stats::Summary;
 use crate::store::{ExperimentId, Status, Store, StoreError};

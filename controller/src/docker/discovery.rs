@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use bollard::container::ListContainersOptions;
 use bollard::models::ContainerSummary;
 
-use super::{DockerError, Engine, NUMBER_LABEL, PROJECT_LABEL, SERVICE_LABEL};
+use super::{Deployment, DockerError, Engine, NUMBER_LABEL, PROJECT_LABEL, SERVICE_LABEL};
 use crate::target::replica_label;
 
 /// The replica label of a container recorded by name (`shop_checkout_2` of `checkout` → `checkout#2`): its
@@ -95,6 +95,17 @@ impl StackContainer {
 }
 
 impl Engine {
+    /// Every container of `deployment`: a compose project's (running or not), a swarm stack's running tasks.
+    pub async fn containers(
+        &self,
+        deployment: &Deployment,
+    ) -> Result<Vec<StackContainer>, DockerError> {
+        match deployment {
+            Deployment::Compose(project) => self.stack(project).await,
+            Deployment::Swarm(stack) => self.swarm_stack(stack).await,
+        }
+    }
+
     /// Every container of compose project `project` (running or not), by service then replica number.
     pub async fn stack(&self, project: &str) -> Result<Vec<StackContainer>, DockerError> {
         let filters = HashMap::from([(

@@ -13,9 +13,9 @@
 use bollard::container::{KillContainerOptions, StartContainerOptions, StopContainerOptions};
 use bollard::models::EndpointSettings;
 use bollard::network::{ConnectNetworkOptions, DisconnectNetworkOptions};
-use serde::{Deserialize, Serialize};
 
 use super::{DockerError, Engine};
+use crate::actions::ContainerAction;
 
 /// Signals `kill` may send.
 pub const SIGNALS: &[&str] = &[
@@ -23,33 +23,6 @@ pub const SIGNALS: &[&str] = &[
 ];
 /// Seconds a `stop` (and a `restart`) gives the container before SIGKILL.
 const STOP_GRACE_SECS: i64 = 2;
-
-/// One container-level fault.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum ContainerAction {
-    Pause,
-    Stop,
-    Kill {
-        signal: String,
-    },
-    Restart,
-    Disconnect {
-        network: String,
-        /// The container's DNS aliases on that network, recorded before it is detached so the reconnect
-        /// restores them (filled in by [`Engine::prepare`]).
-        #[serde(default)]
-        aliases: Vec<String>,
-    },
-    /// Every packet out of the container delayed by `delay_ms` (bounded by [`super::netem::MAX_NET_DELAY`]).
-    NetDelay {
-        delay_ms: u64,
-    },
-    /// Each packet out of the container lost with probability `percent` / 100 (in (0, 100]).
-    NetLoss {
-        percent: f64,
-    },
-}
 
 /// The action names, as specs and the game-day form spell them.
 pub const ACTION_NAMES: &[&str] = &[
@@ -129,31 +102,6 @@ impl ContainerAction {
         Ok(ContainerAction::NetLoss {
             percent: super::netem::checked_loss(field, percent)?,
         })
-    }
-
-    /// What the action does beyond its name, for people: `SIGKILL`, `delay 200ms`, `loss 10 %`.
-    pub fn detail(&self) -> String {
-        match self {
-            ContainerAction::Kill { signal } => signal.clone(),
-            ContainerAction::Disconnect { network, .. } => format!("from {network}"),
-            ContainerAction::NetDelay { delay_ms } => format!("delay {delay_ms}ms"),
-            ContainerAction::NetLoss { percent } => format!("loss {percent} %"),
-            ContainerAction::Pause | ContainerAction::Stop | ContainerAction::Restart => {
-                String::new()
-            }
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            ContainerAction::Pause => "pause",
-            ContainerAction::Stop => "stop",
-            ContainerAction::Kill { .. } => "kill",
-            ContainerAction::Restart => "restart",
-            ContainerAction::Disconnect { .. } => "disconnect",
-            ContainerAction::NetDelay { .. } => "net_delay",
-            ContainerAction::NetLoss { .. } => "net_loss",
-        }
     }
 }
 

@@ -23,8 +23,8 @@ use bollard::{ClientVersion, Docker};
 
 use crate::store::StoreError;
 
+pub use crate::actions::ContainerAction;
 pub use discovery::StackContainer;
-pub use fault::ContainerAction;
 pub use lease::ContainerLeases;
 pub use stats::{ContainerReading, ContainerSampler, StatsSampler, Watched};
 
@@ -142,17 +142,6 @@ impl Engine {
     /// The socket this engine was reached on.
     pub fn socket(&self) -> &str {
         &self.socket
-    }
-
-    /// Every container of `deployment`: a compose project's (running or not), a swarm stack's running tasks.
-    pub async fn containers(
-        &self,
-        deployment: &Deployment,
-    ) -> Result<Vec<StackContainer>, DockerError> {
-        match deployment {
-            Deployment::Compose(project) => self.stack(project).await,
-            Deployment::Swarm(stack) => self.swarm_stack(stack).await,
-        }
     }
 
     /// An engine error of `operation` on `container`, naming the socket.

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::discovery::{StackContainer, replica_of_container, replica_urls};
-use super::fault::ContainerAction;
 use super::stats::{
     ContainerReading, SampledInterval, StatsSampler, StatsSource, Watched, samples_between,
 };
 use super::{Deployment, DockerError};
+use crate::actions::ContainerAction;
 use crate::energy::CpuModel;
 
 fn reading(container: &str, cpu_ns: u64, rx_bytes: u64) -> ContainerReading {

@@ -13,7 +13,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
-use super::{Cluster, KubeError, NAME_LABEL};
+use super::Cluster;
+use super::error::KubeError;
+use super::labels::NAME_LABEL;
 use crate::roster::{Instance, ReplicaChange, Roster};
 
 /// Whether a pod serves: running, its `Ready` condition true, not being deleted, with an address.

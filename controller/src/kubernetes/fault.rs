@@ -26,8 +26,11 @@ use kube::api::{AttachParams, DeleteParams, ListParams, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
-use super::{Cluster, FAULT_ANNOTATION, KubeError};
-use crate::docker::ContainerAction;
+use super::Cluster;
+use super::error::KubeError;
+use super::labels::FAULT_ANNOTATION;
+use crate::actions::ContainerAction;
+pub use crate::actions::PodAction;
 use crate::docker::lease::checked_lease_ms;
 
 /// The interface a pod's network faults shape (every pod network gives a pod `eth0`).
@@ -38,16 +41,6 @@ pub const POD_SIGNALS: &[&str] = &["SIGTERM", "SIGINT"];
 const MAX_EXEC_OUTPUT: usize = 16 * 1024;
 /// Longest an exec may take.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One pod fault.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum PodAction {
-    Delete,
-    Kill { signal: String },
-    NetDelay { delay_ms: u64 },
-    NetLoss { percent: f64 },
-}
 
 impl PodAction {
     /// The pod fault a container fault is on Kubernetes: `restart` deletes the pod, `kill`, `net_delay` and
@@ -79,15 +72,6 @@ impl PodAction {
                  or net_loss",
                 other.name()
             ))),
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            PodAction::Delete => "delete",
-            PodAction::Kill { .. } => "kill",
-            PodAction::NetDelay { .. } => "net_delay",
-            PodAction::NetLoss { .. } => "net_loss",
         }
     }
 

@@ -9,7 +9,9 @@
 //! neither found, or a server that does not answer, is a [`KubeError`] naming what was tried.
 
 pub mod discovery;
+mod error;
 pub mod fault;
+mod labels;
 pub mod manifests;
 pub mod rbac;
 #[cfg(test)]
@@ -19,43 +21,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
 
-/// The label every target pod carries: its service's name (`checkout`).
-pub const NAME_LABEL: &str = "app.kubernetes.io/name";
-/// `app.kubernetes.io/part-of` of the testbed's objects.
-pub const TESTBED_PART: &str = "tolerant-testbed";
-/// The annotation a pod fault's lease is recorded in.
-pub const FAULT_ANNOTATION: &str = "tolerant.dev/fault";
-/// The default selector: every pod that names its service.
-pub const DEFAULT_SELECTOR: &str = NAME_LABEL;
-
-#[derive(Debug, thiserror::Error)]
-pub enum KubeError {
-    #[error(
-        "Kubernetes: no cluster configuration found; tried the kubeconfig (KUBECONFIG, else ~/.kube/config: \
-         {kubeconfig}) and the in-cluster service account (KUBERNETES_SERVICE_HOST and \
-         /var/run/secrets/kubernetes.io/serviceaccount: {in_cluster})"
-    )]
-    NoConfig {
-        kubeconfig: String,
-        in_cluster: String,
-    },
-    #[error("Kubernetes API server {server}: not reachable ({message})")]
-    Unreachable { server: String, message: String },
-    #[error("Kubernetes API: {operation} pod {pod} in namespace {namespace}: {source}")]
-    Api {
-        operation: &'static str,
-        namespace: String,
-        pod: String,
-        /// Boxed: kube's error is large, and every call returns this.
-        #[source]
-        source: Box<kube::Error>,
-    },
-    #[error("{field}: {message}")]
-    Invalid { field: String, message: String },
-    /// The pod (its image, its capabilities) cannot take this fault.
-    #[error("pod {pod}: {message}")]
-    Unsupported { pod: String, message: String },
-}
+pub use error::KubeError;
+pub use labels::{DEFAULT_SELECTOR, FAULT_ANNOTATION, NAME_LABEL, TESTBED_PART, check_label};
 
 /// One namespace of one cluster. Cheap to clone.
 #[derive(Clone)]
@@ -79,7 +46,7 @@ impl Cluster {
     /// Finds the cluster (kubeconfig, else in-cluster), and checks that it answers by listing one pod of
     /// `namespace` (a call the Role allows).
     pub async fn connect(namespace: &str) -> Result<Cluster, KubeError> {
-        manifests::check_label("--kubernetes", namespace)?;
+        labels::check_label("--kubernetes", namespace)?;
         let config =
             match kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions::default()).await {
                 Ok(config) => config,

@@ -11,8 +11,8 @@ use http::{Method, Uri};
 use rand::Rng;
 use rand::rngs::SmallRng;
 
-use super::mix::Step;
 use super::session::Body;
+use super::step::Step;
 
 /// Where a placeholder's values come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,12 +4,11 @@
 
 use std::sync::{Arc, LazyLock};
 
-use http::header::{HeaderName, HeaderValue};
-use http::{Method, Uri};
+use http::Uri;
 use rand::rngs::SmallRng;
 
 use super::custom::CustomWorkload;
-use super::session::Body;
+use super::step::Step;
 
 /// Online Boutique product ids (the catalogue's nine products): the testbed's own list.
 pub use boutique::data::PRODUCT_IDS;
@@ -49,33 +48,6 @@ pub mod endpoint {
         "GET /cart",
         "POST /cart/checkout",
     ];
-}
-
-/// One HTTP request a task makes.
-#[derive(Debug, Clone)]
-pub struct Step {
-    pub endpoint: usize,
-    pub method: Method,
-    /// Origin-form request target (path and query).
-    pub uri: Uri,
-    pub body: Option<Body>,
-    /// Headers besides the session's own (a custom workload's `headers`).
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// Statuses that count as success (a custom workload's `expect`); `None` = any status below 400.
-    pub expect: Option<Arc<[u16]>>,
-}
-
-impl Step {
-    fn get(endpoint: usize, uri: Uri) -> Self {
-        Step {
-            endpoint,
-            method: Method::GET,
-            uri,
-            body: None,
-            headers: Vec::new(),
-            expect: None,
-        }
-    }
 }
 
 /// A workload ready to draw tasks from: request targets parsed once.

@@ -14,6 +14,7 @@ mod mix;
 mod outcome;
 mod session;
 mod stats;
+mod step;
 #[cfg(test)]
 mod tests;
 mod user_log;
@@ -44,7 +45,7 @@ pub use custom::{
     CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, TemplateError, Values,
 };
 pub use mix::{
-    CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Step, Workload,
+    CURRENCIES, InvalidPath, ONLINE_BOUTIQUE_TOML, PRODUCT_IDS, PreparedWorkload, Workload,
     endpoint, luhn_valid, online_boutique,
 };
 pub use outcome::{OutcomeCounts, REJECTED_HEADER, RequestOutcome};
@@ -56,6 +57,7 @@ pub use stats::{
     OutcomeHistograms, Recorder, SecondSink, SecondStats, check_histogram_header,
     deserialize_histogram, latency_us, new_histogram, serialize_histogram,
 };
+pub use step::Step;
 pub use user_log::{Sample, UserLog, UserLogs};
 
 /// How a load run is to be driven, as its caller puts it. The driver takes only a [`LoadConfig`], made

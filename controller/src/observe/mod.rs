@@ -37,121 +37,32 @@
 //! itself measured, the tick's instant and the wall clock then ([`Sample`]).
 
 pub mod foreign;
+mod observation;
 pub mod sampler;
 pub mod stream;
+mod targets;
 mod watch;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use breaker::TransitionEvent;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
 pub use foreign::ScrapeError;
-pub use sampler::{Sample, TargetSample};
-pub use stream::{StreamUnavailable, as_replica};
-pub use watch::{Follows, Target, Watch};
+pub use observation::{
+    AgentObservation, OBSERVATION_BUFFER, Observation, Observations, Received, Sample, TargetSample,
+};
+pub use sampler::SAMPLE_EVERY;
+pub use stream::{
+    CONNECT_TIMEOUT, MAX_MESSAGE_BYTES, RECONNECT_AFTER, StreamUnavailable, as_replica,
+};
+pub use targets::{Follows, Target};
+pub use watch::Watch;
 
-use crate::energy::{CpuModel, EnergyMeter, EnergySource, POWERCAP_ROOT};
-use crate::target::ServiceId;
+use crate::energy::EnergySource;
 use crate::testbed::AdminClient;
-
-/// Observations the channel holds for a consumer that is behind; see the module documentation.
-pub const OBSERVATION_BUFFER: usize = 4_096;
-/// Wait before a dropped or failed stream is tried again.
-pub const RECONNECT_AFTER: Duration = Duration::from_secs(1);
-/// Longest a stream's connection (TCP and the websocket handshake) may take.
-pub const CONNECT_TIMEOUT: Duration = crate::testbed::ADMIN_CALL_TIMEOUT;
-/// Longest stream message taken (a transition or an agent event is well under a kilobyte).
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
-/// Time between two samples.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
-
-/// One thing the observer saw.
-#[derive(Debug, Clone)]
-pub enum Observation {
-    /// A Tolerant breaker's transition from the `/_breakers/stream` of `target`, named as that label's (a
-    /// replica's breakers are its own: `checkout#2`, `checkout#2->payment`).
-    Transition {
-        target: ServiceId,
-        event: TransitionEvent,
-    },
-    /// A breaker Tolerant did not write changed state, as a `[[sources]]` scrape showed it (its `source` says which).
-    Foreign(TransitionEvent),
-    /// A `[[sources]]` scrape after the baseline failed (the first of a run of failures): its source's name
-    /// (`prometheus:<url>`), why (too large, too slow, refused …) and the wall clock then.
-    ScrapeFailed {
-        source: String,
-        error: String,
-        at_ms: i64,
-    },
-    /// One message of the agent's `/_agent/stream`.
-    Agent(AgentObservation),
-    /// The once-a-second sample.
-    Sample(Arc<Sample>),
-}
-
-/// An agent event and when it arrived.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentObservation {
-    pub event: agent::api::AgentEvent,
-    /// Wall-clock milliseconds when it was read (a `lagged` notice carries no time of its own).
-    pub received_ms: i64,
-}
-
-/// What a consumer gets next.
-#[derive(Debug, Clone)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a value handed to one consumer at a time and never stored in bulk: boxing would cost an allocation per read"
-)]
-pub enum Received {
-    Observation(Observation),
-    /// The consumer fell behind and `missed` observations were dropped for it (see the module documentation).
-    Gap {
-        missed: u64,
-    },
-}
-
-/// A consumer's place in the sequence of observations.
-#[derive(Debug)]
-pub struct Observations {
-    receiver: broadcast::Receiver<Observation>,
-    missed: u64,
-}
-
-impl Observations {
-    /// The next observation, or the gap before it; `None` once the observer is gone.
-    pub async fn next(&mut self) -> Option<Received> {
-        match self.receiver.recv().await {
-            Ok(observation) => Some(Received::Observation(observation)),
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                self.missed += missed;
-                Some(Received::Gap { missed })
-            }
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    }
-
-    /// The next observation already published, or the gap before it, without waiting; `None` when there is
-    /// none yet (or the observer is gone).
-    pub fn try_next(&mut self) -> Option<Received> {
-        match self.receiver.try_recv() {
-            Ok(observation) => Some(Received::Observation(observation)),
-            Err(broadcast::error::TryRecvError::Lagged(missed)) => {
-                self.missed += missed;
-                Some(Received::Gap { missed })
-            }
-            Err(_) => None,
-        }
-    }
-
-    /// Observations dropped for this consumer so far.
-    pub fn missed(&self) -> u64 {
-        self.missed
-    }
-}
+use sampler::energy_meter;
+use watch::Shared;
 
 /// The observer; cheap to clone (every clone is the same observer).
 #[derive(Clone)]
@@ -165,13 +76,6 @@ impl std::fmt::Debug for Observer {
             .field("subscribers", &self.shared.sender.receiver_count())
             .finish_non_exhaustive()
     }
-}
-
-struct Shared {
-    admin: AdminClient,
-    sender: broadcast::Sender<Observation>,
-    registry: Mutex<watch::Registry>,
-    energy_source: EnergySource,
 }
 
 impl Observer {
@@ -192,10 +96,7 @@ impl Observer {
 
     /// Every observation published from now on.
     pub fn subscribe(&self) -> Observations {
-        Observations {
-            receiver: self.shared.sender.subscribe(),
-            missed: 0,
-        }
+        Observations::new(self.shared.sender.subscribe())
     }
 
     /// A new, empty set of things to follow; see [`Watch`].
@@ -213,12 +114,4 @@ impl Observer {
     pub fn followed(&self) -> (Vec<String>, Vec<String>) {
         self.shared.registry.lock().followed()
     }
-}
-
-/// The meter the sampler reads this process's energy with.
-pub(crate) fn energy_meter() -> EnergyMeter {
-    EnergyMeter::detect(
-        std::path::Path::new(POWERCAP_ROOT),
-        CpuModel::for_this_machine(),
-    )
 }

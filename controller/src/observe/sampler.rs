@@ -5,55 +5,24 @@
 //! the previous one still reading is skipped, so a target is never read twice in one second.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use boutique::pool::PoolStats;
-use boutique::services::cart::CartStats;
-use breaker::BreakerSnapshot;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::observation::{Observation, Sample, TargetSample};
 use super::stream::as_replica;
-use super::watch::SampledTargets;
-use super::{Follows, Observation, SAMPLE_EVERY};
+use super::targets::{Follows, SampledTargets};
 use crate::clock::now_ms;
-use crate::energy::EnergyReading;
-use crate::exposition::{Sample as ExpositionSample, parse_exposition};
+use crate::energy::{CpuModel, EnergyMeter, POWERCAP_ROOT};
+use crate::exposition::parse_exposition;
 use crate::target::ServiceId;
 use crate::task::OwnedTask;
 use crate::testbed::AdminClient;
 
-/// One tick's reads.
-#[derive(Debug, Clone)]
-pub struct Sample {
-    /// The tick's instant (every sample of one sampler is on one grid a second apart).
-    pub at: Instant,
-    /// Wall-clock milliseconds at the tick.
-    pub at_ms: i64,
-    /// This process's energy and CPU time since the previous tick (`None`: not readable).
-    pub energy: Option<EnergyReading>,
-    /// Every sampled target, in the order they were first asked for.
-    pub targets: Vec<TargetSample>,
-}
-
-impl Sample {
-    /// The sample of target `label`, if it was sampled.
-    pub fn of(&self, label: &str) -> Option<&TargetSample> {
-        self.targets.iter().find(|target| target.label == label)
-    }
-}
-
-/// What one target answered at one tick; each is `None` when it was not asked for or did not answer.
-#[derive(Debug, Clone)]
-pub struct TargetSample {
-    pub label: ServiceId,
-    pub pool: Option<PoolStats>,
-    pub cart: Option<CartStats>,
-    /// Its `/metrics`, every sample of the exposition.
-    pub metrics: Option<Vec<ExpositionSample>>,
-    /// Its breakers now, named as the label's (a replica's are its own).
-    pub breakers: Option<Vec<BreakerSnapshot>>,
-}
+/// Time between two samples.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts ticking: every [`SAMPLE_EVERY`] from now, the targets in `targets` are read and the sample published.
 pub(super) fn start(
@@ -62,7 +31,7 @@ pub(super) fn start(
     sender: broadcast::Sender<Observation>,
 ) -> OwnedTask<()> {
     OwnedTask::spawn(async move {
-        let mut meter = super::energy_meter();
+        let mut meter = energy_meter();
         // The first reading is the baseline.
         let _ = meter.sample(std::time::Duration::ZERO);
         let mut ticks = tokio::time::interval(SAMPLE_EVERY);
@@ -127,4 +96,12 @@ async fn read(admin: &AdminClient, label: &ServiceId, url: &str, follows: Follow
         metrics,
         breakers,
     }
+}
+
+/// The meter the sampler reads this process's energy with.
+pub(super) fn energy_meter() -> EnergyMeter {
+    EnergyMeter::detect(
+        std::path::Path::new(POWERCAP_ROOT),
+        CpuModel::for_this_machine(),
+    )
 }

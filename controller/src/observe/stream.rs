@@ -4,15 +4,25 @@
 //! is up and how its last attempt failed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::{broadcast, watch};
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
 
-use super::{AgentObservation, CONNECT_TIMEOUT, MAX_MESSAGE_BYTES, Observation, RECONNECT_AFTER};
+use super::observation::{AgentObservation, Observation};
 use crate::clock::now_ms;
 use crate::target::ServiceId;
 use crate::task::OwnedTask;
+
+/// Wait before a dropped or failed stream is tried again.
+pub const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// Longest a stream's connection (TCP and the websocket handshake) may take.
+pub const CONNECT_TIMEOUT: Duration = crate::testbed::ADMIN_CALL_TIMEOUT;
+
+/// Longest stream message taken (a transition or an agent event is well under a kilobyte).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
 /// A stream that could not be followed: its `ws://` URL and why.
 #[derive(Debug, Clone, thiserror::Error)]

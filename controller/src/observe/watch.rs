@@ -9,55 +9,16 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::watch as state;
 
-use super::Shared;
 use super::foreign::{self, ScrapeError};
+use super::observation::Observation;
 use super::sampler;
 use super::stream::{self, Connection, StreamKey, StreamUnavailable};
+use super::targets::{Follows, SampledTarget, SampledTargets, Target, WatchId};
+use crate::energy::EnergySource;
 use crate::spec::ScrapeSpec;
 use crate::target::ServiceId;
 use crate::task::OwnedTask;
-
-/// What to follow of one target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Follows {
-    /// Its `/_breakers/stream`.
-    pub transitions: bool,
-    /// `GET /_pool` every second.
-    pub pool: bool,
-    /// `GET /_admin/cart-stats` every second.
-    pub cart: bool,
-    /// `GET /metrics` every second.
-    pub metrics: bool,
-    /// `GET /_breakers` every second.
-    pub breakers: bool,
-}
-
-impl Follows {
-    fn union(self, other: Follows) -> Follows {
-        Follows {
-            transitions: self.transitions || other.transitions,
-            pool: self.pool || other.pool,
-            cart: self.cart || other.cart,
-            metrics: self.metrics || other.metrics,
-            breakers: self.breakers || other.breakers,
-        }
-    }
-
-    /// Whether the sampler reads anything of the target.
-    fn sampled(self) -> bool {
-        self.pool || self.cart || self.metrics || self.breakers
-    }
-}
-
-/// A target to follow: its label (a replica's is its own, `checkout#2`), its base URL (`http://…`), and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    pub label: ServiceId,
-    pub url: String,
-    pub follows: Follows,
-}
-
-type WatchId = u64;
+use crate::testbed::AdminClient;
 
 /// A followed stream: who asks for it, its follower and where it is.
 struct Followed {
@@ -66,34 +27,12 @@ struct Followed {
     _follower: OwnedTask<()>,
 }
 
-/// A sampled target and what each watch wants read of it.
-struct SampledTarget {
-    label: ServiceId,
-    url: String,
-    by: BTreeMap<WatchId, Follows>,
-}
-
-/// The targets the sampler reads, in the order they were first asked for.
-#[derive(Default)]
-pub(super) struct SampledTargets(Vec<SampledTarget>);
-
-impl SampledTargets {
-    /// `(label, base URL, what to read)` of every target something is read of.
-    pub(super) fn snapshot(&self) -> Vec<(ServiceId, String, Follows)> {
-        self.0
-            .iter()
-            .filter_map(|target| {
-                let follows = (target.by.values()).fold(Follows::default(), |a, b| a.union(*b));
-                follows
-                    .sampled()
-                    .then(|| (target.label.clone(), target.url.clone(), follows))
-            })
-            .collect()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
+/// What every watch of one observer shares: the control client, the channel, the union of the watches.
+pub(super) struct Shared {
+    pub(super) admin: AdminClient,
+    pub(super) sender: tokio::sync::broadcast::Sender<Observation>,
+    pub(super) registry: Mutex<Registry>,
+    pub(super) energy_source: EnergySource,
 }
 
 /// The union of what every live watch asks for.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::SpecError;
 use super::bounds::MAX_WRITTEN_DURATION;
+use super::error::SpecError;
 use crate::target::ServiceId;
 
 /// Collects field errors in source order; the first one is returned.

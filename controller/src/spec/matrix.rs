@@ -7,7 +7,11 @@
 
 use serde::Serialize;
 
-use super::{BreakerMode, ConditionFault, ExperimentSpec, Order};
+use std::time::Duration;
+
+use super::experiment::ExperimentSpec;
+use super::model::{BreakerMode, ConditionFault, Order};
+use super::schedule::scaled_schedule;
 
 /// One cell of the factorial design.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -169,4 +173,60 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+impl ExperimentSpec {
+    /// The written schedule of a condition's fault (its `[[fault.profiles]]` level's, or `fault.schedule`);
+    /// `None`: on for the whole run.
+    pub fn written_schedule_of(&self, condition: &Condition) -> Option<breaker::sim::Schedule> {
+        match condition.fault_profile {
+            Some(index) => self.fault.profiles.get(index).and_then(|p| p.schedule),
+            None => self.fault.schedule,
+        }
+    }
+
+    /// [`ExperimentSpec::fault_schedule`] of one condition: its profile's schedule, scaled, when it has one.
+    pub fn fault_schedule_of(&self, condition: &Condition) -> breaker::sim::Schedule {
+        match self.written_schedule_of(condition) {
+            Some(schedule) => scaled_schedule(&schedule, self.time_scale),
+            None => breaker::sim::Schedule::Once {
+                start: Duration::ZERO,
+                length: self.run_warmup() + self.run_duration(),
+            },
+        }
+    }
+
+    /// [`ExperimentSpec::fault_periods`] of one condition.
+    pub fn fault_periods_of(&self, condition: &Condition) -> Vec<(Duration, Duration)> {
+        self.periods_of(self.fault_schedule_of(condition))
+    }
+
+    /// [`ExperimentSpec::breaker_config`] of one condition: its `[[breaker.configs]]` level's config when it has
+    /// one, in the condition's mode, windows scaled.
+    pub fn breaker_config_of(
+        &self,
+        condition: &Condition,
+    ) -> Result<breaker::BreakerConfig, breaker::ConfigError> {
+        match condition
+            .breaker_config
+            .and_then(|index| self.breaker.configs.get(index))
+        {
+            Some(named) => named
+                .config
+                .clone()
+                .with_mode(condition.breaker_mode)
+                .time_scaled(self.time_scale),
+            None => self.breaker_config(condition.breaker_mode),
+        }
+    }
+
+    /// The conditions (fault kind × fault rate × breaker mode), in expansion order.
+    pub fn conditions(&self) -> Vec<Condition> {
+        conditions(self)
+    }
+
+    /// Every run of the experiment in execution order: each round holds every condition once,
+    /// shuffled per round from the seed when `order = "randomized"`.
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        plan(self)
+    }
 }

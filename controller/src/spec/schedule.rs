@@ -9,8 +9,10 @@ use breaker::sim::Schedule;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::SpecError;
 use super::checker::Checker;
+use super::error::SpecError;
+use super::experiment::ExperimentSpec;
+use super::model::scale_duration;
 
 /// Shortest on or off period after scaling: putting and removing a fault takes a round trip to the agent.
 pub const MIN_PERIOD: Duration = Duration::from_millis(200);
@@ -34,7 +36,7 @@ pub(super) fn schedule(
     time_scale: f64,
 ) -> Result<Schedule, SpecError> {
     let table = raw.get_ref();
-    let scaled = |d: Duration| super::scale_duration(d, time_scale);
+    let scaled = |d: Duration| scale_duration(d, time_scale);
     let run_scaled = scaled(run_length);
     let duration = |field: &str, value: &Option<Spanned<String>>| -> Result<Option<_>, SpecError> {
         value
@@ -133,7 +135,7 @@ pub(super) fn schedule(
 
 /// `schedule` with every duration divided by `time_scale`.
 pub fn scaled_schedule(schedule: &Schedule, time_scale: f64) -> Schedule {
-    let scaled = |d: Duration| super::scale_duration(d, time_scale);
+    let scaled = |d: Duration| scale_duration(d, time_scale);
     match *schedule {
         Schedule::Once { start, length } => Schedule::Once {
             start: scaled(start),
@@ -144,6 +146,35 @@ pub fn scaled_schedule(schedule: &Schedule, time_scale: f64) -> Schedule {
             on: scaled(on),
             off: scaled(off),
         },
+    }
+}
+
+impl ExperimentSpec {
+    /// When the fault is on in every run, scaled, from the run's start (warmup included): the written schedule,
+    /// or once for the whole run. The runner applies its outages and the predictions simulate it.
+    pub fn fault_schedule(&self) -> breaker::sim::Schedule {
+        match &self.fault.schedule {
+            Some(schedule) => scaled_schedule(schedule, self.time_scale),
+            None => breaker::sim::Schedule::Once {
+                start: Duration::ZERO,
+                length: self.run_warmup() + self.run_duration(),
+            },
+        }
+    }
+
+    /// The on-periods of the fault in one run, `[start, end)` from the run's start (scaled), in order.
+    pub fn fault_periods(&self) -> Vec<(Duration, Duration)> {
+        self.periods_of(self.fault_schedule())
+    }
+
+    pub(super) fn periods_of(&self, schedule: breaker::sim::Schedule) -> Vec<(Duration, Duration)> {
+        let run = self.run_warmup() + self.run_duration();
+        let run_ns = u64::try_from(run.as_nanos()).unwrap_or(u64::MAX);
+        schedule
+            .outages(run_ns)
+            .into_iter()
+            .map(|(start, end)| (Duration::from_nanos(start), Duration::from_nanos(end)))
+            .collect()
     }
 }
 

@@ -10,8 +10,8 @@ use breaker::State;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::SpecError;
 use super::checker::Checker;
+use super::error::SpecError;
 use crate::sources::{StateMapping, foreign_state};
 
 /// Bounds of a scrape interval (not scaled by `time_scale`: it is a property of the scraper).
@@ -328,10 +328,12 @@ fn scrape(
 fn service_of_authority(authority: &str) -> String {
     authority
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-            true => c,
-            false => '-',
-        })
+        .map(
+            |c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                true => c,
+                false => '-',
+            },
+        )
         .take(crate::target::MAX_SERVICE_ID_BYTES)
         .collect()
 }

@@ -8,8 +8,22 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::checker::Checker;
-use super::{AGENT_TARGET, SERVICE_NAMES, SpecError};
+use super::error::SpecError;
 use crate::target::ServiceId;
+
+/// The services of the boutique testbed a fault or a target may name: `boutique::ServiceName`'s, in its order.
+pub const SERVICE_NAMES: [&str; boutique::ServiceName::ALL.len()] = {
+    let mut names = [""; boutique::ServiceName::ALL.len()];
+    let mut at = 0;
+    while at < names.len() {
+        names[at] = boutique::ServiceName::ALL[at].as_str();
+        at += 1;
+    }
+    names
+};
+
+/// Extra target keys besides the services: the fault agent's control API.
+pub const AGENT_TARGET: &str = "agent";
 
 /// What a target offers Tolerant beyond answering HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

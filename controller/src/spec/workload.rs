@@ -9,8 +9,8 @@ use http::header::{self, HeaderName, HeaderValue};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::SpecError;
 use super::checker::Checker;
+use super::error::SpecError;
 use crate::load::{CustomTask, CustomWorkload, JsonTemplate, RequestTemplate, Template, Values};
 
 /// Bounds of a custom workload.

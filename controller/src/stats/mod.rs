@@ -7,6 +7,7 @@
 
 mod condition;
 mod criteria;
+mod error;
 mod not_measured;
 mod predicted;
 mod run;
@@ -14,15 +15,17 @@ mod student;
 #[cfg(test)]
 mod tests;
 
+pub use crate::spec::{
+    Criterion, CriterionComparison, CriterionError, check_against_spec, criteria_of_spec,
+    parse_criteria,
+};
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
     ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
     MetricSummary, StoppedRun,
 };
-pub use criteria::{
-    Criterion, CriterionComparison, CriterionError, CriterionOutcome, CriterionResult,
-    ValidationReport, check_against_spec, criteria_of_spec, evaluate, parse_criteria,
-};
+pub use criteria::{CriterionOutcome, CriterionResult, ValidationReport, evaluate};
+pub use error::StatsError;
 pub use not_measured::{
     NotMeasured, left_out, not_measured, not_measured_statements, observes_breakers,
 };
@@ -31,22 +34,9 @@ pub use run::{RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
 use crate::metric::{MetricKey, MetricName, cart_view_endpoint};
+use crate::predict::Prediction;
 use crate::spec::ExperimentSpec;
-use crate::store::{ExperimentId, RunId, Status, Store, StoreError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StatsError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("experiment {0} does not exist")]
-    NoExperiment(ExperimentId),
-    #[error("run {run}, endpoint `{endpoint}`: stored histogram is unreadable: {message}")]
-    Histogram {
-        run: RunId,
-        endpoint: String,
-        message: String,
-    },
-}
+use crate::store::{ExperimentId, Status, Store};
 
 /// Reads an experiment's finished runs from `store` and computes every figure. Runs the stop
 /// condition aborted are listed as such (a verdict on their plan position); other aborted and
@@ -169,4 +159,25 @@ pub fn measured_fault_periods(spec: &ExperimentSpec) -> Vec<(f64, f64)> {
             )
         })
         .collect()
+}
+
+impl PredictedCondition {
+    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
+    pub fn of(
+        prediction: Prediction,
+        label: String,
+        measured: Option<&ConditionStats>,
+    ) -> PredictedCondition {
+        let checks = measured.map_or_else(Vec::new, |stats| {
+            checks(&prediction, |metric| {
+                stats.summary(&MetricKey::run(metric)).cloned()
+            })
+        });
+        PredictedCondition {
+            condition: prediction.condition as i64,
+            label,
+            prediction,
+            checks,
+        }
+    }
 }

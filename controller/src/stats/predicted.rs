@@ -4,9 +4,8 @@
 
 use serde::Serialize;
 
-use super::condition::ConditionStats;
 use super::student::Summary;
-use crate::metric::{MetricKey, MetricName};
+use crate::metric::MetricName;
 use crate::predict::{Band, Prediction};
 
 /// A condition's prediction (stored with the experiment) beside what its runs measured.
@@ -18,27 +17,6 @@ pub struct PredictedCondition {
     pub prediction: Prediction,
     /// One per predicted metric the runs measured (none before the condition's first finished run).
     pub checks: Vec<Check>,
-}
-
-impl PredictedCondition {
-    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
-    pub fn of(
-        prediction: Prediction,
-        label: String,
-        measured: Option<&ConditionStats>,
-    ) -> PredictedCondition {
-        let checks = measured.map_or_else(Vec::new, |stats| {
-            checks(&prediction, |metric| {
-                stats.summary(&MetricKey::run(metric)).cloned()
-            })
-        });
-        PredictedCondition {
-            condition: prediction.condition as i64,
-            label,
-            prediction,
-            checks,
-        }
-    }
 }
 
 /// One measured metric set beside its prediction.

@@ -15,7 +15,7 @@ use breaker::State;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::StatsError;
+use super::error::StatsError;
 use crate::load::{deserialize_histogram, new_histogram};
 use crate::metric::{MetricKey, MetricName, cart_view_endpoint, checkout_endpoint};
 use crate::store::{

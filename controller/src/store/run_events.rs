@@ -14,8 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::docker::ContainerAction;
-use crate::kubernetes::fault::PodAction;
+use crate::actions::{ContainerAction, PodAction};
 
 /// One entry of a run's event log.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,9 +10,10 @@ use http::HeaderMap;
 use serde::Deserialize;
 
 use super::posted::Posted;
-use super::{Viewer, page, redirect_with_notice, render};
-use crate::app::AppState;
+use super::viewer::Viewer;
+use super::{page, redirect_with_notice, render};
 use crate::error::PageError;
+use crate::state::AppState;
 
 page!(AdvisorPage);
 

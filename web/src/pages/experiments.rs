@@ -8,11 +8,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::posted::{CsrfForm, Posted};
-use super::{Viewer, format_ms, format_optional_ms, page, redirect_with_notice, render};
+use super::viewer::Viewer;
+use super::{format_ms, format_optional_ms, page, redirect_with_notice, render};
 use crate::api::parse_at;
-use crate::app::AppState;
 use crate::error::{AppError, PageError};
 use crate::operations::{ExperimentSummary, OperationError};
+use crate::state::AppState;
 
 page!(ExperimentsPage);
 

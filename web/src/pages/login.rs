@@ -9,10 +9,11 @@ use http::header::SET_COOKIE;
 use serde::Deserialize;
 
 use super::posted::{CsrfForm, Posted};
-use super::{Viewer, page, render};
-use crate::app::AppState;
+use super::viewer::Viewer;
+use super::{page, render};
 use crate::auth::{Auth, AuthError};
 use crate::error::{AppError, PageError};
+use crate::state::AppState;
 
 page!(LoginPage);
 

@@ -10,15 +10,16 @@ mod login;
 mod posted;
 mod results;
 mod simulate;
+pub(crate) mod viewer;
 
 use askama::Template;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::HeaderMap;
 use http::header::SET_COOKIE;
 
-use crate::app::AppState;
 use crate::error::{AppError, PageError};
 use crate::operations::AnnotationEntry;
+use crate::state::AppState;
 
 pub use advisor::{advisor, verify as verify_advice};
 pub use experiments::{
@@ -26,27 +27,16 @@ pub use experiments::{
     experiments, start_experiment,
 };
 pub use gameday::{
-    AnnotateForm, BreakerForm, ClearFaultForm, ContainerFaultForm, FaultForm, GAME_DAY_FAULT_ID,
-    HaltForm, LoadForm, annotate, clear_container_fault, clear_fault, container_fault_of_form,
-    fault_of_form, gameday, halt, set_breaker_mode, set_container_fault, set_fault, set_load,
+    AnnotateForm, BreakerForm, ClearFaultForm, FaultForm, GAME_DAY_FAULT_ID, HaltForm, LoadForm,
+    annotate, clear_container_fault, clear_fault, fault_of_form, gameday, halt, set_breaker_mode,
+    set_container_fault, set_fault, set_load,
 };
 pub use live::live;
 pub use login::{LoginForm, NextQuery, login, login_form, logout};
 pub use posted::{CsrfForm, Posted};
 pub use results::{CellText, results};
 pub use simulate::simulate;
-
-/// What every page's layout needs.
-#[derive(Debug, Clone)]
-pub struct Viewer {
-    pub logged_in: bool,
-    /// The session's CSRF token (empty when not logged in).
-    pub csrf: String,
-    /// The shop the header links to (empty: no link).
-    pub shop_url: String,
-    /// What the last action did, or why not (shown once, under the header).
-    pub notice: Option<String>,
-}
+pub use viewer::Viewer;
 
 impl Viewer {
     pub(crate) fn of(state: &AppState, headers: &HeaderMap) -> Viewer {
@@ -63,16 +53,6 @@ impl Viewer {
                 notice: take_notice(headers),
                 ..Viewer::anonymous()
             },
-        }
-    }
-
-    /// Nobody logged in, no shop link (the error page, which knows no state).
-    pub fn anonymous() -> Viewer {
-        Viewer {
-            logged_in: false,
-            csrf: String::new(),
-            shop_url: String::new(),
-            notice: None,
         }
     }
 }

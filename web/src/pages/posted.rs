@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::app::AppState;
 use crate::error::PageError;
+use crate::state::AppState;
 
 /// A form `F` posted by the logged-in operator. A body that is not the form answers as axum's `Form` does (before
 /// any check, as before); a post without the session or its CSRF token is refused with the error page.

@@ -6,10 +6,11 @@ use axum::response::Response;
 use controller::store::Status;
 use http::HeaderMap;
 
-use super::{AnnotationLine, Viewer, number, page, render};
-use crate::app::AppState;
+use super::viewer::Viewer;
+use super::{AnnotationLine, number, page, render};
 use crate::error::PageError;
 use crate::operations::Results;
+use crate::state::AppState;
 
 page!(ResultsPage);
 

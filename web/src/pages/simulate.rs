@@ -6,9 +6,10 @@ use axum::extract::State;
 use axum::response::Response;
 use http::HeaderMap;
 
-use super::{Viewer, page, render};
-use crate::app::AppState;
+use super::viewer::Viewer;
+use super::{page, render};
 use crate::error::PageError;
+use crate::state::AppState;
 
 page!(SimulatePage);
 

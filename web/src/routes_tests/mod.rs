@@ -13,11 +13,12 @@ use controller::sources::{PushInbox, RateLimit};
 use controller::store::{ExperimentId, Status, Store};
 use controller::testbed::Testbed;
 
-use crate::app::{AppState, router};
+use crate::app::router;
 use crate::auth::Auth;
 use crate::hub::{Hub, HubConfig};
 use crate::operations::embedded::EmbeddedOperations;
 use crate::operations::memory::{Call, MemoryOperations};
+use crate::state::AppState;
 
 mod access;
 mod advisor;
@@ -27,6 +28,7 @@ mod containers;
 mod forms;
 mod game_day;
 mod results;
+mod simulate;
 mod workers;
 
 const TOKEN: &str = "s3cret-token";

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use breaker::{BreakerConfig, Probes, RawFailureRateConfig, RawTripConfig};
 
+use super::mapping::{
+    OneDetector, built, carried, fixed_open_enforcing, number_text, one_detector,
+};
+use super::model::{Exported, FieldNote, Imported, Library, LibraryError, NoteKind};
 use super::text::{
     enclosed, go_duration, go_duration_text, split_top_level, strip_comments, unquote,
-};
-use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, built, carried,
-    fixed_open_enforcing, number_text, one_detector,
 };
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use breaker::{BreakerConfig, Mode, RawFailureRateConfig, RawTripConfig};
 
-use super::text::{enclosed, split_top_level, strip_comments, unquote};
-use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, built, carried, failure_rate,
-    number_text, one_probe_closing, only_failure_rate,
+use super::mapping::{
+    built, carried, failure_rate, number_text, one_probe_closing, only_failure_rate,
 };
+use super::model::{Exported, FieldNote, Imported, Library, LibraryError, NoteKind};
+use super::text::{enclosed, split_top_level, strip_comments, unquote};
 
 const DEFAULT_PERCENTAGE: f64 = 50.0;
 const DEFAULT_RESET_MS: u64 = 30_000;
@@ -197,7 +197,7 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
         config,
         "opossum trips on an error percentage over its rolling window",
     )?;
-    super::whole_ms("trip.failure_rate.window", rate.window())?;
+    super::mapping::whole_ms("trip.failure_rate.window", rate.window())?;
     if !matches!(config.mode(), Mode::Enforce | Mode::Disabled) {
         return Err(LibraryError::new(
             "mode",
@@ -216,7 +216,7 @@ pub(super) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
             "opossum's resetTimeout has no jitter",
         ));
     }
-    super::whole_ms("open.base", config.open().base())?;
+    super::mapping::whole_ms("open.base", config.open().base())?;
     one_probe_closing(config, "opossum")
 }
 

@@ -11,11 +11,12 @@ use std::time::Duration;
 use breaker::{BreakerConfig, RawFailureRateConfig, RawTripConfig};
 use serde_json::{Map, Value};
 
-use super::text::{timespan, timespan_text};
-use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, built, carried, failure_rate,
-    fixed_open_enforcing, number_text, one_probe_closing, only_failure_rate,
+use super::mapping::{
+    built, carried, failure_rate, fixed_open_enforcing, number_text, one_probe_closing,
+    only_failure_rate,
 };
+use super::model::{Exported, FieldNote, Imported, Library, LibraryError, NoteKind};
+use super::text::{timespan, timespan_text};
 
 const DEFAULT_RATIO: f64 = 0.1;
 const DEFAULT_THROUGHPUT: u64 = 100;

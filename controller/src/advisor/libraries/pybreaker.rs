@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use breaker::{BreakerConfig, RawTripConfig};
 
-use super::text::{enclosed, split_top_level, strip_comments, unquote};
-use super::{
-    Exported, FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, built, carried,
-    fixed_open_enforcing, number_text, one_detector, single_probe,
+use super::mapping::{
+    OneDetector, built, carried, fixed_open_enforcing, number_text, one_detector, single_probe,
 };
+use super::model::{Exported, FieldNote, Imported, Library, LibraryError, NoteKind};
+use super::text::{enclosed, split_top_level, strip_comments, unquote};
 
 const DEFAULT_FAIL_MAX: u64 = 5;
 const DEFAULT_RESET_TIMEOUT_S: f64 = 60.0;

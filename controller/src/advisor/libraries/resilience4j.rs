@@ -17,11 +17,9 @@ use breaker::{
 };
 use serde_json::{Map, Value};
 
+use super::mapping::{OneDetector, carried, number_text, one_detector};
+use super::model::{FieldNote, Imported, Library, LibraryError, NoteKind};
 use super::text::{spring_duration, spring_duration_text};
-use super::{
-    FieldNote, Imported, Library, LibraryError, NoteKind, OneDetector, carried, number_text,
-    one_detector,
-};
 
 /// Defaults of `CircuitBreakerConfig`.
 const DEFAULT_WINDOW_SIZE: u64 = 100;
@@ -685,7 +683,7 @@ pub(super) fn export(
     config: &BreakerConfig,
     name: &str,
     kept: &[(String, String)],
-) -> Result<super::Exported, LibraryError> {
+) -> Result<super::model::Exported, LibraryError> {
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut notes = Vec::new();
     let trip = config.trip();
@@ -778,7 +776,7 @@ pub(super) fn export(
     for (key, value) in lines.iter().chain(kept.iter().filter(|(k, _)| k != "name")) {
         text.push_str(&format!("      {key}: {}\n", yaml_scalar(value)));
     }
-    Ok(super::Exported { text, notes })
+    Ok(super::model::Exported { text, notes })
 }
 
 /// A value as a YAML scalar (a list for comma-joined exception classes).

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::LibraryError;
+use super::model::LibraryError;
 
 /// `text` without `//` and `/* */` comments (and `#` ones when `hash`), strings left alone.
 pub(super) fn strip_comments(text: &str, hash: bool) -> String {

@@ -5,7 +5,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::spec::checker::Checker;
-use crate::spec::{BreakerMode, BreakerSpec, SERVICE_NAMES, SpecError};
+use crate::spec::error::SpecError;
+use crate::spec::model::{BreakerMode, BreakerSpec};
+use crate::spec::targets::SERVICE_NAMES;
 use crate::target::ServiceId;
 
 #[derive(Deserialize)]

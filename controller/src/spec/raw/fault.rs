@@ -9,7 +9,8 @@ use toml::Spanned;
 
 use crate::spec::bounds::{DEFAULT_LEASE, MAX_FAULT_DELAY, MAX_LEASE, MAX_RATE_LEVELS};
 use crate::spec::checker::Checker;
-use crate::spec::{ConditionFault, FaultFactor, FaultKindName, MatchRule, SpecError};
+use crate::spec::error::SpecError;
+use crate::spec::model::{ConditionFault, FaultFactor, FaultKindName, MatchRule};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

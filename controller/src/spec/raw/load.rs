@@ -10,7 +10,8 @@ use crate::spec::bounds::{
     DEFAULT_TIMEOUT, MAX_THINK_TIME, MAX_TIMEOUT, MAX_USERS, MAX_WORKERS, RATE_RANGE,
 };
 use crate::spec::checker::Checker;
-use crate::spec::{LoadSpec, LoadWorkers, Mix, SpecError};
+use crate::spec::error::SpecError;
+use crate::spec::model::{LoadSpec, LoadWorkers, Mix};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,9 +7,9 @@ mod load;
 mod stop;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
-use crate::stats::{Criterion, CriterionError, check_against_spec, parse_criteria};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -18,10 +18,13 @@ use crate::spec::bounds::{
     TIME_SCALE_RANGE,
 };
 use crate::spec::checker::Checker;
-use crate::spec::{
-    BreakerMode, BreakerSpec, ConditionFault, ExperimentSpec, FaultFactor, MatchRule, Order,
-    SERVICE_NAMES, SpecError,
+use crate::spec::criteria::{Criterion, CriterionError, parse_criteria};
+use crate::spec::error::SpecError;
+use crate::spec::experiment::ExperimentSpec;
+use crate::spec::model::{
+    BreakerMode, BreakerSpec, ConditionFault, FaultFactor, FaultKindName, MatchRule, Order,
 };
+use crate::spec::targets::SERVICE_NAMES;
 use breaker::RawBreaker;
 use fault::RawFault;
 use load::RawLoad;
@@ -305,4 +308,65 @@ fn criteria(
     let criteria = parse_criteria(value.get_ref().clone()).map_err(blame)?;
     check_against_spec(&criteria, spec).map_err(blame)?;
     Ok(criteria)
+}
+
+impl ExperimentSpec {
+    /// Parses and validates a spec. The returned spec is runnable; any problem is a [`SpecError`].
+    pub fn parse(source: &str) -> Result<Self, SpecError> {
+        parse(source)
+    }
+
+    /// Reads and validates a spec file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, SpecError> {
+        let path = path.as_ref();
+        let source = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&source)
+    }
+}
+
+/// Checks that every criterion names a condition `spec` runs (a fault rate, breaker mode and fault
+/// kind it has).
+pub fn check_against_spec(
+    criteria: &[Criterion],
+    spec: &ExperimentSpec,
+) -> Result<(), CriterionError> {
+    for (index, criterion) in criteria.iter().enumerate() {
+        let not_in_spec = |message: String| CriterionError::NotInSpec { index, message };
+        if !spec
+            .fault
+            .rates
+            .iter()
+            .any(|rate| (rate - criterion.fault_rate).abs() < 1e-9)
+        {
+            return Err(not_in_spec(format!(
+                "fault_rate {} is not one of fault.rates",
+                criterion.fault_rate
+            )));
+        }
+        if !spec.breaker.modes.contains(&criterion.breaker) {
+            return Err(not_in_spec(format!(
+                "breaker `{}` is not one of breaker.modes",
+                criterion.breaker.as_str()
+            )));
+        }
+        let kinds: Vec<FaultKindName> = spec.fault.kinds.iter().map(|k| k.name()).collect();
+        match criterion.fault_kind {
+            Some(kind) if !kinds.contains(&kind) => {
+                return Err(not_in_spec(format!(
+                    "fault_kind `{}` is not one of the spec's fault kinds",
+                    kind.as_str()
+                )));
+            }
+            None if kinds.len() > 1 => {
+                return Err(not_in_spec(
+                    "fault_kind is needed: the experiment has several fault kinds".to_owned(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

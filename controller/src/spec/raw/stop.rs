@@ -7,7 +7,8 @@ use toml::Spanned;
 
 use crate::spec::bounds::{DEFAULT_STOP_WINDOW, MAX_STOP_WINDOW};
 use crate::spec::checker::Checker;
-use crate::spec::{SpecError, StopSpec};
+use crate::spec::error::SpecError;
+use crate::spec::model::StopSpec;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -13,6 +13,7 @@ mod targets;
 mod workload;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::Duration;
 
 use super::*;

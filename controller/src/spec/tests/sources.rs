@@ -48,7 +48,10 @@ listen = "127.0.0.1:9400"
         panic!("{:?}", spec.sources[1]);
     };
     assert_eq!(opossum.mapping.metric(), "shop_circuit");
-    assert_eq!(opossum.service, "127.0.0.1-9001", "the URL's authority as a name");
+    assert_eq!(
+        opossum.service, "127.0.0.1-9001",
+        "the URL's authority as a name"
+    );
     assert_eq!(opossum.interval, DEFAULT_SCRAPE_INTERVAL);
     let SourceSpec::Prometheus(gauge) = &spec.sources[2] else {
         panic!("{:?}", spec.sources[2]);
@@ -141,13 +144,17 @@ fn source_service_names_and_public_listening_are_checked() {
     test_support::spec(&scrape("orders-v2.eu_1"));
 
     for every in ["0.0.0.0:9400", "[::]:9400"] {
-        let (field, _, message) = error_of(&source(&format!("kind = \"push\"\nlisten = \"{every}\"")));
+        let (field, _, message) =
+            error_of(&source(&format!("kind = \"push\"\nlisten = \"{every}\"")));
         assert_eq!(field, "sources[0].listen", "{every}: {message}");
         assert!(message.contains("listen_public = true"), "{message}");
         let public = test_support::spec(&source(&format!(
             "kind = \"push\"\nlisten = \"{every}\"\nlisten_public = true"
         )));
-        assert!(matches!(public.sources[0], SourceSpec::Push { listen: Some(_) }));
+        assert!(matches!(
+            public.sources[0],
+            SourceSpec::Push { listen: Some(_) }
+        ));
     }
     test_support::spec(&source("kind = \"push\"\nlisten = \"127.0.0.1:9400\""));
     let (field, _, _) = error_of(&source("kind = \"push\"\nlisten_public = true"));

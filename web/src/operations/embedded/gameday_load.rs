@@ -6,7 +6,7 @@ use std::time::Duration;
 use controller::load::{self, LoadConfig, LoadSettings, Workload};
 use tokio_util::sync::CancellationToken;
 
-use super::EmbeddedOperations;
+use super::{EmbeddedOperations, RunningLoad};
 use crate::hub::{GameDayLoad, LiveEvent};
 use crate::operations::{LoadRequest, OperationError};
 use controller::clock::now_ms;
@@ -16,11 +16,6 @@ pub const GAME_DAY_LOAD_LIMIT: Duration = Duration::from_secs(2 * 3600);
 
 /// Per-request client timeout of the game day's users.
 const GAME_DAY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The load running now and the token that stops it.
-pub(super) struct RunningLoad {
-    pub(super) cancel: CancellationToken,
-}
 
 impl EmbeddedOperations {
     pub(super) async fn set_game_day_load(

@@ -5,9 +5,10 @@
 //!
 //! One job per module: [`schedule`] (queued starts and their timers, kept in the store's `scheduled_starts`),
 //! [`execution`] (running an experiment, aborting it), [`streams`] (the dashboard's watch on the controller's
-//! observer, published into the hub), [`sampling`] (the once-a-second live sample, made of the observer's),
-//! [`results`] (the results page), [`testbed`] (game-day actions: faults, breaker modes, halt), [`workers`] (an
-//! experiment's load workers and their live panel) and [`annotations`].
+//! observer, published into the hub), [`sampling`] (the once-a-second live sample, made of the observer's and
+//! the load driver's seconds from [`load_seconds`]), [`results`] (the results page), [`testbed`] (game-day
+//! actions: faults, breaker modes, halt), [`workers`] (an experiment's load workers and their live panel) and
+//! [`annotations`].
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
 //! written; new operations put the latest stored ones back into the hub, so a restarted dashboard shows them.
@@ -17,6 +18,7 @@ mod board;
 mod containers;
 mod execution;
 mod gameday_load;
+mod load_seconds;
 mod pods;
 mod replay;
 mod results;
@@ -47,7 +49,7 @@ use super::{
     OperationFuture, Operations, Results,
 };
 use crate::hub::{ExperimentChange, ExperimentStatus, Hub, LiveEvent};
-use sampling::LoadSeconds;
+use load_seconds::LoadSeconds;
 
 /// The service whose agent the embedded stack runs.
 pub use controller::testbed::EMBEDDED_AGENT_SERVICE as AGENT_SERVICE;
@@ -66,7 +68,7 @@ struct Inner {
     /// Queued starts: experiment → (due time, timer task).
     schedule: Mutex<BTreeMap<i64, (i64, AbortHandle)>>,
     /// The game day's background load, when on.
-    game_day_load: Mutex<Option<gameday_load::RunningLoad>>,
+    game_day_load: Mutex<Option<RunningLoad>>,
     /// The load driver's seconds closed since the last live sample (filled while a run drives load).
     load_seconds: Arc<Mutex<Option<LoadSeconds>>>,
     /// Foreign breaker events pushed to `POST /api/breaker-events`; the running run takes them too.
@@ -79,7 +81,29 @@ struct Inner {
     /// The orchestrator the testbed runs on, when it does (Swarm, Kubernetes).
     orchestrator: Orchestrator,
     /// The game day's pod faults in force (on Kubernetes).
-    pod_faults: Mutex<pods::PodFaults>,
+    pod_faults: Mutex<PodFaults>,
+}
+
+/// The load running now and the token that stops it.
+struct RunningLoad {
+    cancel: CancellationToken,
+}
+
+/// One game-day pod fault in force.
+#[derive(Debug)]
+struct GameDayPodFault {
+    pod: String,
+    replica: String,
+    lease: controller::kubernetes::fault::PodLease,
+    /// The task that undoes it at the end of its lease.
+    expiry: tokio::task::AbortHandle,
+}
+
+/// The game day's pod faults by id (ids count from 1 in this process).
+#[derive(Debug, Default)]
+struct PodFaults {
+    next: i64,
+    in_force: BTreeMap<i64, GameDayPodFault>,
 }
 
 /// What an orchestrator gives the dashboard's runs: a Kubernetes namespace's pod faults, and the replica
@@ -214,7 +238,7 @@ impl EmbeddedOperations {
                     .map_err(store_failed)?;
             }
         }
-        let (load_seconds, live_seconds) = sampling::collect_load_seconds();
+        let (load_seconds, live_seconds) = load_seconds::collect_load_seconds();
         let push_inbox = PushInbox::default();
         let operations = EmbeddedOperations {
             inner: Arc::new(Inner {
@@ -232,7 +256,7 @@ impl EmbeddedOperations {
                 containers,
                 container_faults: Mutex::new(BTreeMap::new()),
                 orchestrator,
-                pod_faults: Mutex::new(pods::PodFaults::default()),
+                pod_faults: Mutex::new(PodFaults::default()),
             }),
         };
         operations.rearm_scheduled().await?;

@@ -5,33 +5,14 @@
 //! changes, undone when the lease ends, on request and on halt. Which game-day fault is which pod is kept here
 //! only (the annotation is the record).
 
-use std::collections::BTreeMap;
-
 use controller::clock::now_ms;
 use controller::kubernetes::KubeError;
-use controller::kubernetes::fault::{PodAction, PodLease};
+use controller::kubernetes::fault::PodAction;
 use controller::lease::PodStack;
 
-use super::EmbeddedOperations;
+use super::{EmbeddedOperations, GameDayPodFault};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
 use crate::operations::{ContainerFaultRequest, ContainerLine, OperationError};
-
-/// One game-day pod fault in force.
-#[derive(Debug)]
-pub(super) struct GameDayPodFault {
-    pod: String,
-    replica: String,
-    lease: PodLease,
-    /// The task that undoes it at the end of its lease.
-    expiry: tokio::task::AbortHandle,
-}
-
-/// The game day's pod faults by id (ids count from 1 in this process).
-#[derive(Debug, Default)]
-pub(super) struct PodFaults {
-    next: i64,
-    in_force: BTreeMap<i64, GameDayPodFault>,
-}
 
 /// A field the request got wrong stays a 400 naming it; what the pod cannot take is a conflict saying so; the
 /// rest is a failure behind the dashboard.

@@ -8,7 +8,7 @@ use controller::store::{
     SampleRow, TransitionRecord,
 };
 
-use super::sampling::latency_buckets;
+use super::load_seconds::latency_buckets;
 use super::{EmbeddedOperations, store_failed};
 use crate::hub::{EndpointSample, FaultChange, FaultChangeEvent, LiveSample};
 use crate::operations::{OperationError, RunLine, RunTimeline};

@@ -3,93 +3,17 @@
 //! class.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use breaker::BreakerSnapshot;
 use controller::exposition::status_classes;
-use controller::load;
 use controller::observe::Sample;
-use parking_lot::Mutex;
 
 use super::EmbeddedOperations;
 use super::board::BoardTracker;
-use crate::hub::{EndpointSample, LiveEvent, LiveSample, OutcomeCounts, PoolSample, bucketize};
-
-/// What the load driver saw in the seconds closed since the last live sample: its outcomes (timeouts
-/// and connection errors included, unlike the frontend's counters) and the latest per-endpoint latency.
-#[derive(Debug, Default)]
-pub(super) struct LoadSeconds {
-    warmup: bool,
-    outcomes: OutcomeCounts,
-    endpoints: Vec<EndpointSample>,
-    cart_p95_us: Option<u64>,
-}
-
-impl LoadSeconds {
-    /// Adds one closed second: outcomes add up, latency is the newest second's.
-    fn add(&mut self, second: &load::SecondStats) {
-        self.warmup = second.warmup;
-        let mut endpoints = Vec::with_capacity(second.endpoints.len());
-        self.cart_p95_us = None;
-        for endpoint in &second.endpoints {
-            self.outcomes.merge(&endpoint.outcomes);
-            let name = load::endpoint::NAMES.get(endpoint.endpoint).map_or_else(
-                || format!("endpoint {}", endpoint.endpoint),
-                |n| (*n).to_owned(),
-            );
-            if endpoint.endpoint == load::endpoint::VIEW_CART {
-                self.cart_p95_us = Some(endpoint.latency.p95_us);
-            }
-            endpoints.push(EndpointSample {
-                name,
-                requests: endpoint.latency.count,
-                p50_us: endpoint.latency.p50_us,
-                p95_us: endpoint.latency.p95_us,
-                p99_us: endpoint.latency.p99_us,
-                ok_p95_us: (endpoint.latency_ok.count > 0).then_some(endpoint.latency_ok.p95_us),
-                failed_p95_us: (endpoint.latency_failed.count > 0)
-                    .then_some(endpoint.latency_failed.p95_us),
-                buckets: latency_buckets(&endpoint.histogram_v2),
-            });
-        }
-        self.endpoints = endpoints;
-    }
-}
-
-/// Where the runner's closed seconds are gathered until the next live sample takes them, and the sink the
-/// runner sends them to.
-pub(super) fn collect_load_seconds() -> (Arc<Mutex<Option<LoadSeconds>>>, load::SecondSink) {
-    let load_seconds = Arc::new(Mutex::new(None::<LoadSeconds>));
-    let (live_seconds, mut closed_seconds) = tokio::sync::mpsc::unbounded_channel();
-    {
-        let load_seconds = Arc::clone(&load_seconds);
-        tokio::spawn(async move {
-            while let Some(second) = closed_seconds.recv().await {
-                load_seconds
-                    .lock()
-                    .get_or_insert_with(LoadSeconds::default)
-                    .add(&second);
-            }
-        });
-    }
-    (load_seconds, live_seconds)
-}
+use crate::hub::{LiveEvent, LiveSample, OutcomeCounts, PoolSample};
 
 /// Seconds between two reads of every service's breaker config (sooner after a mode switch).
 const CONFIG_EVERY_S: u64 = 5;
-
-/// Counts per latency bucket (see [`bucketize`]) of an HDR V2 histogram; empty when the bytes do not
-/// decode.
-pub(super) fn latency_buckets(histogram_v2: &[u8]) -> Vec<u64> {
-    match load::deserialize_histogram(histogram_v2) {
-        Ok(histogram) => bucketize(
-            histogram
-                .iter_recorded()
-                .map(|step| (step.value_iterated_to(), step.count_at_value())),
-        ),
-        Err(_) => Vec::new(),
-    }
-}
 
 /// Calls the frontend's checkout breakers rejected so far (from its `/_breakers` snapshots): each is a
 /// checkout the user saw refused.
@@ -226,83 +150,6 @@ impl EmbeddedOperations {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn endpoint_second(
-        endpoint: usize,
-        latencies_us: &[u64],
-        ok: u64,
-        timeout: u64,
-    ) -> load::EndpointSecond {
-        let mut histogram = load::new_histogram();
-        for latency in latencies_us {
-            histogram.record(*latency).unwrap();
-        }
-        load::EndpointSecond {
-            endpoint,
-            outcomes: OutcomeCounts {
-                ok,
-                timeout,
-                ..load::OutcomeCounts::default()
-            },
-            latency: load::LatencySummary::of(&histogram),
-            latency_ok: load::LatencySummary::default(),
-            latency_failed: load::LatencySummary::default(),
-            histogram_v2: load::serialize_histogram(&histogram),
-            outcome_histograms_v2: None,
-        }
-    }
-
-    /// Second `second`: two `GET /cart` that took 0.9 ms and 1.5 ms.
-    fn cart_second(second: u64, warmup: bool) -> load::SecondStats {
-        load::SecondStats {
-            second,
-            warmup,
-            endpoints: vec![endpoint_second(
-                load::endpoint::VIEW_CART,
-                &[900, 1_500],
-                2,
-                0,
-            )],
-        }
-    }
-
-    #[test]
-    fn load_seconds_add_outcomes_and_keep_the_newest_latency() {
-        let mut seconds = LoadSeconds::default();
-        seconds.add(&cart_second(3, true));
-        seconds.add(&load::SecondStats {
-            second: 4,
-            warmup: false,
-            endpoints: vec![endpoint_second(load::endpoint::CHECKOUT, &[30_000], 0, 1)],
-        });
-        assert!(!seconds.warmup);
-        assert_eq!(seconds.outcomes.ok, 2);
-        assert_eq!(seconds.outcomes.timeout, 1);
-        // Latency is the newest second's: no GET /cart in it.
-        assert_eq!(seconds.cart_p95_us, None);
-        assert_eq!(seconds.endpoints.len(), 1);
-        let checkout = &seconds.endpoints[0];
-        assert_eq!(checkout.name, "POST /cart/checkout");
-        assert_eq!(checkout.requests, 1);
-        // 30 ms falls in the (20 ms, 50 ms] bucket, index 5.
-        let mut expected = vec![0; 13];
-        expected[5] = 1;
-        assert_eq!(checkout.buckets, expected);
-    }
-
-    #[test]
-    fn a_cart_second_carries_its_p95() {
-        let mut seconds = LoadSeconds::default();
-        seconds.add(&cart_second(0, false));
-        let p95 = seconds
-            .cart_p95_us
-            .expect("GET /cart completed in this second");
-        assert!((1_400..=1_600).contains(&p95), "{p95}");
-        assert_eq!(
-            seconds.endpoints[0].buckets[0] + seconds.endpoints[0].buckets[1],
-            2
-        );
-    }
 
     #[test]
     fn checkout_rejections_sum_the_frontend_checkout_breakers() {

@@ -1,0 +1,43 @@
+//! `/api/simulate`, `/api/simulate/spec` and the simulator page through the router.
+
+use http::StatusCode;
+
+use super::{app, get, send, text};
+
+#[tokio::test]
+async fn the_routes_answer_json_specs_and_errors_naming_the_setting() {
+    let (state, _) = app();
+    let response = send(&state, get("/api/simulate?open_window=20&rate=10")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let run: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(run["seconds"].as_array().map(Vec::len), Some(60));
+    assert!(run["totals"]["never_made"].as_u64().unwrap() > 0, "{run}");
+
+    let response = send(&state, get("/api/simulate?jitter=1.5")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert!(
+        body["error"].as_str().unwrap().starts_with("jitter:"),
+        "{body}"
+    );
+
+    let response = send(&state, get("/api/simulate/spec?outage=20&open_window=15")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let spec = controller::test_support::spec(&text(response).await);
+    assert_eq!(
+        spec.breaker.config.open().base(),
+        std::time::Duration::from_secs(15)
+    );
+
+    // An outage that leaves only 100 ms inside the window cannot be scheduled: said, not mangled.
+    let response = send(&state, get("/api/simulate/spec?outage_start=59.9")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = text(response).await;
+    assert!(body.contains("fault.schedule.length"), "{body}");
+
+    let page = text(send(&state, get("/simulate")).await).await;
+    assert!(
+        page.contains("id=\"sim-form\"") && page.contains("href=\"/simulate\""),
+        "{page}"
+    );
+}
