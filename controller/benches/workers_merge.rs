@@ -267,12 +267,7 @@ fn main() {
             let mut runs = Vec::new();
             let started = Instant::now();
             while runs.len() < 3 || started.elapsed() < options.min {
-                runs.push(merge_once(
-                    &messages,
-                    seconds,
-                    &endpoint_names,
-                    &task_names,
-                ));
+                runs.push(merge_once(&messages, seconds, &endpoint_names, &task_names));
             }
             // CPU: summed over the repetitions (each phase's reading is a tick off at most); wall: the median.
             let all = worker_seconds as f64 * runs.len() as f64;
