@@ -43,9 +43,9 @@ struct Options {
     min: Duration,
 }
 
-fn list<T: std::str::FromStr>(flag: &str, value: &str, most: T) -> Vec<T>
+fn list<T>(flag: &str, value: &str, most: T) -> Vec<T>
 where
-    T: PartialOrd + Copy + std::fmt::Display + From<u8>,
+    T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display + From<u8>,
 {
     value
         .split(',')
