@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -49,7 +49,6 @@ async fn an_endless_body_is_a_bounded_too_large_error() {
         get(|| async { endless(Bytes::from(vec![b'x'; 64 * 1024])) }),
     ))
     .await;
-    let started = Instant::now();
     let answer = AdminClient::without_token()
         .call(
             http::Method::GET,
@@ -63,11 +62,6 @@ async fn an_endless_body_is_a_bounded_too_large_error() {
         Err(AdminError::TooLarge { cap, .. }) => assert_eq!(cap, MAX_ANSWER_BYTES),
         other => panic!("not a too-large error: {other:?}"),
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
     let message = AdminClient::without_token()
         .get_text(&format!("{base}/metrics"))
         .await

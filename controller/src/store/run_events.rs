@@ -217,7 +217,7 @@ pub enum RunEventKind {
 
 impl RunEventKind {
     /// Every kind, for reading stored text back.
-    pub const ALL: [RunEventKind; 21] = [
+    pub const ALL: [RunEventKind; 22] = [
         RunEventKind::Applied,
         RunEventKind::ApplyFailed,
         RunEventKind::Renewed,
