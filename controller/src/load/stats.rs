@@ -177,6 +177,25 @@ pub struct EndpointSecond {
     pub outcome_histograms_v2: Option<OutcomeHistograms>,
 }
 
+impl EndpointSecond {
+    /// `stats` of `endpoint` as a closed second, with the `ok` and other requests' histograms when
+    /// `keep_outcome_histograms` (a load worker's seconds, merged at the controller).
+    pub fn of(endpoint: usize, stats: &EndpointStats, keep_outcome_histograms: bool) -> Self {
+        EndpointSecond {
+            endpoint,
+            outcomes: stats.outcomes,
+            latency: LatencySummary::of(&stats.latency),
+            latency_ok: LatencySummary::of(&stats.latency_ok),
+            latency_failed: LatencySummary::of(&stats.latency_failed),
+            histogram_v2: serialize_histogram(&stats.latency),
+            outcome_histograms_v2: keep_outcome_histograms.then(|| OutcomeHistograms {
+                ok: serialize_histogram(&stats.latency_ok),
+                failed: serialize_histogram(&stats.latency_failed),
+            }),
+        }
+    }
+}
+
 /// A second's histograms of its `ok` and its other requests, HDR V2.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeHistograms {
@@ -278,18 +297,7 @@ impl Recorder {
             .enumerate()
             .filter(|(_, stats)| stats.outcomes.total() > 0)
             .map(|(endpoint, stats)| {
-                let second = EndpointSecond {
-                    endpoint,
-                    outcomes: stats.outcomes,
-                    latency: LatencySummary::of(&stats.latency),
-                    latency_ok: LatencySummary::of(&stats.latency_ok),
-                    latency_failed: LatencySummary::of(&stats.latency_failed),
-                    histogram_v2: serialize_histogram(&stats.latency),
-                    outcome_histograms_v2: keep.then(|| OutcomeHistograms {
-                        ok: serialize_histogram(&stats.latency_ok),
-                        failed: serialize_histogram(&stats.latency_failed),
-                    }),
-                };
+                let second = EndpointSecond::of(endpoint, stats, keep);
                 stats.reset();
                 second
             })

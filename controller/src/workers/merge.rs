@@ -17,8 +17,7 @@ use hdrhistogram::Histogram;
 
 use super::wire::{WorkerEndpoint, WorkerSecond, WorkerTotals};
 use crate::load::{
-    DriverFailures, EndpointReport, EndpointSecond, EndpointStats, LatencySummary, LoadReport,
-    SecondStats, serialize_histogram,
+    DriverFailures, EndpointReport, EndpointSecond, EndpointStats, LoadReport, SecondStats,
 };
 
 /// A worker that was lost mid-run and the users missing because of it.
@@ -308,15 +307,8 @@ impl Merge {
                 .enumerate()
                 .filter_map(|(endpoint, stats)| {
                     let stats = stats?;
-                    (stats.outcomes.total() > 0).then(|| EndpointSecond {
-                        endpoint,
-                        outcomes: stats.outcomes,
-                        latency: LatencySummary::of(&stats.latency),
-                        latency_ok: LatencySummary::of(&stats.latency_ok),
-                        latency_failed: LatencySummary::of(&stats.latency_failed),
-                        histogram_v2: serialize_histogram(&stats.latency),
-                        outcome_histograms_v2: None,
-                    })
+                    (stats.outcomes.total() > 0)
+                        .then(|| EndpointSecond::of(endpoint, &stats, false))
                 })
                 .collect(),
         }
