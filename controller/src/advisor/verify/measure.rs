@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use breaker::sim::{self};
 
-use super::{Plan, Verification, VerifiedCandidate, VerifyError};
+use super::model::{Plan, Verification, VerifiedCandidate, VerifyError};
 use crate::spec::ExperimentSpec;
 use crate::stats::Summary;
 use crate::store::{ExperimentId, Status, Store};

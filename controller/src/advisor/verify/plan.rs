@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use breaker::sim::{self, Schedule};
 
-use super::{Plan, PlannedCandidate, VERIFY_USERS, VerifyError};
+use super::model::{Plan, PlannedCandidate, VerifyError};
 use crate::advisor::Advice;
 use crate::advisor::current::CurrentConfig;
 use crate::advisor::input::{ProfileKind, Traffic, TuneInput};
 use crate::spec::ExperimentSpec;
+
+/// Users the verification's open-model load may keep in flight.
+const VERIFY_USERS: u32 = 50;
 
 /// The schedule a profile's fault follows inside a run, as written (the spec scales it).
 fn schedule_of(profile: &crate::advisor::Profile) -> Option<Schedule> {

@@ -1,7 +1,7 @@
 //! The verdict on a verification: the pick, whether the prediction ranked the candidates as measured, which
 //! intervals separate, and the table that says so.
 
-use super::{Verification, VerifiedCandidate};
+use super::model::{Verification, VerifiedCandidate};
 
 impl Verification {
     /// The pick (lowest measured mean), whether the prediction (else the search) ranked the candidates in the

@@ -5,7 +5,7 @@ use super::super::model::{Exported, FieldNote, LibraryError, NoteKind};
 use super::super::text::spring_duration_text;
 use breaker::{BreakerConfig, Mode, Probes};
 
-pub(in crate::advisor::libraries) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
+pub(crate) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
     let detector = one_detector(config).or_else(|error| {
         // A slow-call detector rides on a time window's failure rate of the same window.
         match (config.trip().failure_rate(), config.trip().slow_call()) {
@@ -70,7 +70,7 @@ pub(in crate::advisor::libraries) fn expresses(config: &BreakerConfig) -> Result
     Ok(())
 }
 
-pub(in crate::advisor::libraries) fn export(
+pub(crate) fn export(
     config: &BreakerConfig,
     name: &str,
     kept: &[(String, String)],
