@@ -1,10 +1,11 @@
 //! How a load run is set: the caller's settings, checked into the driver's config, and a worker's share of the users.
 
+use std::net::SocketAddr;
+use std::time::Duration;
+
 use super::error::LoadError;
 use super::mix::{PreparedWorkload, Workload};
 use crate::spec::{MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, RATE_RANGE};
-use std::net::SocketAddr;
-use std::time::Duration;
 
 /// How a load run is to be driven, as its caller puts it. The driver takes only a [`LoadConfig`], made
 /// from these by `LoadConfig::try_from`, which checks every field.

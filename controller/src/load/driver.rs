@@ -1,5 +1,14 @@
 //! The driver itself: virtual users as tokio tasks sharing the run's clock, stop, records and seconds.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
 use super::config::{LoadConfig, LoadSettings, UserShare};
 use super::mix::PreparedWorkload;
 use super::report::{DriverFailures, EndpointReport, LoadReport};
@@ -7,13 +16,6 @@ use super::session::{ClientSession, CookieJar, OutgoingRequest, Target};
 use super::stats::{Recorder, SecondSink};
 use super::step::Step;
 use super::user_log::{Sample, UserLog, UserLogs};
-use parking_lot::Mutex;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::task::JoinSet;
-use tokio::time::Instant;
 
 /// A request to this path panics inside the driver (how a bug in a request would); unit tests only.
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Why a load run cannot be set as asked, each error naming its field.
 
+use std::time::Duration;
+
 use super::mix::InvalidPath;
 use crate::spec::{MAX_TIMEOUT, MAX_USERS, MAX_WRITTEN_DURATION, RATE_RANGE};
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -1,9 +1,11 @@
 //! What a load run saw: per endpoint and in all, the driver's own failures, and a summary per endpoint.
 
+use std::time::Duration;
+
+use serde::Serialize;
+
 use super::outcome::OutcomeCounts;
 use super::stats::{EndpointStats, LatencySummary, SecondStats};
-use serde::Serialize;
-use std::time::Duration;
 
 /// One endpoint's figures over the measured part of a run.
 #[derive(Debug, Clone)]

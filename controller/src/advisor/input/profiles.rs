@@ -4,14 +4,13 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use crate::spec::SpecError;
-use crate::spec::checker::Checker;
-
 use super::raw::{FailingCall, KindName, RawProfile};
 use super::{
     FAULT_LEAD, MAX_PROFILE_REQUESTS, MAX_PROFILE_WINDOW, MAX_WEIGHT, MIN_PROFILE_WINDOW, Profile,
     ProfileKind, Traffic,
 };
+use crate::spec::SpecError;
+use crate::spec::checker::Checker;
 
 pub(super) fn profile(
     check: &Checker<'_>,

@@ -6,9 +6,7 @@ use std::time::Duration;
 use breaker::sim::{MIN_THINK, Workload};
 use toml::Spanned;
 
-use crate::spec::SpecError;
-use crate::spec::checker::Checker;
-
+use super::profiles::profile;
 use super::raw::{RawInput, RawTraffic};
 use super::{
     Constraints, Costs, MAX_CALL_TIMEOUT, MAX_CANDIDATES, MAX_DETECT_WITHIN,
@@ -16,8 +14,8 @@ use super::{
     MAX_TRAFFIC_USERS, MAX_TRAFFIC_WORKERS, MAX_VERIFY_CANDIDATES, MAX_VERIFY_ROUNDS, MAX_WEIGHT,
     Profile, SearchSettings, Traffic, TuneInput, VerifySettings,
 };
-
-use super::profiles::profile;
+use crate::spec::SpecError;
+use crate::spec::checker::Checker;
 
 impl TuneInput {
     /// Parse and check an input; the error names the field and its line.

@@ -1,9 +1,10 @@
 //! Writing a breaker config as Resilience4j's Spring properties, and what of a config Resilience4j can express.
 
+use breaker::{BreakerConfig, Mode, Probes};
+
 use super::super::mapping::{OneDetector, carried, number_text, one_detector};
 use super::super::model::{Exported, FieldNote, LibraryError, NoteKind};
 use super::super::text::spring_duration_text;
-use breaker::{BreakerConfig, Mode, Probes};
 
 pub(crate) fn expresses(config: &BreakerConfig) -> Result<(), LibraryError> {
     let detector = one_detector(config).or_else(|error| {

@@ -15,12 +15,12 @@ use breaker::{
     Mode, Probes, RawBreakerConfig, RawFailureRateConfig, RawLastCallsConfig, RawSlowCallConfig,
     RawTripConfig,
 };
+use properties::{CLASSIFYING, KEPT, circuitbreaker, resolve, scalar, spelled};
 use serde_json::Value;
 
 use super::mapping::number_text;
 use super::model::{FieldNote, Imported, Library, LibraryError, NoteKind};
 use super::text::{spring_duration, spring_duration_text};
-use properties::{CLASSIFYING, KEPT, circuitbreaker, resolve, scalar, spelled};
 
 mod export;
 mod properties;
