@@ -4,13 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode, header};
 use axum::response::Response;
 use tower::ServiceExt;
 
 use super::*;
-use crate::client::{CallStats, Dependency};
+use crate::client::{CallStats, Dependency, REJECTED_HEADER};
 use crate::service_name::ServiceName;
 
 /// A frontend whose dependencies all point at a closed loopback port (every call fails at once).
