@@ -112,9 +112,8 @@ pub async fn halt(
 ) -> Result<Response, PageError> {
     let active: Vec<String> = state
         .hub
-        .state()
-        .active_faults
-        .values()
+        .active_faults()
+        .iter()
         .map(describe_fault)
         .collect();
     state.operations.halt().await?;
