@@ -3,6 +3,8 @@
 var Charts = (function () {
   var PALETTE = ["#2f6fd6", "#d6742f", "#2e9d57", "#9c27b0", "#d64541", "#00897b", "#6d4c41", "#546e7a", "#f0a202", "#5c6bc0"];
   var STATE_COLOR = { closed: "#2e9d57", open: "#d64541", half_open: "#f0a202" };
+  // Points further apart than this (samples come once a second) are not joined by a line.
+  var GAP_MS = 2500;
 
   function fit(canvas) {
     var ratio = window.devicePixelRatio || 1;
@@ -156,7 +158,13 @@ var Charts = (function () {
       c.ctx.strokeStyle = s.color || PALETTE[index % PALETTE.length]; c.ctx.lineWidth = 1.6;
       c.ctx.setLineDash(s.dash ? [4, 3] : []);
       c.ctx.beginPath();
-      s.points.forEach(function (p, i) { if (i === 0) { c.ctx.moveTo(x(p[0]), yy(p[1])); } else { c.ctx.lineTo(x(p[0]), yy(p[1])); } });
+      // Seconds without data are a gap, not a straight line across them; a lone second is a dot.
+      s.points.forEach(function (p, i) {
+        var joined = i > 0 && p[0] - s.points[i - 1][0] <= GAP_MS;
+        if (joined) { c.ctx.lineTo(x(p[0]), yy(p[1])); } else { c.ctx.moveTo(x(p[0]), yy(p[1])); }
+        var next = s.points[i + 1];
+        if (!joined && !(next && next[0] - p[0] <= GAP_MS)) { c.ctx.fillStyle = c.ctx.strokeStyle; c.ctx.fillRect(x(p[0]) - 1.5, yy(p[1]) - 1.5, 3, 3); }
+      });
       c.ctx.stroke();
       c.ctx.setLineDash([]);
     });
@@ -321,12 +329,14 @@ var Charts = (function () {
 
   // rows: [{name, group, label, segments: [{from, to, state, kind, reason}]}] (kind: tripped | forced | shadow),
   // faults: [{from, to, text}], notes: [{at, text}], marks: [{at, name, text}] (mode switches on a lane).
-  function timeline(canvas, rows, faults, notes, t0, t1, marks) {
+  // emptyText: what the lanes' room says when there is no lane (the live page waits for the breakers; a
+  // replayed run had none change state).
+  function timeline(canvas, rows, faults, notes, t0, t1, marks, emptyText) {
     marks = marks || [];
     var rowH = 20, groupH = 16, top = 4;
     var groups = [];
     rows.forEach(function (row) { if (groups.indexOf(row.group) < 0) { groups.push(row.group); } });
-    var wanted = top + rows.length * rowH + groups.length * groupH + 20 + 30 + 16;
+    var wanted = top + Math.max(1, rows.length) * rowH + groups.length * groupH + 20 + 30 + 16;
     canvas.dataset.cssHeight = String(Math.max(120, wanted));
     var c = fit(canvas), right = 10;
     c.ctx.font = "12px system-ui, sans-serif";
@@ -361,12 +371,12 @@ var Charts = (function () {
         if (s.to < t0) { return; }
         var sx = x(s.from), sw = Math.max(1, x(s.to) - x(s.from));
         c.ctx.globalAlpha = s.kind === "shadow" ? 0.45 : 1;
-        c.ctx.fillStyle = s.kind === "forced" ? "#7a1f1d" : (STATE_COLOR[s.state] || "#999");
+        c.ctx.fillStyle = s.kind === "forced" ? "#7a1f1d" : s.kind === "disabled" ? "#9aa3ad" : (STATE_COLOR[s.state] || "#999");
         c.ctx.fillRect(sx, y + 3, sw, rowH - 6);
         c.ctx.globalAlpha = 1;
         if (s.kind === "forced") { hatch(c.ctx, sx, y + 3, sw, rowH - 6); }
         hits.push({ x0: sx, x1: sx + sw, y0: y, y1: y + rowH, text: row.name + ": " + s.state.replace("_", "-") +
-          (s.kind === "forced" ? " (forced open by its mode)" : s.kind === "shadow" ? " (shadow: would have)" : "") +
+          (s.kind === "forced" ? " (forced open by its mode)" : s.kind === "shadow" ? " (shadow: would have; calls still pass)" : s.kind === "disabled" ? " (disabled: detects nothing)" : "") +
           " from " + clock(s.from) + (s.reason ? " — " + s.reason : "") });
       });
       y += rowH;
@@ -379,6 +389,13 @@ var Charts = (function () {
       c.ctx.beginPath(); c.ctx.moveTo(mx - 5, ly); c.ctx.lineTo(mx + 5, ly); c.ctx.lineTo(mx, ly + 7); c.ctx.closePath(); c.ctx.fill();
       hits.unshift({ x0: mx - 6, x1: mx + 6, y0: ly, y1: ly + rowH, text: clock(m.at) + " " + m.name + ": " + m.text });
     });
+    if (!rows.length) {
+      // A lane's room for the message, so it never sits on the fault bar.
+      c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center"; c.ctx.font = "11px system-ui, sans-serif";
+      c.ctx.fillText(emptyText || "waiting for the services' breakers…", left + (c.w - left) / 2, y + 14);
+      c.ctx.font = "12px system-ui, sans-serif";
+      y += rowH;
+    }
     var faultY = y + 4;
     c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText("fault active", left - 6, faultY + 11);
     c.ctx.fillStyle = "#efe7f3"; c.ctx.fillRect(left, faultY + 2, c.w - left - right, 12);
@@ -400,7 +417,6 @@ var Charts = (function () {
     c.ctx.fillStyle = "#6b7480"; c.ctx.font = "11px system-ui, sans-serif";
     timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
     zoomable(canvas, left, c.w - right, t0, t1);
-    if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("waiting for the services' breakers…", left + (c.w - left) / 2, 16); }
     hoverable(canvas, function (mx, my) {
       var hit = hits.find(function (h) { return mx >= h.x0 && mx <= h.x1 && my >= h.y0 && my <= h.y1; });
       if (hit) { return hit.text; }
@@ -455,7 +471,10 @@ var Charts = (function () {
       });
       if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
       if (tile && !own.length) { state = tile.state; }
-      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+      if (tile && tile.mode === "shadow" && state !== "closed") { shadow = true; }
+      // A disabled breaker detects nothing: drawn as disabled, not as a healthy closed one.
+      var kind = tile && tile.mode === "disabled" ? "disabled" : kindOf(state, reason, shadow);
+      segments.push({ from: from, to: t1, state: state, kind: kind, reason: reason });
       var arrow = name.indexOf("->");
       // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
       var foreign = own.filter(function (t) { return t.source; });
@@ -465,6 +484,19 @@ var Charts = (function () {
         label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
         segments: segments, mode: tile ? tile.mode : null, source: source, badge: sourceBadge(source) };
     });
+  }
+
+  // How a lane's breaker reads now, on its chip, badge and tile alike: {look (a CSS class), text}.
+  function stateLook(row) {
+    var last = row.segments[row.segments.length - 1];
+    if (last.kind === "disabled") { return { look: "disabled", text: "disabled" }; }
+    if (last.state === "open") {
+      if (last.kind === "forced") { return { look: "forced", text: "forced open" }; }
+      if (last.kind === "shadow") { return { look: "shadow", text: "would open" }; }
+      return { look: "open", text: "open" };
+    }
+    if (last.state === "half_open" && last.kind === "shadow") { return { look: "half_open shadow", text: "would probe (half-open)" }; }
+    return { look: last.state, text: last.state.replace("_", "-") };
   }
 
   // The short badge of a foreign breaker's source: `prometheus:<url>` → "prometheus", `push:<library>` → the
@@ -483,14 +515,19 @@ var Charts = (function () {
       var known = faults.some(function (f) { return f.fault_id === id; });
       if (!known) { open[id] = t0; }
     });
-    var texts = {};
+    var texts = {}, expires = {};
     faults.forEach(function (f) {
       var on = (f.event === "applied" || f.event === "renewed") && f.rate > 0;
-      if (on) { texts[f.fault_id] = describe(f); if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
+      if (on) { texts[f.fault_id] = describe(f); expires[f.fault_id] = f.expires_at_ms || null; if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
       else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms, text: texts[id] }); }); open = {}; }
       else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms, text: texts[f.fault_id] }); delete open[f.fault_id]; }
     });
-    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1, text: texts[id] || (active[id] ? describe(active[id]) : id) }); });
+    // Still on at the end: to now while in force; otherwise its lease ran out when it said (no news since).
+    Object.keys(open).forEach(function (id) {
+      var to = t1;
+      if (!active[id] && expires[id] && expires[id] < t1) { to = expires[id]; }
+      intervals.push({ from: open[id], to: to, text: texts[id] || (active[id] ? describe(active[id]) : id) });
+    });
     return intervals;
   }
 
@@ -558,5 +595,5 @@ var Charts = (function () {
     return zoom;
   }
 
-  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, breakerOrder: breakerOrder, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, breakerOrder: breakerOrder, laneRows: laneRows, stateLook: stateLook, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

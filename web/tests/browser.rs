@@ -261,6 +261,40 @@ fn base64_decode(text: &str) -> Vec<u8> {
     out
 }
 
+/// What the live page's window holds of the run whose fault id starts with `fault_prefix`: its fault span as
+/// drawn, the first tripped open after the span began, and how many seconds the window holds.
+async fn window_holds(page: &mut Page, fault_prefix: &str) -> Value {
+    page.wait_for(
+        &format!(
+            "(function () {{ var w = window.__tolerant.window; if (!w) {{ return null; }} \
+               var fault = w.faults.find(s => (s.text || '').indexOf('{fault_prefix}') === 0) || null; \
+               var open = fault && w.transitions.find(t => t.to === 'open' && !t.shadow && t.reason !== 'forced' && t.at_ms >= fault.from) || null; \
+               return fault && {{ fault: fault, open: open, samples: w.samples }}; }})()"
+        ),
+        Duration::from_secs(10),
+    )
+    .await
+}
+
+fn assert_window_holds_the_run(holds: &Value, put: &Value, when: &str) {
+    let from = holds["fault"]["from"].as_f64().unwrap_or(f64::NAN);
+    let put = put.as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (from - put).abs() < 1_000.0,
+        "{when}: the fault span starts at its put ({put}): {holds}"
+    );
+    assert!(
+        holds["open"]["at_ms"]
+            .as_f64()
+            .is_some_and(|opened| opened >= from),
+        "{when}: the run's tripped open is in the window, after the fault: {holds}"
+    );
+    assert!(
+        holds["samples"].as_u64().is_some_and(|n| n >= 8),
+        "{when}: the run's seconds are in the window: {holds}"
+    );
+}
+
 /// Starts Chromium with a fresh profile; returns it and its DevTools browser URL.
 async fn launch(chromium: &Path, profile: &Path) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(chromium)
@@ -541,6 +575,16 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(60),
     )
     .await;
+    // After it ended, the live window still holds what happened in it: the run's transitions and its fault
+    // span, which starts when the fault was put (the stored `applied`), before the breaker it opened.
+    let put = page
+        .eval(
+            "fetch('/api/experiments/1/runs/1/timeline').then(r => r.json()).then(t => \
+               Math.min.apply(null, t.faults.filter(f => f.event === 'applied').map(f => f.at_ms)))",
+        )
+        .await;
+    let ended = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&ended, &put, "after the experiment ended");
     page.goto(&format!("{base}experiments/1/results")).await;
     let rows = page
         .wait_for(
@@ -638,13 +682,19 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     );
     page.screenshots(&artifacts, "results").await;
 
-    // A later page load after the experiment finished does not say it runs.
+    // A later page load after the experiment finished does not say it runs, and its window holds the same.
     page.goto(&format!("{base}live")).await;
     page.wait_for(
         "window.__tolerant && window.__tolerant.snapshots > 0 && window.__tolerant.phase === 'finished'",
         Duration::from_secs(10),
     )
     .await;
+    let reloaded = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&reloaded, &put, "after a reload");
+    assert_eq!(
+        reloaded["fault"]["from"], ended["fault"]["from"],
+        "a reload draws the fault span where the page drew it"
+    );
 
     // Abort: a second, long experiment is started and aborted; a fresh page load shows it aborted.
     let create = format!(
@@ -682,6 +732,20 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(10),
     )
     .await;
+    // A later experiment does not wipe the earlier one from the window.
+    let after_second = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&after_second, &put, "after a second experiment");
+    page.screenshots(&artifacts, "live-after").await;
+    // Every page fits 800 px without scrolling sideways (the screenshots assert it): the experiments table
+    // with both experiments, the advisor, the login page.
+    for (path, name) in [
+        ("experiments", "experiments"),
+        ("advisor", "advisor"),
+        ("login", "login"),
+    ] {
+        page.goto(&format!("{base}{path}")).await;
+        page.screenshots(&artifacts, name).await;
+    }
 
     // Game day: a manual fault shows on the fault bar, halt clears it, an annotation lands on the timeline.
     page.goto(&format!("{base}gameday")).await;
@@ -728,7 +792,8 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         "the active fault shows its kind, rate and lease"
     );
 
-    // Forced open by its mode looks different from tripped.
+    // Forced open by its mode looks different from tripped, reads "forced open" on its chip and is not an open.
+    let opens_before = page.eval("window.__tolerant.opens").await;
     page.eval(
         "var f = document.getElementById('breaker-form'); f.elements['service'].value = 'checkout'; \
          f.querySelector('button[value=forced-open]').click(); true",
@@ -747,6 +812,12 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .as_str()
             .is_some_and(|text| text.contains("Every breaker of checkout is now forced-open")),
         "the mode switch confirms what it did"
+    );
+    assert_eq!(
+        page.eval("[window.__tolerant.chips['checkout->payment'], window.__tolerant.opens]")
+            .await,
+        json!(["forced open", opens_before]),
+        "forced open on its chip, and not counted among the opens"
     );
     assert_eq!(
         page.eval("document.getElementById('breaker-form').elements['service'].value")
@@ -795,7 +866,60 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         json!("8"),
         "the load form keeps its values"
     );
+    // Under load with Payment failing: a shadow breaker that would open reads "would open", a disabled one
+    // reads disabled (not a healthy closed breaker).
+    page.eval(
+        "document.getElementById('rate').value = '100'; \
+         document.getElementById('fault-form').requestSubmit(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.activeFaults === 1",
+        Duration::from_secs(15),
+    )
+    .await;
+    for (service, mode) in [("checkout", "shadow"), ("recommendation", "disabled")] {
+        page.eval(&format!(
+            "var f = document.getElementById('breaker-form'); f.elements['service'].value = '{service}'; \
+             f.querySelector('button[value={mode}]').click(); true"
+        ))
+        .await;
+        page.wait_for(
+            &format!(
+                "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.connected \
+                 && window.__tolerant.modes['{service}->' + ({{checkout: 'payment', recommendation: 'productcatalog'}})['{service}']] === '{mode}'"
+            ),
+            Duration::from_secs(15),
+        )
+        .await;
+    }
+    let chips = page
+        .wait_for(
+            "window.__tolerant.chips['checkout->payment'] === 'would open' \
+             && document.querySelector('.tile[data-breaker=\"checkout->payment\"][data-state=shadow]') !== null \
+             && window.__tolerant.chips",
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(
+        chips["recommendation->productcatalog"],
+        json!("disabled"),
+        "{chips}"
+    );
+    assert_eq!(
+        page.eval("window.__tolerant.laneKinds['recommendation->productcatalog']")
+            .await,
+        json!("disabled")
+    );
     page.screenshots(&artifacts, "gameday-load").await;
+    page.eval("document.getElementById('halt-enforce').checked = true; document.getElementById('halt').click(); true")
+        .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.connected \
+         && window.__tolerant.activeFaults === 0 && window.__tolerant.modes['checkout->payment'] === 'enforce'",
+        Duration::from_secs(15),
+    )
+    .await;
     page.eval("document.getElementById('load-stop').click(); true")
         .await;
     page.wait_for(
