@@ -23,12 +23,31 @@ var Charts = (function () {
     return { ctx: ctx, w: width, h: height };
   }
 
+  // The smallest 1, 2 or 5 times a power of ten that is at least `value`.
+  function nice125(value) {
+    var power = Math.pow(10, Math.floor(Math.log10(value)));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) { if (steps[i] * power >= value * (1 - 1e-9)) { return steps[i] * power; } }
+    return 10 * power;
+  }
+
+  // An axis top at or above `value` that is a whole number (at most four) of round steps: ticks read 0, 250,
+  // 500… or 0, 2, 4…, never 1.3 or 3.8.
   function niceMax(value) {
     if (!(value > 0)) { return 1; }
-    var power = Math.pow(10, Math.floor(Math.log10(value)));
-    var steps = [1, 2, 2.5, 5, 10];
-    for (var i = 0; i < steps.length; i++) { if (steps[i] * power >= value) { return steps[i] * power; } }
-    return 10 * power;
+    var step = nice125(value / 4);
+    return step * Math.ceil(value / step - 1e-9);
+  }
+
+  // The round step between ticks of an axis topped by `top` (from niceMax): whole tick counts only.
+  function tickStep(top) {
+    var step = nice125(top / 5);
+    for (var i = 0; i < 12; i++) {
+      var count = top / step;
+      if (Math.abs(count - Math.round(count)) < 1e-6) { return step; }
+      step = nice125(step * 1.5);
+    }
+    return top / 4;
   }
 
   function clock(ms) {
@@ -40,10 +59,11 @@ var Charts = (function () {
   function frame(c, pad, yMax, t0, t1, yUnit) {
     var ctx = c.ctx;
     ctx.strokeStyle = "#dde1e6"; ctx.fillStyle = "#6b7480"; ctx.lineWidth = 1;
-    for (var i = 0; i <= 4; i++) {
-      var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
+    var step = tickStep(yMax), ticks = Math.round(yMax / step);
+    for (var i = 0; i <= ticks; i++) {
+      var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / ticks);
       ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(c.w - pad.r, y); ctx.stroke();
-      ctx.textAlign = "right"; ctx.fillText(formatNumber(yMax * i / 4), pad.l - 4, y + 3);
+      ctx.textAlign = "right"; ctx.fillText(formatNumber(step * i), pad.l - 4, y + 3);
     }
     if (yUnit) { ctx.textAlign = "left"; ctx.fillText(yUnit, pad.l + 4, pad.t + 10); }
     if (t1 > t0) { timeAxis(ctx, pad.l, c.w - pad.r, c.h - 4, t0, t1); }
@@ -63,7 +83,8 @@ var Charts = (function () {
 
   // One endpoint's latency histogram: bars per bucket, a p95 marker, labelled axes.
   function histogram(canvas, labels, values, title) {
-    var c = fit(canvas), pad = { l: 48, r: 10, t: 18, b: 34 };
+    // The title on its own line above the plot, the p95 label on the next: they never overlap.
+    var c = fit(canvas), pad = { l: 48, r: 10, t: 32, b: 34 };
     var total = values.reduce(function (a, v) { return a + v; }, 0);
     if (!total) { empty(c, "no request in this range yet"); canvas.__p95 = null; return; }
     var yMax = niceMax(Math.max.apply(null, values));
@@ -86,7 +107,7 @@ var Charts = (function () {
     c.ctx.strokeStyle = "#d64541"; c.ctx.setLineDash([5, 3]); c.ctx.beginPath(); c.ctx.moveTo(px, pad.t); c.ctx.lineTo(px, c.h - pad.b); c.ctx.stroke(); c.ctx.setLineDash([]);
     c.ctx.fillStyle = "#d64541"; c.ctx.textAlign = px > c.w - 120 ? "right" : "left";
     c.ctx.fillText("p95 " + labels[p95], px + (px > c.w - 120 ? -4 : 4), pad.t - 5);
-    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(title + " · " + total + " requests", pad.l, pad.t - 5);
+    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(title + " · " + total + " requests", pad.l, 11);
     canvas.__p95 = labels[p95];
     hoverable(canvas, function (mx) {
       var i = Math.floor((mx - pad.l) / slot);
@@ -107,10 +128,11 @@ var Charts = (function () {
     c.ctx.fillText(message, c.w / 2, c.h / 2);
   }
 
+  // A tick's number: whole numbers as they are (thousands as "k" from 10 000), fractions to two digits.
   function formatNumber(v) {
-    if (v >= 1000) { return (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k"; }
-    if (v >= 10 || v === 0) { return v.toFixed(0); }
-    return v.toFixed(1);
+    if (v >= 10000) { return parseFloat((v / 1000).toPrecision(3)) + "k"; }
+    if (Math.abs(v - Math.round(v)) < 1e-9) { return String(Math.round(v)); }
+    return String(parseFloat(v.toPrecision(2)));
   }
 
   // series: [{label, color, points: [[t, y], ...]}]
@@ -141,9 +163,12 @@ var Charts = (function () {
     rightMax = niceMax(rightMax);
     if (options && options.right) {
       c.ctx.textAlign = "left"; c.ctx.fillStyle = "#d6742f";
-      for (var i = 0; i <= 4; i++) {
-        var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
-        c.ctx.fillText(formatNumber(rightMax * i / 4), c.w - pad.r + 4, y + 3);
+      // The right axis keeps the left's gridlines: its top is as many of its own round steps.
+      var leftTicks = Math.round(yMax / tickStep(yMax)), rightStep = nice125(rightMax / leftTicks);
+      rightMax = rightStep * leftTicks;
+      for (var i = 0; i <= leftTicks; i++) {
+        var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / leftTicks);
+        c.ctx.fillText(formatNumber(rightStep * i), c.w - pad.r + 4, y + 3);
       }
       c.ctx.textAlign = "right"; c.ctx.fillText(options.right, c.w - pad.r - 4, pad.t + 10);
     }

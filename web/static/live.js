@@ -316,10 +316,50 @@
       status.histogramP95 = histogram.__p95 || null;
     }
 
+    drawEndpointTable(samples);
     var last = samples.length ? samples[samples.length - 1] : null;
     if (document.getElementById("pools")) Charts.occupancy(document.getElementById("pools"), last ? last.pools.map(function (p) {
       return { label: p.service, value: p.in_flight, max: p.capacity, queued: p.queued };
     }) : []);
+  }
+
+  // Locust-like: per endpoint, its requests by outcome over the range (they add up to the outcomes chart's),
+  // and the last second's ok and failed latency and rates.
+  function drawEndpointTable(samples) {
+    var table = document.getElementById("endpoints");
+    var rows = {}, totals = { requests: 0, failures: 0, rejections: 0, timeouts: 0 };
+    samples.forEach(function (s) {
+      var o = s.outcomes;
+      totals.requests += o.ok + o.failed + o.rejected + o.timeout + o.connection_error + o.client_error;
+      totals.failures += o.failed + o.connection_error; totals.rejections += o.rejected; totals.timeouts += o.timeout;
+      s.endpoints.forEach(function (e) {
+        var row = rows[e.name] || (rows[e.name] = { requests: 0, failures: 0, rejections: 0, timeouts: 0, last: null, lastOk: null, lastFailed: null });
+        var c = e.outcomes;
+        if (!c) { return; }
+        row.requests += c.ok + c.failed + c.rejected + c.timeout + c.connection_error + c.client_error;
+        row.failures += c.failed + c.connection_error; row.rejections += c.rejected; row.timeouts += c.timeout;
+        row.last = c;
+        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { row.lastOk = e; }
+        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { row.lastFailed = e; }
+      });
+    });
+    status.endpointTable = rows; status.outcomeTotals = totals;
+    if (!table) { return; }
+    var names = Object.keys(rows).sort();
+    var ms = function (us) { return us === null || us === undefined ? "–" : (us >= 100000 ? Math.round(us / 1000) : (us / 1000).toPrecision(2)) + " ms"; };
+    var body = table.querySelector("tbody");
+    if (!names.length) { body.innerHTML = '<tr><td colspan="11" class="muted">Appears while load runs.</td></tr>'; return; }
+    body.innerHTML = names.map(function (name) {
+      var r = rows[name], c = r.last || { ok: 0, failed: 0, rejected: 0, timeout: 0, connection_error: 0, client_error: 0 };
+      var perSecond = c.ok + c.failed + c.rejected + c.timeout + c.connection_error + c.client_error;
+      var bad = r.failures + r.rejections + r.timeouts;
+      return '<tr data-endpoint="' + escapeHtml(name) + '"' + (bad ? ' class="failing"' : "") + "><td>" + escapeHtml(name) + "</td><td>" + r.requests +
+        "</td><td" + (r.failures ? ' class="bad"' : "") + ">" + r.failures + "</td><td" + (r.rejections ? ' class="bad"' : "") + ">" + r.rejections +
+        "</td><td>" + r.timeouts + "</td><td>" + ms(r.lastOk && r.lastOk.ok_p50_us) + "</td><td>" + ms(r.lastOk && r.lastOk.ok_p95_us) +
+        "</td><td>" + ms(r.lastFailed && r.lastFailed.failed_p50_us) + "</td><td>" + ms(r.lastFailed && r.lastFailed.failed_p95_us) +
+        "</td><td>" + perSecond + "</td><td>" + (perSecond - c.ok - c.client_error) + "</td></tr>";
+    }).join("") + '<tr class="total"><td>all endpoints</td><td>' + totals.requests + "</td><td>" + totals.failures + "</td><td>" + totals.rejections +
+      "</td><td>" + totals.timeouts + '</td><td colspan="6"></td></tr>';
   }
 
   function pct(x) { return x === null || x === undefined ? "–" : (x * 100).toFixed(x >= 0.1 || x === 0 ? 0 : 1) + " %"; }

@@ -585,6 +585,36 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         .await;
     let ended = window_holds(&mut page, "experiment-1-run-").await;
     assert_window_holds_the_run(&ended, &put, "after the experiment ended");
+    // The per-endpoint table counts what the outcomes chart counts, and checkout's failures are plain in it.
+    let table = page
+        .eval(
+            "(function () { var t = window.__tolerant.endpointTable, o = window.__tolerant.outcomeTotals; \
+               var sum = function (k) { return Object.keys(t).reduce(function (a, n) { return a + t[n][k]; }, 0); }; \
+               var row = document.querySelector('#endpoints tr[data-endpoint=\"POST /cart/checkout\"]'); \
+               return { checkout: t['POST /cart/checkout'] || null, failures: sum('failures'), rejections: sum('rejections'), \
+                 timeouts: sum('timeouts'), totals: o, shown: row ? row.children[2].innerText : null }; })()",
+        )
+        .await;
+    assert_eq!(table["failures"], table["totals"]["failures"], "{table}");
+    assert_eq!(
+        table["rejections"], table["totals"]["rejections"],
+        "{table}"
+    );
+    assert_eq!(table["timeouts"], table["totals"]["timeouts"], "{table}");
+    let checkout = &table["checkout"];
+    let not_ok = ["failures", "rejections", "timeouts"]
+        .iter()
+        .filter_map(|k| checkout[k].as_u64())
+        .sum::<u64>();
+    assert!(
+        not_ok > 0 && checkout["requests"].as_u64().is_some_and(|n| n >= not_ok),
+        "checkout fails with Payment failing: {table}"
+    );
+    assert_eq!(
+        table["shown"].as_str().map(str::to_owned),
+        checkout["failures"].as_u64().map(|n| n.to_string()),
+        "the table shows checkout's failures: {table}"
+    );
     page.goto(&format!("{base}experiments/1/results")).await;
     let rows = page
         .wait_for(
