@@ -20,6 +20,8 @@ enum Scale {
     Percent,
     /// A number in the named unit.
     Unit(&'static str),
+    /// A count of the named things.
+    Count(&'static str),
 }
 
 /// A headline column: the metric's key in [`Results::metrics`], its heading, scale and direction.
@@ -60,13 +62,13 @@ const HEADLINES: [Headline; 7] = [
     Headline {
         key: "breaker_opens",
         heading: "breaker opens after warmup",
-        scale: Scale::Unit("opens"),
+        scale: Scale::Count("opens"),
         better: Better::Neither,
     },
     Headline {
         key: "cart_items_end",
         heading: "cart size at end",
-        scale: Scale::Unit("items"),
+        scale: Scale::Count("items"),
         better: Better::Lower,
     },
     Headline {
@@ -122,28 +124,48 @@ pub struct SummaryTable {
 /// Cell text of a metric a target could not measure.
 pub const NOT_MEASURED: &str = "not measured";
 
+/// A figure to three significant digits below 100 (`0.00354`, `3.50`, `73.4`), whole from 100 on: a small
+/// energy per request reads `0.00354 J`, not `0.00 J`.
 fn short(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 100.0 {
         format!("{value:.0}")
     } else if magnitude >= 10.0 {
         format!("{value:.1}")
-    } else {
+    } else if magnitude >= 1.0 || magnitude == 0.0 {
         format!("{value:.2}")
+    } else {
+        // Three significant digits: as many decimals as the leading zeros need.
+        let decimals = 2 - magnitude.log10().floor() as i32;
+        format!("{value:.*}", decimals.clamp(2, 12) as usize)
+    }
+}
+
+/// A count (breaker opens, cart items): whole when it is, one decimal when a mean of runs is not.
+fn count(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
     }
 }
 
 fn cell_text(cell: &Cell, scale: Scale) -> String {
     let (factor, unit) = match scale {
         Scale::Percent => (100.0, " %"),
-        Scale::Unit(unit) => (1.0, if unit == "opens" { "" } else { unit }),
+        Scale::Unit(unit) => (1.0, unit),
+        Scale::Count(unit) => (1.0, if unit == "opens" { "" } else { unit }),
+    };
+    let figure = |value: f64| match scale {
+        Scale::Count(_) => count(value),
+        _ => short(value),
     };
     let unit = if unit.is_empty() || unit.starts_with(' ') {
         unit.to_owned()
     } else {
         format!(" {unit}")
     };
-    let mean = format!("{}{unit}", short(cell.mean * factor));
+    let mean = format!("{}{unit}", figure(cell.mean * factor));
     match cell.half_width {
         Some(half) => format!("{mean} ± {}", short(half * factor)),
         None => mean,
@@ -157,7 +179,7 @@ impl SummaryTable {
             .map(|headline| {
                 let unit = match headline.scale {
                     Scale::Percent => "%",
-                    Scale::Unit(unit) => unit,
+                    Scale::Unit(unit) | Scale::Count(unit) => unit,
                 };
                 let direction = match headline.better {
                     Better::Higher => ", higher is better",
@@ -271,6 +293,18 @@ mod tests {
     }
 
     #[test]
+    fn figures_keep_three_significant_digits_and_counts_are_whole() {
+        assert_eq!(short(0.00354), "0.00354");
+        assert_eq!(short(0.0123), "0.0123");
+        assert_eq!(short(0.734), "0.734");
+        assert_eq!(short(3.5), "3.50");
+        assert_eq!(short(73.4), "73.4");
+        assert_eq!(short(0.0), "0.00");
+        assert_eq!(count(2.0), "2");
+        assert_eq!(count(1.5), "1.5");
+    }
+
+    #[test]
     fn the_summary_picks_the_headline_metrics_with_units() {
         let summary = SummaryTable::of(&results());
         assert_eq!(summary.headings[0], "availability (%, higher is better)");
@@ -292,7 +326,7 @@ mod tests {
             "the successful checkouts' p95"
         );
         assert_eq!(row.cells[3], "0.20 ms ± 0.10");
-        assert_eq!(row.cells[6], "0.01 J");
+        assert_eq!(row.cells[6], "0.0123 J", "three significant digits");
     }
 
     #[test]

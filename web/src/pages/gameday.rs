@@ -127,13 +127,15 @@ pub async fn halt(
             active.join(", ")
         )
     };
-    notice.push_str(" Every breaker is back to its service's startup config.");
+    // One statement of where the breakers are: their startup config, and enforce when asked.
     if form.enforce.is_some() {
         state
             .operations
             .set_breaker_mode(None, breaker::Mode::Enforce)
             .await?;
-        notice.push_str(" Every breaker is back to enforce, its config kept.");
+        notice.push_str(" Every breaker is back to enforce, on its service's startup config.");
+    } else {
+        notice.push_str(" Every breaker is back to its service's startup config and mode.");
     }
     Ok(redirect_with_notice("/gameday", &notice))
 }
