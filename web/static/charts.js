@@ -477,8 +477,9 @@ var Charts = (function () {
 
   // One lane per breaker of the board (every breaker, from page load; a replay has none) and per breaker seen
   // in a transition, grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
-  // latest: {name: {state}} (the live page's last known states; {} for a replay).
-  function laneRows(transitions, tiles, latest, t0, t1) {
+  // latest: {name: {state}} (the live page's last known states; {} for a replay); modeChanges: the live
+  // page's mode switches [{breaker, at_ms, to}] (a disabled breaker is drawn as disabled from its switch).
+  function laneRows(transitions, tiles, latest, t0, t1, modeChanges) {
     var tileOf = function (name) { return tiles.find(function (t) { return t.name === name; }) || null; };
     var names = Object.keys(latest);
     tiles.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } });
@@ -497,9 +498,17 @@ var Charts = (function () {
       if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
       if (tile && !own.length) { state = tile.state; }
       if (tile && tile.mode === "shadow" && state !== "closed") { shadow = true; }
-      // A disabled breaker detects nothing: drawn as disabled, not as a healthy closed one.
-      var kind = tile && tile.mode === "disabled" ? "disabled" : kindOf(state, reason, shadow);
-      segments.push({ from: from, to: t1, state: state, kind: kind, reason: reason });
+      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
+      // A disabled breaker detects nothing: drawn as disabled (from its switch, when the page saw it), not as a
+      // healthy closed one.
+      if (tile && tile.mode === "disabled") {
+        var switched = (modeChanges || []).filter(function (m) { return m.breaker === name && m.to === "disabled"; }).pop();
+        var last = segments[segments.length - 1];
+        if (switched && switched.at_ms > last.from && switched.at_ms < last.to) {
+          segments.push({ from: switched.at_ms, to: last.to, state: last.state, kind: "disabled", reason: "" });
+          last.to = switched.at_ms;
+        } else { last.kind = "disabled"; }
+      }
       var arrow = name.indexOf("->");
       // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
       var foreign = own.filter(function (t) { return t.source; });

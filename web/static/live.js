@@ -194,7 +194,7 @@
   }
 
   function timelineRows(t0, t1) {
-    return Charts.laneRows(model.transitions, model.board ? model.board.breakers : [], model.breakers, t0, t1);
+    return Charts.laneRows(model.transitions, model.board ? model.board.breakers : [], model.breakers, t0, t1, model.modeChanges);
   }
 
   function faultIntervals(t0, t1) {

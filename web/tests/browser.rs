@@ -213,6 +213,18 @@ impl Page {
                 .eval("document.documentElement.scrollWidth - document.documentElement.clientWidth")
                 .await;
             assert_eq!(overflow, json!(0), "{name} at {width} px scrolls sideways");
+            // The experiments table and the results summary fit their cards too (no scrolling inside them).
+            let clipped = self
+                .eval(
+                    "['experiments', 'summary-table', 'endpoints'].map(id => document.getElementById(id)).filter(t => t \
+                       && t.getBoundingClientRect().right > t.closest('.card').getBoundingClientRect().right + 1).map(t => t.id)",
+                )
+                .await;
+            assert_eq!(
+                clipped,
+                json!([]),
+                "{name} at {width} px: a table runs past its card"
+            );
             self.screenshot(&dir.join(format!("{name}-{width}.png")))
                 .await;
         }
