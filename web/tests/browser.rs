@@ -82,7 +82,7 @@ impl Page {
         session: Option<&str>,
         method: &str,
         params: Value,
-    ) -> Value {
+    ) -> Result<Value, Value> {
         let mut message = json!({ "id": id, "method": method, "params": params });
         if let Some(session) = session {
             message["sessionId"] = json!(session);
@@ -103,9 +103,9 @@ impl Page {
             let value: Value = serde_json::from_str(text.as_str()).expect("devtools JSON");
             if value["id"] == json!(id) {
                 if let Some(error) = value.get("error") {
-                    panic!("{method}: {error}");
+                    return Err(error.clone());
                 }
-                return value["result"].clone();
+                return Ok(value["result"].clone());
             }
         }
     }
@@ -121,7 +121,8 @@ impl Page {
             "Target.createTarget",
             json!({"url": "about:blank"}),
         )
-        .await;
+        .await
+        .expect("a target");
         let attached = Page::call_raw(
             &mut socket,
             2,
@@ -129,7 +130,8 @@ impl Page {
             "Target.attachToTarget",
             json!({"targetId": target["targetId"], "flatten": true}),
         )
-        .await;
+        .await
+        .expect("attached");
         let session = attached["sessionId"]
             .as_str()
             .expect("session id")
@@ -149,6 +151,12 @@ impl Page {
     }
 
     async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .await
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    async fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let session = self.session.clone();
         Page::call_raw(
@@ -174,10 +182,19 @@ impl Page {
         result["result"]["value"].clone()
     }
 
+    /// Navigates to `url` and waits for its page (not the one before it) to have loaded.
     async fn goto(&mut self, url: &str) {
         self.call("Page.navigate", json!({ "url": url })).await;
+        let path = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+            .unwrap_or_else(|| "/".to_owned());
+        let path = path.split('?').next().unwrap_or("/").to_owned();
         self.wait_for(
-            "document.readyState === 'complete'",
+            &format!(
+                "location.pathname === {} && document.readyState === 'complete'",
+                serde_json::to_string(&path).expect("json string")
+            ),
             Duration::from_secs(15),
         )
         .await;
@@ -188,7 +205,24 @@ impl Page {
     async fn wait_for(&mut self, expression: &str, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
-            let value = self.eval(expression).await;
+            // A page navigating away in between answers with an error: not yet, ask again.
+            let value = match self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+                )
+                .await
+            {
+                Ok(result) if result.get("exceptionDetails").is_none() => {
+                    result["result"]["value"].clone()
+                }
+                Ok(result) if result["exceptionDetails"].to_string().contains("destroyed") => {
+                    Value::Null
+                }
+                Ok(result) => panic!("{expression}: {}", result["exceptionDetails"]),
+                Err(error) if error.to_string().contains("navigated") => Value::Null,
+                Err(error) => panic!("{expression}: {error}"),
+            };
             if !(value.is_null() || value == json!(false) || value == json!("")) {
                 return value;
             }
@@ -910,16 +944,8 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     );
     // Under load with Payment failing: a shadow breaker that would open reads "would open", a disabled one
     // reads disabled (not a healthy closed breaker).
-    page.eval(
-        "document.getElementById('rate').value = '100'; \
-         document.getElementById('fault-form').requestSubmit(); true",
-    )
-    .await;
-    page.wait_for(
-        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.activeFaults === 1",
-        Duration::from_secs(15),
-    )
-    .await;
+    // The modes first, then the fault: the shadow breaker sees the failures itself (an enforcing one would
+    // have tripped for real before the switch).
     for (service, mode) in [("checkout", "shadow"), ("recommendation", "disabled")] {
         page.eval(&format!(
             "var f = document.getElementById('breaker-form'); f.elements['service'].value = '{service}'; \
@@ -935,6 +961,16 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         )
         .await;
     }
+    page.eval(
+        "document.getElementById('rate').value = '100'; \
+         document.getElementById('fault-form').requestSubmit(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.activeFaults === 1",
+        Duration::from_secs(15),
+    )
+    .await;
     let chips = page
         .wait_for(
             "window.__tolerant.chips['checkout->payment'] === 'would open' \
