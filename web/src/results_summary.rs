@@ -68,7 +68,7 @@ const HEADLINES: [Headline; 7] = [
     Headline {
         key: "cart_items_end",
         heading: "cart size at end",
-        scale: Scale::Count("items"),
+        scale: Scale::Unit("items"),
         better: Better::Lower,
     },
     Headline {
@@ -141,7 +141,7 @@ fn short(value: f64) -> String {
     }
 }
 
-/// A count (breaker opens, cart items): whole when it is, one decimal when a mean of runs is not.
+/// A count (breaker opens): whole when it is, one decimal when a mean of runs is not.
 fn count(value: f64) -> String {
     if (value - value.round()).abs() < 1e-9 {
         format!("{value:.0}")
