@@ -4,6 +4,8 @@
   var BUCKETS = ["≤1 ms", "≤2 ms", "≤5 ms", "≤10 ms", "≤20 ms", "≤50 ms", "≤100 ms", "≤200 ms", "≤500 ms", "≤1 s", "≤2 s", "≤5 s", ">5 s"];
   // How far back the window reaches: the hub's own bound, from the snapshot (an hour unless it says otherwise).
   var WINDOW_MS = 60 * 60 * 1000;
+  // How many of each the window keeps at most: the hub's bounds, from the snapshot.
+  var LIMITS = { transitions: 5000, samples: 3600, faults: 2000, annotations: 500, mode_changes: 500 };
   // Per-endpoint latency comes from the load driver's per-second figures (samples with `endpoints`).
   var LATENCY_PENDING = "per-endpoint latency appears while a run drives load";
   var model = { transitions: [], samples: [], faults: [], activeFaults: {}, notes: [], breakers: {}, progress: null, opens: 0, warmupOpens: 0, frame: 0,
@@ -54,6 +56,7 @@
 
   function resetFromSnapshot(state) {
     if (state.window_ms) { WINDOW_MS = state.window_ms; }
+    if (state.history_limits) { LIMITS = state.history_limits; }
     var list = document.getElementById("events");
     if (list) { list.innerHTML = ""; eventLines(state).slice(-100).forEach(addEventLine); }
     model.board = state.board || null;
@@ -125,11 +128,14 @@
     if (event.type === "fault") { addEventLine(faultLine(event, model.faults.slice(0, -1))); }
   }
 
-  // Drops what is older than the window behind `now` (the hub drops the same from its snapshot).
+  // Drops what is older than the window behind `now`, and the oldest beyond the hub's counts (the hub drops
+  // the same from its snapshot).
   function age(now) {
     var cutoff = now - WINDOW_MS, keep = function (e) { return e.at_ms >= cutoff; };
-    ["transitions", "samples", "faults", "notes", "modeChanges"].forEach(function (key) {
+    var limit = { transitions: LIMITS.transitions, samples: LIMITS.samples, faults: LIMITS.faults, notes: LIMITS.annotations, modeChanges: LIMITS.mode_changes };
+    Object.keys(limit).forEach(function (key) {
       if (model[key].length && model[key][0].at_ms < cutoff) { model[key] = model[key].filter(keep); }
+      if (model[key].length > limit[key]) { model[key] = model[key].slice(model[key].length - limit[key]); }
     });
   }
 

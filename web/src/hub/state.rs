@@ -15,8 +15,9 @@ use super::status::{ExperimentStatus, FaultChangeEvent};
 use super::window::{Window, WindowLimit};
 
 /// How much history a snapshot carries: per list a count, and for all of them the window's age; the
-/// seconds' list (the large one) and each list of events capped in bytes as well.
-#[derive(Debug, Clone, Copy)]
+/// seconds' list (the large one) and each list of events capped in bytes as well. In the snapshot too, so the
+/// page keeps no more than the hub does.
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct HistoryLimits {
     pub transitions: usize,
     pub samples: usize,
@@ -44,7 +45,8 @@ impl Default for HistoryLimits {
             annotations: 500,
             mode_changes: 500,
             window_ms: WINDOW_MS,
-            sample_bytes: 6 << 20,
+            // An hour of the Online Boutique mix's seconds (about 2.8 kB each) fits.
+            sample_bytes: 10 << 20,
             event_bytes: 1 << 20,
         }
     }
@@ -104,6 +106,8 @@ pub struct LiveState {
     pub experiment_changes: Window<super::event::ExperimentChange>,
     /// How far back the histories reach (the page's longest time range).
     pub window_ms: u64,
+    /// What the histories keep at most.
+    pub history_limits: HistoryLimits,
 }
 
 impl Default for LiveState {
@@ -131,6 +135,7 @@ impl LiveState {
             workers: None,
             experiment_changes: Window::new(limits.of(limits.annotations, limits.event_bytes)),
             window_ms: limits.window_ms,
+            history_limits: limits,
         }
     }
 

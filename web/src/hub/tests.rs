@@ -323,6 +323,105 @@ fn a_late_joiner_after_the_experiment_gets_what_happened_in_the_window() {
     );
 }
 
+/// A second as the Online Boutique mix gives it: six endpoints with their buckets, pools of ten services.
+fn boutique_second(at_ms: u64) -> LiveEvent {
+    let endpoint = |name: &str| EndpointSample {
+        name: name.into(),
+        requests: 120,
+        outcomes: OutcomeCounts {
+            ok: 100,
+            failed: 20,
+            ..OutcomeCounts::default()
+        },
+        p50_us: 12_345,
+        p95_us: 98_765,
+        p99_us: 234_567,
+        ok_p50_us: Some(11_111),
+        failed_p50_us: Some(2_222),
+        ok_p95_us: Some(88_888),
+        failed_p95_us: Some(3_333),
+        buckets: vec![10; LATENCY_BUCKET_BOUNDS_US.len() + 1],
+    };
+    LiveEvent::Sample(LiveSample {
+        at_ms,
+        second: at_ms / 1000,
+        warmup: false,
+        outcomes: OutcomeCounts {
+            ok: 600,
+            failed: 120,
+            ..OutcomeCounts::default()
+        },
+        endpoints: controller::load::endpoint::NAMES
+            .iter()
+            .map(|name| endpoint(name))
+            .collect(),
+        cart_mean_items: Some(2.5),
+        cart_p95_us: Some(45_678),
+        pools: (0..10)
+            .map(|i| PoolSample {
+                service: format!("service{i}"),
+                in_flight: 3,
+                queued: 1,
+                capacity: 256,
+            })
+            .collect(),
+    })
+}
+
+/// Three hours of seconds and transitions: the snapshot holds the last hour (all of it, for the Online
+/// Boutique mix's seconds) and no more, within its byte bounds, whatever ran before.
+#[test]
+fn the_snapshot_stays_a_window_long_and_byte_bounded_after_hours() {
+    let hub = small_hub(8);
+    let limits = HistoryLimits::default();
+    let hours = 3 * limits.window_ms / 1000;
+    for second in 1..=hours {
+        let at_ms = second * 1000;
+        hub.publish(boutique_second(at_ms));
+        if second % 10 == 0 {
+            let LiveEvent::Transition(mut flip) =
+                transition("checkout->payment", State::Closed, State::Open, second)
+            else {
+                unreachable!("a transition")
+            };
+            flip.at_ms = at_ms;
+            hub.publish(LiveEvent::Transition(flip));
+        }
+        if second % 100 == 0 {
+            hub.flush();
+        }
+    }
+    hub.flush();
+    let state = hub.state();
+    let newest = hours * 1000;
+    let oldest = state.samples.front().map(|s| s.at_ms).unwrap_or(0);
+    assert!(oldest >= newest - limits.window_ms, "{oldest}");
+    assert_eq!(
+        state.samples.len(),
+        limits.samples,
+        "an hour of the mix's seconds fits the byte bound"
+    );
+    assert!(state.samples.bytes() <= limits.sample_bytes);
+    assert!(
+        state
+            .transitions
+            .iter()
+            .all(|t| t.at_ms >= newest - limits.window_ms)
+    );
+    let snapshot = hub.subscribe().snapshot.clone();
+    let bound = limits.sample_bytes + 5 * limits.event_bytes + 64 * 1024;
+    assert!(
+        snapshot.text.len() <= bound,
+        "{} bytes",
+        snapshot.text.len()
+    );
+    eprintln!(
+        "snapshot after {hours} s: {} seconds kept, {} bytes",
+        state.samples.len(),
+        snapshot.text.len()
+    );
+}
+
 /// A forced-open mode's open is the operator's: on the lane, not among the opens after warmup.
 #[test]
 fn forced_opens_are_not_counted_as_opens() {
