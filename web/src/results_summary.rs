@@ -165,9 +165,14 @@ fn cell_text(cell: &Cell, scale: Scale) -> String {
     } else {
         format!(" {unit}")
     };
-    let mean = format!("{}{unit}", figure(cell.mean * factor));
+    let shown = figure(cell.mean * factor);
+    let mean = format!("{shown}{unit}");
+    // The interval to the mean's own decimals: `3.50 ms ± 0.40`, `0.00354 J ± 0.00120`.
+    let decimals = shown
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
     match cell.half_width {
-        Some(half) => format!("{mean} ± {}", short(half * factor)),
+        Some(half) => format!("{mean} ± {:.*}", decimals, half * factor),
         None => mean,
     }
 }
@@ -319,13 +324,13 @@ mod tests {
         assert_eq!(summary.headings[4], "breaker opens after warmup (opens)");
         let row = &summary.rows[0];
         assert_eq!(row.condition, "error@1.00/enforce");
-        assert_eq!(row.cells[0], "73.4 % ± 2.10");
+        assert_eq!(row.cells[0], "73.4 % ± 2.1");
         assert_eq!(row.cells[1], "–", "no checkout failure column");
         assert_eq!(
             row.cells[2], "3.50 ms ± 0.40",
             "the successful checkouts' p95"
         );
-        assert_eq!(row.cells[3], "0.20 ms ± 0.10");
+        assert_eq!(row.cells[3], "0.200 ms ± 0.100");
         assert_eq!(row.cells[6], "0.0123 J", "three significant digits");
     }
 
@@ -354,7 +359,7 @@ mod tests {
         );
         assert_eq!(summary.rows[0].cells[5], "–", "cart size is only missing");
         assert!(summary.not_measured[5].is_empty());
-        assert_eq!(summary.rows[0].cells[0], "73.4 % ± 2.10");
+        assert_eq!(summary.rows[0].cells[0], "73.4 % ± 2.1");
     }
 
     #[test]
