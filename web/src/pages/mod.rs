@@ -168,12 +168,15 @@ pub(crate) fn number(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude == 0.0 {
         "0".into()
-    } else if magnitude >= 100.0 {
+    } else if magnitude >= 100.0 || value.fract() == 0.0 {
+        // A whole figure (a count: opens, requests) reads whole.
         format!("{value:.0}")
     } else if magnitude >= 1.0 {
         format!("{value:.2}")
     } else {
-        format!("{value:.3}")
+        // Three significant digits: `0.00354`, not `0.004`.
+        let decimals = 2 - magnitude.log10().floor() as i32;
+        format!("{value:.*}", decimals.clamp(3, 12) as usize)
     }
 }
 
