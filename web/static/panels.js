@@ -11,6 +11,7 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
 
   // Locust-like: per endpoint, its requests by outcome over the range (they add up to the outcomes chart's),
   // and the last second's ok and failed latency and rates.
+  var UNSPLIT = "(no endpoint split: the frontend's counts)";
   function drawEndpointTable(samples) {
     var table = document.getElementById("endpoints");
     var rows = {}, totals = { requests: 0, failures: 0, rejections: 0, timeouts: 0 };
@@ -18,7 +19,10 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
       var o = s.outcomes;
       totals.requests += o.ok + o.failed + o.rejected + o.timeout + o.connection_error + o.client_error;
       totals.failures += o.failed + o.connection_error; totals.rejections += o.rejected; totals.timeouts += o.timeout;
-      s.endpoints.forEach(function (e) {
+      // A second without the load driver's split (no run drives load: the frontend's own counts) counts apart,
+      // so the rows still add up to the outcomes chart.
+      var split = s.endpoints.length ? s.endpoints : (o.ok + o.failed + o.rejected + o.timeout + o.connection_error + o.client_error ? [{ name: UNSPLIT, outcomes: o }] : []);
+      split.forEach(function (e) {
         var row = rows[e.name] || (rows[e.name] = { requests: 0, failures: 0, rejections: 0, timeouts: 0, last: null, lastOk: null, lastFailed: null });
         var c = e.outcomes;
         if (!c) { return; }
