@@ -6,7 +6,7 @@ use http::StatusCode;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 
 /// `(file name, content type, content)`.
-const ASSETS: [(&str, &str, &str); 7] = [
+const ASSETS: [(&str, &str, &str); 9] = [
     (
         "app.css",
         "text/css; charset=utf-8",
@@ -18,6 +18,11 @@ const ASSETS: [(&str, &str, &str); 7] = [
         include_str!("../static/common.js"),
     ),
     (
+        "panels.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../static/panels.js"),
+    ),
+    (
         "live.js",
         "text/javascript; charset=utf-8",
         include_str!("../static/live.js"),
@@ -26,6 +31,11 @@ const ASSETS: [(&str, &str, &str); 7] = [
         "charts.js",
         "text/javascript; charset=utf-8",
         include_str!("../static/charts.js"),
+    ),
+    (
+        "runview.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../static/runview.js"),
     ),
     (
         "replay.js",

@@ -20,6 +20,8 @@ enum Scale {
     Percent,
     /// A number in the named unit.
     Unit(&'static str),
+    /// A count of the named things.
+    Count(&'static str),
 }
 
 /// A headline column: the metric's key in [`Results::metrics`], its heading, scale and direction.
@@ -60,7 +62,7 @@ const HEADLINES: [Headline; 7] = [
     Headline {
         key: "breaker_opens",
         heading: "breaker opens after warmup",
-        scale: Scale::Unit("opens"),
+        scale: Scale::Count("opens"),
         better: Better::Neither,
     },
     Headline {
@@ -122,30 +124,55 @@ pub struct SummaryTable {
 /// Cell text of a metric a target could not measure.
 pub const NOT_MEASURED: &str = "not measured";
 
+/// A figure to three significant digits below 100 (`0.00354`, `3.50`, `73.4`), whole from 100 on: a small
+/// energy per request reads `0.00354 J`, not `0.00 J`.
 fn short(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 100.0 {
         format!("{value:.0}")
     } else if magnitude >= 10.0 {
         format!("{value:.1}")
-    } else {
+    } else if magnitude >= 1.0 || magnitude == 0.0 {
         format!("{value:.2}")
+    } else {
+        // Three significant digits: as many decimals as the leading zeros need.
+        let decimals = 2 - magnitude.log10().floor() as i32;
+        format!("{value:.*}", decimals.clamp(2, 12) as usize)
+    }
+}
+
+/// A count (breaker opens): whole when it is, one decimal when a mean of runs is not.
+fn count(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
     }
 }
 
 fn cell_text(cell: &Cell, scale: Scale) -> String {
     let (factor, unit) = match scale {
         Scale::Percent => (100.0, " %"),
-        Scale::Unit(unit) => (1.0, if unit == "opens" { "" } else { unit }),
+        Scale::Unit(unit) => (1.0, unit),
+        Scale::Count(unit) => (1.0, if unit == "opens" { "" } else { unit }),
+    };
+    let figure = |value: f64| match scale {
+        Scale::Count(_) => count(value),
+        _ => short(value),
     };
     let unit = if unit.is_empty() || unit.starts_with(' ') {
         unit.to_owned()
     } else {
         format!(" {unit}")
     };
-    let mean = format!("{}{unit}", short(cell.mean * factor));
+    let shown = figure(cell.mean * factor);
+    let mean = format!("{shown}{unit}");
+    // The interval to the mean's own decimals: `3.50 ms ± 0.40`, `0.00354 J ± 0.00120`.
+    let decimals = shown
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
     match cell.half_width {
-        Some(half) => format!("{mean} ± {}", short(half * factor)),
+        Some(half) => format!("{mean} ± {:.*}", decimals, half * factor),
         None => mean,
     }
 }
@@ -157,7 +184,7 @@ impl SummaryTable {
             .map(|headline| {
                 let unit = match headline.scale {
                     Scale::Percent => "%",
-                    Scale::Unit(unit) => unit,
+                    Scale::Unit(unit) | Scale::Count(unit) => unit,
                 };
                 let direction = match headline.better {
                     Better::Higher => ", higher is better",
@@ -271,6 +298,18 @@ mod tests {
     }
 
     #[test]
+    fn figures_keep_three_significant_digits_and_counts_are_whole() {
+        assert_eq!(short(0.00354), "0.00354");
+        assert_eq!(short(0.0123), "0.0123");
+        assert_eq!(short(0.734), "0.734");
+        assert_eq!(short(3.5), "3.50");
+        assert_eq!(short(73.4), "73.4");
+        assert_eq!(short(0.0), "0.00");
+        assert_eq!(count(2.0), "2");
+        assert_eq!(count(1.5), "1.5");
+    }
+
+    #[test]
     fn the_summary_picks_the_headline_metrics_with_units() {
         let summary = SummaryTable::of(&results());
         assert_eq!(summary.headings[0], "availability (%, higher is better)");
@@ -285,14 +324,14 @@ mod tests {
         assert_eq!(summary.headings[4], "breaker opens after warmup (opens)");
         let row = &summary.rows[0];
         assert_eq!(row.condition, "error@1.00/enforce");
-        assert_eq!(row.cells[0], "73.4 % ± 2.10");
+        assert_eq!(row.cells[0], "73.4 % ± 2.1");
         assert_eq!(row.cells[1], "–", "no checkout failure column");
         assert_eq!(
             row.cells[2], "3.50 ms ± 0.40",
             "the successful checkouts' p95"
         );
-        assert_eq!(row.cells[3], "0.20 ms ± 0.10");
-        assert_eq!(row.cells[6], "0.01 J");
+        assert_eq!(row.cells[3], "0.200 ms ± 0.100");
+        assert_eq!(row.cells[6], "0.0123 J", "three significant digits");
     }
 
     #[test]
@@ -320,7 +359,7 @@ mod tests {
         );
         assert_eq!(summary.rows[0].cells[5], "–", "cart size is only missing");
         assert!(summary.not_measured[5].is_empty());
-        assert_eq!(summary.rows[0].cells[0], "73.4 % ± 2.10");
+        assert_eq!(summary.rows[0].cells[0], "73.4 % ± 2.1");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 // Tolerant dashboard: tiny canvas charts (lines, stacked bars, grouped bars, state timeline). No framework.
+// What a run's data becomes on them (lanes, fault spans, per-second panels) is in runview.js.
 "use strict";
 var Charts = (function () {
   var PALETTE = ["#2f6fd6", "#d6742f", "#2e9d57", "#9c27b0", "#d64541", "#00897b", "#6d4c41", "#546e7a", "#f0a202", "#5c6bc0"];
   var STATE_COLOR = { closed: "#2e9d57", open: "#d64541", half_open: "#f0a202" };
+  // Points further apart than this (samples come once a second) are not joined by a line.
+  var GAP_MS = 2500;
 
   function fit(canvas) {
     var ratio = window.devicePixelRatio || 1;
@@ -21,12 +24,31 @@ var Charts = (function () {
     return { ctx: ctx, w: width, h: height };
   }
 
+  // The smallest 1, 2 or 5 times a power of ten that is at least `value`.
+  function nice125(value) {
+    var power = Math.pow(10, Math.floor(Math.log10(value)));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) { if (steps[i] * power >= value * (1 - 1e-9)) { return steps[i] * power; } }
+    return 10 * power;
+  }
+
+  // An axis top at or above `value` that is a whole number (at most four) of round steps: ticks read 0, 250,
+  // 500… or 0, 2, 4…, never 1.3 or 3.8.
   function niceMax(value) {
     if (!(value > 0)) { return 1; }
-    var power = Math.pow(10, Math.floor(Math.log10(value)));
-    var steps = [1, 2, 2.5, 5, 10];
-    for (var i = 0; i < steps.length; i++) { if (steps[i] * power >= value) { return steps[i] * power; } }
-    return 10 * power;
+    var step = nice125(value / 4);
+    return step * Math.ceil(value / step - 1e-9);
+  }
+
+  // The round step between ticks of an axis topped by `top` (from niceMax): whole tick counts only.
+  function tickStep(top) {
+    var step = nice125(top / 5);
+    for (var i = 0; i < 12; i++) {
+      var count = top / step;
+      if (Math.abs(count - Math.round(count)) < 1e-6) { return step; }
+      step = nice125(step * 1.5);
+    }
+    return top / 4;
   }
 
   function clock(ms) {
@@ -38,10 +60,11 @@ var Charts = (function () {
   function frame(c, pad, yMax, t0, t1, yUnit) {
     var ctx = c.ctx;
     ctx.strokeStyle = "#dde1e6"; ctx.fillStyle = "#6b7480"; ctx.lineWidth = 1;
-    for (var i = 0; i <= 4; i++) {
-      var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
+    var step = tickStep(yMax), ticks = Math.round(yMax / step);
+    for (var i = 0; i <= ticks; i++) {
+      var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / ticks);
       ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(c.w - pad.r, y); ctx.stroke();
-      ctx.textAlign = "right"; ctx.fillText(formatNumber(yMax * i / 4), pad.l - 4, y + 3);
+      ctx.textAlign = "right"; ctx.fillText(formatNumber(step * i), pad.l - 4, y + 3);
     }
     if (yUnit) { ctx.textAlign = "left"; ctx.fillText(yUnit, pad.l + 4, pad.t + 10); }
     if (t1 > t0) { timeAxis(ctx, pad.l, c.w - pad.r, c.h - 4, t0, t1); }
@@ -61,7 +84,8 @@ var Charts = (function () {
 
   // One endpoint's latency histogram: bars per bucket, a p95 marker, labelled axes.
   function histogram(canvas, labels, values, title) {
-    var c = fit(canvas), pad = { l: 48, r: 10, t: 18, b: 34 };
+    // The title on its own line above the plot, the p95 label on the next: they never overlap.
+    var c = fit(canvas), pad = { l: 48, r: 10, t: 32, b: 34 };
     var total = values.reduce(function (a, v) { return a + v; }, 0);
     if (!total) { empty(c, "no request in this range yet"); canvas.__p95 = null; return; }
     var yMax = niceMax(Math.max.apply(null, values));
@@ -84,7 +108,7 @@ var Charts = (function () {
     c.ctx.strokeStyle = "#d64541"; c.ctx.setLineDash([5, 3]); c.ctx.beginPath(); c.ctx.moveTo(px, pad.t); c.ctx.lineTo(px, c.h - pad.b); c.ctx.stroke(); c.ctx.setLineDash([]);
     c.ctx.fillStyle = "#d64541"; c.ctx.textAlign = px > c.w - 120 ? "right" : "left";
     c.ctx.fillText("p95 " + labels[p95], px + (px > c.w - 120 ? -4 : 4), pad.t - 5);
-    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(title + " · " + total + " requests", pad.l, pad.t - 5);
+    c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "left"; c.ctx.fillText(title + " · " + total + " requests", pad.l, 11);
     canvas.__p95 = labels[p95];
     hoverable(canvas, function (mx) {
       var i = Math.floor((mx - pad.l) / slot);
@@ -105,10 +129,11 @@ var Charts = (function () {
     c.ctx.fillText(message, c.w / 2, c.h / 2);
   }
 
+  // A tick's number: whole numbers as they are (thousands as "k" from 10 000), fractions to two digits.
   function formatNumber(v) {
-    if (v >= 1000) { return (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k"; }
-    if (v >= 10 || v === 0) { return v.toFixed(0); }
-    return v.toFixed(1);
+    if (v >= 10000) { return parseFloat((v / 1000).toPrecision(3)) + "k"; }
+    if (Math.abs(v - Math.round(v)) < 1e-9) { return String(Math.round(v)); }
+    return String(parseFloat(v.toPrecision(2)));
   }
 
   // series: [{label, color, points: [[t, y], ...]}]
@@ -139,9 +164,12 @@ var Charts = (function () {
     rightMax = niceMax(rightMax);
     if (options && options.right) {
       c.ctx.textAlign = "left"; c.ctx.fillStyle = "#d6742f";
-      for (var i = 0; i <= 4; i++) {
-        var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / 4);
-        c.ctx.fillText(formatNumber(rightMax * i / 4), c.w - pad.r + 4, y + 3);
+      // The right axis keeps the left's gridlines: its top is as many of its own round steps.
+      var leftTicks = Math.round(yMax / tickStep(yMax)), rightStep = nice125(rightMax / leftTicks);
+      rightMax = rightStep * leftTicks;
+      for (var i = 0; i <= leftTicks; i++) {
+        var y = pad.t + (c.h - pad.t - pad.b) * (1 - i / leftTicks);
+        c.ctx.fillText(formatNumber(rightStep * i), c.w - pad.r + 4, y + 3);
       }
       c.ctx.textAlign = "right"; c.ctx.fillText(options.right, c.w - pad.r - 4, pad.t + 10);
     }
@@ -156,7 +184,13 @@ var Charts = (function () {
       c.ctx.strokeStyle = s.color || PALETTE[index % PALETTE.length]; c.ctx.lineWidth = 1.6;
       c.ctx.setLineDash(s.dash ? [4, 3] : []);
       c.ctx.beginPath();
-      s.points.forEach(function (p, i) { if (i === 0) { c.ctx.moveTo(x(p[0]), yy(p[1])); } else { c.ctx.lineTo(x(p[0]), yy(p[1])); } });
+      // Seconds without data are a gap, not a straight line across them; a lone second is a dot.
+      s.points.forEach(function (p, i) {
+        var joined = i > 0 && p[0] - s.points[i - 1][0] <= GAP_MS;
+        if (joined) { c.ctx.lineTo(x(p[0]), yy(p[1])); } else { c.ctx.moveTo(x(p[0]), yy(p[1])); }
+        var next = s.points[i + 1];
+        if (!joined && !(next && next[0] - p[0] <= GAP_MS)) { c.ctx.fillStyle = c.ctx.strokeStyle; c.ctx.fillRect(x(p[0]) - 1.5, yy(p[1]) - 1.5, 3, 3); }
+      });
       c.ctx.stroke();
       c.ctx.setLineDash([]);
     });
@@ -321,12 +355,14 @@ var Charts = (function () {
 
   // rows: [{name, group, label, segments: [{from, to, state, kind, reason}]}] (kind: tripped | forced | shadow),
   // faults: [{from, to, text}], notes: [{at, text}], marks: [{at, name, text}] (mode switches on a lane).
-  function timeline(canvas, rows, faults, notes, t0, t1, marks) {
+  // emptyText: what the lanes' room says when there is no lane (the live page waits for the breakers; a
+  // replayed run had none change state).
+  function timeline(canvas, rows, faults, notes, t0, t1, marks, emptyText) {
     marks = marks || [];
     var rowH = 20, groupH = 16, top = 4;
     var groups = [];
     rows.forEach(function (row) { if (groups.indexOf(row.group) < 0) { groups.push(row.group); } });
-    var wanted = top + rows.length * rowH + groups.length * groupH + 20 + 30 + 16;
+    var wanted = top + Math.max(1, rows.length) * rowH + groups.length * groupH + 20 + 30 + 16;
     canvas.dataset.cssHeight = String(Math.max(120, wanted));
     var c = fit(canvas), right = 10;
     c.ctx.font = "12px system-ui, sans-serif";
@@ -361,12 +397,12 @@ var Charts = (function () {
         if (s.to < t0) { return; }
         var sx = x(s.from), sw = Math.max(1, x(s.to) - x(s.from));
         c.ctx.globalAlpha = s.kind === "shadow" ? 0.45 : 1;
-        c.ctx.fillStyle = s.kind === "forced" ? "#7a1f1d" : (STATE_COLOR[s.state] || "#999");
+        c.ctx.fillStyle = s.kind === "forced" ? "#7a1f1d" : s.kind === "disabled" ? "#9aa3ad" : (STATE_COLOR[s.state] || "#999");
         c.ctx.fillRect(sx, y + 3, sw, rowH - 6);
         c.ctx.globalAlpha = 1;
         if (s.kind === "forced") { hatch(c.ctx, sx, y + 3, sw, rowH - 6); }
         hits.push({ x0: sx, x1: sx + sw, y0: y, y1: y + rowH, text: row.name + ": " + s.state.replace("_", "-") +
-          (s.kind === "forced" ? " (forced open by its mode)" : s.kind === "shadow" ? " (shadow: would have)" : "") +
+          (s.kind === "forced" ? " (forced open by its mode)" : s.kind === "shadow" ? " (shadow: would have; calls still pass)" : s.kind === "disabled" ? " (disabled: detects nothing)" : "") +
           " from " + clock(s.from) + (s.reason ? " — " + s.reason : "") });
       });
       y += rowH;
@@ -379,6 +415,13 @@ var Charts = (function () {
       c.ctx.beginPath(); c.ctx.moveTo(mx - 5, ly); c.ctx.lineTo(mx + 5, ly); c.ctx.lineTo(mx, ly + 7); c.ctx.closePath(); c.ctx.fill();
       hits.unshift({ x0: mx - 6, x1: mx + 6, y0: ly, y1: ly + rowH, text: clock(m.at) + " " + m.name + ": " + m.text });
     });
+    if (!rows.length) {
+      // A lane's room for the message, so it never sits on the fault bar.
+      c.ctx.fillStyle = "#6b7480"; c.ctx.textAlign = "center"; c.ctx.font = "11px system-ui, sans-serif";
+      c.ctx.fillText(emptyText || "waiting for the services' breakers…", left + (c.w - left) / 2, y + 14);
+      c.ctx.font = "12px system-ui, sans-serif";
+      y += rowH;
+    }
     var faultY = y + 4;
     c.ctx.fillStyle = "#1d232b"; c.ctx.textAlign = "right"; c.ctx.fillText("fault active", left - 6, faultY + 11);
     c.ctx.fillStyle = "#efe7f3"; c.ctx.fillRect(left, faultY + 2, c.w - left - right, 12);
@@ -400,7 +443,6 @@ var Charts = (function () {
     c.ctx.fillStyle = "#6b7480"; c.ctx.font = "11px system-ui, sans-serif";
     timeAxis(c.ctx, left, c.w - right, c.h - 2, t0, t1);
     zoomable(canvas, left, c.w - right, t0, t1);
-    if (!rows.length) { c.ctx.textAlign = "center"; c.ctx.fillText("waiting for the services' breakers…", left + (c.w - left) / 2, 16); }
     hoverable(canvas, function (mx, my) {
       var hit = hits.find(function (h) { return mx >= h.x0 && mx <= h.x1 && my >= h.y0 && my <= h.y1; });
       if (hit) { return hit.text; }
@@ -410,137 +452,6 @@ var Charts = (function () {
 
   function escapeHtml(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-  }
-
-  // What the live page and a replayed run both draw (one implementation): lanes from transitions, fault
-  // intervals from fault changes, and the per-second panels from samples of the live sample's shape.
-
-  // Breakers by calling service, a scaled service's replicas in number order (`checkout`, `checkout#2`, …,
-  // `checkout#10`; a plain string sort puts `checkout#2->…` before `checkout->…`), then by the rest of the name.
-  function breakerOrder(a, b) {
-    var key = function (name) {
-      var arrow = name.indexOf("->");
-      var caller = arrow < 0 ? name : name.slice(0, arrow);
-      var hash = caller.indexOf("#");
-      return {
-        service: hash < 0 ? caller : caller.slice(0, hash),
-        replica: hash < 0 ? 1 : (parseInt(caller.slice(hash + 1), 10) || 1),
-        rest: arrow < 0 ? "" : name.slice(arrow)
-      };
-    };
-    var x = key(a), y = key(b);
-    if (x.service !== y.service) { return x.service < y.service ? -1 : 1; }
-    if (x.replica !== y.replica) { return x.replica - y.replica; }
-    return x.rest < y.rest ? -1 : (x.rest > y.rest ? 1 : 0);
-  }
-
-  // One lane per breaker of the board (every breaker, from page load; a replay has none) and per breaker seen
-  // in a transition, grouped by caller. A forced-open mode's open is drawn apart from a tripped open.
-  // latest: {name: {state}} (the live page's last known states; {} for a replay).
-  function laneRows(transitions, tiles, latest, t0, t1) {
-    var tileOf = function (name) { return tiles.find(function (t) { return t.name === name; }) || null; };
-    var names = Object.keys(latest);
-    tiles.forEach(function (t) { if (names.indexOf(t.name) < 0) { names.push(t.name); } });
-    transitions.forEach(function (t) { if (names.indexOf(t.breaker) < 0) { names.push(t.breaker); } });
-    names.sort(breakerOrder);
-    return names.map(function (name) {
-      var own = transitions.filter(function (t) { return t.breaker === name; });
-      var tile = tileOf(name);
-      var segments = [], from = t0, reason = "", shadow = false;
-      var state = own.length ? own[0].from : (latest[name] ? latest[name].state : "closed");
-      var kindOf = function (st, why, isShadow) { return isShadow ? "shadow" : (st === "open" && why === "forced") ? "forced" : "tripped"; };
-      own.forEach(function (t) {
-        segments.push({ from: from, to: t.at_ms, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-        from = t.at_ms; state = t.to; reason = t.reason; shadow = t.shadow;
-      });
-      if (tile && tile.mode === "forced-open" && state === "open") { reason = "forced"; }
-      if (tile && !own.length) { state = tile.state; }
-      segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-      var arrow = name.indexOf("->");
-      // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
-      var foreign = own.filter(function (t) { return t.source; });
-      var source = foreign.length ? foreign[foreign.length - 1].source : (latest[name] && latest[name].source) || null;
-      var service = foreign.length ? foreign[foreign.length - 1].service : (latest[name] ? latest[name].service : null);
-      return { name: name, group: arrow > 0 ? name.slice(0, arrow) : (source && service ? service : name),
-        label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
-        segments: segments, mode: tile ? tile.mode : null, source: source, badge: sourceBadge(source) };
-    });
-  }
-
-  // The short badge of a foreign breaker's source: `prometheus:<url>` → "prometheus", `push:<library>` → the
-  // library, `push` → "push"; null for the testbed's own.
-  function sourceBadge(source) {
-    if (!source) { return null; }
-    var colon = source.indexOf(":");
-    var kind = colon > 0 ? source.slice(0, colon) : source;
-    return kind === "push" && colon > 0 ? source.slice(colon + 1) : kind;
-  }
-
-  // Fault bars: from each applied (or renewed) fault with a rate to its removal, expiry or a halt.
-  function faultIntervals(faults, active, t0, t1, describe) {
-    var intervals = [], open = {};
-    Object.keys(active).forEach(function (id) {
-      var known = faults.some(function (f) { return f.fault_id === id; });
-      if (!known) { open[id] = t0; }
-    });
-    var texts = {};
-    faults.forEach(function (f) {
-      var on = (f.event === "applied" || f.event === "renewed") && f.rate > 0;
-      if (on) { texts[f.fault_id] = describe(f); if (open[f.fault_id] === undefined) { open[f.fault_id] = f.at_ms; } }
-      else if (f.event === "halted") { Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: f.at_ms, text: texts[id] }); }); open = {}; }
-      else if (open[f.fault_id] !== undefined) { intervals.push({ from: open[f.fault_id], to: f.at_ms, text: texts[f.fault_id] }); delete open[f.fault_id]; }
-    });
-    Object.keys(open).forEach(function (id) { intervals.push({ from: open[id], to: t1, text: texts[id] || (active[id] ? describe(active[id]) : id) }); });
-    return intervals;
-  }
-
-  // Outcomes per second (stacked), p95 per endpoint (successful solid, failed or rejected dashed) and cart
-  // size with /cart p95, into the canvases named by ids {outcomes, p95, legend, cart} (any may be missing);
-  // returns the per-endpoint figures {name: {points, failed, buckets}} for a histogram.
-  function samplePanels(samples, t0, t1, ids) {
-    var byId = function (id) { return id ? document.getElementById(id) : null; };
-    var outcomes = byId(ids.outcomes);
-    if (outcomes) {
-      stacked(outcomes, samples.map(function (s) {
-        var o = s.outcomes;
-        return { t: s.at_ms, parts: [o.ok, o.failed + o.connection_error, o.rejected, o.timeout] };
-      }), ["#2e9d57", "#d64541", "#f0a202", "#555"], t0, t1, ["ok", "failed", "rejected", "timeout"]);
-    }
-    var endpoints = {}, bucketCount = 13;
-    samples.forEach(function (s) {
-      s.endpoints.forEach(function (e) {
-        var entry = endpoints[e.name] || (endpoints[e.name] = { points: [], failed: [], buckets: [] });
-        while (entry.buckets.length < bucketCount) { entry.buckets.push(0); }
-        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { entry.points.push([s.at_ms, e.ok_p95_us / 1000]); }
-        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { entry.failed.push([s.at_ms, e.failed_p95_us / 1000]); }
-        e.buckets.forEach(function (count, i) { entry.buckets[i] += count; });
-      });
-    });
-    var names = Object.keys(endpoints).sort();
-    var p95 = byId(ids.p95);
-    if (p95) {
-      var series = [];
-      names.forEach(function (name, i) {
-        var color = PALETTE[i % PALETTE.length];
-        series.push({ label: name + " ok", color: color, points: endpoints[name].points });
-        series.push({ label: name + " failed/rejected", color: color, dash: true, points: endpoints[name].failed });
-      });
-      lines(p95, series, t0, t1, "ms", { empty: ids.empty, log: !!ids.log });
-    }
-    var legend = byId(ids.legend);
-    if (legend) {
-      legend.innerHTML = names.map(function (name, i) {
-        return '<span class="sw" style="background:' + PALETTE[i % PALETTE.length] + '"></span>' + escapeHtml(name);
-      }).join(" ") + (names.length ? ' <span class="muted">— solid: successful requests, dashed: failed or rejected</span>' : "");
-    }
-    var cart = byId(ids.cart);
-    if (cart) {
-      lines(cart, [
-        { label: "items", color: "#2f6fd6", points: samples.filter(function (s) { return s.cart_mean_items !== null && s.cart_mean_items !== undefined; }).map(function (s) { return [s.at_ms, s.cart_mean_items]; }) },
-        { label: "/cart p95", color: "#d6742f", right: true, points: samples.filter(function (s) { return s.cart_p95_us !== null && s.cart_p95_us !== undefined; }).map(function (s) { return [s.at_ms, s.cart_p95_us / 1000]; }) }
-      ], t0, t1, "items", { right: "ms" });
-    }
-    return endpoints;
   }
 
   // One zoom per page: the time range last dragged across any chart, shown by every chart until the page's
@@ -558,5 +469,5 @@ var Charts = (function () {
     return zoom;
   }
 
-  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, breakerOrder: breakerOrder, laneRows: laneRows, sourceBadge: sourceBadge, faultIntervals: faultIntervals, samplePanels: samplePanels, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
+  return { onZoom: null, zoomable: zoomable, pageZoom: pageZoom, escapeHtml: escapeHtml, lines: lines, stacked: stacked, grouped: grouped, occupancy: occupancy, timeline: timeline, histogram: histogram, clock: clock, palette: PALETTE, hoverable: hoverable };
 })();

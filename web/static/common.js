@@ -16,6 +16,12 @@
       });
     });
   });
+  // Abort asks first: it ends the running run, and the experiment is stored aborted.
+  document.querySelectorAll("button.abort").forEach(function (button) {
+    button.addEventListener("click", function (event) {
+      if (!confirm("Abort this experiment? Its running run ends now and the experiment is stored aborted.")) { event.preventDefault(); }
+    });
+  });
   // Load a spec file into the textarea.
   var file = document.getElementById("spec-file");
   if (file) {

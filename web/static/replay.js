@@ -17,7 +17,7 @@
     if (zoom.range) { t0 = zoom.range[0]; t1 = zoom.range[1]; }
     var rows = Charts.laneRows(data.transitions, [], {}, t0, t1);
     var notes = [{ at: data.measured_from_ms, text: "warmup ends" }];
-    Charts.timeline(document.getElementById("replay-timeline"), rows, Charts.faultIntervals(data.faults, {}, t0, t1, describe), notes, t0, t1, []);
+    Charts.timeline(document.getElementById("replay-timeline"), rows, Charts.faultIntervals(data.faults, {}, t0, t1, describe), notes, t0, t1, [], "no breaker changed state in this run");
     var log = document.getElementById("replay-log");
     Charts.samplePanels(data.samples, t0, t1, {
       outcomes: "replay-outcomes", p95: "replay-p95", legend: "replay-p95-legend", cart: "replay-cart",

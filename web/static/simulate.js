@@ -60,27 +60,44 @@
     const ctx = canvas.getContext("2d");
     ctx.scale(ratio, ratio);
     ctx.clearRect(0, 0, width, height);
-    const step = width / Math.max(seconds.length, 1);
-    const peak = Math.max(1, ...seconds.map((s) => Math.max(s.failed_without_breaker, s.slow_failures + s.fast_failures)));
+    // Both bar rows share one scale (failed requests per second), labelled on the left: round top, 0 at the lane.
+    const left = 64, bar = 34, laneTop = 48, laneHeight = 24;
+    const step = (width - left) / Math.max(seconds.length, 1);
+    const rawPeak = Math.max(1, ...seconds.map((s) => Math.max(s.failed_without_breaker, s.slow_failures + s.fast_failures)));
+    const power = Math.pow(10, Math.floor(Math.log10(rawPeak)));
+    const peak = [1, 2, 5, 10].map((m) => m * power).find((v) => v >= rawPeak);
     seconds.forEach((s, i) => {
-      const x = i * step;
+      const x = left + i * step;
       if (outageOf(settings, s.t)) {
         ctx.fillStyle = colours.fault;
         ctx.fillRect(x, 0, Math.ceil(step), 8);
       }
       ctx.fillStyle = colours[s.state] || "#999";
-      ctx.fillRect(x, 48, Math.ceil(step), 24);
-      const without = (s.failed_without_breaker / peak) * 38;
+      ctx.fillRect(x, laneTop, Math.ceil(step), laneHeight);
+      const without = (s.failed_without_breaker / peak) * bar;
       ctx.fillStyle = "rgba(214,69,65,0.55)";
-      ctx.fillRect(x + step * 0.15, 46 - without, Math.max(1, step * 0.7), without);
-      const withB = ((s.slow_failures + s.fast_failures) / peak) * 44;
+      ctx.fillRect(x + step * 0.15, laneTop - 2 - without, Math.max(1, step * 0.7), without);
+      const withB = ((s.slow_failures + s.fast_failures) / peak) * bar;
       ctx.fillStyle = "rgba(29,35,43,0.55)";
-      ctx.fillRect(x + step * 0.15, 74, Math.max(1, step * 0.7), withB);
+      ctx.fillRect(x + step * 0.15, laneTop + laneHeight + 2, Math.max(1, step * 0.7), withB);
     });
     ctx.fillStyle = "#6b7480";
+    ctx.strokeStyle = "#dde1e6";
     ctx.font = "11px system-ui, sans-serif";
-    ctx.fillText("0 s", 2, height - 2);
-    ctx.fillText(seconds.length + " s", width - 34, height - 2);
+    ctx.textAlign = "right";
+    const scaleAt = (y, text) => {
+      ctx.fillText(text, left - 4, y + 4);
+      ctx.beginPath(); ctx.moveTo(left - 2, y); ctx.lineTo(width, y); ctx.stroke();
+    };
+    scaleAt(laneTop - 2 - bar, peak + "/s");
+    scaleAt(laneTop - 2, "0 without");
+    scaleAt(laneTop + laneHeight + 2, "0 with");
+    scaleAt(laneTop + laneHeight + 2 + bar, peak + "/s");
+    ctx.textAlign = "left";
+    ctx.fillText("0 s", left, height - 2);
+    ctx.textAlign = "right";
+    ctx.fillText(seconds.length + " s", width - 2, height - 2);
+    ctx.textAlign = "left";
   }
 
   function show(run, settings) {

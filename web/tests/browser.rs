@@ -82,7 +82,7 @@ impl Page {
         session: Option<&str>,
         method: &str,
         params: Value,
-    ) -> Value {
+    ) -> Result<Value, Value> {
         let mut message = json!({ "id": id, "method": method, "params": params });
         if let Some(session) = session {
             message["sessionId"] = json!(session);
@@ -103,9 +103,9 @@ impl Page {
             let value: Value = serde_json::from_str(text.as_str()).expect("devtools JSON");
             if value["id"] == json!(id) {
                 if let Some(error) = value.get("error") {
-                    panic!("{method}: {error}");
+                    return Err(error.clone());
                 }
-                return value["result"].clone();
+                return Ok(value["result"].clone());
             }
         }
     }
@@ -121,7 +121,8 @@ impl Page {
             "Target.createTarget",
             json!({"url": "about:blank"}),
         )
-        .await;
+        .await
+        .expect("a target");
         let attached = Page::call_raw(
             &mut socket,
             2,
@@ -129,7 +130,8 @@ impl Page {
             "Target.attachToTarget",
             json!({"targetId": target["targetId"], "flatten": true}),
         )
-        .await;
+        .await
+        .expect("attached");
         let session = attached["sessionId"]
             .as_str()
             .expect("session id")
@@ -149,6 +151,12 @@ impl Page {
     }
 
     async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .await
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    async fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let session = self.session.clone();
         Page::call_raw(
@@ -174,10 +182,19 @@ impl Page {
         result["result"]["value"].clone()
     }
 
+    /// Navigates to `url` and waits for its page (not the one before it) to have loaded.
     async fn goto(&mut self, url: &str) {
         self.call("Page.navigate", json!({ "url": url })).await;
+        let path = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+            .unwrap_or_else(|| "/".to_owned());
+        let path = path.split('?').next().unwrap_or("/").to_owned();
         self.wait_for(
-            "document.readyState === 'complete'",
+            &format!(
+                "location.pathname === {} && document.readyState === 'complete'",
+                serde_json::to_string(&path).expect("json string")
+            ),
             Duration::from_secs(15),
         )
         .await;
@@ -188,7 +205,24 @@ impl Page {
     async fn wait_for(&mut self, expression: &str, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
-            let value = self.eval(expression).await;
+            // A page navigating away in between answers with an error: not yet, ask again.
+            let value = match self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+                )
+                .await
+            {
+                Ok(result) if result.get("exceptionDetails").is_none() => {
+                    result["result"]["value"].clone()
+                }
+                Ok(result) if result["exceptionDetails"].to_string().contains("destroyed") => {
+                    Value::Null
+                }
+                Ok(result) => panic!("{expression}: {}", result["exceptionDetails"]),
+                Err(error) if error.to_string().contains("navigated") => Value::Null,
+                Err(error) => panic!("{expression}: {error}"),
+            };
             if !(value.is_null() || value == json!(false) || value == json!("")) {
                 return value;
             }
@@ -213,6 +247,18 @@ impl Page {
                 .eval("document.documentElement.scrollWidth - document.documentElement.clientWidth")
                 .await;
             assert_eq!(overflow, json!(0), "{name} at {width} px scrolls sideways");
+            // The experiments table and the results summary fit their cards too (no scrolling inside them).
+            let clipped = self
+                .eval(
+                    "['experiments', 'summary-table', 'endpoints'].map(id => document.getElementById(id)).filter(t => t \
+                       && t.getBoundingClientRect().right > t.closest('.card').getBoundingClientRect().right + 1).map(t => t.id)",
+                )
+                .await;
+            assert_eq!(
+                clipped,
+                json!([]),
+                "{name} at {width} px: a table runs past its card"
+            );
             self.screenshot(&dir.join(format!("{name}-{width}.png")))
                 .await;
         }
@@ -259,6 +305,40 @@ fn base64_decode(text: &str) -> Vec<u8> {
         out.extend_from_slice(&bytes[..3 - pad.min(2)]);
     }
     out
+}
+
+/// What the live page's window holds of the run whose fault id starts with `fault_prefix`: its fault span as
+/// drawn, the first tripped open after the span began, and how many seconds the window holds.
+async fn window_holds(page: &mut Page, fault_prefix: &str) -> Value {
+    page.wait_for(
+        &format!(
+            "(function () {{ var w = window.__tolerant.window; if (!w) {{ return null; }} \
+               var fault = w.faults.find(s => (s.text || '').indexOf('{fault_prefix}') === 0) || null; \
+               var open = fault && w.transitions.find(t => t.to === 'open' && !t.shadow && t.reason !== 'forced' && t.at_ms >= fault.from) || null; \
+               return fault && {{ fault: fault, open: open, samples: w.samples }}; }})()"
+        ),
+        Duration::from_secs(10),
+    )
+    .await
+}
+
+fn assert_window_holds_the_run(holds: &Value, put: &Value, when: &str) {
+    let from = holds["fault"]["from"].as_f64().unwrap_or(f64::NAN);
+    let put = put.as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (from - put).abs() < 1_000.0,
+        "{when}: the fault span starts at its put ({put}): {holds}"
+    );
+    assert!(
+        holds["open"]["at_ms"]
+            .as_f64()
+            .is_some_and(|opened| opened >= from),
+        "{when}: the run's tripped open is in the window, after the fault: {holds}"
+    );
+    assert!(
+        holds["samples"].as_u64().is_some_and(|n| n >= 8),
+        "{when}: the run's seconds are in the window: {holds}"
+    );
 }
 
 /// Starts Chromium with a fresh profile; returns it and its DevTools browser URL.
@@ -541,6 +621,46 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(60),
     )
     .await;
+    // After it ended, the live window still holds what happened in it: the run's transitions and its fault
+    // span, which starts when the fault was put (the stored `applied`), before the breaker it opened.
+    let put = page
+        .eval(
+            "fetch('/api/experiments/1/runs/1/timeline').then(r => r.json()).then(t => \
+               Math.min.apply(null, t.faults.filter(f => f.event === 'applied').map(f => f.at_ms)))",
+        )
+        .await;
+    let ended = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&ended, &put, "after the experiment ended");
+    // The per-endpoint table counts what the outcomes chart counts, and checkout's failures are plain in it.
+    let table = page
+        .eval(
+            "(function () { var t = window.__tolerant.endpointTable, o = window.__tolerant.outcomeTotals; \
+               var sum = function (k) { return Object.keys(t).reduce(function (a, n) { return a + t[n][k]; }, 0); }; \
+               var row = document.querySelector('#endpoints tr[data-endpoint=\"POST /cart/checkout\"]'); \
+               return { checkout: t['POST /cart/checkout'] || null, failures: sum('failures'), rejections: sum('rejections'), \
+                 timeouts: sum('timeouts'), totals: o, shown: row ? row.children[2].innerText : null }; })()",
+        )
+        .await;
+    assert_eq!(table["failures"], table["totals"]["failures"], "{table}");
+    assert_eq!(
+        table["rejections"], table["totals"]["rejections"],
+        "{table}"
+    );
+    assert_eq!(table["timeouts"], table["totals"]["timeouts"], "{table}");
+    let checkout = &table["checkout"];
+    let not_ok = ["failures", "rejections", "timeouts"]
+        .iter()
+        .filter_map(|k| checkout[k].as_u64())
+        .sum::<u64>();
+    assert!(
+        not_ok > 0 && checkout["requests"].as_u64().is_some_and(|n| n >= not_ok),
+        "checkout fails with Payment failing: {table}"
+    );
+    assert_eq!(
+        table["shown"].as_str().map(str::to_owned),
+        checkout["failures"].as_u64().map(|n| n.to_string()),
+        "the table shows checkout's failures: {table}"
+    );
     page.goto(&format!("{base}experiments/1/results")).await;
     let rows = page
         .wait_for(
@@ -638,13 +758,19 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     );
     page.screenshots(&artifacts, "results").await;
 
-    // A later page load after the experiment finished does not say it runs.
+    // A later page load after the experiment finished does not say it runs, and its window holds the same.
     page.goto(&format!("{base}live")).await;
     page.wait_for(
         "window.__tolerant && window.__tolerant.snapshots > 0 && window.__tolerant.phase === 'finished'",
         Duration::from_secs(10),
     )
     .await;
+    let reloaded = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&reloaded, &put, "after a reload");
+    assert_eq!(
+        reloaded["fault"]["from"], ended["fault"]["from"],
+        "a reload draws the fault span where the page drew it"
+    );
 
     // Abort: a second, long experiment is started and aborted; a fresh page load shows it aborted.
     let create = format!(
@@ -682,6 +808,20 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(10),
     )
     .await;
+    // A later experiment does not wipe the earlier one from the window.
+    let after_second = window_holds(&mut page, "experiment-1-run-").await;
+    assert_window_holds_the_run(&after_second, &put, "after a second experiment");
+    page.screenshots(&artifacts, "live-after").await;
+    // Every page fits 800 px without scrolling sideways (the screenshots assert it): the experiments table
+    // with both experiments, the advisor, the login page.
+    for (path, name) in [
+        ("experiments", "experiments"),
+        ("advisor", "advisor"),
+        ("login", "login"),
+    ] {
+        page.goto(&format!("{base}{path}")).await;
+        page.screenshots(&artifacts, name).await;
+    }
 
     // Game day: a manual fault shows on the fault bar, halt clears it, an annotation lands on the timeline.
     page.goto(&format!("{base}gameday")).await;
@@ -728,7 +868,8 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         "the active fault shows its kind, rate and lease"
     );
 
-    // Forced open by its mode looks different from tripped.
+    // Forced open by its mode looks different from tripped, reads "forced open" on its chip and is not an open.
+    let opens_before = page.eval("window.__tolerant.opens").await;
     page.eval(
         "var f = document.getElementById('breaker-form'); f.elements['service'].value = 'checkout'; \
          f.querySelector('button[value=forced-open]').click(); true",
@@ -747,6 +888,12 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
             .as_str()
             .is_some_and(|text| text.contains("Every breaker of checkout is now forced-open")),
         "the mode switch confirms what it did"
+    );
+    assert_eq!(
+        page.eval("[window.__tolerant.chips['checkout->payment'], window.__tolerant.opens]")
+            .await,
+        json!(["forced open", opens_before]),
+        "forced open on its chip, and not counted among the opens"
     );
     assert_eq!(
         page.eval("document.getElementById('breaker-form').elements['service'].value")
@@ -795,7 +942,62 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         json!("8"),
         "the load form keeps its values"
     );
+    // Under load with Payment failing: a shadow breaker that would open reads "would open", a disabled one
+    // reads disabled (not a healthy closed breaker).
+    // The modes first, then the fault: the shadow breaker sees the failures itself (an enforcing one would
+    // have tripped for real before the switch).
+    for (service, mode) in [("checkout", "shadow"), ("recommendation", "disabled")] {
+        page.eval(&format!(
+            "var f = document.getElementById('breaker-form'); f.elements['service'].value = '{service}'; \
+             f.querySelector('button[value={mode}]').click(); true"
+        ))
+        .await;
+        page.wait_for(
+            &format!(
+                "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.connected \
+                 && window.__tolerant.modes['{service}->' + ({{checkout: 'payment', recommendation: 'productcatalog'}})['{service}']] === '{mode}'"
+            ),
+            Duration::from_secs(15),
+        )
+        .await;
+    }
+    page.eval(
+        "document.getElementById('rate').value = '100'; \
+         document.getElementById('fault-form').requestSubmit(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.activeFaults === 1",
+        Duration::from_secs(15),
+    )
+    .await;
+    let chips = page
+        .wait_for(
+            "window.__tolerant.chips['checkout->payment'] === 'would open' \
+             && document.querySelector('.tile[data-breaker=\"checkout->payment\"][data-state=shadow]') !== null \
+             && window.__tolerant.chips",
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(
+        chips["recommendation->productcatalog"],
+        json!("disabled"),
+        "{chips}"
+    );
+    assert_eq!(
+        page.eval("window.__tolerant.laneKinds['recommendation->productcatalog']")
+            .await,
+        json!("disabled")
+    );
     page.screenshots(&artifacts, "gameday-load").await;
+    page.eval("document.getElementById('halt-enforce').checked = true; document.getElementById('halt').click(); true")
+        .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && window.__tolerant && window.__tolerant.connected \
+         && window.__tolerant.activeFaults === 0 && window.__tolerant.modes['checkout->payment'] === 'enforce'",
+        Duration::from_secs(15),
+    )
+    .await;
     page.eval("document.getElementById('load-stop').click(); true")
         .await;
     page.wait_for(

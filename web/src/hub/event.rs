@@ -162,6 +162,16 @@ pub struct EndpointSample {
     pub p50_us: u64,
     pub p95_us: u64,
     pub p99_us: u64,
+    /// This endpoint's requests by outcome over the sample's seconds (they add up to the sample's
+    /// `outcomes`): the live per-endpoint table's counts.
+    #[serde(default)]
+    pub outcomes: OutcomeCounts,
+    /// p50 of the `ok` requests alone (`None` when none succeeded this second, or not stored).
+    #[serde(default)]
+    pub ok_p50_us: Option<u64>,
+    /// p50 of the other requests (`None` when there were none, or not stored).
+    #[serde(default)]
+    pub failed_p50_us: Option<u64>,
     /// p95 of the `ok` requests alone (`None` when none succeeded this second).
     #[serde(default)]
     pub ok_p95_us: Option<u64>,

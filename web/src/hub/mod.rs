@@ -13,8 +13,8 @@
 //!   frame within `send_timeout` is *dropped* (see [`socket::serve_client`]). Neither case touches the
 //!   producers or the other clients: `broadcast::Sender::send` never waits.
 //! * **Late joiners first see the current state.** Every event is folded into a [`LiveState`] (latest breaker
-//!   states, the run's recent transitions, samples, faults, annotations, progress) under the same lock that
-//!   sends the frame, and a subscriber takes its snapshot and its receiver under that lock too, so the first
+//!   states, the live window's last hour of transitions, samples, faults and annotations, progress) under the
+//!   same lock that sends the frame, and a subscriber takes its snapshot and its receiver under that lock too, so the first
 //!   frame after the snapshot is exactly the next one: no gap, no duplicate.
 //! * **Order.** One flusher, one ring: every client sees frames in `frame` order and events in publish order.
 
@@ -24,6 +24,7 @@ mod state;
 mod status;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -269,6 +270,12 @@ impl Hub {
         self.inner.shared.lock().state.board.clone()
     }
 
+    /// The faults in force (after the last flushed frame), without copying the window's history.
+    pub fn active_faults(&self) -> Vec<FaultChange> {
+        let shared = self.inner.shared.lock();
+        shared.state.active_faults.values().cloned().collect()
+    }
+
     /// Where the running (or last) experiment's users run (after the last flushed frame).
     pub fn workers(&self) -> Option<LoadWorkers> {
         self.inner.shared.lock().state.workers.clone()
@@ -293,7 +300,9 @@ fn events_json(frame: u64, events: &[LiveEvent]) -> String {
 }
 
 fn snapshot_json(frame: u64, state: &LiveState) -> String {
-    frame_json("snapshot", frame, "state", state, 4096)
+    // The histories' JSON plus room for the rest.
+    let histories = state.samples.bytes() + state.transitions.bytes() + state.faults.bytes();
+    frame_json("snapshot", frame, "state", state, 4096 + histories)
 }
 
 /// `{"type":KIND,"frame":FRAME,FIELD:BODY}`, written straight into one buffer of `capacity` bytes.

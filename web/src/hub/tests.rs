@@ -196,7 +196,7 @@ fn publish_without_a_flusher_stays_bounded() {
 }
 
 #[test]
-fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
+fn history_is_bounded_and_a_new_run_keeps_the_window() {
     let hub = Hub::new(HubConfig {
         history: HistoryLimits {
             transitions: 5,
@@ -204,6 +204,7 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
             faults: 2,
             annotations: 2,
             mode_changes: 2,
+            ..HistoryLimits::default()
         },
         ..HubConfig::default()
     });
@@ -223,41 +224,220 @@ fn history_is_bounded_and_a_new_run_starts_a_new_timeline() {
     assert_eq!(state.annotations.len(), 2);
     assert_eq!(state.opens, 20);
 
-    let progress = |run| {
-        LiveEvent::Progress(RunProgress {
-            experiment_id: 1,
-            experiment: "smoke".into(),
-            run,
-            runs: 4,
-            condition: "error@1.00/enforce".into(),
-            round: 1,
-            phase: ExperimentStatus::Running,
-            started_at_ms: 0,
-            ends_at_ms: None,
-            measured_from_ms: None,
-            not_measured: Vec::new(),
-            opens_not_measured: false,
-        })
-    };
-    hub.publish(progress(1));
+    hub.publish(progress(1, 1, ExperimentStatus::Running));
     hub.flush();
     let state = hub.state();
-    assert_eq!(state.opens, 0);
-    assert!(state.transitions.is_empty());
+    assert_eq!(state.opens, 0, "a new run counts its own opens");
+    assert_eq!(
+        state.transitions.len(),
+        5,
+        "the window keeps the earlier transitions"
+    );
     assert_eq!(
         state.breakers["checkout->payment"].state,
         State::Open,
         "latest states survive a new run"
     );
-    hub.publish(progress(1));
+}
+
+fn fault(event: FaultChangeEvent, at_ms: u64) -> LiveEvent {
+    LiveEvent::Fault(FaultChange {
+        at_ms,
+        event,
+        fault_id: "experiment-1-run-1".into(),
+        target: "payment".into(),
+        kind: "error".into(),
+        rate: if event == FaultChangeEvent::Removed {
+            0.0
+        } else {
+            1.0
+        },
+        ..FaultChange::default()
+    })
+}
+
+fn board(at_ms: u64) -> LiveEvent {
+    LiveEvent::Breakers(BreakerBoard {
+        at_ms,
+        breakers: Vec::new(),
+    })
+}
+
+/// The window's content after an experiment ended, as a page loaded then gets it: the run's fault from its
+/// put (applied before the run reported itself started), its transitions and seconds, then the next run's
+/// beside them; aged out only once they are older than the window.
+#[test]
+fn a_late_joiner_after_the_experiment_gets_what_happened_in_the_window() {
+    let hub = small_hub(8);
+    hub.publish(fault(FaultChangeEvent::Applied, 900));
+    hub.publish(progress(1, 1, ExperimentStatus::Running));
     hub.publish(transition(
         "checkout->payment",
+        State::Closed,
         State::Open,
-        State::HalfOpen,
-        21,
+        1,
     ));
+    hub.publish(fault(FaultChangeEvent::Renewed, 5_000));
+    hub.publish(fault(FaultChangeEvent::Removed, 9_000));
+    hub.publish(progress(1, 2, ExperimentStatus::Running));
+    hub.publish(status(1, ExperimentStatus::Finished));
     hub.flush();
-    assert_eq!(hub.state().transitions.len(), 1, "same run: history kept");
+    let snapshot = parse(&hub.subscribe().snapshot);
+    let state = &snapshot["state"];
+    let events: Vec<(&str, u64)> = state["faults"]
+        .as_array()
+        .expect("faults")
+        .iter()
+        .map(|f| {
+            (
+                f["event"].as_str().unwrap_or(""),
+                f["at_ms"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![("applied", 900), ("renewed", 5_000), ("removed", 9_000)],
+        "the fault from its put, across the next run's start"
+    );
+    assert_eq!(state["transitions"][0]["at_ms"], 1_001);
+    assert_eq!(state["progress"]["phase"], "finished");
+
+    // Sampled boards age the window: an hour after, nothing of it is left.
+    let hour = HistoryLimits::default().window_ms;
+    hub.publish(board(901 + hour));
+    hub.flush();
+    let state = hub.state();
+    assert_eq!(
+        state.faults.len(),
+        2,
+        "the put is older than the window now"
+    );
+    hub.publish(board(9_001 + hour));
+    hub.flush();
+    let state = hub.state();
+    assert!(state.faults.is_empty() && state.transitions.is_empty());
+    assert!(
+        state.breakers.contains_key("checkout->payment"),
+        "latest states stay"
+    );
+}
+
+/// A second as the Online Boutique mix gives it: six endpoints with their buckets, pools of ten services.
+fn boutique_second(at_ms: u64) -> LiveEvent {
+    let endpoint = |name: &str| EndpointSample {
+        name: name.into(),
+        requests: 120,
+        outcomes: OutcomeCounts {
+            ok: 100,
+            failed: 20,
+            ..OutcomeCounts::default()
+        },
+        p50_us: 12_345,
+        p95_us: 98_765,
+        p99_us: 234_567,
+        ok_p50_us: Some(11_111),
+        failed_p50_us: Some(2_222),
+        ok_p95_us: Some(88_888),
+        failed_p95_us: Some(3_333),
+        buckets: vec![10; LATENCY_BUCKET_BOUNDS_US.len() + 1],
+    };
+    LiveEvent::Sample(LiveSample {
+        at_ms,
+        second: at_ms / 1000,
+        warmup: false,
+        outcomes: OutcomeCounts {
+            ok: 600,
+            failed: 120,
+            ..OutcomeCounts::default()
+        },
+        endpoints: controller::load::endpoint::NAMES
+            .iter()
+            .map(|name| endpoint(name))
+            .collect(),
+        cart_mean_items: Some(2.5),
+        cart_p95_us: Some(45_678),
+        pools: (0..10)
+            .map(|i| PoolSample {
+                service: format!("service{i}"),
+                in_flight: 3,
+                queued: 1,
+                capacity: 256,
+            })
+            .collect(),
+    })
+}
+
+/// Three hours of seconds and transitions: the snapshot holds the last hour (all of it, for the Online
+/// Boutique mix's seconds) and no more, within its byte bounds, whatever ran before.
+#[test]
+fn the_snapshot_stays_a_window_long_and_byte_bounded_after_hours() {
+    let hub = small_hub(8);
+    let limits = HistoryLimits::default();
+    let hours = 3 * limits.window_ms / 1000;
+    for second in 1..=hours {
+        let at_ms = second * 1000;
+        hub.publish(boutique_second(at_ms));
+        if second % 10 == 0 {
+            let LiveEvent::Transition(mut flip) =
+                transition("checkout->payment", State::Closed, State::Open, second)
+            else {
+                unreachable!("a transition")
+            };
+            flip.at_ms = at_ms;
+            hub.publish(LiveEvent::Transition(flip));
+        }
+        if second % 100 == 0 {
+            hub.flush();
+        }
+    }
+    hub.flush();
+    let state = hub.state();
+    let newest = hours * 1000;
+    let oldest = state.samples.front().map(|s| s.at_ms).unwrap_or(0);
+    assert!(oldest >= newest - limits.window_ms, "{oldest}");
+    assert_eq!(
+        state.samples.len(),
+        limits.samples,
+        "an hour of the mix's seconds fits the byte bound"
+    );
+    assert!(state.samples.bytes() <= limits.sample_bytes);
+    assert!(
+        state
+            .transitions
+            .iter()
+            .all(|t| t.at_ms >= newest - limits.window_ms)
+    );
+    let snapshot = hub.subscribe().snapshot.clone();
+    let bound = limits.sample_bytes + 5 * limits.event_bytes + 64 * 1024;
+    assert!(
+        snapshot.text.len() <= bound,
+        "{} bytes",
+        snapshot.text.len()
+    );
+    eprintln!(
+        "snapshot after {hours} s: {} seconds kept, {} bytes",
+        state.samples.len(),
+        snapshot.text.len()
+    );
+}
+
+/// A forced-open mode's open is the operator's: on the lane, not among the opens after warmup.
+#[test]
+fn forced_opens_are_not_counted_as_opens() {
+    let hub = small_hub(8);
+    let LiveEvent::Transition(mut forced) =
+        transition("checkout->payment", State::Closed, State::Open, 1)
+    else {
+        unreachable!("a transition")
+    };
+    forced.reason = Reason::Forced;
+    hub.publish(LiveEvent::Transition(forced));
+    hub.publish(transition("frontend->ad", State::Closed, State::Open, 2));
+    hub.flush();
+    let state = hub.state();
+    assert_eq!(state.opens, 1, "the tripped one alone");
+    assert_eq!(state.transitions.len(), 2, "both on the lanes");
 }
 
 /// A sink that accepts nothing, ever (a browser tab that stopped reading).

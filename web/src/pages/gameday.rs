@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::login::local_path;
 use super::posted::Posted;
 use super::viewer::Viewer;
-use super::{AnnotationLine, page, redirect_with_notice, render};
+use super::{AnnotationLine, page, redirect_with_notice, redirect_with_problem, render};
 use crate::api::{parse_mode, parse_service, store_annotation};
 use crate::container_fault::{ContainerFaultForm, container_fault_of_form};
 use crate::error::{AppError, PageError};
@@ -74,6 +74,19 @@ pub async fn gameday(
     })
 }
 
+/// A game-day action's answer: what it did, or why not said on the game day page itself (a bad field, no
+/// fault to remove, an agent that refused), not on an error page. A refused login or CSRF check is not an
+/// action's answer and stays what it is.
+fn on_game_day(done: Result<Response, PageError>) -> Result<Response, PageError> {
+    match done {
+        Err(PageError(error)) if !matches!(error, AppError::Auth(_)) => Ok(redirect_with_problem(
+            "/gameday",
+            &format!("Not done: {error}"),
+        )),
+        other => other,
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct HaltForm {
     /// `on` when the operator also wants every breaker back to `enforce` (config kept).
@@ -110,11 +123,14 @@ pub async fn halt(
     State(state): State<AppState>,
     Posted(form): Posted<HaltForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(halt_now(state, form).await)
+}
+
+async fn halt_now(state: AppState, form: HaltForm) -> Result<Response, PageError> {
     let active: Vec<String> = state
         .hub
-        .state()
-        .active_faults
-        .values()
+        .active_faults()
+        .iter()
         .map(describe_fault)
         .collect();
     state.operations.halt().await?;
@@ -128,13 +144,15 @@ pub async fn halt(
             active.join(", ")
         )
     };
-    notice.push_str(" Every breaker is back to its service's startup config.");
+    // One statement of where the breakers are: their startup config, and enforce when asked.
     if form.enforce.is_some() {
         state
             .operations
             .set_breaker_mode(None, breaker::Mode::Enforce)
             .await?;
-        notice.push_str(" Every breaker is back to enforce, its config kept.");
+        notice.push_str(" Every breaker is back to enforce, on its service's startup config.");
+    } else {
+        notice.push_str(" Every breaker is back to its service's startup config and mode.");
     }
     Ok(redirect_with_notice("/gameday", &notice))
 }
@@ -202,6 +220,10 @@ pub async fn set_fault(
     State(state): State<AppState>,
     Posted(form): Posted<FaultForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(set_fault_now(state, form).await)
+}
+
+async fn set_fault_now(state: AppState, form: FaultForm) -> Result<Response, PageError> {
     let fault = fault_of_form(&form)?;
     let what = match form.kind.as_str() {
         "error" => format!("error {}", form.status.trim()),
@@ -236,6 +258,10 @@ pub async fn clear_fault(
     State(state): State<AppState>,
     Posted(form): Posted<ClearFaultForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(clear_fault_now(state, form).await)
+}
+
+async fn clear_fault_now(state: AppState, form: ClearFaultForm) -> Result<Response, PageError> {
     state
         .operations
         .clear_fault(
@@ -260,6 +286,10 @@ pub async fn set_breaker_mode(
     State(state): State<AppState>,
     Posted(form): Posted<BreakerForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(set_breaker_mode_now(state, form).await)
+}
+
+async fn set_breaker_mode_now(state: AppState, form: BreakerForm) -> Result<Response, PageError> {
     let mode = parse_mode(&form.mode)?;
     let service = Some(form.service)
         .filter(|service| !service.is_empty() && service != "all")
@@ -319,6 +349,10 @@ pub async fn set_load(
     State(state): State<AppState>,
     Posted(form): Posted<LoadForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(set_load_now(state, form).await)
+}
+
+async fn set_load_now(state: AppState, form: LoadForm) -> Result<Response, PageError> {
     match form.action.as_str() {
         "stop" => {
             state.operations.set_load(None).await?;
@@ -352,6 +386,13 @@ pub async fn set_container_fault(
     State(state): State<AppState>,
     Posted(form): Posted<ContainerFaultForm>,
 ) -> Result<Response, PageError> {
+    on_game_day(set_container_fault_now(state, form).await)
+}
+
+async fn set_container_fault_now(
+    state: AppState,
+    form: ContainerFaultForm,
+) -> Result<Response, PageError> {
     let request = container_fault_of_form(&form)?;
     let what = match request.action.detail() {
         detail if detail.is_empty() => request.action.name().to_owned(),
@@ -377,6 +418,13 @@ pub struct ClearContainerFaultForm {
 pub async fn clear_container_fault(
     State(state): State<AppState>,
     Posted(form): Posted<ClearContainerFaultForm>,
+) -> Result<Response, PageError> {
+    on_game_day(clear_container_fault_now(state, form).await)
+}
+
+async fn clear_container_fault_now(
+    state: AppState,
+    form: ClearContainerFaultForm,
 ) -> Result<Response, PageError> {
     state.operations.clear_container_fault(form.id).await?;
     Ok(redirect_with_notice(

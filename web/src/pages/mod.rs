@@ -41,16 +41,23 @@ pub use viewer::Viewer;
 impl Viewer {
     pub(crate) fn of(state: &AppState, headers: &HeaderMap) -> Viewer {
         let shop_url = state.shop_url.clone().unwrap_or_default();
+        let notice = take_notice(headers);
+        let problem = notice
+            .as_deref()
+            .is_some_and(|text| text.starts_with(PROBLEM_MARK));
+        let notice = notice.map(|text| text.trim_start_matches(PROBLEM_MARK).to_owned());
         match state.auth.session(headers) {
             Some(session) => Viewer {
                 logged_in: true,
                 csrf: session.csrf,
                 shop_url,
-                notice: take_notice(headers),
+                notice,
+                problem,
             },
             None => Viewer {
                 shop_url,
-                notice: take_notice(headers),
+                notice,
+                problem,
                 ..Viewer::anonymous()
             },
         }
@@ -93,6 +100,15 @@ pub(crate) fn redirect_with_notice(to: &str, notice: &str) -> Response {
         Redirect::to(to),
     )
         .into_response()
+}
+
+/// What a refused action's notice starts with in the cookie: the page shows it as a problem.
+const PROBLEM_MARK: char = '\u{1}';
+
+/// A redirect to `to` that leaves `problem` (why an action was refused) for that page to show once, where the
+/// action was asked, instead of an error page.
+pub(crate) fn redirect_with_problem(to: &str, problem: &str) -> Response {
+    redirect_with_notice(to, &format!("{PROBLEM_MARK}{problem}"))
 }
 
 /// The notice a redirect left, if any (and valid UTF-8).
@@ -152,12 +168,15 @@ pub(crate) fn number(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude == 0.0 {
         "0".into()
-    } else if magnitude >= 100.0 {
+    } else if magnitude >= 100.0 || value.fract() == 0.0 {
+        // A whole figure (a count: opens, requests) reads whole.
         format!("{value:.0}")
     } else if magnitude >= 1.0 {
         format!("{value:.2}")
     } else {
-        format!("{value:.3}")
+        // Three significant digits: `0.00354`, not `0.004`.
+        let decimals = 2 - magnitude.log10().floor() as i32;
+        format!("{value:.*}", decimals.clamp(3, 12) as usize)
     }
 }
 

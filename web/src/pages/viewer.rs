@@ -11,6 +11,8 @@ pub struct Viewer {
     pub shop_url: String,
     /// What the last action did, or why not (shown once, under the header).
     pub notice: Option<String>,
+    /// The notice says why an action was refused (shown as a problem, not as done).
+    pub problem: bool,
 }
 
 impl Viewer {
@@ -21,6 +23,7 @@ impl Viewer {
             csrf: String::new(),
             shop_url: String::new(),
             notice: None,
+            problem: false,
         }
     }
 }

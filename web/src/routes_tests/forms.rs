@@ -162,8 +162,13 @@ async fn errors_of_form_posts_and_unknown_pages_are_html_pages() {
         ),
     )
     .await;
-    assert_eq!(bad_mode.status(), StatusCode::BAD_REQUEST);
-    assert!(text(bad_mode).await.contains("mode: `sideways`"));
+    // A game-day action's bad field is said on the game day page, as a problem.
+    assert_eq!(bad_mode.status(), StatusCode::SEE_OTHER);
+    let page = page_after(&state, &bad_mode, Some(&cookie)).await;
+    assert!(
+        page.contains("class=\"notice problem\"") && page.contains("mode: `sideways`"),
+        "{page}"
+    );
     assert!(control.calls().is_empty());
 
     let missing = send(&state, get("/no/such/page")).await;

@@ -156,8 +156,12 @@ async fn the_game_day_load_form_checks_its_bounds_and_says_what_it_did() {
             ),
         )
         .await;
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
-        assert!(text(response).await.contains(field), "{body}");
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{body}");
+        let page = page_after(&state, &response, Some(&cookie)).await;
+        assert!(
+            page.contains("class=\"notice problem\"") && page.contains(field),
+            "{body}: {page}"
+        );
     }
     assert!(control.calls().is_empty(), "{:?}", control.calls());
     let started = send(
@@ -240,4 +244,37 @@ async fn pushed_breaker_events_reach_the_timeline_checked_and_rate_bounded() {
         send(&state, push(&burst)).await.status(),
         StatusCode::TOO_MANY_REQUESTS
     );
+}
+
+/// A bad lease answers on the game day page itself (not an error page), naming the field, and nothing is
+/// applied; the page a logged-out viewer sees has its action buttons disabled.
+#[tokio::test]
+async fn a_bad_lease_is_said_on_the_game_day_page_and_a_viewer_sees_disabled_buttons() {
+    let (state, control) = app();
+    let (cookie, csrf) = log_in(&state).await;
+    let fault = format!("csrf={csrf}&target=payment&kind=error&status=500&rate=50&lease=forever");
+    let refused = send(&state, form("/ui/fault", &fault, Some(&cookie))).await;
+    assert_eq!(refused.status(), StatusCode::SEE_OTHER);
+    let page = page_after(&state, &refused, Some(&cookie)).await;
+    assert!(page.contains("class=\"notice problem\""), "{page}");
+    assert!(page.contains("Not done: lease"), "{page}");
+    assert!(control.calls().is_empty(), "{:?}", control.calls());
+
+    let viewing = text(send(&state, get("/gameday")).await).await;
+    assert!(
+        viewing.contains("id=\"halt\"") && viewing.contains("disabled title=\"Log in to act\""),
+        "{viewing}"
+    );
+    let logged_in = text(
+        send(
+            &state,
+            Request::get("/gameday")
+                .header(COOKIE, cookie)
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await,
+    )
+    .await;
+    assert!(!logged_in.contains("Log in to act"), "{logged_in}");
 }

@@ -158,6 +158,23 @@ async fn json(response: Response<Body>) -> serde_json::Value {
     serde_json::from_str(&text(response).await).expect("JSON body")
 }
 
+/// The page a redirect leads to, with the notice it left (and the session `cookie`).
+async fn page_after(state: &AppState, response: &Response<Body>, cookie: Option<&str>) -> String {
+    let to = response
+        .headers()
+        .get(http::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .expect("a redirect")
+        .to_owned();
+    let notice = notice_cookie(response);
+    let cookies = cookie.map_or(notice.clone(), |cookie| format!("{cookie}; {notice}"));
+    let request = Request::get(to)
+        .header(http::header::COOKIE, cookies)
+        .body(Body::empty())
+        .expect("request");
+    text(send(state, request).await).await
+}
+
 /// The cookie a redirect leaves its notice in, as the next request sends it back.
 fn notice_cookie(response: &Response<Body>) -> String {
     response

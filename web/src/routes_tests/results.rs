@@ -36,7 +36,10 @@ async fn results_page_and_downloads() {
     assert!(page.contains("95 % confidence interval"));
     // The stored prediction sits beside the measurements.
     assert!(page.contains("id=\"predictions\""), "{page}");
-    assert!(page.contains("58.00 [56.00, 60.00]"), "{page}");
+    assert!(
+        page.contains("58 [56, 60]"),
+        "whole figures read whole: {page}"
+    );
     assert!(page.contains("≤ 62 (estimate ≈ 57.98)"), "{page}");
     assert!(page.contains("not measured yet"), "{page}");
     assert!(!page.contains("id=\"one-round\""));

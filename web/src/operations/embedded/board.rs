@@ -168,7 +168,7 @@ impl BoardTracker {
 
 /// A breaker name's place on the board: its calling service, that service's replica number (`checkout` is 1,
 /// `checkout#2` is 2, so `checkout#10` comes after `checkout#9` and every replica after the first), then the
-/// rest of the name. The page orders its lanes the same way (`breakerOrder` in `static/charts.js`).
+/// rest of the name. The page orders its lanes the same way (`breakerOrder` in `static/runview.js`).
 fn breaker_order(name: &str) -> (&str, u32, &str) {
     let (caller, rest) = name.split_once("->").unwrap_or((name, ""));
     let (service, number) = controller::target::split_replica(caller).unwrap_or((caller, 1));

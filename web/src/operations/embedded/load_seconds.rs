@@ -19,7 +19,8 @@ pub(super) struct LoadSeconds {
 }
 
 impl LoadSeconds {
-    /// Adds one closed second: outcomes add up, latency is the newest second's.
+    /// Adds one closed second: outcomes add up (the sample's and each endpoint's), latency is the newest
+    /// second's.
     fn add(&mut self, second: &load::SecondStats) {
         self.warmup = second.warmup;
         let mut endpoints = Vec::with_capacity(second.endpoints.len());
@@ -33,17 +34,47 @@ impl LoadSeconds {
             if endpoint.endpoint == load::endpoint::VIEW_CART {
                 self.cart_p95_us = Some(endpoint.latency.p95_us);
             }
+            // The seconds already gathered for this endpoint count too (its latency is the newest's).
+            let mut outcomes = endpoint.outcomes;
+            let mut requests = endpoint.latency.count;
+            let mut buckets = latency_buckets(&endpoint.histogram_v2);
+            if let Some(earlier) = self.endpoints.iter().find(|e| e.name == name) {
+                outcomes.merge(&earlier.outcomes);
+                requests += earlier.requests;
+                if buckets.len() == earlier.buckets.len() {
+                    buckets
+                        .iter_mut()
+                        .zip(&earlier.buckets)
+                        .for_each(|(b, e)| *b += e);
+                }
+            }
             endpoints.push(EndpointSample {
                 name,
-                requests: endpoint.latency.count,
+                requests,
+                outcomes,
+                ok_p50_us: (endpoint.latency_ok.count > 0).then_some(endpoint.latency_ok.p50_us),
+                failed_p50_us: (endpoint.latency_failed.count > 0)
+                    .then_some(endpoint.latency_failed.p50_us),
                 p50_us: endpoint.latency.p50_us,
                 p95_us: endpoint.latency.p95_us,
                 p99_us: endpoint.latency.p99_us,
                 ok_p95_us: (endpoint.latency_ok.count > 0).then_some(endpoint.latency_ok.p95_us),
                 failed_p95_us: (endpoint.latency_failed.count > 0)
                     .then_some(endpoint.latency_failed.p95_us),
-                buckets: latency_buckets(&endpoint.histogram_v2),
+                buckets,
             });
+        }
+        // An endpoint of an earlier gathered second that the newest one lacks keeps its counts (no latency).
+        for earlier in self.endpoints.drain(..) {
+            if !endpoints.iter().any(|e| e.name == earlier.name) {
+                endpoints.push(EndpointSample {
+                    ok_p50_us: None,
+                    failed_p50_us: None,
+                    ok_p95_us: None,
+                    failed_p95_us: None,
+                    ..earlier
+                });
+            }
         }
         self.endpoints = endpoints;
     }
@@ -124,6 +155,50 @@ mod tests {
         }
     }
 
+    /// Each endpoint's counts add up over the gathered seconds, so the endpoints' outcomes add up to the
+    /// sample's: the live per-endpoint table counts what the outcomes chart counts.
+    #[test]
+    fn endpoint_outcomes_add_up_to_the_sample_s_over_gathered_seconds() {
+        let mut seconds = LoadSeconds::default();
+        seconds.add(&cart_second(3, false));
+        seconds.add(&load::SecondStats {
+            second: 4,
+            warmup: false,
+            endpoints: vec![
+                endpoint_second(load::endpoint::CHECKOUT, &[30_000, 40_000], 1, 1),
+                endpoint_second(load::endpoint::VIEW_CART, &[900], 1, 0),
+            ],
+        });
+        seconds.add(&load::SecondStats {
+            second: 5,
+            warmup: false,
+            endpoints: vec![endpoint_second(load::endpoint::CHECKOUT, &[35_000], 0, 1)],
+        });
+        let mut total = OutcomeCounts::default();
+        seconds
+            .endpoints
+            .iter()
+            .for_each(|e| total.merge(&e.outcomes));
+        assert_eq!(total, seconds.outcomes);
+        let of = |name: &str| {
+            seconds
+                .endpoints
+                .iter()
+                .find(|e| e.name == name)
+                .unwrap_or_else(|| panic!("{name} kept"))
+        };
+        let checkout = of("POST /cart/checkout");
+        assert_eq!((checkout.outcomes.ok, checkout.outcomes.timeout), (1, 2));
+        assert_eq!(checkout.requests, 3);
+        assert_eq!(checkout.buckets.iter().sum::<u64>(), 3);
+        let cart = of("GET /cart");
+        assert_eq!((cart.outcomes.ok, cart.requests), (3, 3));
+        assert_eq!(
+            cart.ok_p95_us, None,
+            "no latency of its own in the newest second"
+        );
+    }
+
     #[test]
     fn load_seconds_add_outcomes_and_keep_the_newest_latency() {
         let mut seconds = LoadSeconds::default();
@@ -136,9 +211,9 @@ mod tests {
         assert!(!seconds.warmup);
         assert_eq!(seconds.outcomes.ok, 2);
         assert_eq!(seconds.outcomes.timeout, 1);
-        // Latency is the newest second's: no GET /cart in it.
+        // Latency is the newest second's: no GET /cart in it (its counts are kept).
         assert_eq!(seconds.cart_p95_us, None);
-        assert_eq!(seconds.endpoints.len(), 1);
+        assert_eq!(seconds.endpoints.len(), 2);
         let checkout = &seconds.endpoints[0];
         assert_eq!(checkout.name, "POST /cart/checkout");
         assert_eq!(checkout.requests, 1);

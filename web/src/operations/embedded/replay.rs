@@ -73,6 +73,9 @@ pub(super) fn timeline_of(
                 .map(|row| EndpointSample {
                     name: row.endpoint.clone(),
                     requests: row.outcomes.total(),
+                    outcomes: row.outcomes,
+                    ok_p50_us: None,
+                    failed_p50_us: None,
                     p50_us: unsigned(row.latency.p50_us),
                     p95_us: unsigned(row.latency.p95_us),
                     p99_us: unsigned(row.latency.p99_us),
