@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use breaker::sim::{self};
+use breaker::sim;
 
 use super::model::{Plan, Verification, VerifiedCandidate, VerifyError};
 use crate::spec::ExperimentSpec;
