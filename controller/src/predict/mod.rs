@@ -183,6 +183,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         workers: None,
         seed,
         log_calls: false,
+        model: sim::Model::AtTimeout,
     })
     .ok()
 }
