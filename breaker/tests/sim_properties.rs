@@ -124,7 +124,7 @@ fn scenario() -> impl Strategy<Value = RawScenario> {
                     workers,
                     seed,
                     log_calls: false,
-                    model: model,
+                    model,
                 }
             },
         )

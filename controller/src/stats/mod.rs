@@ -171,7 +171,7 @@ pub fn measured_fault_periods(spec: &ExperimentSpec) -> Vec<(f64, f64)> {
 /// each run that measured the metric (when the runs recorded per-breaker figures at all).
 fn per_breaker_summary(stats: &ConditionStats, key: &MetricKey) -> Option<Summary> {
     if let Some(summary) = stats.summary(key) {
-        return Some(summary.clone());
+        return Some(*summary);
     }
     key.breaker.as_ref()?;
     let whole = stats.summary(&key.whole())?;

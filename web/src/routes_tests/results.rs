@@ -39,9 +39,18 @@ async fn results_page_and_downloads() {
     assert!(page.contains("58.00 [56.00, 60.00]"), "{page}");
     assert!(page.contains("≤ 62 (estimate ≈ 57.98)"), "{page}");
     // Per breaker: the predicted one by name with its bound, the one the model leaves out said so.
-    assert!(page.contains("breaker_opens [checkout-&#62;payment]"), "{page}");
-    assert!(page.contains("opens bound [checkout-&#62;payment]"), "{page}");
-    assert!(page.contains("breaker_opens [frontend-&#62;checkout]"), "{page}");
+    assert!(
+        page.contains("breaker_opens [checkout-&#62;payment]"),
+        "{page}"
+    );
+    assert!(
+        page.contains("opens bound [checkout-&#62;payment]"),
+        "{page}"
+    );
+    assert!(
+        page.contains("breaker_opens [frontend-&#62;checkout]"),
+        "{page}"
+    );
     assert!(page.contains("of 40 simulations"), "{page}");
     assert!(page.contains("not measured yet"), "{page}");
     assert!(!page.contains("id=\"one-round\""));
