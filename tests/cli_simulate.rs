@@ -26,7 +26,8 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("one JSON document")
 }
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
+    "model",
     "reached",
     "never_made",
     "slow_failures",
@@ -76,7 +77,7 @@ fn json_has_exactly_the_named_keys_and_the_hand_computed_totals() {
     let mut expected = KEYS.to_vec();
     expected.sort_unstable();
     assert_eq!(keys, expected);
-    let totals: Vec<f64> = KEYS[..10]
+    let totals: Vec<f64> = KEYS[1..11]
         .iter()
         .map(|k| doc[k].as_f64().expect("a number"))
         .collect();
@@ -153,4 +154,33 @@ fn errors_name_the_flag_and_exit_2() {
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?} printed a result");
     }
+}
+
+// `--model published` alone: the published simulator's model and defaults, and exactly its totals (derived by hand
+// in `breaker::sim::tests`); without `--model`, today's model.
+#[test]
+fn the_published_model_prints_the_published_totals() {
+    let doc = json(&["--model", "published"]);
+    assert_eq!(doc["model"], "published");
+    let counts: Vec<u64> = [
+        "reached",
+        "never_made",
+        "slow_failures",
+        "fast_failures",
+        "failed_with_breaker",
+        "failed_without_breaker",
+        "successful",
+    ]
+    .iter()
+    .map(|key| doc[key].as_u64().expect(key))
+    .collect();
+    assert_eq!(counts, [802, 398, 6, 398, 404, 360, 796]);
+    assert_eq!(doc["rejected_after_recovery_s"], 2.2);
+    assert_eq!(doc["caller_seconds_with"], 18.0);
+    assert_eq!(doc["caller_seconds_without"], 1080.0);
+    let text = String::from_utf8(simulate(&["--model", "published"]).stdout).unwrap();
+    assert!(text.starts_with("model: published"), "{text}");
+    assert!(text.contains("calls reached 802, never made 398"), "{text}");
+    assert_eq!(json(&[])["model"], "at-timeout");
+    assert!(!simulate(&["--model", "instant"]).status.success());
 }

@@ -46,6 +46,7 @@ fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
         workers: None,
         seed: 42 + round,
         log_calls: false,
+        model: breaker::sim::Model::AtTimeout,
     })
     .expect("valid scenario")
 }

@@ -1,6 +1,6 @@
 //! Properties of the simulator on random scenarios:
 //! - the closed-form bound on opens holds for every detector, half-open policy, backoff, jitter, workload, schedule,
-//!   fault kind, pool and number of instances;
+//!   fault kind, pool, number of instances and model (outcomes at the call's end or at once);
 //! - step by step, the simulator decides every request as a production breaker and the sequential reference model
 //!   (`tests/model`) decide it when they are handed the same trace (arrivals, what the dependency answers, when
 //!   each call ends) by a replay written independently of the simulator's event loop.
@@ -90,6 +90,7 @@ fn scenario() -> impl Strategy<Value = RawScenario> {
                 prop::option::of((1.0f64..200.0, 0u64..20_000)),
                 breaker_config(latency_ms, true),
                 (1u32..6, prop::option::of(1u32..100), any::<u64>()),
+                prop_oneof![Just(sim::Model::AtTimeout), Just(sim::Model::Published)],
             )
         })
         .prop_map(
@@ -101,6 +102,7 @@ fn scenario() -> impl Strategy<Value = RawScenario> {
                 warm,
                 breaker,
                 (instances, workers, seed),
+                model,
             )| {
                 RawScenario {
                     window: Duration::from_secs(window_s),
@@ -122,6 +124,7 @@ fn scenario() -> impl Strategy<Value = RawScenario> {
                     workers,
                     seed,
                     log_calls: false,
+                    model,
                 }
             },
         )
@@ -336,6 +339,7 @@ fn whole_ms_scenario() -> impl Strategy<Value = RawScenario> {
                     workers: None,
                     seed,
                     log_calls: false,
+                    model: sim::Model::AtTimeout,
                 }
             },
         )

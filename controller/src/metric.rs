@@ -150,12 +150,15 @@ impl fmt::Display for MetricName {
     }
 }
 
-/// A metric, with the endpoint it is about when it is per endpoint.
+/// A metric, with the endpoint or the breaker it is about when it is per endpoint or per breaker.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct MetricKey {
     pub metric: MetricName,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// The breaker (`caller->dependency`) of a per-breaker figure; the run-wide figure is their sum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<String>,
 }
 
 impl MetricKey {
@@ -163,22 +166,39 @@ impl MetricKey {
         MetricKey {
             metric,
             endpoint: None,
+            breaker: None,
         }
+    }
+
+    /// A figure of one breaker (`caller->dependency`).
+    pub fn breaker(metric: MetricName, breaker: impl Into<String>) -> MetricKey {
+        MetricKey {
+            metric,
+            endpoint: None,
+            breaker: Some(breaker.into()),
+        }
+    }
+
+    /// The run-wide key of the same metric (a per-breaker figure's sum, a per-endpoint figure's whole run).
+    pub fn whole(&self) -> MetricKey {
+        MetricKey::run(self.metric)
     }
 
     pub fn endpoint(metric: MetricName, endpoint: impl Into<String>) -> MetricKey {
         MetricKey {
             metric,
             endpoint: Some(endpoint.into()),
+            breaker: None,
         }
     }
 }
 
 impl fmt::Display for MetricKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.endpoint {
-            Some(endpoint) => write!(f, "{}[{endpoint}]", self.metric),
-            None => write!(f, "{}", self.metric),
+        match (&self.endpoint, &self.breaker) {
+            (Some(endpoint), _) => write!(f, "{}[{endpoint}]", self.metric),
+            (None, Some(breaker)) => write!(f, "{}[{breaker}]", self.metric),
+            (None, None) => write!(f, "{}", self.metric),
         }
     }
 }

@@ -1,13 +1,14 @@
 //! `tolerant simulate`: the breaker on a virtual clock (`breaker::sim`) from flags, in milliseconds, before an hour
 //! is spent measuring. Every flag is a setting of `breaker::sim::Settings` (same name, dashes for underscores);
-//! a flag left out keeps the idealised model's default. A value out of bounds exits with status 2 and an error
+//! a flag left out keeps the default of the model `--model` names (`at-timeout`, the default, or `published`: the
+//! published simulator's model and defaults). A value out of bounds exits with status 2 and an error
 //! naming the flag.
 
 use crate::cli::output::{err_out, out, out_text};
 use std::time::Duration;
 
 use breaker::State;
-use breaker::sim::{self, CallFailure, HalfOpen, Settings, Simulation};
+use breaker::sim::{self, CallFailure, HalfOpen, Model, Settings, Simulation};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 
@@ -23,8 +24,21 @@ pub enum Fault {
     Error,
 }
 
+/// When the breaker learns a call's outcome (`breaker::sim::Model`).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModelArg {
+    /// At the call's end, as in production: a hang's failure arrives at the timeout (the default).
+    AtTimeout,
+    /// The published simulator's: every outcome seen at once, a hang still costing its caller the timeout;
+    /// the flags left out take the published defaults.
+    Published,
+}
+
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
+    /// The model: at-timeout (today's, the default) or published (the published simulator's, with its defaults).
+    #[arg(long, value_enum)]
+    pub model: Option<ModelArg>,
     /// Simulated time (seconds, or with a unit: 60s, 30m).
     #[arg(long, value_parser = sim::parse_duration)]
     pub window: Option<Duration>,
@@ -103,9 +117,13 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
-    /// The defaults with every given flag applied.
+    /// The model's defaults with every given flag applied.
     pub fn settings(&self) -> Settings {
-        let mut s = Settings::default();
+        let model = match self.model {
+            Some(ModelArg::Published) => Model::Published,
+            Some(ModelArg::AtTimeout) | None => Model::AtTimeout,
+        };
+        let mut s = Settings::defaults_of(model);
         macro_rules! take {
             ($($field:ident),*) => { $( if let Some(value) = self.$field { s.$field = value; } )* };
         }
@@ -148,6 +166,7 @@ impl SimulateArgs {
 pub fn json_document(run: &Simulation) -> Value {
     let t = &run.totals;
     let mut doc = Map::new();
+    doc.insert("model".into(), json!(run.model));
     doc.insert("reached".into(), json!(t.reached));
     doc.insert("never_made".into(), json!(t.never_made));
     doc.insert("slow_failures".into(), json!(t.slow_failures));
@@ -183,6 +202,18 @@ fn timeline(run: &Simulation) -> String {
         .collect()
 }
 
+/// The model's name and what it assumes about when the breaker learns an outcome.
+fn model_line(model: Model) -> String {
+    match model {
+        Model::AtTimeout => {
+            format!("{model} (a hanging call's failure reaches the breaker at the timeout)")
+        }
+        Model::Published => format!(
+            "{model} (the published simulator's: the breaker sees every outcome at once, the caller waits the timeout)"
+        ),
+    }
+}
+
 fn text_report(settings: &Settings, run: &Simulation) -> String {
     let t = &run.totals;
     let c = &run.closed_form;
@@ -190,6 +221,7 @@ fn text_report(settings: &Settings, run: &Simulation) -> String {
     let line = |out: &mut String, label: &str, with: String, without: String| {
         out.push_str(&format!("  {label:<34} {with:>12} {without:>12}\n"));
     };
+    out.push_str(&format!("model: {}\n", model_line(run.model)));
     out.push_str(&format!(
         "breaker: {} consecutive failures, open {}, {} to close, half-open {}; {} instance(s)\n",
         settings.threshold,

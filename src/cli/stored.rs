@@ -4,7 +4,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use controller::stats::{PredictedCondition, load_experiment};
+use controller::stats::{PredictedCondition, RowKind, load_experiment};
 use controller::store::{DEFAULT_DATABASE, ExperimentId, ExperimentRow, RunRow, Status, Store};
 use serde_json::json;
 
@@ -169,39 +169,47 @@ fn print_predictions(predictions: &[PredictedCondition]) {
         return;
     }
     out!(
-        "\npredicted by breaker::sim from the spec (mean [lowest, highest]) vs measured (mean ± 95 % CI):"
+        "\npredicted by breaker::sim from the spec (mean [lowest, highest]; band: 2.5th–97.5th percentile of the simulations) vs measured (mean ± 95 % CI); opens and time open per breaker:"
     );
     for predicted in predictions {
-        let p = &predicted.prediction;
         out!("  {}", predicted.label);
-        for (metric, band) in p.bands() {
-            let check = predicted.checks.iter().find(|c| c.metric == metric);
-            let measured = check.map_or("not measured yet".to_owned(), |c| {
-                match c.measured.half_width {
-                    Some(h) => format!("{:.3} ± {h:.3}", c.measured.mean),
-                    None => format!("{:.3} (n = 1)", c.measured.mean),
+        for row in predicted.rows() {
+            let label = row.label();
+            match row.kind {
+                RowKind::Predicted { band, check } => {
+                    let measured = check.map_or("not measured yet".to_owned(), |c| {
+                        match c.measured.half_width {
+                            Some(h) => format!("{:.3} ± {h:.3}", c.measured.mean),
+                            None => format!("{:.3} (n = 1)", c.measured.mean),
+                        }
+                    });
+                    let verdict = match check.map(|c| c.flag.as_deref()) {
+                        Some(Some(reason)) => format!("OUTSIDE the band: {reason}"),
+                        Some(None) => "within".to_owned(),
+                        None => String::new(),
+                    };
+                    out!(
+                        "    {label:<34} predicted {:>10.3} [{:.3}, {:.3}] band [{:.3}, {:.3}] ({} sims)  measured {measured:<20} {verdict}",
+                        band.mean,
+                        band.low,
+                        band.high,
+                        band.band_low,
+                        band.band_high,
+                        band.simulations,
+                    );
                 }
-            });
-            let verdict = match check.map(|c| c.flag) {
-                Some(Some(reason)) => format!("OUTSIDE the band: {reason}"),
-                Some(None) => "within".to_owned(),
-                None => String::new(),
-            };
-            out!(
-                "    {:<18} predicted {:>10.3} [{:.3}, {:.3}]  measured {:<20} {verdict}",
-                metric.as_str(),
-                band.mean,
-                band.low,
-                band.high,
-                measured
-            );
-        }
-        if let Some(bound) = p.opens_bound {
-            let estimate = p
-                .opens_estimate
-                .map(|e| format!(", estimate ≈ {e:.1}"))
-                .unwrap_or_default();
-            out!("    opens bound ≤ {bound}{estimate}");
+                RowKind::OpensBound { bound, estimate } => {
+                    let estimate = estimate
+                        .map(|e| format!(", estimate ≈ {e:.1}"))
+                        .unwrap_or_default();
+                    out!("    {label:<34} ≤ {bound}{estimate}");
+                }
+                RowKind::NotModelled { reason, measured } => {
+                    let measured = measured
+                        .map_or("not measured yet".to_owned(), |m| format!("{:.3}", m.mean));
+                    out!("    {label:<34} measured {measured}; {reason}");
+                }
+            }
         }
     }
 }

@@ -100,7 +100,23 @@
     ctx.textAlign = "left";
   }
 
+  const models = {
+    "at-timeout": "Drawing the at-timeout model: the breaker learns a hanging call's failure when its timeout ends, as the production breaker does.",
+    published: "Drawing the published model: the breaker sees every outcome the instant the call is made, while the caller still waits the full timeout for it.",
+  };
+
+  // Choosing the published model moves the sliders to the published simulator's defaults.
+  function applyDefaults(select) {
+    const option = select.selectedOptions[0];
+    if (!option || !option.dataset.defaults) return;
+    for (const [name, value] of new URLSearchParams(option.dataset.defaults)) {
+      const field = form.elements.namedItem(name);
+      if (field) field.value = value;
+    }
+  }
+
   function show(run, settings) {
+    document.getElementById("sim-model").textContent = models[run.model] || "Drawing the " + run.model + " model.";
     const t = run.totals;
     rows(document.querySelector("#sim-totals tbody"), [
       ["requests", t.requests, t.requests],
@@ -152,7 +168,10 @@
 
   window.addEventListener("resize", () => { if (last) draw(last[0], last[1]); });
   form.addEventListener("input", later);
-  form.addEventListener("change", later);
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "model") applyDefaults(event.target);
+    later();
+  });
   document.getElementById("sim-spec").addEventListener("click", async () => {
     const box = document.getElementById("sim-spec-text");
     const response = await fetch("/api/simulate/spec?" + query());

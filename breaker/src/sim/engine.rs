@@ -19,7 +19,7 @@ use crate::config::Mode;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
 use crate::sim::draws::{STREAM_FAILURE, unit};
-use crate::sim::scenario::{CallFailure, Pattern, Scenario, Workload};
+use crate::sim::scenario::{CallFailure, Model, Pattern, Scenario, Workload};
 use crate::sim::tally::{NANOS_PER_SECOND, Tally};
 use crate::state::{Outcome, State};
 
@@ -336,11 +336,16 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                         };
                         record.cost_ns = cost;
                         tally.caller_ns += cost;
-                        if cost == 0 {
+                        // The published model: the breaker sees the outcome at once, the caller still waits.
+                        let permit = if cost == 0 || scenario.model() == Model::Published {
                             if let Some(permit) = permit {
                                 permit.record(outcome);
                             }
+                            None
                         } else {
+                            permit
+                        };
+                        if cost > 0 {
                             let call = InFlight {
                                 end_ns: t + cost,
                                 seq: this,

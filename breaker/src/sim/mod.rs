@@ -5,7 +5,9 @@
 //! The idealised model breaker simulators use is the default ([`Settings::default`]): a window of time, requests at
 //! a constant rate, a dependency that fails every call from a start for a length, each failing call costing its
 //! caller the full timeout, a rejection costing nothing, and either "each arriving request may probe" or the
-//! breaker's real half-open limit. Beyond it: partial failure at a seeded rate (or evenly spread), hangs or instant
+//! breaker's real half-open limit. Two models of when the breaker learns an outcome ([`Model`]): at the call's
+//! end (`at-timeout`, the default, as in production), or at once as the published simulator has it
+//! (`published`, with its defaults in [`Settings::published`]). Beyond it: partial failure at a seeded rate (or evenly spread), hangs or instant
 //! errors, every detector and half-open policy and backoff with jitter (any [`BreakerConfig`](crate::BreakerConfig)),
 //! worker pools, several instances recovering together against a dependency that comes back cold, and a closed
 //! workload like an experiment's (users, think time, the share of tasks that call the dependency).
@@ -35,8 +37,8 @@ pub use engine::{CallRecord, Decision};
 pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
 pub use scenario::{
     CallFailure, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
-    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
-    Upstream, Warmup, Workload,
+    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Model, Pattern, RawScenario, Scenario, ScenarioError,
+    Schedule, Upstream, Warmup, Workload,
 };
 pub use settings::{
     HalfOpen, InvalidDuration, InvalidHalfOpen, MAX_THRESHOLD, Settings, parse_duration,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::clock::duration_nanos;
 use crate::config::Probes;
 use crate::sim::engine::{CallRecord, Pass};
-use crate::sim::scenario::{CallFailure, Scenario};
+use crate::sim::scenario::{CallFailure, Model, Scenario};
 use crate::state::State;
 
 const NANOS: f64 = 1_000_000_000.0;
@@ -118,13 +118,14 @@ pub struct ClosedForm {
     /// Dependency calls per second reaching one instance (mean).
     pub dependency_rate_per_instance: f64,
     /// Seconds from the open window's end to the next trip when every call fails: the wait for the next call
-    /// (1 / rate per instance) plus what a failing call costs (the timeout for a hang).
+    /// (1 / rate per instance) plus how long the breaker waits for a failure (the timeout for a hang, unless the
+    /// model is the published one, where outcomes are seen at once).
     pub time_to_trip_s: f64,
     /// The study's estimate of opens over all instances: time the fault is active / (open window + time to
     /// trip), for a binary fault and a fixed open window; `None` otherwise.
     pub opens_estimate: Option<f64>,
     /// An upper bound on opens that holds for every detector and half-open policy: two trips of one breaker are
-    /// at least (shortest open window + cost of a failure) apart, and failures only happen while the fault is
+    /// at least (shortest open window + the delay before a failure is seen) apart, and failures only happen while the fault is
     /// active (or the dependency is cold). Over all instances.
     pub opens_bound: u64,
     /// workers / (requests per second per instance × share calling the dependency): how long a hang takes to
@@ -138,6 +139,8 @@ pub struct ClosedForm {
 /// Everything a simulation reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Simulation {
+    /// The model drawn (`at-timeout` or `published`).
+    pub model: Model,
     /// One row per second.
     pub seconds: Vec<Second>,
     /// Totals with and without the breaker.
@@ -232,6 +235,7 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: &Pass) -> Simula
         pool_exhausted_at_s_without: without.pool_exhausted_at_ns.map(|ns| ns as f64 / NANOS),
     };
     Simulation {
+        model: scenario.model(),
         seconds,
         totals,
         closed_form: closed_form(scenario),
@@ -246,11 +250,12 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     let share = scenario.workload().share();
     let request_rate_per_instance = scenario.workload().mean_rate() / instances;
     let dependency_rate_per_instance = request_rate_per_instance * share;
-    let failure_cost_ns = match up.kind {
-        CallFailure::Hang => duration_nanos(up.timeout),
-        CallFailure::Error => 0,
+    // How long after a failing call is made the breaker learns of it.
+    let failure_seen_ns = match (scenario.model(), up.kind) {
+        (Model::AtTimeout, CallFailure::Hang) => duration_nanos(up.timeout),
+        (Model::Published, _) | (_, CallFailure::Error) => 0,
     };
-    let time_to_trip_s = 1.0 / dependency_rate_per_instance + failure_cost_ns as f64 / NANOS;
+    let time_to_trip_s = 1.0 / dependency_rate_per_instance + failure_seen_ns as f64 / NANOS;
     let window_ns = duration_nanos(scenario.window());
     let outages = up.schedule.outages(window_ns);
     let active_s: f64 = outages
@@ -261,10 +266,10 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     let fixed_window = open.backoff() == 1.0 && open.jitter() == 0.0;
     let opens_estimate = (up.failure_rate == 1.0 && fixed_window && up.warmup.is_none())
         .then(|| instances * active_s / (open.base().as_secs_f64() + time_to_trip_s));
-    // Failures are recorded only in [start + cost, end + cost) of each outage (and its cold period).
+    // Failures are recorded only in [start + delay, end + delay) of each outage (and its cold period).
     let shortest_open_ns =
         (duration_nanos(open.base().min(open.max())) as f64 * (1.0 - open.jitter())).floor() as u64;
-    let gap = shortest_open_ns.saturating_add(failure_cost_ns).max(1);
+    let gap = shortest_open_ns.saturating_add(failure_seen_ns).max(1);
     let warm_ns = up.warmup.map_or(0, |w| duration_nanos(w.length));
     let per_instance: u64 = if up.failure_rate > 0.0 || up.warmup.is_some() {
         merge(

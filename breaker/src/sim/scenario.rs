@@ -51,6 +51,8 @@ pub struct RawScenario {
     pub seed: u64,
     /// Keep a record of every request (for step-by-step comparisons; costs memory).
     pub log_calls: bool,
+    /// When the breaker learns a call's outcome.
+    pub model: Model,
 }
 
 /// A checked simulation: every number within its bounds ([`RawScenario`]'s fields, read through accessors).
@@ -93,6 +95,11 @@ impl Scenario {
         self.0.seed
     }
 
+    /// When the breaker learns a call's outcome.
+    pub fn model(&self) -> Model {
+        self.0.model
+    }
+
     /// Whether every request is recorded.
     pub fn log_calls(&self) -> bool {
         self.0.log_calls
@@ -115,6 +122,35 @@ impl Scenario {
 impl From<Scenario> for RawScenario {
     fn from(scenario: Scenario) -> Self {
         scenario.0
+    }
+}
+
+/// When the breaker learns a call's outcome: the one difference between the two models the simulator draws.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// When the call ends, as the production breaker does: a hanging call's failure arrives at the timeout, so
+    /// calls keep reaching the dependency until the first failures come back (`at-timeout`, the default).
+    #[default]
+    AtTimeout,
+    /// The published simulator's model (`published`): the breaker sees every outcome the instant the call is
+    /// made, while the caller still pays the full timeout for a hanging call (a "slow failure").
+    Published,
+}
+
+impl Model {
+    /// The name `--model` and the `model` setting take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::AtTimeout => "at-timeout",
+            Model::Published => "published",
+        }
+    }
+}
+
+impl std::fmt::Display for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -14,8 +14,8 @@ use crate::config::{
     BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, RawTripConfig,
 };
 use crate::sim::scenario::{
-    CallFailure, MAX_WINDOW, Pattern, RawScenario, Scenario, ScenarioError, Schedule, Upstream,
-    Warmup, Workload, check_count, check_duration,
+    CallFailure, MAX_WINDOW, Model, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
+    Upstream, Warmup, Workload, check_count, check_duration,
 };
 
 /// Largest consecutive-failure threshold a setting may ask for.
@@ -220,6 +220,8 @@ pub struct Settings {
     pub warmup: Duration,
     /// Seed of every draw.
     pub seed: u64,
+    /// When the breaker learns a call's outcome (`at-timeout` or `published`).
+    pub model: Model,
 }
 
 impl Default for Settings {
@@ -251,11 +253,34 @@ impl Default for Settings {
             warm_capacity: 0.0,
             warmup: Duration::from_secs(10),
             seed: 1,
+            model: Model::AtTimeout,
         }
     }
 }
 
 impl Settings {
+    /// The published simulator's defaults and model: 60 s, one 18 s hard outage from 20 s, 20 requests a second
+    /// each failing after a 3 s timeout, a 5-consecutive-failures breaker open for 10 s, every arrival probing,
+    /// 2 successes to close, outcomes seen at once.
+    pub fn published() -> Self {
+        Settings {
+            outage_start: Duration::from_secs(20),
+            outage: Duration::from_secs(18),
+            rate: 20.0,
+            timeout: Duration::from_secs(3),
+            model: Model::Published,
+            ..Settings::default()
+        }
+    }
+
+    /// The defaults of `model`: [`Settings::published`] for the published model, [`Settings::default`] else.
+    pub fn defaults_of(model: Model) -> Self {
+        match model {
+            Model::Published => Settings::published(),
+            Model::AtTimeout => Settings::default(),
+        }
+    }
+
     /// The breaker these settings describe (consecutive-failure detector), unchecked: [`Settings::scenario`]
     /// checks it.
     pub fn breaker_config(&self) -> RawBreakerConfig {
@@ -361,6 +386,7 @@ impl Settings {
             workers: (self.workers > 0).then_some(self.workers),
             seed: self.seed,
             log_calls: false,
+            model: self.model,
         })
     }
 }

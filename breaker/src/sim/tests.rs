@@ -49,6 +49,7 @@ fn idealised(
         workers: None,
         seed: 7,
         log_calls: false,
+        model: Model::AtTimeout,
     }
 }
 
@@ -433,4 +434,53 @@ fn a_counterfactual_run_once_gives_what_simulate_gives_for_every_breaker() {
     };
     let longer = Scenario::try_from(longer).expect("valid");
     assert_eq!(simulate_with(&longer, &without), simulate(&longer));
+}
+
+// The published simulator's defaults (`Settings::published`): 20 requests a second for 60 s, request k at k/20 s
+// (k = 0..1199: 1,200 requests); every call in [20, 38) fails after a 3 s timeout; 5 consecutive failures trip;
+// open 10 s; every arrival probes; 2 successes close; the breaker sees each outcome the instant the call is made.
+// - Requests 400..404 (20.00..20.20 s) reach and fail: the fifth trips at 20.20, open until 30.20.
+// - 405..603 (20.25..30.15 s) are rejected: 199. Request 604 (30.20 s) probes, fails, reopens until 40.20.
+// - 605..803 (30.25..40.15 s) are rejected: 199, of which 760..803 (38.00..40.15 s, 44 requests = 2.2 s of
+//   traffic at 20 a second) after the upstream recovered at 38 s. 804 and 805 probe and succeed: closed at 40.25.
+// Never made 199 + 199 = 398, reached 1,200 − 398 = 802, slow failures 5 + 1 = 6, fast failures 398 (the
+// rejections), failed 404, successful 802 − 6 = 796. Without the breaker the 360 calls in [20, 38) (400..759)
+// fail, each holding its caller 3 s: 1,080 caller-seconds, against 6 × 3 = 18 with it. Two opens.
+#[test]
+fn the_published_model_with_its_defaults_gives_the_published_totals() {
+    let run = simulate(&Settings::published().scenario().expect("valid"));
+    let t = &run.totals;
+    assert_eq!(run.model, Model::Published);
+    assert_eq!(
+        (t.reached, t.never_made, t.slow_failures, t.fast_failures),
+        (802, 398, 6, 398)
+    );
+    assert_eq!(
+        (
+            t.failed_with_breaker,
+            t.failed_without_breaker,
+            t.successful
+        ),
+        (404, 360, 796)
+    );
+    assert!((t.rejected_after_recovery_s - 2.2).abs() < 1e-9, "{t:?}");
+    assert!((t.caller_seconds_with - 18.0).abs() < 1e-9, "{t:?}");
+    assert!((t.caller_seconds_without - 1080.0).abs() < 1e-9, "{t:?}");
+    assert_eq!(t.opens, 2);
+    assert!(t.opens <= run.closed_form.opens_bound);
+}
+
+// The same settings under the default model: the first failures reach the breaker only at 23.00..23.20 s, so
+// every request of [20, 23.20) reaches the dependency and hangs (65 slow failures before the first trip): the
+// outcome's timing, not the breaker, is what the published totals assume.
+#[test]
+fn the_default_model_sees_hanging_failures_at_the_timeout() {
+    let settings = Settings {
+        model: Model::AtTimeout,
+        ..Settings::published()
+    };
+    let run = simulate(&settings.scenario().expect("valid"));
+    assert_eq!(run.model, Model::AtTimeout);
+    assert!(run.totals.slow_failures >= 65, "{:?}", run.totals);
+    assert!(run.totals.caller_seconds_with >= 195.0);
 }

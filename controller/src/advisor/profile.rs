@@ -136,6 +136,7 @@ impl Profile {
             workers: traffic.workers,
             seed,
             log_calls: false,
+            model: breaker::sim::Model::AtTimeout,
         })
     }
 }

@@ -221,3 +221,31 @@ fn the_pool_experiment_predicts_the_breaker_opening_only_during_the_hang() {
         "{off:?}"
     );
 }
+
+// Every prediction is of Checkout's breaker on Payment, its bands made of `SEEDS` simulations with the band
+// inside the simulated range; the frontend's breaker on Checkout, which the fault also reaches, is named as not
+// modelled.
+#[test]
+fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
+    let spec = seed_study();
+    let predictions = predict(&spec);
+    assert!(!predictions.is_empty());
+    for p in &predictions {
+        assert_eq!(p.breaker, "checkout->payment");
+        let left: Vec<&str> = p.not_modelled.iter().map(|n| n.breaker.as_str()).collect();
+        assert_eq!(left, ["frontend->checkout"]);
+        for (_, band) in p.bands().into_iter().chain(p.breaker_bands()) {
+            assert_eq!(u64::from(band.simulations), SEEDS);
+            assert!(band.low <= band.band_low && band.band_low <= band.band_high);
+            assert!(band.band_high <= band.high, "{band:?}");
+        }
+    }
+    // Percentiles by rank: of 0, 1, …, 39 the 2.5th is 1 and the 97.5th is 38.
+    let values: Vec<f64> = (0..40).rev().map(f64::from).collect();
+    let band = Band::of(&values);
+    assert_eq!(
+        (band.band_low, band.band_high, band.simulations),
+        (1.0, 38.0, 40)
+    );
+    assert_eq!((band.low, band.high, band.mean), (0.0, 39.0, 19.5));
+}

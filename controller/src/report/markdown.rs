@@ -9,7 +9,7 @@ use super::format::{cell, interval, mean_and_half_width, number, percent};
 use super::{PlotFile, ReportError};
 use crate::metric::{MetricKey, MetricName, checkout_endpoint};
 use crate::stats::{
-    BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, left_out,
+    BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, RowKind, left_out,
 };
 use crate::store::AnnotationRow;
 
@@ -268,11 +268,15 @@ fn predictions_table(out: &mut String, stats: &ExperimentStats) {
         out,
         "Predicted from the spec alone before any run, by the breaker on a virtual clock \
          (`breaker::sim`: the spec's users and think time, one task in nineteen a checkout calling \
-         Payment, the condition's fault and breaker config): mean of {} seeded simulations \
-         [lowest, highest]. A measured interval outside the band (that range widened by a tolerance) \
-         is flagged ⚠ with the model assumption most likely behind it. *Opens bound*: no config can \
-         open more often (two trips are at least an open window plus a failing call apart); \
-         *estimate*: measured time / (open window + time to trip), the study's arithmetic.\n",
+         Payment, the condition's fault and breaker config): mean of the seeded simulations \
+         [lowest, highest]; the band is their 2.5th–97.5th percentile, with the number of simulations \
+         that made it ({} per condition). A measured 95 % interval that misses the band is flagged ⚠ with the \
+         model assumption most likely behind it. Opens and time open are per breaker, each beside that \
+         breaker's own measurement (the run-wide figures in the tables above are their sums); a breaker on the \
+         fault's path the model leaves out says so beside what it measured. *Opens bound*: no config can \
+         open that breaker more often (two trips are at least an open window plus the delay before a \
+         failure is seen apart); *estimate*: measured time / (open window + time to trip), the study's \
+         arithmetic.\n",
         crate::predict::SEEDS
     );
     let _ = writeln!(
@@ -281,46 +285,53 @@ fn predictions_table(out: &mut String, stats: &ExperimentStats) {
     );
     let mut reasons: Vec<String> = Vec::new();
     for predicted in &stats.predictions {
-        let p = &predicted.prediction;
-        let rows = p.bands();
-        for (metric, band) in rows {
-            let check = predicted.checks.iter().find(|c| c.metric == metric);
-            let measured = match check {
-                Some(c) => mean_and_half_width(&c.measured),
-                None if left_out(&stats.experiment.not_measured, metric).is_some() => {
-                    "not measured (see *Not measured*)".to_owned()
+        let label = cell(&predicted.label);
+        for row in predicted.rows() {
+            let name = cell(&row.label());
+            match row.kind {
+                RowKind::Predicted { band, check } => {
+                    let measured = match check {
+                        Some(c) => mean_and_half_width(&c.measured),
+                        None if left_out(&stats.experiment.not_measured, row.metric).is_some() => {
+                            "not measured (see *Not measured*)".to_owned()
+                        }
+                        None => "not measured yet".to_owned(),
+                    };
+                    let flag = match check.and_then(|c| c.flag.as_deref()) {
+                        Some(reason) => {
+                            reasons.push(format!("{label} — {}: {reason}", row.label()));
+                            "⚠ outside"
+                        }
+                        None if check.is_some() => "within",
+                        None => "",
+                    };
+                    let _ = writeln!(
+                        out,
+                        "| {label} | {name} | {} [{}, {}] | [{}, {}] ({} sims) | {measured} | {flag} |",
+                        number(band.mean),
+                        number(band.low),
+                        number(band.high),
+                        number(band.band_low),
+                        number(band.band_high),
+                        band.simulations,
+                    );
                 }
-                None => "not measured yet".to_owned(),
-            };
-            let flag = match check.and_then(|c| c.flag) {
-                Some(reason) => {
-                    reasons.push(format!("{} — {metric}: {reason}", cell(&predicted.label)));
-                    "⚠ outside"
+                RowKind::OpensBound { bound, estimate } => {
+                    let estimate = estimate
+                        .map(|e| format!(", estimate ≈ {}", number(e)))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "| {label} | {name} | ≤ {bound}{estimate} | | | |");
                 }
-                None if check.is_some() => "within",
-                None => "",
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {metric} | {} [{}, {}] | [{}, {}] | {measured} | {flag} |",
-                cell(&predicted.label),
-                number(band.mean),
-                number(band.low),
-                number(band.high),
-                number(band.band_low),
-                number(band.band_high),
-            );
-        }
-        if let Some(bound) = p.opens_bound {
-            let estimate = p
-                .opens_estimate
-                .map(|e| format!(", estimate ≈ {}", number(e)))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "| {} | opens bound | ≤ {bound}{estimate} | | | |",
-                cell(&predicted.label)
-            );
+                RowKind::NotModelled { reason, measured } => {
+                    let measured =
+                        measured.map_or("not measured yet".to_owned(), mean_and_half_width);
+                    let _ = writeln!(
+                        out,
+                        "| {label} | {name} | {} | | {measured} | |",
+                        cell(reason)
+                    );
+                }
+            }
         }
     }
     let _ = writeln!(out);

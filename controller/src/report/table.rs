@@ -1,11 +1,11 @@
-//! The CSV report: one row per condition and metric (tidy), with the comparison against the
+//! The CSV report: one row per condition and metric (per endpoint or per breaker where it is; tidy), with the comparison against the
 //! baseline at the same fault kind and rate on the treatment condition's rows.
 
 use super::ReportError;
 use crate::stats::{ExperimentStats, MetricDifference};
 
 /// The CSV's columns, in order.
-pub const CSV_HEADER: [&str; 21] = [
+pub const CSV_HEADER: [&str; 22] = [
     "condition_index",
     "condition",
     "fault_kind",
@@ -27,6 +27,7 @@ pub const CSV_HEADER: [&str; 21] = [
     "difference_ci_high",
     "welch_df",
     "verdict",
+    "breaker",
 ];
 
 fn optional(value: Option<f64>) -> String {
@@ -69,6 +70,7 @@ pub fn csv(stats: &ExperimentStats) -> Result<String, ReportError> {
                 optional(d.map(|d| d.ci_high)),
                 optional(d.map(|d| d.df)),
                 d.map_or_else(String::new, |d| d.verdict.as_str().to_owned()),
+                metric.key.breaker.clone().unwrap_or_default(),
             ])?;
         }
     }

@@ -174,6 +174,14 @@ fn two_kinds() -> ExperimentStats {
             ));
         }
     }
+    // One breaker opened: the run's opens are all Checkout's on Payment.
+    for run in &mut runs {
+        let opens = run.values[&MetricKey::run(MetricName::BreakerOpens)];
+        run.values.insert(
+            MetricKey::breaker(MetricName::BreakerOpens, "checkout->payment"),
+            opens,
+        );
+    }
     let info = ExperimentInfo {
         id: ExperimentId(7),
         name: "kinds | pipes".into(),
@@ -264,8 +272,14 @@ fn csv_has_one_row_per_condition_and_metric() {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     assert_eq!(reader.headers().unwrap().len(), CSV_HEADER.len());
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
-    // 4 conditions × 2 metrics.
-    assert_eq!(rows.len(), 8);
+    // 4 conditions × 3 metrics (opens, checkout failure, and the opens of Checkout's breaker on Payment).
+    assert_eq!(rows.len(), 12);
+    assert_eq!(
+        rows.iter()
+            .filter(|r| &r[21] == "checkout->payment")
+            .count(),
+        4
+    );
     assert!(
         rows.iter().all(|r| r[15].is_empty()),
         "no baseline, no comparison"
@@ -478,9 +492,15 @@ fn predicted_condition_1() -> crate::predict::Prediction {
         high,
         band_low: low - slack,
         band_high: high + slack,
+        simulations: 40,
     };
     crate::predict::Prediction {
         condition: 1,
+        breaker: "checkout->payment".into(),
+        not_modelled: vec![crate::predict::NotModelled {
+            breaker: "frontend->checkout".into(),
+            reason: "not modelled: one breaker".into(),
+        }],
         breaker_opens: band(40.0, 42.0, 2.0),
         rejected: band(100.0, 120.0, 10.0),
         checkout_failure: band(0.48, 0.52, 0.03),
@@ -505,7 +525,7 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
     let md = render(&stats, Format::Md).unwrap().text;
     assert!(md.contains("## Predicted vs measured"), "{md}");
     assert!(
-        md.contains("| error @ 50% / enforce | breaker_opens | 41.00 [40.00, 42.00] | [38.00, 44.00] | 5.500 ± 6.353 | ⚠ outside |"),
+        md.contains("| error @ 50% / enforce | breaker_opens [checkout->payment] | 41.00 [40.00, 42.00] | [38.00, 44.00] (40 sims) | 5.500 ± 6.353 | ⚠ outside |"),
         "{md}"
     );
     assert!(
@@ -514,19 +534,30 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
     );
     assert!(md.contains("| 0.5000 ± 0 | within |"), "{md}");
     assert!(
-        md.contains("| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] | not measured yet |"),
+        md.contains(
+            "| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] (40 sims) | not measured yet |"
+        ),
         "{md}"
     );
-    assert!(md.contains("opens bound | ≤ 58, estimate ≈ 41.50"), "{md}");
+    assert!(
+        md.contains("opens bound [checkout->payment] | ≤ 58, estimate ≈ 41.50"),
+        "{md}"
+    );
+    // The breaker the model leaves out: said, with its own measurement (it never opened: 0 in both rounds).
+    assert!(
+        md.contains(
+            "| breaker_opens [frontend->checkout] | not modelled: one breaker | | 0 ± 0 | |"
+        ),
+        "{md}"
+    );
     assert!(md.contains("Likely reasons"), "{md}");
     let json: serde_json::Value =
         serde_json::from_str(&render(&stats, Format::Json).unwrap().text).unwrap();
     assert_eq!(json["predictions"][0]["prediction"]["opens_bound"], 58);
-    assert_eq!(
-        json["predictions"][0]["checks"][0]["metric"],
-        "breaker_opens"
-    );
-    assert!(json["predictions"][0]["checks"][0]["flag"].is_string());
+    let opens = &json["predictions"][0]["checks"][1];
+    assert_eq!(opens["metric"], "breaker_opens", "{json}");
+    assert_eq!(opens["breaker"], "checkout->payment", "{json}");
+    assert!(opens["flag"].is_string());
 
     let without = render(&two_kinds(), Format::Md).unwrap().text;
     assert!(!without.contains("Predicted vs measured"));
@@ -552,11 +583,13 @@ fn a_prediction_of_a_metric_the_targets_could_not_measure_says_not_measured() {
         "{md}"
     );
     assert!(
-        md.contains("| time_open_s | 11.00 [10.00, 12.00] | [8.000, 14.00] | not measured (see *Not measured*) |"),
+        md.contains("| time_open_s [checkout->payment] | 11.00 [10.00, 12.00] | [8.000, 14.00] (40 sims) | not measured (see *Not measured*) |"),
         "{md}"
     );
     assert!(
-        md.contains("| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] | not measured yet |"),
+        md.contains(
+            "| rejected | 110.0 [100.0, 120.0] | [90.00, 130.0] (40 sims) | not measured yet |"
+        ),
         "{md}"
     );
     let json: serde_json::Value =

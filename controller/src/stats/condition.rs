@@ -111,6 +111,19 @@ impl ConditionStats {
                 per_metric.entry(key).or_default().push(value);
             }
         }
+        // A breaker that never changed state in a run is not in its values; where the run measured the metric
+        // (its run-wide sum is there), that breaker's figure was 0.
+        for (key, values) in per_metric
+            .iter_mut()
+            .filter(|(key, _)| key.breaker.is_some())
+        {
+            let whole = key.whole();
+            let silent = runs
+                .iter()
+                .filter(|run| run.values.contains_key(&whole) && !run.values.contains_key(*key))
+                .count();
+            values.extend(std::iter::repeat_n(0.0, silent));
+        }
         let metrics = per_metric
             .into_iter()
             .filter_map(|(key, values)| {

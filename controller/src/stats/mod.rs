@@ -29,8 +29,14 @@ pub use error::StatsError;
 pub use not_measured::{
     NotMeasured, left_out, not_measured, not_measured_statements, observes_breakers,
 };
-pub use predicted::{Check, PredictedCondition, checks, likely_reason};
-pub use run::{RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, run_metrics};
+pub use predicted::{
+    Check, Evidence, PredictedCondition, PredictionRow, RowKind, UnmodelledBreaker, checks,
+    likely_reason,
+};
+pub use run::{
+    RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, per_breaker_time_open,
+    run_metrics,
+};
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
 use crate::metric::{MetricKey, MetricName, cart_view_endpoint};
@@ -161,6 +167,22 @@ pub fn measured_fault_periods(spec: &ExperimentSpec) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A condition's summary of `key`; for a breaker that never changed state in any of the condition's runs, 0 in
+/// each run that measured the metric (when the runs recorded per-breaker figures at all).
+fn per_breaker_summary(stats: &ConditionStats, key: &MetricKey) -> Option<Summary> {
+    if let Some(summary) = stats.summary(key) {
+        return Some(*summary);
+    }
+    key.breaker.as_ref()?;
+    let whole = stats.summary(&key.whole())?;
+    // Zero only when the runs did measure per breaker (another breaker has the figure) or nothing opened.
+    let per_breaker = stats
+        .metrics
+        .iter()
+        .any(|m| m.key.metric == key.metric && m.key.breaker.is_some());
+    (per_breaker || whole.mean == 0.0).then(|| Summary::of(&vec![0.0; whole.n]))?
+}
+
 impl PredictedCondition {
     /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
     pub fn of(
@@ -169,15 +191,39 @@ impl PredictedCondition {
         measured: Option<&ConditionStats>,
     ) -> PredictedCondition {
         let checks = measured.map_or_else(Vec::new, |stats| {
-            checks(&prediction, |metric| {
-                stats.summary(&MetricKey::run(metric)).cloned()
-            })
+            let evidence = Evidence {
+                checkout_p50_ms: stats
+                    .summary(&MetricKey::endpoint(
+                        MetricName::P50Ms,
+                        crate::metric::checkout_endpoint(),
+                    ))
+                    .map(|s| s.mean),
+            };
+            checks(&prediction, |key| per_breaker_summary(stats, key), evidence)
         });
+        let not_modelled = prediction
+            .not_modelled
+            .iter()
+            .map(|left| UnmodelledBreaker {
+                breaker: left.breaker.clone(),
+                reason: left.reason.clone(),
+                measured: measured.map_or_else(Vec::new, |stats| {
+                    [MetricName::BreakerOpens, MetricName::TimeOpenS]
+                        .into_iter()
+                        .filter_map(|metric| {
+                            let key = MetricKey::breaker(metric, left.breaker.clone());
+                            Some((metric, per_breaker_summary(stats, &key)?))
+                        })
+                        .collect()
+                }),
+            })
+            .collect();
         PredictedCondition {
             condition: prediction.condition as i64,
             label,
             prediction,
             checks,
+            not_modelled,
         }
     }
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::student::Summary;
-use crate::metric::MetricName;
+use crate::metric::{MetricKey, MetricName};
 use crate::predict::{Band, Prediction};
 
 /// A condition's prediction (stored with the experiment) beside what its runs measured.
@@ -15,58 +15,200 @@ pub struct PredictedCondition {
     /// The condition's label, e.g. `error 500 @ 25% / enforce`.
     pub label: String,
     pub prediction: Prediction,
-    /// One per predicted metric the runs measured (none before the condition's first finished run).
+    /// One per predicted metric the runs measured (none before the condition's first finished run): the
+    /// condition's, then the predicted breaker's own.
     pub checks: Vec<Check>,
+    /// The breakers on the fault's path the model leaves out, with what they measured.
+    pub not_modelled: Vec<UnmodelledBreaker>,
+}
+
+/// A breaker the model leaves out, its measured figures beside the reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnmodelledBreaker {
+    pub breaker: String,
+    pub reason: String,
+    pub measured: Vec<(MetricName, Summary)>,
+}
+
+/// One line of a prediction as every view lists it: a predicted metric (the condition's, or a breaker's) with
+/// its band and check, the predicted breaker's opens bound, or a breaker the model leaves out with what it
+/// measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictionRow<'a> {
+    pub metric: MetricName,
+    /// `None`: the whole condition.
+    pub breaker: Option<&'a str>,
+    pub kind: RowKind<'a>,
+}
+
+/// What a [`PredictionRow`] holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowKind<'a> {
+    /// A band, and its check once measured.
+    Predicted {
+        band: Band,
+        check: Option<&'a Check>,
+    },
+    /// The breaker's opens bound (and the study's estimate); no measurement beside it.
+    OpensBound { bound: u64, estimate: Option<f64> },
+    /// Not modelled: why, and the breaker's own measurement.
+    NotModelled {
+        reason: &'a str,
+        measured: Option<&'a Summary>,
+    },
+}
+
+impl PredictionRow<'_> {
+    /// `metric` or `metric [breaker]`.
+    pub fn label(&self) -> String {
+        let metric = match self.kind {
+            RowKind::OpensBound { .. } => "opens bound",
+            _ => self.metric.as_str(),
+        };
+        match self.breaker {
+            Some(breaker) => format!("{metric} [{breaker}]"),
+            None => metric.to_owned(),
+        }
+    }
+}
+
+impl PredictedCondition {
+    /// Every line of the prediction, in the order views list them: the condition's metrics, the predicted
+    /// breaker's metrics and opens bound, then each breaker the model leaves out.
+    pub fn rows(&self) -> Vec<PredictionRow<'_>> {
+        let p = &self.prediction;
+        let check = |metric: MetricName, breaker: Option<&str>| {
+            self.checks
+                .iter()
+                .find(|c| c.metric == metric && c.breaker.as_deref() == breaker)
+        };
+        let mut rows: Vec<PredictionRow<'_>> = p
+            .bands()
+            .into_iter()
+            .map(|(metric, band)| PredictionRow {
+                metric,
+                breaker: None,
+                kind: RowKind::Predicted {
+                    band,
+                    check: check(metric, None),
+                },
+            })
+            .collect();
+        let breaker = Some(p.breaker.as_str());
+        rows.extend(
+            p.breaker_bands()
+                .into_iter()
+                .map(|(metric, band)| PredictionRow {
+                    metric,
+                    breaker,
+                    kind: RowKind::Predicted {
+                        band,
+                        check: check(metric, breaker),
+                    },
+                }),
+        );
+        if let Some(bound) = p.opens_bound {
+            rows.push(PredictionRow {
+                metric: MetricName::BreakerOpens,
+                breaker,
+                kind: RowKind::OpensBound {
+                    bound,
+                    estimate: p.opens_estimate,
+                },
+            });
+        }
+        for left in &self.not_modelled {
+            for metric in [MetricName::BreakerOpens, MetricName::TimeOpenS] {
+                rows.push(PredictionRow {
+                    metric,
+                    breaker: Some(left.breaker.as_str()),
+                    kind: RowKind::NotModelled {
+                        reason: &left.reason,
+                        measured: left
+                            .measured
+                            .iter()
+                            .find(|(m, _)| *m == metric)
+                            .map(|(_, s)| s),
+                    },
+                });
+            }
+        }
+        rows
+    }
 }
 
 /// One measured metric set beside its prediction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
     pub metric: MetricName,
+    /// The breaker a per-breaker check is about (`None`: the whole condition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<String>,
     pub predicted: Band,
     pub measured: Summary,
     /// Why the measurement may miss the band, when it does.
-    pub flag: Option<&'static str>,
+    pub flag: Option<String>,
 }
 
-/// The model assumption most likely behind a measurement of `metric` outside its band.
-pub fn likely_reason(metric: MetricName, measured_above: bool) -> &'static str {
+/// What the runs measured that a flag can cite: the checkout's median latency, against the model's zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Evidence {
+    pub checkout_p50_ms: Option<f64>,
+}
+
+/// The model assumption most likely behind a measurement of `metric` outside its band, with the measured
+/// figure behind it where there is one.
+pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: Evidence) -> String {
+    let queueing = match evidence.checkout_p50_ms {
+        Some(ms) => format!(
+            "queueing: the model's checkouts take no time, the measured checkout median is {ms:.0} ms"
+        ),
+        None => "queueing: the model's checkouts take no time".to_owned(),
+    };
     match (metric, measured_above) {
-        (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => {
-            "the model has one breaker on Payment; the testbed counts every breaker that opened on the checkout path"
-        }
-        (MetricName::BreakerOpens | MetricName::TimeOpenS, false) => {
-            "the model's checkouts reach Payment at once; in the testbed each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls arrive per open window"
-        }
-        (MetricName::Rejected, _) => {
-            "the model counts only checkouts the Payment breaker rejects; the testbed counts every rejected request (read paths too) and its checkout rate depends on latency"
-        }
+        (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => format!(
+            "more failing calls per open window than the model's arrivals (its load has no retries); {queueing}"
+        ),
+        (MetricName::BreakerOpens | MetricName::TimeOpenS, false) => format!(
+            "{queueing}; each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls reach Payment per open window"
+        ),
+        (MetricName::Rejected, _) => format!(
+            "the model counts the checkouts Payment's breaker rejects; the load counts every rejected request, and its checkout rate depends on latency ({queueing})"
+        ),
         (MetricName::CheckoutFailure, true) => {
-            "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too"
+            "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
         }
-        _ => {
-            "the model has no latency, queueing or retries: a closed loop of users whose only dependency call is Payment"
-        }
+        _ => format!("the model has no latency, queueing or retries ({queueing})"),
     }
 }
 
-/// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured.
+/// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured, the
+/// condition's under their run-wide keys and the predicted breaker's under its own (never a sum over breakers).
 pub fn checks(
     prediction: &Prediction,
-    measured: impl Fn(MetricName) -> Option<Summary>,
+    measured: impl Fn(&MetricKey) -> Option<Summary>,
+    evidence: Evidence,
 ) -> Vec<Check> {
-    prediction
+    let whole = prediction
         .bands()
         .into_iter()
-        .filter_map(|(metric, predicted)| {
-            let summary = measured(metric)?;
+        .map(|(metric, band)| (MetricKey::run(metric), band));
+    let breaker = prediction
+        .breaker_bands()
+        .into_iter()
+        .map(|(metric, band)| (MetricKey::breaker(metric, prediction.breaker.clone()), band));
+    whole
+        .chain(breaker)
+        .filter_map(|(key, predicted)| {
+            let summary = measured(&key)?;
             let low = summary.ci_low.unwrap_or(summary.mean);
             let high = summary.ci_high.unwrap_or(summary.mean);
             let flag = predicted
                 .misses(low, high)
-                .then(|| likely_reason(metric, low > predicted.band_high));
+                .then(|| likely_reason(key.metric, low > predicted.band_high, evidence));
             Some(Check {
-                metric,
+                metric: key.metric,
+                breaker: key.breaker,
                 predicted,
                 measured: summary,
                 flag,
@@ -107,19 +249,40 @@ mod tests {
             ci_low: Some(mean - 0.5),
             ci_high: Some(mean + 0.5),
         };
-        let inside = checks(&on, |metric| {
-            (metric == MetricName::BreakerOpens).then(|| summary(on.breaker_opens.mean))
-        });
+        let opens = MetricKey::breaker(MetricName::BreakerOpens, on.breaker.clone());
+        let inside = checks(
+            &on,
+            |key| (key == &opens).then(|| summary(on.breaker_opens.mean)),
+            Evidence::default(),
+        );
         assert_eq!(inside.len(), 1);
         assert_eq!(inside[0].flag, None);
-        let doubled = checks(&on, |metric| {
-            (metric == MetricName::BreakerOpens).then(|| summary(2.0 * on.breaker_opens.high + 5.0))
-        });
-        let reason = doubled[0].flag.expect("flagged");
-        assert!(reason.contains("every breaker"), "{reason}");
-        let low = checks(&on, |metric| {
-            (metric == MetricName::CheckoutFailure).then(|| summary(0.2))
-        });
+        assert_eq!(inside[0].breaker.as_deref(), Some("checkout->payment"));
+        // The run-wide sum over breakers is never set beside the one breaker's prediction.
+        let summed = checks(
+            &on,
+            |key| (key == &MetricKey::run(MetricName::BreakerOpens)).then(|| summary(1e6)),
+            Evidence::default(),
+        );
+        assert!(summed.is_empty(), "{summed:?}");
+        let evidence = Evidence {
+            checkout_p50_ms: Some(412.0),
+        };
+        let halved = checks(
+            &on,
+            |key| (key == &opens).then(|| summary(on.breaker_opens.band_low / 2.0 - 5.0)),
+            evidence,
+        );
+        let reason = halved[0].flag.as_deref().expect("flagged");
+        assert!(
+            reason.contains("queueing") && reason.contains("412 ms"),
+            "{reason}"
+        );
+        let low = checks(
+            &on,
+            |key| (key == &MetricKey::run(MetricName::CheckoutFailure)).then(|| summary(0.2)),
+            evidence,
+        );
         assert!(low[0].flag.is_some());
     }
 }

@@ -216,7 +216,23 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
     if let Some(start_ms) = run.started_at_ms {
         let from_ms = start_ms + run.warmup_ms.max(0);
         let to_ms = from_ms + run.duration_ms.max(0);
-        let (opens, open_ms) = breaker_time_open(&data.transitions, from_ms, to_ms);
+        // Per breaker, and the run's figure as the sum of the same per-breaker figures.
+        let per_breaker = per_breaker_time_open(&data.transitions, from_ms, to_ms);
+        for (breaker, &(opens, open_ms)) in &per_breaker {
+            put(
+                MetricKey::breaker(MetricName::BreakerOpens, breaker.clone()),
+                Some(opens as f64),
+            );
+            put(
+                MetricKey::breaker(MetricName::TimeOpenS, breaker.clone()),
+                Some(open_ms as f64 / 1000.0),
+            );
+        }
+        let (opens, open_ms) = per_breaker
+            .values()
+            .fold((0, 0), |(o, ms), &(opens, open_ms)| {
+                (o + opens, ms + open_ms)
+            });
         put(MetricKey::run(MetricName::BreakerOpens), Some(opens as f64));
         put(
             MetricKey::run(MetricName::TimeOpenS),
@@ -372,9 +388,23 @@ fn timeline(
 }
 
 /// Opens (transitions to `open`) in `[from_ms, to_ms)` and the milliseconds breakers spent open
-/// in it, summed over breakers (a breaker is its service and name: each replica's are its own). A breaker's
-/// state when the window starts is the target of its last earlier transition (closed if it has none).
+/// in it, summed over breakers: the sum of [`per_breaker_time_open`].
 pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: i64) -> (u64, i64) {
+    per_breaker_time_open(transitions, from_ms, to_ms)
+        .values()
+        .fold((0, 0), |(o, ms), &(opens, open_ms)| {
+            (o + opens, ms + open_ms)
+        })
+}
+
+/// Per breaker name (`caller->dependency`): opens in `[from_ms, to_ms)` and milliseconds open in it. A breaker
+/// instance is its service and name (each replica's are its own); a name's figures sum its instances'. An
+/// instance's state when the window starts is the target of its last earlier transition (closed if it has none).
+pub fn per_breaker_time_open(
+    transitions: &[TransitionRecord],
+    from_ms: i64,
+    to_ms: i64,
+) -> BTreeMap<String, (u64, i64)> {
     let mut by_breaker: BTreeMap<(&str, &str), Vec<&TransitionRecord>> = BTreeMap::new();
     for transition in transitions {
         by_breaker
@@ -382,9 +412,9 @@ pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: 
             .or_default()
             .push(transition);
     }
-    let mut opens = 0;
-    let mut open_ms = 0;
-    for (_, mut list) in by_breaker {
+    let mut figures: BTreeMap<String, (u64, i64)> = BTreeMap::new();
+    for ((_, name), mut list) in by_breaker {
+        let (opens, open_ms) = figures.entry(name.to_owned()).or_default();
         list.sort_by_key(|t| (t.at_ms, t.seq));
         let mut open_since = None;
         for transition in list {
@@ -393,7 +423,7 @@ pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: 
                 && transition.at_ms < to_ms
                 && transition.to == State::Open
             {
-                opens += 1;
+                *opens += 1;
             }
             if transition.at_ms >= to_ms {
                 break;
@@ -401,15 +431,15 @@ pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: 
             match (open_since, transition.to == State::Open) {
                 (None, true) => open_since = Some(at),
                 (Some(since), false) => {
-                    open_ms += at - since;
+                    *open_ms += at - since;
                     open_since = None;
                 }
                 _ => {}
             }
         }
         if let Some(since) = open_since {
-            open_ms += to_ms - since;
+            *open_ms += to_ms - since;
         }
     }
-    (opens, open_ms)
+    figures
 }

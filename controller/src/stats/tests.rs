@@ -880,3 +880,42 @@ fn scheduled_fault_periods_are_counted_from_the_warmups_end() {
         vec![(0.0, 10.0), (40.0, 60.0), (90.0, 100.0)]
     );
 }
+
+// Two breakers on the checkout path in [0, 1000): the frontend's on Checkout opens at 100 and closes at 400
+// (300 ms), Checkout's on Payment opens at 100 and 600, closing at 300 and 900 (500 ms). Per breaker 1 and 2
+// opens; the run's figures are their sums, 3 opens and 800 ms, and each breaker has its own key.
+#[test]
+fn opens_and_time_open_are_per_breaker_and_the_run_figure_is_their_sum() {
+    let transitions = [
+        transition("frontend->checkout", 100, State::Closed, State::Open),
+        transition("frontend->checkout", 400, State::Open, State::Closed),
+        transition("checkout->payment", 100, State::Closed, State::Open),
+        transition("checkout->payment", 300, State::Open, State::HalfOpen),
+        transition("checkout->payment", 600, State::HalfOpen, State::Open),
+        transition("checkout->payment", 900, State::Open, State::Closed),
+    ];
+    let figures = per_breaker_time_open(&transitions, 0, 1000);
+    assert_eq!(figures["frontend->checkout"], (1, 300));
+    assert_eq!(figures["checkout->payment"], (2, 500));
+    assert_eq!(breaker_time_open(&transitions, 0, 1000), (3, 800));
+
+    let mut data = run_data();
+    data.transitions = transitions.to_vec();
+    let start = data.run.started_at_ms.unwrap() + data.run.warmup_ms;
+    for t in &mut data.transitions {
+        t.at_ms += start;
+    }
+    let metrics = run_metrics(&data).unwrap();
+    let value = |key: MetricKey| metrics.values.get(&key).copied();
+    let payment = "checkout->payment";
+    assert_eq!(
+        value(MetricKey::breaker(MetricName::BreakerOpens, payment)),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(MetricKey::breaker(MetricName::TimeOpenS, payment)),
+        Some(0.5)
+    );
+    assert_eq!(value(MetricKey::run(MetricName::BreakerOpens)), Some(3.0));
+    assert_eq!(value(MetricKey::run(MetricName::TimeOpenS)), Some(0.8));
+}

@@ -430,17 +430,23 @@ impl Operations for MemoryOperations {
 
 /// A stored prediction of the one condition: 56–60 opens predicted, none measured yet.
 fn predicted_opens() -> controller::stats::PredictedCondition {
-    use controller::predict::{Band, Prediction};
+    use controller::predict::{Band, NotModelled, Prediction};
     let band = |low: f64, high: f64| Band {
         low,
         mean: (low + high) / 2.0,
         high,
         band_low: low,
         band_high: high,
+        simulations: 40,
     };
     controller::stats::PredictedCondition::of(
         Prediction {
             condition: 0,
+            breaker: "checkout->payment".into(),
+            not_modelled: vec![NotModelled {
+                breaker: "frontend->checkout".into(),
+                reason: "not modelled: the simulator has one breaker, on Payment".into(),
+            }],
             breaker_opens: band(56.0, 60.0),
             rejected: band(0.0, 0.0),
             checkout_failure: band(1.0, 1.0),

@@ -3,6 +3,7 @@
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::Response;
+use controller::stats::RowKind;
 use controller::store::Status;
 use http::HeaderMap;
 
@@ -24,7 +25,8 @@ pub struct CellText {
 /// One predicted metric of one condition beside its measurement, as the results page shows it.
 struct PredictionLine {
     condition: String,
-    metric: &'static str,
+    /// `metric` or `metric [breaker]`.
+    metric: String,
     predicted: String,
     measured: String,
     /// `within`, `outside` or empty (not measured yet).
@@ -38,57 +40,74 @@ impl PredictionLine {
         predicted: &controller::stats::PredictedCondition,
         not_measured: &[controller::stats::NotMeasured],
     ) -> Vec<PredictionLine> {
-        let p = &predicted.prediction;
-        let mut lines: Vec<PredictionLine> = p
-            .bands()
+        predicted
+            .rows()
             .into_iter()
-            .map(|(metric, band)| {
-                let check = predicted.checks.iter().find(|c| c.metric == metric);
-                PredictionLine {
-                    condition: predicted.label.clone(),
-                    metric: metric.as_str(),
-                    predicted: format!(
-                        "{} [{}, {}]",
-                        number(band.mean),
-                        number(band.low),
-                        number(band.high)
-                    ),
-                    measured: check.map_or_else(
-                        || {
-                            if controller::stats::left_out(not_measured, metric).is_some() {
-                                crate::results_summary::NOT_MEASURED.to_owned()
-                            } else {
-                                "not measured yet".to_owned()
-                            }
+            .map(|row| {
+                let metric = row.label();
+                let condition = predicted.label.clone();
+                match row.kind {
+                    RowKind::Predicted { band, check } => PredictionLine {
+                        condition,
+                        metric,
+                        predicted: format!(
+                            "{} [{}, {}]; band [{}, {}] of {} simulations",
+                            number(band.mean),
+                            number(band.low),
+                            number(band.high),
+                            number(band.band_low),
+                            number(band.band_high),
+                            band.simulations
+                        ),
+                        measured: check.map_or_else(
+                            || {
+                                if controller::stats::left_out(not_measured, row.metric).is_some() {
+                                    crate::results_summary::NOT_MEASURED.to_owned()
+                                } else {
+                                    "not measured yet".to_owned()
+                                }
+                            },
+                            |c| measured_text(&c.measured),
+                        ),
+                        verdict: match check.map(|c| c.flag.is_some()) {
+                            Some(true) => "outside",
+                            Some(false) => "within",
+                            None => "",
                         },
-                        |c| match c.measured.half_width {
-                            Some(half) => format!("{} ± {}", number(c.measured.mean), number(half)),
-                            None => format!("{} (n = 1)", number(c.measured.mean)),
-                        },
-                    ),
-                    verdict: match check.map(|c| c.flag) {
-                        Some(Some(_)) => "outside",
-                        Some(None) => "within",
-                        None => "",
+                        reason: check.and_then(|c| c.flag.clone()).unwrap_or_default(),
                     },
-                    reason: check.and_then(|c| c.flag).unwrap_or_default().to_owned(),
+                    RowKind::OpensBound { bound, estimate } => PredictionLine {
+                        condition,
+                        metric,
+                        predicted: match estimate {
+                            Some(estimate) => {
+                                format!("≤ {bound} (estimate ≈ {})", number(estimate))
+                            }
+                            None => format!("≤ {bound}"),
+                        },
+                        measured: String::new(),
+                        verdict: "",
+                        reason: String::new(),
+                    },
+                    RowKind::NotModelled { reason, measured } => PredictionLine {
+                        condition,
+                        metric,
+                        predicted: "—".to_owned(),
+                        measured: measured.map_or("not measured yet".to_owned(), measured_text),
+                        verdict: "",
+                        reason: reason.to_owned(),
+                    },
                 }
             })
-            .collect();
-        if let Some(bound) = p.opens_bound {
-            lines.push(PredictionLine {
-                condition: predicted.label.clone(),
-                metric: "opens bound",
-                predicted: match p.opens_estimate {
-                    Some(estimate) => format!("≤ {bound} (estimate ≈ {})", number(estimate)),
-                    None => format!("≤ {bound}"),
-                },
-                measured: String::new(),
-                verdict: "",
-                reason: String::new(),
-            });
-        }
-        lines
+            .collect()
+    }
+}
+
+/// A measured summary as the page writes it: mean ± half-width.
+fn measured_text(summary: &controller::stats::Summary) -> String {
+    match summary.half_width {
+        Some(half) => format!("{} ± {}", number(summary.mean), number(half)),
+        None => format!("{} (n = 1)", number(summary.mean)),
     }
 }
 

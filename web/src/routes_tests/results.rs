@@ -41,6 +41,20 @@ async fn results_page_and_downloads() {
         "whole figures read whole: {page}"
     );
     assert!(page.contains("≤ 62 (estimate ≈ 57.98)"), "{page}");
+    // Per breaker: the predicted one by name with its bound, the one the model leaves out said so.
+    assert!(
+        page.contains("breaker_opens [checkout-&#62;payment]"),
+        "{page}"
+    );
+    assert!(
+        page.contains("opens bound [checkout-&#62;payment]"),
+        "{page}"
+    );
+    assert!(
+        page.contains("breaker_opens [frontend-&#62;checkout]"),
+        "{page}"
+    );
+    assert!(page.contains("of 40 simulations"), "{page}");
     assert!(page.contains("not measured yet"), "{page}");
     assert!(!page.contains("id=\"one-round\""));
     let csv = send(&state, get("/api/experiments/1/results.csv")).await;

@@ -41,3 +41,37 @@ async fn the_routes_answer_json_specs_and_errors_naming_the_setting() {
         "{page}"
     );
 }
+
+/// The page offers the published model with the published defaults on its option; those settings, sent back as
+/// the page sends them, draw the published model and its totals.
+#[tokio::test]
+async fn the_page_offers_the_published_model_and_its_defaults_give_its_totals() {
+    let (state, _) = app();
+    let page = text(send(&state, get("/simulate")).await).await;
+    let option = page
+        .split("<option value=\"published\" data-defaults=\"")
+        .nth(1)
+        .expect("the published model is offered");
+    let defaults = option.split('"').next().unwrap().replace("&#38;", "&");
+    let response = send(
+        &state,
+        get(&format!("/api/simulate?model=published&{defaults}")),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let run: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(run["model"], "published", "{run}");
+    let t = &run["totals"];
+    let totals: Vec<u64> = ["reached", "never_made", "slow_failures", "fast_failures"]
+        .iter()
+        .map(|key| t[key].as_u64().unwrap())
+        .collect();
+    assert_eq!(totals, [802, 398, 6, 398], "{t}");
+    assert_eq!(t["successful"], 796, "{t}");
+
+    let response = send(&state, get("/api/simulate")).await;
+    let run: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(run["model"], "at-timeout", "{run}");
+    let response = send(&state, get("/api/simulate?model=instant")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
