@@ -38,6 +38,7 @@ async fn a_cross_origin_websocket_is_refused_and_the_dashboards_own_page_is_serv
         auth: Arc::new(Auth::new("ws-token")),
         shop_url: None,
         breaker_inbox: PushInbox::new(RateLimit::new(0.01, 10.0)),
+        simulations: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -106,6 +107,7 @@ async fn anonymous_readers_beyond_the_cap_get_503_and_a_leaving_one_frees_its_pl
         auth: Arc::new(Auth::new("ws-token")),
         shop_url: None,
         breaker_inbox: PushInbox::new(RateLimit::new(0.01, 10.0)),
+        simulations: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
