@@ -84,6 +84,8 @@ struct PoolState {
 struct Inner {
     wanted: usize,
     token: String,
+    /// Wrong tokens per client address (`docs/wire.md`, *Wrong tokens*).
+    throttle: serving::throttle::TokenThrottle,
     address: SocketAddr,
     state: Mutex<PoolState>,
     /// The number of connected workers, for whoever waits for them.
@@ -123,6 +125,7 @@ impl WorkerPool {
         let inner = Arc::new(Inner {
             wanted,
             token,
+            throttle: serving::throttle::TokenThrottle::default(),
             address,
             state: Mutex::new(PoolState::default()),
             count: watch::channel(0).0,
@@ -134,9 +137,9 @@ impl WorkerPool {
                 loop {
                     tokio::select! {
                         accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
+                            let Ok((stream, peer)) = accepted else { continue };
                             let Some(inner) = inner.upgrade() else { return };
-                            connections.spawn(serve(inner, stream));
+                            connections.spawn(serve(inner, stream, peer.ip()));
                         }
                         Some(_) = connections.join_next() => {}
                     }
@@ -293,15 +296,15 @@ pub struct MissingWorkers {
 type Socket = tokio_tungstenite::WebSocketStream<TcpStream>;
 
 /// Serves one connection: handshake, hello, then its messages until it ends.
-async fn serve(inner: Arc<Inner>, stream: TcpStream) {
+async fn serve(inner: Arc<Inner>, stream: TcpStream, peer: std::net::IpAddr) {
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_MESSAGE_BYTES));
-    let token = inner.token.clone();
+    let checker = Arc::clone(&inner);
     // tungstenite's upgrade callback returns its `ErrorResponse` unboxed.
     #[allow(clippy::result_large_err)]
     let check = move |request: &Request, response: Response| {
-        check_request(request, &token).map(|()| response)
+        check_request(request, &checker, peer).map(|()| response)
     };
     let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
     let Ok(Ok(mut socket)) = tokio::time::timeout(HELLO_TIMEOUT, upgrade).await else {
@@ -342,9 +345,15 @@ async fn serve(inner: Arc<Inner>, stream: TcpStream) {
     let _ = socket.close(None).await;
 }
 
-/// The upgrade request's path and token (the refusal in tungstenite's own, unboxed, response type).
+/// The upgrade request's path and token (the refusal in tungstenite's own, unboxed, response type). A wrong token
+/// is counted against `peer`; past the allowance the answer is 429 with `Retry-After`, the right token always
+/// passes.
 #[allow(clippy::result_large_err)]
-fn check_request(request: &Request, token: &str) -> Result<(), ErrorResponse> {
+fn check_request(
+    request: &Request,
+    inner: &Inner,
+    peer: std::net::IpAddr,
+) -> Result<(), ErrorResponse> {
     let refuse = |status: http::StatusCode, why: &str| {
         let mut response = ErrorResponse::new(Some(why.to_owned()));
         *response.status_mut() = status;
@@ -359,9 +368,30 @@ fn check_request(request: &Request, token: &str) -> Result<(), ErrorResponse> {
     let given = (request.headers().get(http::header::AUTHORIZATION))
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
+    let token = inner.token.as_bytes();
     match given {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => Ok(()),
-        Some(_) => Err(refuse(http::StatusCode::UNAUTHORIZED, "wrong token")),
+        Some(given) => {
+            let right = constant_time_eq(given.as_bytes(), token);
+            match (inner.throttle).bearer(peer, right, tokio::time::Instant::now()) {
+                Ok(()) => Ok(()),
+                Err(serving::throttle::Refused::Wrong) => {
+                    Err(refuse(http::StatusCode::UNAUTHORIZED, "wrong token"))
+                }
+                Err(serving::throttle::Refused::Throttled { retry_after }) => {
+                    let seconds = serving::throttle::retry_after_seconds(retry_after);
+                    let mut response = refuse(
+                        http::StatusCode::TOO_MANY_REQUESTS,
+                        &format!(
+                            "too many wrong tokens from this address: try again in {seconds} s"
+                        ),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+                    Err(response)
+                }
+            }
+        }
         None => Err(refuse(
             http::StatusCode::UNAUTHORIZED,
             "the token is required (Authorization: Bearer …)",
