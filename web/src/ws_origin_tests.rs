@@ -119,7 +119,7 @@ async fn anonymous_readers_beyond_the_cap_get_503_and_a_leaving_one_frees_its_pl
     let url = format!("ws://{addr}/ws");
     let first = open_as(&url, None).await.expect("first anonymous reader");
     let _second = open_as(&url, None).await.expect("second anonymous reader");
-    let (status, retry_after) = open_as(&url, None).await.err().expect("a third is refused");
+    let (status, retry_after) = open_as(&url, None).await.expect_err("a third is refused");
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(retry_after.is_some(), "503 says when to try again");
     let _holder = open_as(&url, Some("Bearer ws-token"))
@@ -127,8 +127,7 @@ async fn anonymous_readers_beyond_the_cap_get_503_and_a_leaving_one_frees_its_pl
         .expect("the token's holder is served past the cap");
     let (status, _) = open_as(&url, Some("Bearer wrong"))
         .await
-        .err()
-        .expect("a wrong token is refused, not served as anonymous");
+        .expect_err("a wrong token is refused, not served as anonymous");
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     drop(first);
     while hub.anonymous_readers() > 1 {
