@@ -528,3 +528,34 @@ async fn every_printing_subcommand_exits_quietly_on_a_closed_pipe() {
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// A user's mistake (here an experiment that is not there) is one line on stderr and exit 1, with no backtrace
+/// even under `RUST_BACKTRACE=1`: a backtrace belongs to a panic.
+#[tokio::test]
+async fn a_user_error_is_one_line_without_a_backtrace() {
+    let dir = TempStore::new("one-line");
+    let db = dir.location();
+    fill_store(&db, SPEC).await;
+    let output = Command::new(BIN)
+        .args(["report", "999", "--db", &db])
+        .current_dir(dir.dir())
+        .env_remove("TOLERANT_DB")
+        .env_remove("TOLERANT_TOKEN")
+        .env("RUST_LOG", "warn")
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LIB_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(
+        lines[0].contains("999"),
+        "names what was not found: {stderr}"
+    );
+    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+}

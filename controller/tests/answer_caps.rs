@@ -1,6 +1,7 @@
 //! Every answer Tolerant reads from outside has a size cap checked while reading: an endless body ends in a
 //! bounded "too large" error naming the cap (not in the process growing until it dies), and a 100 MB exposition
 //! from a `[[sources]]` entry mid-run is stored in the run's event log as a failed scrape with that reason.
+//! A source showing more breakers than one source may have followed is refused at its baseline, said.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,5 +130,41 @@ async fn a_100_mb_exposition_mid_run_is_recorded_as_a_failed_scrape() {
         failed[0].1.contains("answer too large"),
         "the reason is said: {}",
         failed[0].1
+    );
+}
+
+#[tokio::test]
+async fn a_source_showing_more_breakers_than_followed_is_an_error_naming_it() {
+    let many: String = (0..controller::sources::MAX_BREAKERS_PER_SOURCE + 1)
+        .map(|index| format!("shop_breaker_state{{breaker=\"b{index}\"}} 0\n"))
+        .collect();
+    let base = serve(Router::new().route(
+        "/metrics",
+        get(move || {
+            let many = many.clone();
+            async move { many }
+        }),
+    ))
+    .await;
+    let observer = Observer::new(AdminClient::without_token());
+    let spec = ScrapeSpec {
+        url: format!("{base}/metrics"),
+        interval: Duration::from_millis(50),
+        service: "shop".into(),
+        mapping: StateMapping::Value {
+            metric: "shop_breaker_state".into(),
+            breaker_label: "breaker".into(),
+            values: StateMapping::default_values(),
+        },
+    };
+    let message = observer
+        .watch()
+        .scrape(3, &spec)
+        .await
+        .expect_err("1,001 breakers are more than one source may have followed")
+        .to_string();
+    assert!(
+        message.starts_with("sources[3].url: the baseline scrape shows 1001 breakers"),
+        "{message}"
     );
 }

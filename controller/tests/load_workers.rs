@@ -312,3 +312,39 @@ async fn wrong_token_duplicate_late_and_other_version_are_refused_with_a_reason(
     );
     drop(first);
 }
+
+/// The workers' port throttles wrong tokens per address as every other token port does (429 with `Retry-After`
+/// once over the allowance), and the right token still connects from that address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_at_the_workers_port_are_throttled_and_the_right_one_still_passes() {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let pool = WorkerPool::listen("127.0.0.1:0".parse().unwrap(), 1, TOKEN.to_owned())
+        .await
+        .unwrap();
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..20 {
+        let mut request = pool.url().into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("authorization", "Bearer guess".parse().unwrap());
+        match tokio_tungstenite::connect_async(request).await {
+            Err(WsError::Http(response)) => {
+                statuses.push(response.status().as_u16());
+                if let Some(value) = response.headers().get(http::header::RETRY_AFTER) {
+                    retry_after = Some(value.to_str().unwrap().to_owned());
+                }
+            }
+            other => panic!("a guess was not refused: {other:?}"),
+        }
+    }
+    assert_eq!(statuses[0], 401, "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    assert!(retry_after.is_some(), "429 says when to try again");
+    let worker = connect(&options(&pool, "a", 10)).await;
+    assert!(
+        worker.is_ok(),
+        "the right token passes from a locked address"
+    );
+}

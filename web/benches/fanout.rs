@@ -151,7 +151,18 @@ async fn controller(args: Args) {
     });
     let _flusher = hub.spawn_flusher();
     let app = axum::Router::new()
-        .route("/ws", axum::routing::get(web::live::websocket))
+        // The hub's client loop as `/ws` serves it, every client counted as a logged-in one (no anonymous cap).
+        .route(
+            "/ws",
+            axum::routing::get(
+                |axum::extract::State(hub): axum::extract::State<Hub>,
+                 upgrade: axum::extract::ws::WebSocketUpgrade| async move {
+                    upgrade.on_upgrade(move |socket| async move {
+                        let _ = web::live::serve_socket(socket, hub.subscribe()).await;
+                    })
+                },
+            ),
+        )
         .with_state(hub.clone());
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await

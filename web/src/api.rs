@@ -367,6 +367,11 @@ pub async fn set_container_fault(
 ) -> Result<Response, AppError> {
     let form: crate::container_fault::ContainerFaultForm = serde_json::from_str(&body)
         .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
+    if form.csrf.is_some() {
+        return Err(AppError::BadRequest(
+            "body: unknown field `csrf` (the API takes the token in Authorization)".into(),
+        ));
+    }
     let request = crate::container_fault::container_fault_of_form(&form)?;
     let id = state.operations.set_container_fault(request).await?;
     Ok(Json(ContainerFaultAnswer {

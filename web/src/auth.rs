@@ -198,6 +198,15 @@ impl Auth {
         }
     }
 
+    /// Whether a reader (`/ws`) from `client` is someone: a live session, or a correct bearer token (a wrong one
+    /// is counted against `client` and refused). `Ok(false)`: anonymous.
+    pub fn reader(&self, headers: &HeaderMap, client: IpAddr) -> Result<bool, AuthError> {
+        if headers.contains_key(AUTHORIZATION) {
+            return self.authorize(headers, client, None).map(|()| true);
+        }
+        Ok(self.session(headers).is_some())
+    }
+
     /// The `Set-Cookie` value for a new session.
     pub fn session_cookie(session: &LoginSession) -> String {
         format!(

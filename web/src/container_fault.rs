@@ -8,7 +8,9 @@ use serde::Deserialize;
 use crate::error::AppError;
 use crate::operations::ContainerFaultRequest;
 
+/// The game day's form and `POST /api/containers`' body: a field not listed here is an error naming it.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ContainerFaultForm {
     /// A replica: `payment`, `checkout#2`.
     container: String,
@@ -24,6 +26,9 @@ pub struct ContainerFaultForm {
     #[serde(default)]
     loss: String,
     pub(crate) lease: String,
+    /// The page form's CSRF field (checked before, by the form extractor); the API's body has none.
+    #[serde(default)]
+    pub(crate) csrf: Option<String>,
 }
 
 /// The container fault a form (or `POST /api/container-faults`) describes; errors name the field.

@@ -196,6 +196,7 @@ impl RunningDashboard {
             auth: Arc::new(Auth::new(token.clone())),
             shop_url: Some(shop_url.clone()),
             breaker_inbox: operations.push_inbox(),
+            simulations: Default::default(),
         };
         let listener = tokio::net::TcpListener::bind(config.bind)
             .await

@@ -25,6 +25,9 @@ pub enum AppError {
     /// More requests than the endpoint takes; the message says the bound.
     #[error("{0}")]
     TooMany(String),
+    /// The dashboard is at a stated capacity (anonymous live readers); the message says the bound.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("page rendering failed")]
     Template(#[from] askama::Error),
     /// A failure of the dashboard itself (a task that did not finish); the message says which.
@@ -47,6 +50,7 @@ impl AppError {
             AppError::Operations(OperationError::Conflict(_)) => StatusCode::CONFLICT,
             AppError::Operations(OperationError::Failed(_)) => StatusCode::BAD_GATEWAY,
             AppError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Template(_)
             | AppError::Internal(_)
             | AppError::Operations(OperationError::Internal(_)) => {
@@ -59,7 +63,7 @@ impl AppError {
     /// fresh error id, and the client reads only a generic message carrying that id.
     fn answer(&self) -> (StatusCode, String, Option<String>) {
         let status = self.status();
-        if !status.is_server_error() {
+        if !status.is_server_error() || matches!(self, AppError::Unavailable(_)) {
             return (status, self.to_string(), None);
         }
         let id = format!("{:08x}", rand::random::<u32>());
@@ -83,12 +87,21 @@ impl IntoResponse for AppError {
             None => body,
         }
         .into_response_with(status);
-        if let AppError::Auth(AuthError::Throttled { retry_after }) = self {
-            serving::throttle::set_retry_after(&mut response, retry_after);
+        match self {
+            AppError::Auth(AuthError::Throttled { retry_after }) => {
+                serving::throttle::set_retry_after(&mut response, retry_after);
+            }
+            AppError::Unavailable(_) => {
+                serving::throttle::set_retry_after(&mut response, UNAVAILABLE_RETRY_AFTER);
+            }
+            _ => {}
         }
         response
     }
 }
+
+/// When a client refused for capacity ([`AppError::Unavailable`]) is told to try again.
+pub const UNAVAILABLE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The same errors answered as an HTML page, for the pages and their form posts: a person submitting a form
 /// reads the message in the dashboard's layout, never a bare JSON document.

@@ -63,6 +63,7 @@ async fn dashboard_over_agent(
     let state = AppState {
         hub,
         breaker_inbox: PushInbox::new(RateLimit::new(0.01, 10.0)),
+        simulations: Default::default(),
         operations: Arc::new(operations),
         auth: Arc::new(Auth::new(TOKEN)),
         shop_url: None,

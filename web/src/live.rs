@@ -4,32 +4,53 @@ use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt, future};
-use http::HeaderMap;
+use http::{HeaderMap, request::Parts};
 
 use crate::auth::check_origin;
 use crate::error::AppError;
-use crate::hub::Hub;
+use crate::hub::Subscription;
 use crate::hub::socket::{ClientEnd, ClientMessage, serve_client};
+use crate::state::AppState;
 
 /// `GET /ws`: upgrades and serves live frames until the client leaves or stalls. A browser must come from the
-/// dashboard's own origin (the forms' rule): a page elsewhere cannot read the live feed.
+/// dashboard's own origin (the forms' rule): a page elsewhere cannot read the live feed. A reader without a
+/// session or token is one of at most the hub's `anonymous_readers` (503 with `Retry-After` beyond).
 pub async fn websocket(
-    State(hub): State<Hub>,
-    headers: HeaderMap,
+    State(state): State<AppState>,
+    parts: Parts,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if let Err(refused) = check_origin(&headers) {
-        return AppError::Auth(refused).into_response();
+    match subscription(&state, &parts.headers, &parts.extensions) {
+        Ok(subscription) => upgrade.on_upgrade(move |socket| async move {
+            let end = serve_socket(socket, subscription).await;
+            tracing::debug!(?end, "dashboard websocket ended");
+        }),
+        Err(refused) => refused.into_response(),
     }
-    upgrade.on_upgrade(move |socket| async move {
-        let end = serve_socket(socket, hub).await;
-        tracing::debug!(?end, "dashboard websocket ended");
+}
+
+/// The reader's subscription: anyone with a session or the token, anonymous ones while under the cap.
+fn subscription(
+    state: &AppState,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+) -> Result<Subscription, AppError> {
+    check_origin(headers)?;
+    let client = serving::throttle::client_address(extensions);
+    if state.auth.reader(headers, client)? {
+        return Ok(state.hub.subscribe());
+    }
+    state.hub.subscribe_anonymous().ok_or_else(|| {
+        AppError::Unavailable(format!(
+            "{} anonymous live readers are connected, the most the dashboard serves: log in, or try again later",
+            state.hub.config().anonymous_readers
+        ))
     })
 }
 
-/// Serves one upgraded socket.
-pub async fn serve_socket(socket: WebSocket, hub: Hub) -> ClientEnd {
-    let send_timeout = hub.config().send_timeout;
+/// Serves one upgraded socket from `subscription`.
+pub async fn serve_socket(socket: WebSocket, subscription: Subscription) -> ClientEnd {
+    let send_timeout = subscription.config().send_timeout;
     let (sink, stream) = socket.split();
     let sink = sink.with(|frame: crate::hub::Frame| {
         future::ready(Ok::<_, axum::Error>(Message::Text(frame.text)))
@@ -38,5 +59,5 @@ pub async fn serve_socket(socket: WebSocket, hub: Hub) -> ClientEnd {
         Ok(Message::Close(_)) | Err(_) => ClientMessage::Close,
         Ok(_) => ClientMessage::Other,
     });
-    serve_client(hub.subscribe(), Box::pin(sink), incoming, send_timeout).await
+    serve_client(subscription, Box::pin(sink), incoming, send_timeout).await
 }

@@ -2,23 +2,92 @@
 //! `tolerant simulate` flag names, snake_case) and answers its JSON; `GET /api/simulate/spec?<settings>` turns
 //! the same settings into an experiment spec, checked by the spec parser before it is sent. Both read nothing
 //! from the controller and change nothing, so like the other GETs they need no login. A bad setting is a 400
-//! naming it.
+//! naming it. Simulations run on a bounded pool ([`SimulationPool`]): [`SIMULATIONS_RUNNING`] at once, at most
+//! [`SIMULATIONS_QUEUED`] waiting, a 429 beyond.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::{Query, RawQuery};
+use axum::extract::{Query, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use breaker::sim::{self, HalfOpen, Schedule, Settings};
 use controller::spec::ExperimentSpec;
 use http::header::CONTENT_TYPE;
 
 use crate::error::AppError;
+use crate::state::AppState;
 
 /// Most requests one API simulation may make (rate × window): the page's sliders stay well below, and an
 /// anonymous GET cannot ask for minutes of CPU.
 pub const MAX_API_REQUESTS: f64 = 2_000_000.0;
+
+/// Longest window one API simulation may cover (the page's slider stops at 5 minutes; `tolerant simulate` takes
+/// a day): with [`MAX_API_REQUESTS`] it bounds what one simulation holds.
+pub const MAX_API_WINDOW: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+/// Simulations the dashboard runs at once (each holds one blocking thread and up to [`SIMULATION_PEAK_BYTES`]).
+pub const SIMULATIONS_RUNNING: usize = 2;
+/// Simulations that may wait for a place; one more is answered 429.
+pub const SIMULATIONS_QUEUED: usize = 8;
+/// Peak memory of the largest simulation the API accepts, rounded up from a measurement (`docs/wire.md`: a
+/// one-hour window at 555 requests/s, hangs or errors, took 14 MB over the process's baseline, its JSON
+/// included). The pool holds at most [`SIMULATIONS_RUNNING`] times this, whatever the number of requests.
+pub const SIMULATION_PEAK_BYTES: u64 = 16 << 20;
+
+/// The bounded pool every API simulation runs on: a place among the admitted (running or queued), then a place
+/// among the running; both are held by the blocking task itself, so a client that leaves early does not free a
+/// place its simulation still occupies.
+#[derive(Debug, Clone)]
+pub struct SimulationPool {
+    pub(crate) admitted: Arc<tokio::sync::Semaphore>,
+    running: Arc<tokio::sync::Semaphore>,
+    /// Running plus queued places.
+    places: usize,
+}
+
+impl Default for SimulationPool {
+    fn default() -> Self {
+        SimulationPool::new(SIMULATIONS_RUNNING, SIMULATIONS_QUEUED)
+    }
+}
+
+impl SimulationPool {
+    /// `running` at once (at least one), `queued` more waiting.
+    pub fn new(running: usize, queued: usize) -> SimulationPool {
+        let running = running.max(1);
+        SimulationPool {
+            admitted: Arc::new(tokio::sync::Semaphore::new(running + queued)),
+            running: Arc::new(tokio::sync::Semaphore::new(running)),
+            places: running + queued,
+        }
+    }
+
+    /// Runs `job` on a blocking thread once a place is free; `TooMany` when every place is taken or waited for.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, AppError> {
+        let admitted = Arc::clone(&self.admitted)
+            .try_acquire_owned()
+            .map_err(|_| {
+                AppError::TooMany(format!(
+                    "{} simulations are running or waiting, the most the dashboard takes: try again shortly",
+                    self.places
+                ))
+            })?;
+        let running = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|_| AppError::Internal("the simulation pool closed".into()))?;
+        tokio::task::spawn_blocking(move || {
+            let _places = (admitted, running);
+            job()
+        })
+        .await
+        .map_err(|error| AppError::Internal(format!("the simulation did not finish: {error}")))
+    }
+}
 
 /// Deserialises `query` (still percent-encoded) as `T`; the error is serde's message.
 fn query_as<T: serde::de::DeserializeOwned>(query: &str) -> Result<T, String> {
@@ -67,6 +136,12 @@ fn checked(settings: &Settings) -> Result<sim::Scenario, AppError> {
     let scenario = settings
         .scenario()
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
+    if scenario.window() > MAX_API_WINDOW {
+        return Err(AppError::BadRequest(format!(
+            "window: at most {} s on this page (use tolerant simulate for longer)",
+            MAX_API_WINDOW.as_secs()
+        )));
+    }
     let requests = scenario.workload().mean_rate() * scenario.window().as_secs_f64();
     if requests > MAX_API_REQUESTS {
         let field = if settings.users > 0 { "users" } else { "rate" };
@@ -78,13 +153,21 @@ fn checked(settings: &Settings) -> Result<sim::Scenario, AppError> {
 }
 
 /// `GET /api/simulate?<settings>`: the simulation's totals, closed-form figures and per-second rows.
-pub async fn simulate(RawQuery(query): RawQuery) -> Result<Response, AppError> {
+pub async fn simulate(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
     let settings = settings_of(query.as_deref())?;
     let scenario = checked(&settings)?;
-    let run = tokio::task::spawn_blocking(move || sim::simulate(&scenario))
-        .await
-        .map_err(|error| AppError::Internal(format!("the simulation did not finish: {error}")))?;
-    Ok(Json(run).into_response())
+    // Serialized inside the pool too: the answer's bytes are part of what a place may hold.
+    let body = state
+        .simulations
+        .run(move || serde_json::to_vec(&sim::simulate(&scenario)))
+        .await?
+        .map_err(|error| {
+            AppError::Internal(format!("the simulation did not serialize: {error}"))
+        })?;
+    Ok(([(CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// `GET /api/simulate/spec?<settings>`: the settings as an experiment spec (TOML), breaker off vs on.
@@ -236,6 +319,12 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert!(message.starts_with("rate:"), "{message}");
+        let settings = parse("rate=1&window=3601").unwrap();
+        let message = match checked(&settings) {
+            Err(AppError::BadRequest(message)) => message,
+            other => panic!("{other:?}"),
+        };
+        assert!(message.starts_with("window: at most 3600 s"), "{message}");
     }
 
     #[test]

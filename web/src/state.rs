@@ -19,6 +19,8 @@ pub struct AppState {
     pub shop_url: Option<String>,
     /// Takes pushed foreign breaker events (`POST /api/breaker-events`).
     pub breaker_inbox: PushInbox,
+    /// The bounded pool `/api/simulate` runs on.
+    pub simulations: crate::simulate::SimulationPool,
 }
 
 impl std::fmt::Debug for AppState {

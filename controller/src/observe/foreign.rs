@@ -15,18 +15,24 @@ use tokio::time::MissedTickBehavior;
 use super::Observation;
 use crate::clock::now_ms;
 use crate::exposition::{Sample, parse_exposition};
-use crate::sources::ScrapedBreakers;
+use crate::sources::{MAX_BREAKERS_PER_SOURCE, ScrapedBreakers};
 use crate::spec::ScrapeSpec;
 use crate::task::OwnedTask;
 use crate::testbed::{AdminClient, AdminError, Credential};
 
-/// A `[[sources]]` entry (its index in the spec) that did not answer its baseline scrape.
+/// A `[[sources]]` entry (its index in the spec) whose baseline scrape cannot be followed.
 #[derive(Debug, thiserror::Error)]
-#[error("sources[{index}].url: no baseline scrape ({source})")]
-pub struct ScrapeError {
-    pub index: usize,
-    #[source]
-    pub source: AdminError,
+pub enum ScrapeError {
+    #[error("sources[{index}].url: no baseline scrape ({source})")]
+    NoBaseline {
+        index: usize,
+        #[source]
+        source: AdminError,
+    },
+    #[error(
+        "sources[{index}].url: the baseline scrape shows {seen} breakers, more than the {MAX_BREAKERS_PER_SOURCE} one source may have followed"
+    )]
+    TooManyBreakers { index: usize, seen: usize },
 }
 
 /// Takes one scrape: the exposition's samples, or why not.
@@ -60,11 +66,18 @@ pub(super) async fn start(
     let mut breakers = ScrapedBreakers::new(mapping, service, source_name.clone());
     let baseline = scrape(&client, &url)
         .await
-        .map_err(|source| ScrapeError { index, source })?;
+        .map_err(|source| ScrapeError::NoBaseline { index, source })?;
     let publish = move |observation: Observation| {
         let _ = sender.send(observation);
     };
-    for event in breakers.observe(&baseline, now_unsigned()) {
+    let events = breakers.observe(&baseline, now_unsigned());
+    if breakers.ignored() > 0 {
+        return Err(ScrapeError::TooManyBreakers {
+            index,
+            seen: MAX_BREAKERS_PER_SOURCE + breakers.ignored(),
+        });
+    }
+    for event in events {
         publish(Observation::Foreign(event));
     }
     Ok(OwnedTask::spawn(async move {
@@ -72,6 +85,7 @@ pub(super) async fn start(
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         ticks.tick().await;
         let mut failing = false;
+        let mut over_cap = false;
         loop {
             ticks.tick().await;
             match scrape(&client, &url).await {
@@ -80,6 +94,18 @@ pub(super) async fn start(
                     for event in breakers.observe(&samples, now_unsigned()) {
                         publish(Observation::Foreign(event));
                     }
+                    let ignored = breakers.ignored() > 0;
+                    if ignored && !over_cap {
+                        publish(Observation::ScrapeFailed {
+                            source: source_name.clone(),
+                            error: format!(
+                                "{} breakers beyond the {MAX_BREAKERS_PER_SOURCE} followed per source left out",
+                                breakers.ignored()
+                            ),
+                            at_ms: now_ms(),
+                        });
+                    }
+                    over_cap = ignored;
                 }
                 Err(error) if !failing => {
                     failing = true;

@@ -68,7 +68,7 @@ mod tests {
                 ),
             ),
             (
-                SetupError::NoBaseline(ScrapeError {
+                SetupError::NoBaseline(ScrapeError::NoBaseline {
                     index: 2,
                     source: refused(),
                 }),

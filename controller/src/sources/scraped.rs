@@ -16,8 +16,9 @@ use breaker::{Reason, State, TransitionDetail, TransitionEvent};
 use super::foreign_state;
 use crate::exposition::Sample;
 
-/// At most this many breakers are followed per source; more are ignored (a label with an unbounded value set
-/// must not grow the controller's memory).
+/// At most this many breakers are followed per source (a label with an unbounded value set must not grow the
+/// controller's memory): a baseline scrape showing more is an error naming the source, and the breakers a later
+/// scrape adds beyond are counted ([`ScrapedBreakers::ignored`]) and reported as a failed scrape.
 pub const MAX_BREAKERS_PER_SOURCE: usize = 1_000;
 
 /// How a scrape names breakers and codes their states.
@@ -143,6 +144,8 @@ pub struct ScrapedBreakers {
     service: String,
     source: String,
     known: BTreeMap<String, Known>,
+    /// Breakers of the last scrape left out past [`MAX_BREAKERS_PER_SOURCE`].
+    ignored: usize,
 }
 
 impl ScrapedBreakers {
@@ -157,7 +160,13 @@ impl ScrapedBreakers {
             service: service.into(),
             source: source.into(),
             known: BTreeMap::new(),
+            ignored: 0,
         }
+    }
+
+    /// Breakers the last scrape showed beyond [`MAX_BREAKERS_PER_SOURCE`], left out.
+    pub fn ignored(&self) -> usize {
+        self.ignored
     }
 
     /// Breakers seen so far and their latest state.
@@ -170,6 +179,7 @@ impl ScrapedBreakers {
     /// Reads one scrape taken at `at_ms` (Unix milliseconds) and returns the transitions it shows.
     pub fn observe(&mut self, samples: &[Sample], at_ms: u64) -> Vec<TransitionEvent> {
         let mut events = Vec::new();
+        self.ignored = 0;
         match &self.mapping {
             StateMapping::EventCounters {
                 metric,
@@ -193,6 +203,7 @@ impl ScrapedBreakers {
                 }
                 for (breaker, now) in counts {
                     let Some((known, new)) = follow(&mut self.known, &breaker, now) else {
+                        self.ignored += 1;
                         continue;
                     };
                     let states = match now.minus(known.counts).filter(|_| !new) {
@@ -273,6 +284,7 @@ impl ScrapedBreakers {
     ) {
         for (breaker, state) in current {
             let Some((known, _)) = follow(&mut self.known, &breaker, EventCounts::default()) else {
+                self.ignored += 1;
                 continue;
             };
             if known.state != state {

@@ -79,6 +79,8 @@ struct PoolState {
 struct Inner {
     wanted: usize,
     token: String,
+    /// Wrong tokens per client address (`docs/wire.md`, *Wrong tokens*).
+    throttle: serving::throttle::TokenThrottle,
     address: SocketAddr,
     state: Mutex<PoolState>,
     /// The number of connected workers, for whoever waits for them.
@@ -118,6 +120,7 @@ impl WorkerPool {
         let inner = Arc::new(Inner {
             wanted,
             token,
+            throttle: serving::throttle::TokenThrottle::default(),
             address,
             state: Mutex::new(PoolState::default()),
             count: watch::channel(0).0,
@@ -129,9 +132,9 @@ impl WorkerPool {
                 loop {
                     tokio::select! {
                         accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
+                            let Ok((stream, peer)) = accepted else { continue };
                             let Some(inner) = inner.upgrade() else { return };
-                            connections.spawn(inner.serve(stream));
+                            connections.spawn(inner.serve(stream, peer.ip()));
                         }
                         Some(_) = connections.join_next() => {}
                     }

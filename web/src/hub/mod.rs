@@ -17,7 +17,15 @@
 //!   same lock that sends the frame, and a subscriber takes its snapshot and its receiver under that lock too, so the first
 //!   frame after the snapshot is exactly the next one: no gap, no duplicate.
 //! * **Order.** One flusher, one ring: every client sees frames in `frame` order and events in publish order.
+//! * **Memory per client, in bytes.** A snapshot is serialized once per frame number and shared (`Utf8Bytes`
+//!   is reference-counted `Bytes`) by every client that subscribes or resyncs before the next frame. A client's
+//!   write batch (what sits in its socket's buffer until the kernel takes it) stops growing once it holds
+//!   `client_buffer_bytes`: at most that plus one message per client, whatever the frames' sizes. Anonymous
+//!   readers (no session, no token) are at most `anonymous_readers` at once ([`Hub::subscribe_anonymous`]);
+//!   `/ws` answers 503 beyond.
 
+#[cfg(test)]
+mod bounds_tests;
 mod event;
 pub mod socket;
 mod state;
@@ -54,6 +62,10 @@ pub struct HubConfig {
     pub frames_buffered: usize,
     /// A socket that does not accept a frame within this long is dropped.
     pub send_timeout: Duration,
+    /// Bytes a client's one write batch may hold (the first message of a batch always goes).
+    pub client_buffer_bytes: usize,
+    /// Readers without a session or token connected at once; `/ws` answers 503 beyond.
+    pub anonymous_readers: usize,
     pub history: HistoryLimits,
 }
 
@@ -64,6 +76,8 @@ impl Default for HubConfig {
             max_events_per_frame: 1_000,
             frames_buffered: 128,
             send_timeout: Duration::from_secs(5),
+            client_buffer_bytes: 1 << 20,
+            anonymous_readers: 64,
             history: HistoryLimits::default(),
         }
     }
@@ -83,6 +97,8 @@ struct Shared {
     state: LiveState,
     frames: broadcast::Sender<Frame>,
     last_frame: u64,
+    /// The snapshot of `last_frame`, once a client asked for it: shared by every client until the next frame.
+    snapshot: Option<Frame>,
 }
 
 struct Inner {
@@ -91,6 +107,7 @@ struct Inner {
     flush_wanted: Notify,
     shared: Mutex<Shared>,
     clients: AtomicUsize,
+    anonymous: AtomicUsize,
 }
 
 /// Cheap to clone; every clone is the same hub.
@@ -127,9 +144,16 @@ pub struct Subscription {
     pub snapshot: Frame,
     frames: broadcast::Receiver<Frame>,
     hub: Hub,
+    /// Counted among the anonymous readers.
+    anonymous: bool,
 }
 
 impl Subscription {
+    /// The hub's tuning (send timeout, buffer bytes).
+    pub fn config(&self) -> &HubConfig {
+        self.hub.config()
+    }
+
     pub async fn next(&mut self) -> Next {
         match self.frames.recv().await {
             Ok(frame) => Next::Frame(frame),
@@ -158,6 +182,9 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.hub.inner.clients.fetch_sub(1, Ordering::Relaxed);
+        if self.anonymous {
+            self.hub.inner.anonymous.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -173,8 +200,10 @@ impl Hub {
                     state: LiveState::new(config.history),
                     frames,
                     last_frame: 0,
+                    snapshot: None,
                 }),
                 clients: AtomicUsize::new(0),
+                anonymous: AtomicUsize::new(0),
             }),
         }
     }
@@ -213,6 +242,7 @@ impl Hub {
             shared.state.apply(event);
         }
         shared.last_frame += 1;
+        shared.snapshot = None;
         let frame = shared.last_frame;
         let text = events_json(frame, &events);
         // Err only means "no receivers": nothing to do.
@@ -252,7 +282,28 @@ impl Hub {
             snapshot,
             frames,
             hub: self.clone(),
+            anonymous: false,
         }
+    }
+
+    /// Subscribes a reader without a session or token, unless `anonymous_readers` are connected already
+    /// (`None`: the caller answers 503).
+    pub fn subscribe_anonymous(&self) -> Option<Subscription> {
+        let cap = self.inner.config.anonymous_readers;
+        self.inner
+            .anonymous
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                (now < cap).then_some(now + 1)
+            })
+            .ok()?;
+        let mut subscription = self.subscribe();
+        subscription.anonymous = true;
+        Some(subscription)
+    }
+
+    /// Connected anonymous readers.
+    pub fn anonymous_readers(&self) -> usize {
+        self.inner.anonymous.load(Ordering::Relaxed)
     }
 
     /// Connected subscriptions.
@@ -281,17 +332,22 @@ impl Hub {
         self.inner.shared.lock().state.workers.clone()
     }
 
+    /// The snapshot of the last frame (serialized once per frame, shared by every client after) and a receiver of
+    /// the frames after it, under one lock.
     fn snapshot_and_receiver(&self) -> (Frame, broadcast::Receiver<Frame>) {
-        let shared = self.inner.shared.lock();
-        let text = snapshot_json(shared.last_frame, &shared.state);
-        let frames = shared.frames.subscribe();
-        (
-            Frame {
-                frame: shared.last_frame,
-                text: Utf8Bytes::from(text),
-            },
-            frames,
-        )
+        let mut shared = self.inner.shared.lock();
+        let snapshot = match &shared.snapshot {
+            Some(snapshot) => snapshot.clone(),
+            None => {
+                let snapshot = Frame {
+                    frame: shared.last_frame,
+                    text: Utf8Bytes::from(snapshot_json(shared.last_frame, &shared.state)),
+                };
+                shared.snapshot = Some(snapshot.clone());
+                snapshot
+            }
+        };
+        (snapshot, shared.frames.subscribe())
     }
 }
 

@@ -31,7 +31,8 @@ pub enum ClientEnd {
 }
 
 /// Sends the snapshot, then every frame, until the client leaves, stalls or the hub goes away. A client
-/// that falls too far behind gets a fresh snapshot and continues from there.
+/// that falls too far behind gets a fresh snapshot and continues from there. One write batch takes frames
+/// already waiting until it holds the hub's `client_buffer_bytes` (the rest wait in the shared ring).
 pub async fn serve_client<S, R>(
     mut subscription: Subscription,
     mut sink: S,
@@ -42,6 +43,7 @@ where
     S: Sink<Frame> + Unpin,
     R: Stream<Item = ClientMessage> + Unpin,
 {
+    let buffer_bytes = subscription.hub.config().client_buffer_bytes;
     let snapshot = subscription.snapshot.clone();
     match tokio::time::timeout(send_timeout, sink.send(snapshot)).await {
         Err(_) => return ClientEnd::Stalled,
@@ -63,13 +65,19 @@ where
             Next::Closed => return ClientEnd::HubGone,
         };
         let written = tokio::time::timeout(send_timeout, async {
+            let mut batch_bytes = first.text.len();
             sink.feed(first).await?;
             for _ in 0..COALESCE_FRAMES {
-                match subscription.try_next() {
-                    Some(Next::Frame(frame)) => sink.feed(frame).await?,
-                    Some(Next::Resync { snapshot, .. }) => sink.feed(snapshot).await?,
-                    Some(Next::Closed) | None => break,
+                if batch_bytes >= buffer_bytes {
+                    break;
                 }
+                let frame = match subscription.try_next() {
+                    Some(Next::Frame(frame)) => frame,
+                    Some(Next::Resync { snapshot, .. }) => snapshot,
+                    Some(Next::Closed) | None => break,
+                };
+                batch_bytes += frame.text.len();
+                sink.feed(frame).await?;
             }
             sink.flush().await
         })

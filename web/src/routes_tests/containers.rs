@@ -142,6 +142,15 @@ async fn bad_container_faults_are_refused_naming_the_field_before_the_controller
             r#"{"container":"payment","kind":"net_loss","loss":"lots","lease":"5s"}"#,
             "loss:",
         ),
+        // A misspelt field is named, not ignored (here the lease would have been the default's).
+        (
+            r#"{"container":"payment","kind":"pause","lease":"5s","leese":"1h"}"#,
+            "unknown field `leese`",
+        ),
+        (
+            r#"{"container":"payment","kind":"pause","lease":"5s","csrf":"x"}"#,
+            "unknown field `csrf`",
+        ),
     ] {
         let response = send(&state, json_post("/api/containers", body)).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");

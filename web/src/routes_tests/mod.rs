@@ -44,6 +44,7 @@ pub(crate) fn app() -> (AppState, MemoryOperations) {
         shop_url: Some("http://127.0.0.1:9999".into()),
         // 10 events at once, then one every 100 s: a test never waits long enough to earn one.
         breaker_inbox: PushInbox::new(RateLimit::new(0.01, 10.0)),
+        simulations: Default::default(),
     };
     (state, operations)
 }
@@ -140,6 +141,7 @@ pub(crate) async fn stored_app(location: &str) -> (AppState, Store) {
     let state = AppState {
         hub,
         breaker_inbox: operations.push_inbox(),
+        simulations: Default::default(),
         operations: Arc::new(operations),
         auth: Arc::new(Auth::new(TOKEN)),
         shop_url: Some("http://127.0.0.1:9999".into()),

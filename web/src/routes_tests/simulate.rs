@@ -75,3 +75,48 @@ async fn the_page_offers_the_published_model_and_its_defaults_give_its_totals() 
     let response = send(&state, get("/api/simulate?model=instant")).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulations_beyond_the_pool_and_its_queue_are_answered_429() {
+    let (mut state, _) = app();
+    state.simulations = crate::simulate::SimulationPool::new(1, 1);
+    // One simulation's place held by a job that waits for the test, one queued behind it.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (started, running) = tokio::sync::oneshot::channel();
+    let pool = state.simulations.clone();
+    let holder = tokio::spawn(async move {
+        pool.run(move || {
+            let _ = started.send(());
+            let _ = held.recv();
+        })
+        .await
+    });
+    running.await.expect("the holder runs");
+    let queued = {
+        let state = state.clone();
+        tokio::spawn(async move { send(&state, get("/api/simulate?rate=10")).await.status() })
+    };
+    // Until the queued request holds its place (bounded: without a pool it never does, and the 429 below fails).
+    for _ in 0..2_000 {
+        if state.simulations.admitted.available_permits() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let response = send(&state, get("/api/simulate?rate=10")).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let body = text(response).await;
+    assert!(
+        body.contains("2 simulations are running or waiting"),
+        "{body}"
+    );
+    release.send(()).expect("the holder waits");
+    holder.await.expect("joins").expect("the holder ran");
+    assert_eq!(
+        queued.await.expect("joins"),
+        StatusCode::OK,
+        "the queued one ran after"
+    );
+    let response = send(&state, get("/api/simulate?rate=10")).await;
+    assert_eq!(response.status(), StatusCode::OK, "places come back");
+}

@@ -177,4 +177,11 @@ fn the_number_of_breakers_followed_is_bounded() {
         .collect();
     observer.observe(&parse_exposition(&many), 0);
     assert_eq!(observer.states().count(), MAX_BREAKERS_PER_SOURCE);
+    assert_eq!(observer.ignored(), 5, "the ones left out are counted");
+    observer.observe(&parse_exposition(&r4j("b0", "open")), 1_000);
+    assert_eq!(
+        observer.ignored(),
+        0,
+        "a scrape within the cap leaves none out"
+    );
 }

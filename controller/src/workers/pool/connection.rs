@@ -20,16 +20,16 @@ type Socket = tokio_tungstenite::WebSocketStream<TcpStream>;
 
 impl Inner {
     /// Serves one connection: handshake, hello, then its messages until it ends.
-    pub(super) async fn serve(self: Arc<Self>, stream: TcpStream) {
+    pub(super) async fn serve(self: Arc<Self>, stream: TcpStream, peer: std::net::IpAddr) {
         let inner = self;
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_MESSAGE_BYTES))
             .max_frame_size(Some(MAX_MESSAGE_BYTES));
-        let token = inner.token.clone();
+        let checker = Arc::clone(&inner);
         // tungstenite's upgrade callback returns its `ErrorResponse` unboxed.
         #[allow(clippy::result_large_err)]
         let check = move |request: &Request, response: Response| {
-            check_request(request, &token).map(|()| response)
+            check_request(request, &checker, peer).map(|()| response)
         };
         let upgrade = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
         let Ok(Ok(mut socket)) = tokio::time::timeout(HELLO_TIMEOUT, upgrade).await else {
@@ -73,9 +73,15 @@ impl Inner {
     }
 }
 
-/// The upgrade request's path and token (the refusal in tungstenite's own, unboxed, response type).
+/// The upgrade request's path and token (the refusal in tungstenite's own, unboxed, response type). A wrong token
+/// is counted against `peer`; past the allowance the answer is 429 with `Retry-After`, the right token always
+/// passes.
 #[allow(clippy::result_large_err)]
-fn check_request(request: &Request, token: &str) -> Result<(), ErrorResponse> {
+fn check_request(
+    request: &Request,
+    inner: &Inner,
+    peer: std::net::IpAddr,
+) -> Result<(), ErrorResponse> {
     let refuse = |status: http::StatusCode, why: &str| {
         let mut response = ErrorResponse::new(Some(why.to_owned()));
         *response.status_mut() = status;
@@ -90,9 +96,30 @@ fn check_request(request: &Request, token: &str) -> Result<(), ErrorResponse> {
     let given = (request.headers().get(http::header::AUTHORIZATION))
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
+    let token = inner.token.as_bytes();
     match given {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => Ok(()),
-        Some(_) => Err(refuse(http::StatusCode::UNAUTHORIZED, "wrong token")),
+        Some(given) => {
+            let right = constant_time_eq(given.as_bytes(), token);
+            match (inner.throttle).bearer(peer, right, tokio::time::Instant::now()) {
+                Ok(()) => Ok(()),
+                Err(serving::throttle::Refused::Wrong) => {
+                    Err(refuse(http::StatusCode::UNAUTHORIZED, "wrong token"))
+                }
+                Err(serving::throttle::Refused::Throttled { retry_after }) => {
+                    let seconds = serving::throttle::retry_after_seconds(retry_after);
+                    let mut response = refuse(
+                        http::StatusCode::TOO_MANY_REQUESTS,
+                        &format!(
+                            "too many wrong tokens from this address: try again in {seconds} s"
+                        ),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+                    Err(response)
+                }
+            }
+        }
         None => Err(refuse(
             http::StatusCode::UNAUTHORIZED,
             "the token is required (Authorization: Bearer …)",
