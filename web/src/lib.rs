@@ -24,6 +24,7 @@ pub mod results_summary;
 #[cfg(test)]
 mod routes_tests;
 pub mod simulate;
+pub mod simulation_pool;
 pub mod state;
 #[cfg(test)]
 mod ws_origin_tests;

@@ -20,7 +20,7 @@ pub struct AppState {
     /// Takes pushed foreign breaker events (`POST /api/breaker-events`).
     pub breaker_inbox: PushInbox,
     /// The bounded pool `/api/simulate` runs on.
-    pub simulations: crate::simulate::SimulationPool,
+    pub simulations: crate::simulation_pool::SimulationPool,
 }
 
 impl std::fmt::Debug for AppState {

@@ -79,7 +79,7 @@ async fn the_page_offers_the_published_model_and_its_defaults_give_its_totals() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulations_beyond_the_pool_and_its_queue_are_answered_429() {
     let (mut state, _) = app();
-    state.simulations = crate::simulate::SimulationPool::new(1, 1);
+    state.simulations = crate::simulation_pool::SimulationPool::new(1, 1);
     // One simulation's place held by a job that waits for the test, one queued behind it.
     let (release, held) = std::sync::mpsc::channel::<()>();
     let (started, running) = tokio::sync::oneshot::channel();
