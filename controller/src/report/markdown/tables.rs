@@ -1,13 +1,9 @@
-//! The markdown report: summary, conditions × headline metrics, off/on verdicts, the experiment's
-//! annotations (when read), the figures (SVG plus their numbers), latency per endpoint, and every
-//! metric per condition.
+//! The report's tables: headline metrics per condition, annotations, stopped runs, predictions beside measurements, off/on comparisons, each figure's numbers, cart sizes, latency per endpoint and every metric per condition.
 
 use std::fmt::Write;
 
-use super::figures::{Figure, figures};
-use super::format::{cell, interval, mean_and_half_width, number, percent};
-use super::{PlotFile, ReportError};
 use crate::metric::{MetricKey, MetricName, checkout_endpoint};
+use crate::report::format::{cell, interval, mean_and_half_width, number, percent};
 use crate::stats::{
     BASELINE_MODES, ConditionStats, ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, RowKind, left_out,
 };
@@ -42,132 +38,6 @@ fn header(key: &MetricKey) -> String {
     format!("{} ({})", cell(&name), key.metric.unit())
 }
 
-fn plot_file_name(stats: &ExperimentStats, figure: &Figure) -> String {
-    format!("experiment-{}-{}.svg", stats.experiment.id, figure.slug)
-}
-
-/// `figure` drawn as the SVG file the markdown links; `None` when it has no data.
-fn plot_of(stats: &ExperimentStats, figure: &Figure) -> Result<Option<PlotFile>, ReportError> {
-    Ok(figure.chart.to_svg()?.map(|svg| PlotFile {
-        file_name: plot_file_name(stats, figure),
-        title: figure.chart.title.to_owned(),
-        svg,
-    }))
-}
-
-/// The report's figures as SVG files, as the markdown links them, without rendering the markdown (the
-/// results page shows them beside its own tables).
-pub fn charts(stats: &ExperimentStats) -> Result<Vec<PlotFile>, ReportError> {
-    let mut plots = Vec::new();
-    for figure in figures(stats) {
-        plots.extend(plot_of(stats, &figure)?);
-    }
-    Ok(plots)
-}
-
-/// The markdown text and the SVG files it links; `annotations` and `containers` get a section when there are any.
-pub fn markdown(
-    stats: &ExperimentStats,
-    annotations: &[AnnotationRow],
-    containers: &[super::ContainerUsage],
-) -> Result<(String, Vec<PlotFile>), ReportError> {
-    let mut out = String::new();
-    let mut plots = Vec::new();
-    let info = &stats.experiment;
-    // Writing into a String cannot fail.
-    let _ = writeln!(out, "# Experiment {}: {}\n", info.id, cell(&info.name));
-    let _ = write!(
-        out,
-        "Status **{}**; {} finished runs of {} planned ({} aborted or interrupted attempts left \
-         out). ",
-        info.status.as_str(),
-        info.finished_runs,
-        info.planned_runs,
-        info.other_runs
-    );
-    if stats.has_intervals() || stats.conditions.is_empty() {
-        let _ = writeln!(
-            out,
-            "Every figure is the mean over rounds ± the half-width of its 95 % confidence \
-             interval (Student t, n − 1 degrees of freedom); ratios are computed per run, then \
-             averaged. Off/on differences use Welch's t; *separate* means the two conditions' \
-             intervals do not overlap, *difference only* that they overlap but the difference's \
-             interval excludes zero.\n"
-        );
-    } else {
-        let _ = writeln!(out, "**{INTERVALS_NEED_TWO_ROUNDS}**\n");
-    }
-    if info.failed_runs > 0 {
-        let _ = writeln!(
-            out,
-            "**{} run(s) failed** — the run or its load generator panicked, or the load generator \
-             could not send requests itself (e.g. out of file descriptors): not the system's \
-             unavailability, left out of every figure; `tolerant show` gives each one's reason.\n",
-            info.failed_runs
-        );
-    }
-    if !stats.stopped.is_empty() {
-        let _ = writeln!(
-            out,
-            "**{} run(s) stopped by the stop condition**: a verdict on their plan position (not \
-             run again), left out of the figures because they ended early; see *Stopped by the \
-             stop condition*.\n",
-            stats.stopped.len()
-        );
-    }
-    let energy: Vec<String> = stats
-        .conditions
-        .iter()
-        .filter_map(|c| c.energy.map(|e| e.as_str().to_owned()))
-        .collect();
-    if !energy.is_empty() {
-        let mut labels = energy.clone();
-        labels.sort();
-        labels.dedup();
-        let _ = writeln!(out, "Energy figures are **{}**.\n", labels.join(", "));
-    }
-
-    if !info.not_measured.is_empty() {
-        let _ = writeln!(out, "## Not measured\n");
-        for line in &info.not_measured {
-            let _ = writeln!(out, "- {}", cell(&line.statement));
-        }
-        let _ = writeln!(out);
-    }
-
-    conditions_table(&mut out, stats);
-    stopped_table(&mut out, stats);
-    comparisons_table(&mut out, stats);
-    predictions_table(&mut out, stats);
-    annotations_table(&mut out, annotations);
-
-    let _ = writeln!(out, "## Figures\n");
-    for figure in figures(stats) {
-        let _ = writeln!(out, "### {}\n", figure.chart.title);
-        match plot_of(stats, &figure)? {
-            Some(plot) => {
-                let _ = writeln!(out, "![{}]({})\n", figure.chart.title, plot.file_name);
-                plots.push(plot);
-            }
-            None => {
-                let _ = writeln!(out, "No data.\n");
-                continue;
-            }
-        }
-        if let Some(metric) = &figure.metric {
-            figure_table(&mut out, stats, metric, figure.scale);
-        }
-        if figure.slug == "cart-latency" {
-            cart_table(&mut out, stats);
-        }
-    }
-
-    endpoint_table(&mut out, stats);
-    super::containers::containers_table(&mut out, containers);
-    details(&mut out, stats);
-    Ok((out, plots))
-}
-
 /// `2026-11-29 18:02:00.123 UTC` for Unix milliseconds.
 fn wall_clock(at_ms: i64) -> String {
     let at =
@@ -178,7 +48,7 @@ fn wall_clock(at_ms: i64) -> String {
         .replace('Z', " UTC")
 }
 
-fn annotations_table(out: &mut String, annotations: &[AnnotationRow]) {
+pub(super) fn annotations_table(out: &mut String, annotations: &[AnnotationRow]) {
     if annotations.is_empty() {
         return;
     }
@@ -199,7 +69,7 @@ fn annotations_table(out: &mut String, annotations: &[AnnotationRow]) {
     let _ = writeln!(out);
 }
 
-fn conditions_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn conditions_table(out: &mut String, stats: &ExperimentStats) {
     let metrics: Vec<MetricKey> = headline_metrics()
         .into_iter()
         .filter(|key| stats.conditions.iter().any(|c| c.summary(key).is_some()))
@@ -233,7 +103,7 @@ fn conditions_table(out: &mut String, stats: &ExperimentStats) {
 }
 
 /// Runs the stop condition aborted, with the condition that fired (nothing when there are none).
-fn stopped_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn stopped_table(out: &mut String, stats: &ExperimentStats) {
     if stats.stopped.is_empty() {
         return;
     }
@@ -255,7 +125,7 @@ fn stopped_table(out: &mut String, stats: &ExperimentStats) {
 }
 
 /// Each condition's prediction (made from the spec before anything ran) beside its measured mean ± CI.
-fn predictions_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
     if stats.predictions.is_empty() {
         return;
     }
@@ -344,7 +214,7 @@ fn predictions_table(out: &mut String, stats: &ExperimentStats) {
     }
 }
 
-fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
     let _ = writeln!(out, "## Breaker off vs on\n");
     if !stats.has_intervals() && !stats.conditions.is_empty() {
         let _ = writeln!(out, "No verdict. {INTERVALS_NEED_TWO_ROUNDS}\n");
@@ -392,7 +262,12 @@ fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
 }
 
 /// The numbers behind a figure against the failure rate: rate × mode, in the figure's scale.
-fn figure_table(out: &mut String, stats: &ExperimentStats, metric: &MetricKey, scale: f64) {
+pub(super) fn figure_table(
+    out: &mut String,
+    stats: &ExperimentStats,
+    metric: &MetricKey,
+    scale: f64,
+) {
     let modes = stats.breaker_modes();
     let _ = write!(out, "| fault | rate |");
     for mode in &modes {
@@ -431,7 +306,7 @@ fn figure_table(out: &mut String, stats: &ExperimentStats, metric: &MetricKey, s
 }
 
 /// Cart size and `GET /cart` latency in the first and last fifth of the measured window.
-fn cart_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn cart_table(out: &mut String, stats: &ExperimentStats) {
     let columns = [
         MetricName::CartItemsStart,
         MetricName::CartItemsEnd,
@@ -456,7 +331,7 @@ fn cart_table(out: &mut String, stats: &ExperimentStats) {
     out.push('\n');
 }
 
-fn endpoint_table(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn endpoint_table(out: &mut String, stats: &ExperimentStats) {
     // Keys sort by metric first, so each endpoint comes once per latency metric: keep its first.
     let mut endpoints: Vec<&str> = Vec::new();
     for endpoint in stats
@@ -504,7 +379,7 @@ fn endpoint_table(out: &mut String, stats: &ExperimentStats) {
     out.push('\n');
 }
 
-fn details(out: &mut String, stats: &ExperimentStats) {
+pub(super) fn details(out: &mut String, stats: &ExperimentStats) {
     let _ = writeln!(out, "## Every metric per condition\n");
     for condition in &stats.conditions {
         details_of(out, condition);
