@@ -130,9 +130,13 @@ async fn switch_mode(stack: &Stack, mode: &str) -> bool {
 }
 
 /// The loop, until `deadline`.
+///
+/// A halt takes `halts` for its length; while the sweep holds it (a kill and the watch of what the dead controller
+/// left, which a halt would clear before its lease could run out) the halt waits.
 pub async fn run(
     stack: Arc<Stack>,
     journal: Arc<Journal>,
+    halts: Arc<tokio::sync::Mutex<()>>,
     flap_every: Duration,
     mode_every: Duration,
     seed: u64,
@@ -146,7 +150,10 @@ pub async fn run(
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     while tick.tick().await < deadline {
         let now = Instant::now();
-        if now >= next_mode && deadline - now > 2 * RELEASE_LIMIT + Duration::from_secs(3) {
+        if now >= next_mode
+            && deadline - now > 2 * RELEASE_LIMIT + Duration::from_secs(3)
+            && let Ok(_halting) = halts.try_lock()
+        {
             next_mode += mode_every;
             journal.halted(halt_with_held(&stack, now - started).await);
             if !switch_mode(&stack, MODES[modes % MODES.len()]).await {

@@ -157,6 +157,7 @@ pub async fn run(mut config: Config) -> anyhow::Result<Outcome> {
     tasks.spawn(chaos::run(
         stack.clone(),
         journal.clone(),
+        sweep.halts(),
         config.flap_every,
         config.mode_every,
         config.seed,

@@ -1,8 +1,8 @@
 //! The experiment sweep over and over: `tolerant run` of one spec against the stack's services (2 fault kinds × 2
 //! rates × 2 breaker modes, the Online Boutique mix, the flapping Prometheus source scraped every 50 ms, a push
 //! listener), killed with SIGKILL every `kill_every` and started again with `tolerant resume <id>`. After each
-//! kill the faults the dead controller left at the agent are watched until gone: each must be gone within its
-//! lease (plus [`GRACE`]) of the kill. The finished runs seen at each kill are kept, to be found again at the end.
+//! kill the faults the dead controller left at the agent are watched until gone, with no halt meanwhile: each
+//! must be gone within its lease (plus [`GRACE`]) of the kill. The finished runs seen at each kill are kept, to be found again at the end.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -115,6 +115,8 @@ pub struct Sweep {
     watch: ControllerWatch,
     kill_every: Duration,
     stack: Arc<Stack>,
+    /// Held from a kill until what the dead controller left is gone, so no halt clears it first.
+    halts: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Sweep {
@@ -135,11 +137,17 @@ impl Sweep {
             },
             kill_every: config.kill_every,
             stack: stack.clone(),
+            halts: Arc::default(),
         })
     }
 
     pub fn controller_pid(&self) -> ControllerWatch {
         self.watch.clone()
+    }
+
+    /// What the halts of [`crate::chaos::run`] take: the sweep holds it while a kill's leftovers are watched.
+    pub fn halts(&self) -> Arc<tokio::sync::Mutex<()>> {
+        self.halts.clone()
     }
 
     fn start(&self, summary: &mut SweepSummary, resume: Option<i64>) -> anyhow::Result<Process> {
@@ -160,8 +168,11 @@ impl Sweep {
     }
 
     /// SIGKILLs the controller, then watches what it left at the agent until gone (or late).
-    async fn kill(&self, mut process: Process, at: Duration) -> KillRecord {
+    async fn kill(&self, mut process: Process, started: Instant) -> KillRecord {
+        // A halt in progress ends first; none starts until the leftovers are gone.
+        let _no_halt = self.halts.lock().await;
         let killed_at = Instant::now();
+        let at = killed_at - started;
         let _ = process.0.kill();
         let _ = process.0.wait();
         self.watch.pid.store(0, Ordering::Relaxed);
@@ -265,7 +276,7 @@ impl Sweep {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
                 None => {
-                    journal.killed(self.kill(process, Instant::now() - started).await);
+                    journal.killed(self.kill(process, started).await);
                     next_kill += self.kill_every;
                     let (unfinished, finished) = self.stored().await?;
                     summary.finished_at_kills.extend(finished);

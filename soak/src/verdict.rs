@@ -232,16 +232,17 @@ fn kills_verdict(journal: &Journal) -> Verdict {
         })
         .collect();
     let left: usize = kills.iter().map(|k| k.left.len()).sum();
-    let slowest = kills
-        .iter()
-        .filter_map(|k| k.gone_after)
-        .max()
-        .unwrap_or_default();
+    let each: Vec<String> = (kills.iter())
+        .map(|k| {
+            let gone = k.gone_after.map_or(0.0, |gone| gone.as_secs_f64());
+            format!("{} gone {gone:.1} s after", k.left.len())
+        })
+        .collect();
     let detail = match bad.is_empty() {
         true => format!(
-            "{} kills, {left} faults left by dead controllers, all gone within their lease (last gone {:.1} s after its kill)",
+            "{} kills, {left} faults left by dead controllers, all gone within their lease (per kill: {})",
             kills.len(),
-            slowest.as_secs_f64()
+            each.join(", ")
         ),
         false => bad.join("; "),
     };
