@@ -13,10 +13,10 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::TOKEN;
+use crate::config::TOKEN;
+use crate::journal::{HaltRecord, Journal};
 use crate::sample::agent_held;
 use crate::stack::Stack;
-use crate::verdict::{HaltRecord, Journal};
 
 /// The id of the flapping fault (the soak's faults all start with `soak-`; the controller's never do).
 pub const FLAP_ID: &str = "soak-flap";

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use controller::report::{Chart, Point, Series};
 
-use crate::sample::PROCESSES;
-use crate::verdict::read_csv;
+use crate::sample::{PROCESSES, read_csv};
 
 /// Seconds per plotted point.
 const BIN_S: f64 = 10.0;

@@ -2,10 +2,11 @@
 //! `/metrics`, `serving::runtime`), both databases' sizes, the faults active at the agent and the requests it
 //! holds. A value that could not be read (the controller between a kill and its restart) is left empty.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,7 +14,6 @@ use serde::Deserialize;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::stack::Stack;
-use crate::sweep::ControllerWatch;
 
 /// The CSV's header; [`Row`] writes its fields in this order.
 pub const HEADER: &str = "t_s,services_rss_kib,services_fds,services_tasks,dashboard_rss_kib,dashboard_fds,\
@@ -21,6 +21,14 @@ dashboard_tasks,controller_pid,controller_rss_kib,controller_fds,controller_task
 sweep_db_bytes,dashboard_db_bytes,agent_faults,agent_held";
 /// The processes whose columns are `<name>_rss_kib` and `<name>_fds`, in the CSV's order.
 pub const PROCESSES: [&str; 4] = ["services", "dashboard", "controller", "soak"];
+/// Where the sampler finds the controller: its pid (0 while none runs), its `/metrics`, its database.
+#[derive(Debug, Clone)]
+pub struct ControllerWatch {
+    pub pid: Arc<AtomicU32>,
+    pub metrics_url: String,
+    pub db: PathBuf,
+}
+
 /// How long one read of a sample may take.
 const READ_LIMIT: Duration = Duration::from_millis(800);
 /// The agent's gauge of requests a hang fault holds (`agent::metrics`).
@@ -163,6 +171,29 @@ pub async fn sample_every_second(
         file.flush()?;
     }
     Ok(())
+}
+
+/// The CSV as columns by name, every value as read (`None` when empty).
+pub fn read_csv(csv: &Path) -> anyhow::Result<BTreeMap<String, Vec<Option<f64>>>> {
+    let text =
+        std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
+    let names: Vec<&str> = HEADER.split(',').collect();
+    let mut columns: BTreeMap<String, Vec<Option<f64>>> = names
+        .iter()
+        .map(|name| (name.to_string(), Vec::new()))
+        .collect();
+    for line in text.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        for (index, name) in names.iter().enumerate() {
+            let value = fields
+                .get(index)
+                .and_then(|field| field.parse::<f64>().ok());
+            if let Some(column) = columns.get_mut(*name) {
+                column.push(value);
+            }
+        }
+    }
+    Ok(columns)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use parking_lot::Mutex;
 
-use crate::{Config, TOKEN};
+use crate::config::{Config, TOKEN};
 
 /// The services in `ServiceName::ALL` order: `tolerant boutique all --base-port P` gives them P, P+1, …
 pub const SERVICES: [&str; 10] = [

@@ -8,16 +8,17 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use controller::store::{ExperimentId, Status, Store};
 use tokio::time::Instant;
 
-use crate::Config;
-use crate::sample::agent_faults;
+use crate::config::Config;
+use crate::journal::{Journal, KillRecord};
+use crate::sample::{ControllerWatch, agent_faults};
 use crate::stack::{Process, SERVICES, Stack, spawn};
-use crate::verdict::{Journal, KillRecord};
 
 /// How late past its lease a fault the dead controller left may still be seen (the agent's expiry, the poll).
 pub const GRACE: Duration = Duration::from_millis(1000);
@@ -25,14 +26,6 @@ pub const GRACE: Duration = Duration::from_millis(1000);
 pub const FAULT_LEASE: &str = "5s";
 /// Exit status of a spec that does not validate (`tolerant run`): the soak's own mistake, it stops.
 const EXIT_BAD_SPEC: i32 = 2;
-
-/// Where the sampler finds the controller: its pid (0 while none runs), its `/metrics`, its database.
-#[derive(Debug, Clone)]
-pub struct ControllerWatch {
-    pub pid: Arc<AtomicU32>,
-    pub metrics_url: String,
-    pub db: PathBuf,
-}
 
 /// What the sweep leaves for the verdicts.
 #[derive(Debug, Default)]

@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
 use controller::store::{ExperimentId, Status};
-use parking_lot::Mutex;
 
-use crate::Config;
-use crate::sample::{HEADER, PROCESSES};
+use crate::config::Config;
+use crate::journal::Journal;
+use crate::sample::{PROCESSES, read_csv};
 use crate::sweep::{SweepSummary, open};
 
 /// How far a window's mean may stray from the first window's.
@@ -21,59 +20,6 @@ pub const TOLERANCE: f64 = 0.10;
 /// How long after a controller (re)started its samples are left out of its stability (it is building up a run),
 /// at most: a fifth of the kill interval when that is shorter.
 pub const SETTLE: Duration = Duration::from_secs(60);
-
-/// One kill of the controller and what it left at the agent.
-#[derive(Debug, Default, Clone)]
-pub struct KillRecord {
-    pub at: Duration,
-    /// Faults of the dead controller seen at the agent after the kill.
-    pub left: Vec<String>,
-    /// Those seen later than their lease (plus the grace) after the kill.
-    pub late: Vec<String>,
-    /// When the agent held none of them any more.
-    pub gone_after: Option<Duration>,
-    pub problem: Option<String>,
-}
-
-/// One halt with held requests.
-#[derive(Debug, Default, Clone)]
-pub struct HaltRecord {
-    pub at: Duration,
-    pub held_before: u64,
-    /// What the agent held [`crate::chaos::RELEASE_LIMIT`] after the halt's answer.
-    pub held_after: Option<u64>,
-    /// Charges still waiting when the halt was sent (the others were answered by another fault, never held).
-    pub pending: usize,
-    /// Of those, the ones let go within that limit (answered, or their connection closed).
-    pub answered: usize,
-    pub problem: Option<String>,
-}
-
-/// What the soak's loops recorded for the verdicts.
-#[derive(Debug, Default)]
-pub struct Journal {
-    kills: Mutex<Vec<KillRecord>>,
-    halts: Mutex<Vec<HaltRecord>>,
-    notes: Mutex<Vec<String>>,
-}
-
-impl Journal {
-    pub fn killed(&self, record: KillRecord) {
-        eprintln!("kill at {:.0} s: {record:?}", record.at.as_secs_f64());
-        self.kills.lock().push(record);
-    }
-    pub fn halted(&self, record: HaltRecord) {
-        eprintln!("halt at {:.0} s: {record:?}", record.at.as_secs_f64());
-        self.halts.lock().push(record);
-    }
-    pub fn note(&self, note: String) {
-        eprintln!("note: {note}");
-        self.notes.lock().push(note);
-    }
-    pub fn notes(&self) -> Vec<String> {
-        self.notes.lock().clone()
-    }
-}
 
 /// One criterion's verdict.
 #[derive(Debug, Clone)]
@@ -89,29 +35,6 @@ fn verdict(criterion: impl Into<String>, passed: bool, detail: String) -> Verdic
         passed,
         detail,
     }
-}
-
-/// The CSV as columns by name, every value as read (`None` when empty).
-pub fn read_csv(csv: &Path) -> anyhow::Result<BTreeMap<String, Vec<Option<f64>>>> {
-    let text =
-        std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
-    let names: Vec<&str> = HEADER.split(',').collect();
-    let mut columns: BTreeMap<String, Vec<Option<f64>>> = names
-        .iter()
-        .map(|name| (name.to_string(), Vec::new()))
-        .collect();
-    for line in text.lines().skip(1) {
-        let fields: Vec<&str> = line.split(',').collect();
-        for (index, name) in names.iter().enumerate() {
-            let value = fields
-                .get(index)
-                .and_then(|field| field.parse::<f64>().ok());
-            if let Some(column) = columns.get_mut(*name) {
-                column.push(value);
-            }
-        }
-    }
-    Ok(columns)
 }
 
 /// Least-squares slope of `points` (x, y), per unit of x.

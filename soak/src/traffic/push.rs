@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::TOKEN;
+use crate::config::TOKEN;
 
 /// Events per request.
 pub const BATCH: usize = 10;
