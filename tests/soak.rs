@@ -22,8 +22,14 @@ async fn a_two_minute_soak_passes_every_criterion() {
     let report = soak::report(&outcome);
     println!("{report}");
     assert!(outcome.passed(), "a criterion failed:\n{report}");
-    // Nothing was vacuous: the verdicts name two kills, and the plots were drawn.
-    assert!(report.contains("2 kills"), "{report}");
+    // Nothing was vacuous: at least the two scheduled kills (the one at the deadline may make three), and the
+    // plots were drawn.
+    let kills = report
+        .split(" kills,")
+        .next()
+        .and_then(|before| before.rsplit(' ').next())
+        .and_then(|count| count.parse::<u32>().ok());
+    assert!(kills.is_some_and(|kills| kills >= 2), "{report}");
     for plot in ["rss.svg", "fds.svg"] {
         let svg = std::fs::read_to_string(out.join(plot)).expect("the plot is written");
         assert!(svg.contains("<svg") && svg.contains("controller"), "{plot}");
