@@ -84,6 +84,7 @@ async fn render_metrics(State(state): State<AdminState>) -> Response {
     let mut out = String::with_capacity(4096);
     metrics::render(&state.ctx, &mut out);
     state.hooks.render_metrics(&mut out);
+    serving::runtime::render_alive_tasks(&mut out);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 

@@ -7,10 +7,12 @@
 //! - [`origin`]: who may open such a stream from a browser.
 //! - [`error_body`]: the one JSON body of every error answer ([`ErrorBody`]).
 //! - [`throttle`]: wrong bearer tokens throttled per client address ([`throttle::TokenThrottle`]).
+//! - [`runtime`]: the process's live tokio task count, the gauge every `/metrics` of Tolerant's own ends with.
 
 pub mod error_body;
 pub mod event_stream;
 pub mod origin;
+pub mod runtime;
 pub mod server;
 pub mod throttle;
 

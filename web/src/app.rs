@@ -94,5 +94,7 @@ pub fn router(state: AppState) -> Router {
         .route("/static/{file}", get(assets::serve))
         // Liveness for container health checks: answers while the dashboard serves.
         .route("/_healthz", get(|| async { "ok" }))
+        // The process's live task count (`serving::runtime`), for long runs watching for leaks.
+        .route("/metrics", get(serving::runtime::alive_tasks_exposition))
         .with_state(state)
 }

@@ -1,12 +1,13 @@
 //! `tolerant run`'s push listener, when its spec has a `[[sources]] kind = "push"`: the address the spec names,
 //! bound before anything runs (an error names the field), and `POST /api/breaker-events` served on it alone — no
-//! dashboard, so pushed events go into the runs' [`PushInbox`] only.
+//! dashboard, so pushed events go into the runs' [`PushInbox`] only — beside `GET /metrics`, the process's live
+//! task count (`serving::runtime`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::post;
+use axum::routing::{get, post};
 use controller::sources::PushInbox;
 use controller::spec::{ExperimentSpec, SourceSpec};
 use tokio::net::TcpListener;
@@ -70,6 +71,7 @@ pub async fn bind(
 pub fn router(inbox: PushInbox, token: impl Into<String>) -> Router {
     Router::new()
         .route("/api/breaker-events", post(breaker_events))
+        .route("/metrics", get(serving::runtime::alive_tasks_exposition))
         .with_state(BreakerEventsState {
             auth: Arc::new(Auth::new(token)),
             inbox,

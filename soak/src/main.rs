@@ -1,0 +1,74 @@
+//! `soak MINUTES`: the soak of `scripts/soak` (see the library's documentation); prints a verdict per criterion
+//! and exits 1 when one failed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// The whole stack for MINUTES under every kind of traffic, sampled every second, judged for leaks and lost work.
+#[derive(Debug, Parser)]
+#[command(name = "soak")]
+struct Args {
+    /// How long the soak lasts, in minutes (0.5 to 1440; fractions allowed).
+    minutes: f64,
+    /// The `tolerant` binary to run.
+    #[arg(long, default_value = "target/release/tolerant")]
+    tolerant: PathBuf,
+    /// Folder for the CSV, the plots, the databases and the logs.
+    #[arg(long, default_value = "target/soak")]
+    out: PathBuf,
+    /// Seconds left out of the stability criterion at the start (default: 300, the first 5 minutes).
+    #[arg(long)]
+    warmup: Option<u64>,
+    /// Seconds between SIGKILLs of the controller (default 300).
+    #[arg(long)]
+    kill_every: Option<u64>,
+    /// Seconds between breaker-mode switches, each after a halt (default 60).
+    #[arg(long)]
+    mode_every: Option<u64>,
+    /// Virtual users of each run of the sweep (default 40).
+    #[arg(long)]
+    users: Option<u32>,
+    /// Measured seconds of each run of the sweep (default 20).
+    #[arg(long)]
+    run_seconds: Option<u64>,
+    /// Seconds of each window the stability criterion compares (default: a tenth of the judged part, ≥ 10).
+    #[arg(long)]
+    window: Option<u64>,
+}
+
+fn config(args: Args) -> anyhow::Result<soak::Config> {
+    let mut config = soak::Config::minutes(args.tolerant, args.out, args.minutes)?;
+    let seconds = Duration::from_secs;
+    config.warmup = args.warmup.map(seconds).unwrap_or(config.warmup);
+    config.kill_every = args.kill_every.map(seconds).unwrap_or(config.kill_every);
+    config.mode_every = args.mode_every.map(seconds).unwrap_or(config.mode_every);
+    config.users = args.users.unwrap_or(config.users);
+    config.run_length = args.run_seconds.map(seconds).unwrap_or(config.run_length);
+    config.window = args.window.map(seconds);
+    Ok(config)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let outcome = match config(Args::parse()) {
+        Ok(config) => soak::run(config).await,
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(outcome) => {
+            println!("{}", soak::report(&outcome));
+            if outcome.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(error) => {
+            eprintln!("soak: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
