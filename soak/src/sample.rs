@@ -1,4 +1,5 @@
-//! The soak's one row a second: every process's RSS and open descriptors (`/proc`), its live tokio tasks (its
+//! The soak's one row a second: every process's RSS, open descriptors and how many of them are sockets (`/proc`),
+//! its live tokio tasks (its
 //! `/metrics`, `serving::runtime`), both databases' sizes, the faults active at the agent and the requests it
 //! holds. A value that could not be read (the controller between a kill and its restart) is left empty.
 
@@ -16,10 +17,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::stack::Stack;
 
 /// The CSV's header; [`Row`] writes its fields in this order.
-pub const HEADER: &str = "t_s,services_rss_kib,services_fds,services_tasks,dashboard_rss_kib,dashboard_fds,\
-dashboard_tasks,controller_pid,controller_rss_kib,controller_fds,controller_tasks,soak_rss_kib,soak_fds,\
-sweep_db_bytes,dashboard_db_bytes,agent_faults,agent_held";
-/// The processes whose columns are `<name>_rss_kib` and `<name>_fds`, in the CSV's order.
+pub const HEADER: &str = "t_s,services_rss_kib,services_fds,services_sockets,services_tasks,\
+dashboard_rss_kib,dashboard_fds,dashboard_sockets,dashboard_tasks,controller_pid,controller_rss_kib,controller_fds,\
+controller_sockets,controller_tasks,soak_rss_kib,soak_fds,soak_sockets,sweep_db_bytes,dashboard_db_bytes,\
+agent_faults,agent_held";
+/// The processes whose columns are `<name>_rss_kib`, `<name>_fds` and `<name>_sockets`, in the CSV's order.
 pub const PROCESSES: [&str; 4] = ["services", "dashboard", "controller", "soak"];
 /// Where the sampler finds the controller: its pid (0 while none runs), its `/metrics`, its database.
 #[derive(Debug, Clone)]
@@ -44,6 +46,17 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 /// A process's open descriptors (entries of `/proc/PID/fd`).
 pub fn open_fds(pid: u32) -> Option<u64> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
+}
+
+/// How many of a process's open descriptors are sockets (entries of `/proc/PID/fd` linking to `socket:[…]`):
+/// one per connection, so their count follows the load, where the others (files, pipes, epoll) should not move.
+pub fn open_sockets(pid: u32) -> Option<u64> {
+    let entries = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let sockets = (entries.flatten())
+        .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+        .filter(|target| target.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
+        .count();
+    Some(sockets as u64)
 }
 
 /// A database's bytes on disk, its write-ahead log and shared memory included.
@@ -134,16 +147,20 @@ async fn row(stack: &Stack, controller: &ControllerWatch) -> Row {
     Row(vec![
         rss_kib(stack.service_pid),
         open_fds(stack.service_pid),
+        open_sockets(stack.service_pid),
         services_tasks,
         rss_kib(stack.dashboard_pid),
         open_fds(stack.dashboard_pid),
+        open_sockets(stack.dashboard_pid),
         dashboard_tasks,
         controller_pid.map(u64::from),
         controller_pid.and_then(rss_kib),
         controller_pid.and_then(open_fds),
+        controller_pid.and_then(open_sockets),
         controller_tasks,
         rss_kib(own),
         open_fds(own),
+        open_sockets(own),
         db_bytes(&controller.db),
         db_bytes(&stack.dashboard_db()),
         faults.map(|faults| faults.len() as u64),
@@ -213,6 +230,11 @@ mod tests {
         let own = std::process::id();
         assert!(rss_kib(own).is_some_and(|kib| kib > 0));
         assert!(open_fds(own).is_some_and(|fds| fds >= 3));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let sockets = open_sockets(own).expect("our own descriptors are readable");
+        assert!(sockets >= 1 && sockets < open_fds(own).unwrap());
+        drop(listener);
+        assert_eq!(open_sockets(u32::MAX), None);
         assert_eq!(rss_kib(u32::MAX), None);
     }
 
@@ -220,6 +242,6 @@ mod tests {
     fn a_row_leaves_what_was_not_read_empty() {
         let row = Row(vec![Some(1), None, Some(3)]);
         assert_eq!(row.line(2.04), "2.0,1,,3\n");
-        assert_eq!(HEADER.split(',').count(), 17);
+        assert_eq!(HEADER.split(',').count(), 21);
     }
 }
