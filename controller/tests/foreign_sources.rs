@@ -1,6 +1,6 @@
 //! Foreign breaker sources during a run: a Resilience4j-style exposition served on loopback is scraped by the
 //! observer at 20 Hz and its state changes are published live and recorded by the run in the stored shape with
-//! their source; pushed events are recorded too.
+//! their source; pushed events are recorded too, and a flood of them goes to the store while the run goes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use axum::Router;
 use axum::routing::get;
 use controller::observe::{Observation, Observations, Observer, Received, Watch};
 use controller::runner::RunRecorder;
-use controller::sources::{PushInbox, StateMapping};
+use controller::sources::{PushInbox, RateLimit, StateMapping};
 use controller::spec::ScrapeSpec;
 use controller::testbed::AdminClient;
 use parking_lot::Mutex;
@@ -134,6 +134,62 @@ async fn scraped_and_pushed_transitions_are_collected_with_their_source() {
         records.windows(2).all(|w| w[0].at_ms <= w[1].at_ms),
         "time order"
     );
+}
+
+/// A flood of pushed transitions — 200 breakers changing 30 times within one second — is written to the store
+/// while the run goes, not held until its end; each breaker's 20 a second are stored and the other 10 counted in
+/// one `transitions:not_stored` event of its own.
+#[tokio::test]
+async fn a_flood_of_foreign_transitions_is_stored_while_the_run_goes_under_a_ceiling() {
+    let inbox = PushInbox::new(RateLimit::new(1e9, 1e9));
+    let (_live, mut recorder, _watch) = observing(Some(&inbox));
+    let file = controller::test_support::TempStore::new("flood");
+    let store = file.open().await;
+    let spec = controller::test_support::spec(
+        "name = \"flood\"\nrounds = 1\nduration = \"10s\"\n[load]\nusers = 1\n\
+         [fault]\ntarget = \"payment\"\nrates = [0.5]\n[breaker]\nmodes = [\"enforce\"]\n",
+    );
+    let experiment = store.create_experiment(&spec, 1).await.unwrap();
+    let run = store
+        .start_run(experiment, &spec.plan()[0], Duration::ZERO, Duration::ZERO, 1)
+        .await
+        .unwrap();
+    recorder.spool_to(store.clone(), run);
+    // Stamped 10 s ago: settled at once, so the spool's first write takes them.
+    let second = (controller::clock::now_ms() as u64 - 10_000) / 1_000 * 1_000;
+    for change in 0..30u64 {
+        for half in 0..2 {
+            let events: Vec<String> = (0..100)
+                .map(|b| {
+                    let to = if change % 2 == 0 { "open" } else { "closed" };
+                    let at = second + change * 10 + b;
+                    format!(r#"{{"breaker":"b{}","to":"{to}","at_ms":{at}}}"#, half * 100 + b)
+                })
+                .collect();
+            let body = format!("[{}]", events.join(","));
+            let ingested = (inbox.ingest(&body, controller::clock::now_ms() as u64)).unwrap();
+            assert_eq!(ingested.events.len(), 100);
+            tokio::task::yield_now().await;
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut stored = 0;
+    while stored < 200 * 20 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stored = store.transitions(run).await.unwrap().len();
+    }
+    assert_eq!(stored, 200 * 20, "written while the run goes");
+    let recording = recorder.finish().await;
+    assert!(recording.panics.is_empty(), "{:?}", recording.panics);
+    assert_eq!(recording.missed, 0);
+    assert!(recording.transitions.is_empty(), "nothing was left for the end");
+    let counted: Vec<u64> = (recording.agent_events.iter())
+        .filter_map(|record| match &record.event {
+            controller::store::RunEvent::TransitionsNotStored { count, .. } => Some(*count),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counted, vec![10; 200]);
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ mod drive;
 mod error;
 mod preflight;
 mod recorder;
+mod spool;
 pub mod replicas;
 mod resume;
 mod run;

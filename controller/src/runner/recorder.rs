@@ -8,7 +8,8 @@
 //! across runs, so what it sends is told apart by its own time. The sample the observer took at
 //! `sampling_from + (k + 1) s` or later (and before `+ (k + 2) s`) is second `k`, the second it closes, like the
 //! load driver's seconds. A gap in the observations (this recorder fell behind) is counted: a run that has one is
-//! not a measurement.
+//! not a measurement. Transitions are kept under a per-breaker ceiling and written to the store while the run goes
+//! once it exists ([`super::spool`]), so their memory is bounded whatever their rate.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,10 +21,11 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::spool::{self, Transitions};
 use crate::exposition::series_values;
 use crate::observe::{AgentObservation, Observation, Observations, Received, Sample};
 use crate::sources::PushInbox;
-use crate::store::{CollectorSample, RunEvent, RunEventRecord, TransitionRecord};
+use crate::store::{CollectorSample, RunEvent, RunEventRecord, RunId, Store, TransitionRecord};
 use crate::target::ServiceId;
 use crate::task::OwnedTask;
 
@@ -37,8 +39,6 @@ pub struct SampledLabels {
 /// What the recorder has kept so far.
 #[derive(Debug, Default)]
 struct Recorded {
-    transitions: Vec<TransitionRecord>,
-    foreign: Vec<TransitionRecord>,
     agent: Vec<RunEventRecord>,
     samples: Vec<CollectorSample>,
     missed: u64,
@@ -73,7 +73,7 @@ impl JoinedLabels {
 /// What a run's recorder kept, once stopped.
 #[derive(Debug, Default)]
 pub struct Recording {
-    /// The followed streams' transitions, then the foreign ones, by time.
+    /// The followed streams' and the foreign sources' transitions not yet written to the store, by time.
     pub transitions: Vec<TransitionRecord>,
     /// The agent's events and the foreign sources' failed scrapes, as the run's event log stores them.
     pub agent_events: Vec<RunEventRecord>,
@@ -87,6 +87,9 @@ pub struct Recording {
 /// Records one run; stop it with [`RunRecorder::finish`] (dropped, it stops at once).
 pub struct RunRecorder {
     recorded: Arc<Mutex<Recorded>>,
+    transitions: Arc<Mutex<Transitions>>,
+    /// Writes the transitions to the store once the run exists.
+    spool: Option<OwnedTask<()>>,
     wanted: Arc<Mutex<Wanted>>,
     /// Ends the tasks once they took what was published before it.
     stop: CancellationToken,
@@ -104,6 +107,7 @@ impl RunRecorder {
         inbox: Option<&PushInbox>,
     ) -> Self {
         let recorded = Arc::new(Mutex::new(Recorded::default()));
+        let transitions = Arc::new(Mutex::new(Transitions::default()));
         let wanted = Arc::new(Mutex::new(Wanted {
             since_ms,
             streams,
@@ -112,11 +116,15 @@ impl RunRecorder {
         }));
         let stop = CancellationToken::new();
         let reader = {
-            let (recorded, wanted, stop) =
-                (Arc::clone(&recorded), Arc::clone(&wanted), stop.clone());
-            let take = move |received: Received| {
-                let kept = keep(&wanted.lock(), received);
-                recorded.lock().add(kept);
+            let (recorded, transitions, wanted, stop) = (
+                Arc::clone(&recorded),
+                Arc::clone(&transitions),
+                Arc::clone(&wanted),
+                stop.clone(),
+            );
+            let take = move |received: Received| match keep(&wanted.lock(), received) {
+                Kept::Transition(record) => transitions.lock().admit(record),
+                kept => recorded.lock().add(kept),
             };
             OwnedTask::spawn(async move {
                 loop {
@@ -137,11 +145,15 @@ impl RunRecorder {
         };
         let pushed = inbox.map(|inbox| {
             let mut pushed = inbox.subscribe();
-            let (recorded, stop) = (Arc::clone(&recorded), stop.clone());
+            let (recorded, transitions, stop) = (
+                Arc::clone(&recorded),
+                Arc::clone(&transitions),
+                stop.clone(),
+            );
             OwnedTask::spawn(async move {
                 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
                 let take = |event: &breaker::TransitionEvent| {
-                    (recorded.lock().foreign).push(TransitionRecord::from_event(event))
+                    (transitions.lock()).admit(TransitionRecord::from_event(event))
                 };
                 loop {
                     tokio::select! {
@@ -165,11 +177,19 @@ impl RunRecorder {
         });
         RunRecorder {
             recorded,
+            transitions,
+            spool: None,
             wanted,
             stop,
             reader,
             pushed,
         }
+    }
+
+    /// Writes the transitions kept to `run` in `store` while the run goes, from now until it finishes.
+    pub fn spool_to(&mut self, store: Store, run: RunId) {
+        let transitions = Arc::clone(&self.transitions);
+        self.spool = Some(spool::spool(transitions, store, run, self.stop.clone()));
     }
 
     /// Where labels that join the run later are added.
@@ -212,15 +232,17 @@ impl RunRecorder {
         if let Some(pushed) = self.pushed {
             panics.extend(pushed.join().await);
         }
-        let recorded = std::mem::take(&mut *self.recorded.lock());
-        let mut transitions = recorded.transitions;
-        transitions.sort_by_key(|event| (event.at_ms, event.seq));
-        let mut foreign = recorded.foreign;
-        foreign.sort_by_key(|event| (event.at_ms, event.seq));
-        transitions.extend(foreign);
-        transitions.sort_by_key(|event| event.at_ms);
+        // A write in progress is finished: what it took is in the store, the rest is the run's end's to write.
+        if let Some(spool) = self.spool {
+            panics.extend(spool.join().await);
+        }
+        let mut recorded = std::mem::take(&mut *self.recorded.lock());
+        let mut transitions = self.transitions.lock();
+        recorded
+            .agent
+            .extend(transitions.not_stored_events(crate::clock::now_ms()));
         Recording {
-            transitions,
+            transitions: transitions.take_settled(None),
             agent_events: recorded.agent,
             samples: recorded.samples,
             missed: recorded.missed,
@@ -234,8 +256,8 @@ impl Recorded {
         match kept {
             Kept::Nothing => {}
             Kept::Missed(missed) => self.missed += missed,
-            Kept::Transition(record) => self.transitions.push(record),
-            Kept::Foreign(record) => self.foreign.push(record),
+            // Transitions are the spool's (`RunRecorder::start` gives them to it).
+            Kept::Transition(_) => {}
             Kept::Agent(record) => self.agent.push(record),
             Kept::Sample(sample) => {
                 // One sample per second: a sampler's ticks are a second apart, but two samplers' (an observer's
@@ -252,8 +274,8 @@ impl Recorded {
 enum Kept {
     Nothing,
     Missed(u64),
+    /// A followed stream's or a foreign source's.
     Transition(TransitionRecord),
-    Foreign(TransitionRecord),
     Agent(RunEventRecord),
     Sample(CollectorSample),
 }
@@ -271,7 +293,7 @@ fn keep(wanted: &Wanted, received: Received) -> Kept {
                 false => Kept::Nothing,
             }
         }
-        Observation::Foreign(event) => Kept::Foreign(TransitionRecord::from_event(&event)),
+        Observation::Foreign(event) => Kept::Transition(TransitionRecord::from_event(&event)),
         Observation::ScrapeFailed {
             source,
             error,

@@ -66,6 +66,7 @@ impl Runner {
                 now_ms(),
             )
             .await?;
+        scope.spool_to(self.store.clone(), run);
 
         // From here the run exists: whatever ends the body, a panic included, ends the scope (fault
         // removed first) and the run is stored.

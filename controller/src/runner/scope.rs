@@ -34,7 +34,7 @@ use crate::roster::ReplicaChange;
 use crate::sources::PushInbox;
 use crate::spec::{ExperimentSpec, Offers, PlannedRun, SourceSpec};
 use crate::store::{
-    AgentReport, CollectorSample, ContainerSampleRecord, RunEvent, RunEventRecord, RunId,
+    AgentReport, CollectorSample, ContainerSampleRecord, RunEvent, RunEventRecord, RunId, Store,
     TransitionRecord,
 };
 use crate::target::ServiceId;
@@ -152,6 +152,13 @@ impl RunScope {
             energy_source: None,
             breakers: None,
         })
+    }
+
+    /// Writes the transitions the run keeps to `run` in `store` while it goes (the run exists from now on).
+    pub fn spool_to(&mut self, store: Store, run: RunId) {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.spool_to(store, run);
+        }
     }
 
     /// Holds the run's leased breaker config until the scope ends (restored after everything else stopped, so

@@ -41,6 +41,15 @@ pub enum RunEvent {
     Replica(ReplicaEvent),
     /// A `[[sources]]` scrape failed during the run (the first of a run of failures): the source's name and why.
     ScrapeFailed { source: String, error: String },
+    /// Transitions of one breaker counted instead of stored one by one (`runner::spool`): how many and why.
+    TransitionsNotStored {
+        service: String,
+        breaker: String,
+        /// The foreign source the breaker was seen through, if it is not a Tolerant one.
+        source: Option<String>,
+        count: u64,
+        why: String,
+    },
 }
 
 /// What happened to a replica during a run, under its label (`checkout#2`).
@@ -214,11 +223,13 @@ pub enum RunEventKind {
     ReplicaFollowFailed,
     #[serde(rename = "source:scrape_failed")]
     SourceScrapeFailed,
+    #[serde(rename = "transitions:not_stored")]
+    TransitionsNotStored,
 }
 
 impl RunEventKind {
     /// Every kind, for reading stored text back.
-    pub const ALL: [RunEventKind; 22] = [
+    pub const ALL: [RunEventKind; 23] = [
         RunEventKind::Applied,
         RunEventKind::ApplyFailed,
         RunEventKind::Renewed,
@@ -241,6 +252,7 @@ impl RunEventKind {
         RunEventKind::ReplicaFollowed,
         RunEventKind::ReplicaFollowFailed,
         RunEventKind::SourceScrapeFailed,
+        RunEventKind::TransitionsNotStored,
     ];
 
     /// The stored (and serialised) name.
@@ -268,6 +280,7 @@ impl RunEventKind {
             RunEventKind::ReplicaFollowed => "replica:followed",
             RunEventKind::ReplicaFollowFailed => "replica:follow_failed",
             RunEventKind::SourceScrapeFailed => "source:scrape_failed",
+            RunEventKind::TransitionsNotStored => "transitions:not_stored",
         }
     }
 
@@ -335,6 +348,7 @@ impl RunEvent {
                 ReplicaEvent::FollowFailed(_) => RunEventKind::ReplicaFollowFailed,
             },
             RunEvent::ScrapeFailed { .. } => RunEventKind::SourceScrapeFailed,
+            RunEvent::TransitionsNotStored { .. } => RunEventKind::TransitionsNotStored,
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{
     CollectorSample, DEGRADED_REASON, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store,
     StoreError, duration_ms, int,
 };
-use super::{columns, predictions};
+use super::{TransitionRecord, columns, predictions};
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
@@ -111,11 +111,31 @@ async fn insert_ordered<T>(
     rows: &[T],
     bind: impl for<'q> Fn(AnyQuery<'q>, &'q T) -> AnyQuery<'q>,
 ) -> Result<(), StoreError> {
+    // After what the run already has there: transitions are written while a run goes (`append_transitions`).
+    let first: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE run_id = $1"))
+        .bind(run.0)
+        .fetch_one(&mut **tx)
+        .await?;
     let columns = columns::keyed(&["run_id", "ordinal"], columns);
     insert_chunked(tx, table, &columns, rows, |query, ordinal, row| {
-        bind(query.bind(run.0).bind(int(ordinal as u64)), row)
+        bind(query.bind(run.0).bind(first + int(ordinal as u64)), row)
     })
     .await
+}
+
+/// Binds a transition's [`columns::TRANSITIONS`], in that order.
+fn bind_transition<'q>(query: AnyQuery<'q>, transition: &'q TransitionRecord) -> AnyQuery<'q> {
+    query
+        .bind(transition.at_ms)
+        .bind(&transition.service)
+        .bind(&transition.breaker)
+        .bind(transition.from.as_str())
+        .bind(transition.to.as_str())
+        .bind(transition.reason.as_str())
+        .bind(transition.detail_json().to_string())
+        .bind(transition.seq)
+        .bind(i64::from(transition.shadow))
+        .bind(transition.source.as_deref())
 }
 
 impl Store {
@@ -346,19 +366,7 @@ impl Store {
             "transitions",
             &columns::TRANSITIONS,
             &record.transitions,
-            |query, transition| {
-                query
-                    .bind(transition.at_ms)
-                    .bind(&transition.service)
-                    .bind(&transition.breaker)
-                    .bind(transition.from.as_str())
-                    .bind(transition.to.as_str())
-                    .bind(transition.reason.as_str())
-                    .bind(transition.detail_json().to_string())
-                    .bind(transition.seq)
-                    .bind(i64::from(transition.shadow))
-                    .bind(transition.source.as_deref())
-            },
+            bind_transition,
         )
         .await?;
 
@@ -382,8 +390,38 @@ impl Store {
         Ok(())
     }
 
+    /// Writes transitions of a run that is still going, after those it has, in one transaction (a run's
+    /// transitions are written while it goes: `runner::spool`); refused when the run is not `running`.
+    pub async fn append_transitions(
+        &self,
+        run: RunId,
+        transitions: &[TransitionRecord],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let running: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM runs WHERE id = $1 AND status = 'running'")
+                .bind(run.0)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if running.is_none() {
+            return Err(StoreError::RunNotRunning(run));
+        }
+        insert_ordered(
+            &mut tx,
+            run,
+            "transitions",
+            &columns::TRANSITIONS,
+            transitions,
+            bind_transition,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Marks every `running` run of an experiment `interrupted` (a controller restarting after a
-    /// crash); returns how many there were. Their data was never written.
+    /// crash); returns how many there were. Their data was never written, but for the transitions written
+    /// while they went.
     pub async fn mark_interrupted(
         &self,
         experiment: ExperimentId,

@@ -62,6 +62,15 @@ impl RunEvent {
             RunEvent::ScrapeFailed { source, error } => {
                 json!({ "source": source, "error": error })
             }
+            RunEvent::TransitionsNotStored {
+                service,
+                breaker,
+                source,
+                count,
+                why,
+            } => json!({
+                "service": service, "breaker": breaker, "source": source, "count": count, "why": why
+            }),
         }
     }
 
@@ -157,6 +166,22 @@ impl RunEvent {
                 let SourceError { source, error } = shaped(object)?;
                 RunEvent::ScrapeFailed { source, error }
             }
+            RunEventKind::TransitionsNotStored => {
+                let NotStored {
+                    service,
+                    breaker,
+                    source,
+                    count,
+                    why,
+                } = shaped(object)?;
+                RunEvent::TransitionsNotStored {
+                    service,
+                    breaker,
+                    source,
+                    count,
+                    why,
+                }
+            }
             RunEventKind::AgentApplied
             | RunEventKind::AgentRenewed
             | RunEventKind::AgentExpired
@@ -240,6 +265,16 @@ struct PeriodError {
 struct ServiceError {
     service: String,
     error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NotStored {
+    service: String,
+    breaker: String,
+    source: Option<String>,
+    count: u64,
+    why: String,
 }
 
 #[derive(Deserialize)]

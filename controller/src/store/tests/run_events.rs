@@ -115,6 +115,16 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
             r#"{"error":"GET http://shop/metrics: answer too large: more than 8388608 bytes","source":"prometheus:http://shop/metrics"}"#,
         ),
         (
+            RunEvent::TransitionsNotStored {
+                service: "shop".into(),
+                breaker: "shop->db".into(),
+                source: Some("push".into()),
+                count: 80,
+                why: "over the ceiling of 20 transitions a second per breaker".into(),
+            },
+            r#"{"breaker":"shop->db","count":80,"service":"shop","source":"push","why":"over the ceiling of 20 transitions a second per breaker"}"#,
+        ),
+        (
             call(FaultCall::Applied(PutFault::Pod {
                 pod: "checkout-7d4f9-abcde".into(),
                 replica: "checkout#2".into(),

@@ -1,5 +1,5 @@
 //! Runs: what a finished, aborted or failed run stores, written once and in chunks, nothing left behind by a
-//! failing write, interrupted runs retried.
+//! failing write, interrupted runs retried, transitions written while a run goes.
 
 use super::*;
 
@@ -249,6 +249,42 @@ async fn a_failing_write_leaves_nothing_behind() {
             .finish_run(run, &record(Status::Finished, Duration::ZERO))
             .await
             .unwrap();
+    }
+}
+
+/// Transitions written while the run goes come first, in the order written; the run's end writes the rest after
+/// them; a run that is not `running` takes none (an interrupted one keeps what it had).
+#[tokio::test]
+async fn transitions_written_while_a_run_goes_are_followed_by_the_rest() {
+    let (stores, _file) = stores().await;
+    for store in &stores {
+        let run = started_run(store, 0).await;
+        let mut record = record(Status::Finished, Duration::from_secs(2));
+        let at = |seq: i64| TransitionRecord {
+            seq,
+            at_ms: 1_000 + seq,
+            ..record.transitions[0].clone()
+        };
+        let early: Vec<TransitionRecord> = (0..(ROWS_PER_INSERT as i64 + 5)).map(at).collect();
+        store.append_transitions(run, &early[..3]).await.unwrap();
+        store.append_transitions(run, &early[3..]).await.unwrap();
+        record.transitions = vec![at(9_000), at(9_001)];
+        store.finish_run(run, &record).await.unwrap();
+        let seqs: Vec<i64> = (store.transitions(run).await.unwrap().iter())
+            .map(|t| t.seq)
+            .collect();
+        let expected: Vec<i64> = (0..(ROWS_PER_INSERT as i64 + 5)).chain([9_000, 9_001]).collect();
+        assert_eq!(seqs, expected);
+        assert!(matches!(
+            store.append_transitions(run, &early[..1]).await,
+            Err(StoreError::RunNotRunning(_))
+        ));
+
+        let (spec, experiment) = new_experiment(store).await;
+        let interrupted = start_run_of(store, &spec, experiment, 1, 1).await;
+        store.append_transitions(interrupted, &early[..2]).await.unwrap();
+        assert_eq!(store.mark_interrupted(experiment, 5).await.unwrap(), 1);
+        assert_eq!(store.transitions(interrupted).await.unwrap().len(), 2);
     }
 }
 
