@@ -151,7 +151,13 @@ async fn a_flood_of_foreign_transitions_is_stored_while_the_run_goes_under_a_cei
     );
     let experiment = store.create_experiment(&spec, 1).await.unwrap();
     let run = store
-        .start_run(experiment, &spec.plan()[0], Duration::ZERO, Duration::ZERO, 1)
+        .start_run(
+            experiment,
+            &spec.plan()[0],
+            Duration::ZERO,
+            Duration::ZERO,
+            1,
+        )
         .await
         .unwrap();
     recorder.spool_to(store.clone(), run);
@@ -163,7 +169,10 @@ async fn a_flood_of_foreign_transitions_is_stored_while_the_run_goes_under_a_cei
                 .map(|b| {
                     let to = if change % 2 == 0 { "open" } else { "closed" };
                     let at = second + change * 10 + b;
-                    format!(r#"{{"breaker":"b{}","to":"{to}","at_ms":{at}}}"#, half * 100 + b)
+                    format!(
+                        r#"{{"breaker":"b{}","to":"{to}","at_ms":{at}}}"#,
+                        half * 100 + b
+                    )
                 })
                 .collect();
             let body = format!("[{}]", events.join(","));
@@ -182,7 +191,10 @@ async fn a_flood_of_foreign_transitions_is_stored_while_the_run_goes_under_a_cei
     let recording = recorder.finish().await;
     assert!(recording.panics.is_empty(), "{:?}", recording.panics);
     assert_eq!(recording.missed, 0);
-    assert!(recording.transitions.is_empty(), "nothing was left for the end");
+    assert!(
+        recording.transitions.is_empty(),
+        "nothing was left for the end"
+    );
     let counted: Vec<u64> = (recording.agent_events.iter())
         .filter_map(|record| match &record.event {
             controller::store::RunEvent::TransitionsNotStored { count, .. } => Some(*count),

@@ -54,7 +54,12 @@ pub fn open_sockets(pid: u32) -> Option<u64> {
     let entries = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     let sockets = (entries.flatten())
         .filter_map(|entry| std::fs::read_link(entry.path()).ok())
-        .filter(|target| target.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
+        .filter(|target| {
+            target
+                .as_os_str()
+                .as_encoded_bytes()
+                .starts_with(b"socket:")
+        })
         .count();
     Some(sockets as u64)
 }

@@ -411,7 +411,10 @@ mod tests {
             .collect();
         let judged = ceiling("x", &leaking, 60.0);
         assert!(!judged.passed, "{judged:?}");
-        assert!(!ceiling("x", &swinging[..30], 60.0).passed, "one window proves nothing");
+        assert!(
+            !ceiling("x", &swinging[..30], 60.0).passed,
+            "one window proves nothing"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! kubeconfig (`KUBECONFIG`, else `~/.kube/config`) from outside, else the service account's in-cluster config;
 //! neither found, or a server that does not answer, is a [`KubeError`] naming what was tried.
 
+mod answer_cap;
 pub mod discovery;
 mod error;
 pub mod fault;
@@ -58,10 +59,13 @@ impl Cluster {
                 }
             };
         let server = config.cluster_url.to_string();
-        let client = kube::Client::try_from(config).map_err(|error| KubeError::Unreachable {
-            server: server.clone(),
-            message: error.to_string(),
+        let builder = kube::client::ClientBuilder::try_from(config).map_err(|error| {
+            KubeError::Unreachable {
+                server: server.clone(),
+                message: error.to_string(),
+            }
         })?;
+        let client = answer_cap::capped(builder, answer_cap::MAX_KUBE_ANSWER_BYTES);
         let cluster = Cluster {
             client,
             namespace: namespace.to_owned(),

@@ -12,12 +12,12 @@ mod drive;
 mod error;
 mod preflight;
 mod recorder;
-mod spool;
 pub mod replicas;
 mod resume;
 mod run;
 mod scope;
 mod setup_error;
+mod spool;
 mod stop;
 
 use std::collections::BTreeSet;

@@ -117,17 +117,19 @@ impl Transitions {
     /// What was counted instead of kept, as the run's event log stores it (stamped `at_ms`).
     pub fn not_stored_events(&self, at_ms: i64) -> Vec<RunEventRecord> {
         (self.not_stored.iter())
-            .map(|(((source, service, breaker), why), count)| RunEventRecord {
-                at_ms,
-                fault_id: String::new(),
-                event: RunEvent::TransitionsNotStored {
-                    service: service.clone(),
-                    breaker: breaker.clone(),
-                    source: source.clone(),
-                    count: *count,
-                    why: why.as_str().to_owned(),
+            .map(
+                |(((source, service, breaker), why), count)| RunEventRecord {
+                    at_ms,
+                    fault_id: String::new(),
+                    event: RunEvent::TransitionsNotStored {
+                        service: service.clone(),
+                        breaker: breaker.clone(),
+                        source: source.clone(),
+                        count: *count,
+                        why: why.as_str().to_owned(),
+                    },
                 },
-            })
+            )
             .collect()
     }
 }
@@ -199,9 +201,9 @@ mod tests {
         let events = kept.not_stored_events(9);
         assert_eq!(events.len(), 1, "{events:?}");
         match &events[0].event {
-            RunEvent::TransitionsNotStored {
-                breaker, count, ..
-            } => assert_eq!((breaker.as_str(), *count), ("a", 80)),
+            RunEvent::TransitionsNotStored { breaker, count, .. } => {
+                assert_eq!((breaker.as_str(), *count), ("a", 80))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -249,9 +251,15 @@ mod tests {
              [fault]\ntarget = \"payment\"\nrates = [0.5]\n[breaker]\nmodes = [\"enforce\"]\n",
         );
         let experiment = store.create_experiment(&spec, 1).await.unwrap();
-        let run = (store.start_run(experiment, &spec.plan()[0], Duration::ZERO, Duration::ZERO, 1))
-            .await
-            .unwrap();
+        let run = (store.start_run(
+            experiment,
+            &spec.plan()[0],
+            Duration::ZERO,
+            Duration::ZERO,
+            1,
+        ))
+        .await
+        .unwrap();
         let now = now_ms();
         let transitions = Arc::new(Mutex::new(Transitions::default()));
         {

@@ -273,7 +273,9 @@ async fn transitions_written_while_a_run_goes_are_followed_by_the_rest() {
         let seqs: Vec<i64> = (store.transitions(run).await.unwrap().iter())
             .map(|t| t.seq)
             .collect();
-        let expected: Vec<i64> = (0..(ROWS_PER_INSERT as i64 + 5)).chain([9_000, 9_001]).collect();
+        let expected: Vec<i64> = (0..(ROWS_PER_INSERT as i64 + 5))
+            .chain([9_000, 9_001])
+            .collect();
         assert_eq!(seqs, expected);
         assert!(matches!(
             store.append_transitions(run, &early[..1]).await,
@@ -282,7 +284,10 @@ async fn transitions_written_while_a_run_goes_are_followed_by_the_rest() {
 
         let (spec, experiment) = new_experiment(store).await;
         let interrupted = start_run_of(store, &spec, experiment, 1, 1).await;
-        store.append_transitions(interrupted, &early[..2]).await.unwrap();
+        store
+            .append_transitions(interrupted, &early[..2])
+            .await
+            .unwrap();
         assert_eq!(store.mark_interrupted(experiment, 5).await.unwrap(), 1);
         assert_eq!(store.transitions(interrupted).await.unwrap().len(), 2);
     }
