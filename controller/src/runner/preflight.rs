@@ -9,16 +9,28 @@
 //! the agent, `GET /_agent/faults` and a renew of a fault id that cannot exist (a valid token gets `404`, a wrong
 //! one `401`). Only the two refusal probes carry the token (they are mutations of Tolerant's own control
 //! endpoints); every read goes without it, so a service of the user's own never sees it.
+//!
+//! Every `[[sources]]` Prometheus source is scraped once too ([`Runner::check_sources`]): one that does not
+//! answer at all (refused, no such path, too slow) is retried [`SOURCE_ATTEMPTS`] times [`SOURCE_RETRY_AFTER`]
+//! apart and then is an error naming `sources[N].url` (a typo fails before anything is stored); one that answers
+//! 5xx (it is there, restarting or overloaded) is said and not an error: a run counts a source blind while it
+//! does not answer, and the experiment goes on.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use super::{Runner, RunnerError};
 use crate::observe::{Follows, Target};
-use crate::spec::{ExperimentSpec, Offers};
+use crate::spec::{ExperimentSpec, Offers, SourceSpec};
 use crate::target::ServiceId;
 use crate::testbed::AdminError;
 use crate::testbed::Credential::{self, Anonymous};
+
+/// Scrapes the preflight tries a `[[sources]]` source that does not answer, and the wait between two.
+pub const SOURCE_ATTEMPTS: u32 = 3;
+pub const SOURCE_RETRY_AFTER: Duration = Duration::from_millis(500);
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -39,7 +51,45 @@ impl Runner {
         &self,
         spec: &ExperimentSpec,
     ) -> Result<Vec<String>, RunnerError> {
-        self.check_targets(&|name| spec.offers_of(name)).await
+        let mut lines = self.check_targets(&|name| spec.offers_of(name)).await?;
+        lines.extend(self.check_sources(spec).await?);
+        Ok(lines)
+    }
+
+    /// Scrapes every `[[sources]]` Prometheus source of `spec` once (see the module docs); returns a line for each
+    /// that answered 5xx. The error names the source as the spec does.
+    pub async fn check_sources(&self, spec: &ExperimentSpec) -> Result<Vec<String>, RunnerError> {
+        let client = crate::testbed::AdminClient::without_token();
+        let mut lines = Vec::new();
+        for (index, source) in spec.sources.iter().enumerate() {
+            let SourceSpec::Prometheus(scrape) = source else {
+                continue;
+            };
+            let mut attempt = 1;
+            loop {
+                match crate::observe::foreign::scrape(&client, &scrape.url).await {
+                    Ok(_) => break,
+                    Err(AdminError::Status { status, .. }) if status.is_server_error() => {
+                        lines.push(format!(
+                            "sources[{index}].url ({}): answers HTTP {status} now; a run counts it blind while it                              does not answer",
+                            scrape.url
+                        ));
+                        break;
+                    }
+                    Err(error) if attempt >= SOURCE_ATTEMPTS => {
+                        return Err(RunnerError::Testbed(format!(
+                            "sources[{index}].url: does not answer ({error}; {SOURCE_ATTEMPTS} attempts {} apart)",
+                            humantime::format_duration(SOURCE_RETRY_AFTER)
+                        )));
+                    }
+                    Err(_) => {
+                        attempt += 1;
+                        tokio::time::sleep(SOURCE_RETRY_AFTER).await;
+                    }
+                }
+            }
+        }
+        Ok(lines)
     }
 
     async fn check_targets(
