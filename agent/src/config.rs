@@ -106,17 +106,6 @@ impl AgentConfig {
         self.0.max_hold
     }
 
-    /// These settings as `GET /_agent/limits` answers them.
-    pub fn limits(&self) -> crate::api::AgentLimits {
-        use crate::api::format_duration;
-        crate::api::AgentLimits {
-            max_lease: format_duration(self.max_lease()),
-            max_hold: format_duration(self.max_hold()),
-            default_lease: format_duration(self.default_lease()),
-            max_faults: crate::MAX_FAULTS,
-        }
-    }
-
     /// Seed of the per-request random draws.
     pub fn seed(&self) -> u64 {
         self.0.seed

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use crate::agent::Agent;
 use crate::api::{
     AgentEvent, AgentLimits, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest,
-    parse_duration, read_json_object, validate_fault_id,
+    format_duration, parse_duration, read_json_object, validate_fault_id,
 };
 use crate::refusal::AgentError;
 use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
@@ -235,8 +235,15 @@ async fn halt(
     }))
 }
 
+/// The caps a put is checked against, as `GET /_agent/limits` answers them.
 async fn limits(State(agent): State<Agent>) -> Json<AgentLimits> {
-    Json(agent.config().limits())
+    let config = agent.config();
+    Json(AgentLimits {
+        max_lease: format_duration(config.max_lease()),
+        max_hold: format_duration(config.max_hold()),
+        default_lease: format_duration(config.default_lease()),
+        max_faults: crate::MAX_FAULTS,
+    })
 }
 
 pub(crate) async fn metrics(State(agent): State<Agent>) -> impl IntoResponse {
