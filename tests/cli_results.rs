@@ -66,6 +66,7 @@ fn record(rate: f64, round: u32, start_ms: i64) -> RunRecord {
         transitions: Vec::new(),
         events: Vec::new(),
         energy: None,
+        sources: Vec::new(),
     }
 }
 

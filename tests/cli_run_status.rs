@@ -1,7 +1,7 @@
-//! `tolerant run`'s exit status tells how its runs ended: a spec whose fault lease is above the agent's
-//! maximum runs against the embedded stack, its fault is refused, and the command exits non-zero naming the
-//! run and why on stderr (it used to say "0 of 1 runs" and exit 0). A spec with more virtual users than the
-//! process's descriptors can hold is refused before anything is stored.
+//! `tolerant run`'s exit status tells how its runs ended: a run whose fault cannot be applied is aborted and the
+//! command exits non-zero naming the run and why on stderr (it used to say "0 of 1 runs" and exit 0). A spec
+//! whose fault lease or delay is above the agent's caps, or with more virtual users than the process's
+//! descriptors can hold, is refused before anything is stored (exit 2 naming the field).
 
 use std::path::Path;
 use std::process::Command;
@@ -40,11 +40,16 @@ lease = "1h"
 modes = ["enforce"]
 "#;
 
+/// A fault the run cannot apply (a container fault kind with no container engine to apply it through): the
+/// run is aborted, and the command exits non-zero naming the run and why on stderr; `show` says why too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
-    let dir = TempStore::new("lease");
-    let spec = dir.dir().join("lease.toml");
-    std::fs::write(&spec, LEASE_ABOVE_AGENT_MAX).unwrap();
+async fn a_fault_a_run_cannot_apply_makes_run_exit_non_zero() {
+    let dir = TempStore::new("unapplied");
+    let spec = dir.dir().join("unapplied.toml");
+    let pause = LEASE_ABOVE_AGENT_MAX
+        .replace("kind = \"error\"\nstatus = 500\n", "kind = \"pause\"\n")
+        .replace("lease = \"1h\"\n", "");
+    std::fs::write(&spec, pause).unwrap();
     let db = dir.location();
     let output = tolerant(&["run", spec.to_str().unwrap(), "--db", &db], dir.dir());
     let stderr = text(&output.stderr);
@@ -59,7 +64,10 @@ async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
         "{stderr}"
     );
     assert!(stderr.contains("run 1 (round 1, "), "{stderr}");
-    assert!(stderr.contains("aborted — fault not applied"), "{stderr}");
+    assert!(
+        stderr.contains("aborted — fault.kinds: `pause` acts on containers"),
+        "{stderr}"
+    );
 
     let store = Store::open(&db).await.unwrap();
     let experiment = store.experiments().await.unwrap().pop().unwrap();
@@ -76,9 +84,56 @@ async fn a_fault_the_agent_refuses_makes_run_exit_non_zero() {
     let stdout = text(&shown.stdout);
     assert!(shown.status.success(), "{}", text(&shown.stderr));
     assert!(
-        stdout.contains("run 1 aborted: fault not applied"),
+        stdout.contains("run 1 aborted: fault.kinds: `pause` acts on containers"),
         "{stdout}"
     );
+}
+
+/// A spec asking more than the agent takes — a lease over its `max_lease`, a delay (with its jitter) over its
+/// `max_hold` — exits 2 naming the field at the preflight, before any experiment is stored (it used to store
+/// the experiment and abort its run with "fault not applied").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_beyond_the_agents_caps_exits_2_naming_the_field_before_anything_is_stored() {
+    let delay = |delay: &str, jitter: &str| {
+        LEASE_ABOVE_AGENT_MAX
+            .replace(
+                "kind = \"error\"\nstatus = 500\n",
+                &format!("kind = \"delay\"\ndelay = \"{delay}\"\njitter = \"{jitter}\"\n"),
+            )
+            .replace("lease = \"1h\"\n", "")
+    };
+    for (name, spec, said) in [
+        (
+            "lease",
+            LEASE_ABOVE_AGENT_MAX.to_owned(),
+            "fault.lease: 1h is over the agent's max_lease of 10m",
+        ),
+        (
+            "delay",
+            delay("2m", "0s"),
+            "fault.delay: 2m is over the agent's max_hold of 1m",
+        ),
+        (
+            "jitter",
+            delay("50s", "20s"),
+            "fault.jitter: 1m 10s is over the agent's max_hold (delay + jitter) of 1m",
+        ),
+    ] {
+        let dir = TempStore::new(name);
+        let path = dir.dir().join(format!("{name}.toml"));
+        std::fs::write(&path, spec).unwrap();
+        let db = dir.location();
+        let output = tolerant(&["run", path.to_str().unwrap(), "--db", &db], dir.dir());
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(said), "{name}: {stderr}");
+        let store = Store::open(&db).await.unwrap();
+        assert!(
+            store.experiments().await.unwrap().is_empty(),
+            "{name}: no experiment stored"
+        );
+        store.close().await;
+    }
 }
 
 /// 600 users against the embedded stack with 1 024 descriptors (soft and hard, set by the shell before the

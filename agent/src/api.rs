@@ -335,6 +335,21 @@ pub struct RenewRequest {
     pub lease: Option<String>,
 }
 
+/// Answer of `GET /_agent/limits`: the caps the agent checks a fault against, durations written as
+/// [`format_duration`] writes them, so a controller can refuse a spec beyond them before it stores anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentLimits {
+    /// The longest lease a fault may ask for.
+    pub max_lease: String,
+    /// The longest a hang is held, and the most a delay with its whole jitter may hold.
+    pub max_hold: String,
+    /// The lease of a fault put without one.
+    pub default_lease: String,
+    /// The most faults the table holds.
+    pub max_faults: usize,
+}
+
 /// Answer of `POST /_agent/halt`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HaltResponse {

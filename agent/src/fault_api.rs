@@ -1,4 +1,5 @@
-//! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt, event stream, metrics).
+//! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt,
+//! limits, event stream, metrics).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
 //! checked before the body is even parsed, so a refused request changes nothing. Wrong tokens are throttled per
@@ -24,8 +25,8 @@ use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::api::{
-    AgentEvent, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest, parse_duration,
-    read_json_object, validate_fault_id,
+    AgentEvent, AgentLimits, FaultSpec, FaultView, HaltResponse, InvalidFault, RenewRequest,
+    format_duration, parse_duration, read_json_object, validate_fault_id,
 };
 use crate::refusal::AgentError;
 use serving::event_stream::{STREAM_SEND_TIMEOUT, forward_json};
@@ -53,6 +54,7 @@ pub fn router(agent: Agent) -> Router {
         .route("/_agent/faults", get(list_faults))
         .route("/_agent/faults/{id}", put(put_fault).delete(delete_fault))
         .route("/_agent/faults/{id}/renew", post(renew_fault))
+        .route("/_agent/limits", get(limits))
         .route("/_agent/halt", post(halt))
         .route("/_agent/stream", get(stream_events))
         .route("/_agent/metrics", get(metrics))
@@ -231,6 +233,17 @@ async fn halt(
     Ok(Json(HaltResponse {
         removed: agent.halt(),
     }))
+}
+
+/// The caps a put is checked against, as `GET /_agent/limits` answers them.
+async fn limits(State(agent): State<Agent>) -> Json<AgentLimits> {
+    let config = agent.config();
+    Json(AgentLimits {
+        max_lease: format_duration(config.max_lease()),
+        max_hold: format_duration(config.max_hold()),
+        default_lease: format_duration(config.default_lease()),
+        max_faults: crate::MAX_FAULTS,
+    })
 }
 
 pub(crate) async fn metrics(State(agent): State<Agent>) -> impl IntoResponse {

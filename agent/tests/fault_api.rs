@@ -511,3 +511,33 @@ async fn dot_segments_are_not_fault_ids() {
         assert_eq!(status, StatusCode::CREATED, "{id}: {body}");
     }
 }
+
+/// `GET /_agent/limits` says the caps a put is checked against (open, like every read).
+#[tokio::test]
+async fn limits_are_the_caps_a_put_is_checked_against() {
+    let agent = agent();
+    let request = Request::get("/_agent/limits").body(Body::empty()).unwrap();
+    let (status, body) = call(&agent, request).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let limits: agent::api::AgentLimits = serde_json::from_value(body).unwrap();
+    assert_eq!(limits.max_lease, "2m");
+    assert_eq!(limits.default_lease, "30s");
+    assert_eq!(limits.max_hold, "1m");
+    assert_eq!(limits.max_faults, agent::MAX_FAULTS);
+    let max = agent::api::parse_duration(&limits.max_lease).unwrap();
+    let (at_cap, body) = put(
+        &agent,
+        "a",
+        json!({"kind": "error", "status": 500, "lease": limits.max_lease}),
+    )
+    .await;
+    assert_eq!(at_cap, StatusCode::CREATED, "{body}");
+    let over = agent::api::format_duration(max + Duration::from_secs(1));
+    let (beyond, body) = put(
+        &agent,
+        "b",
+        json!({"kind": "error", "status": 500, "lease": over}),
+    )
+    .await;
+    assert_eq!(beyond, StatusCode::BAD_REQUEST, "{body}");
+}

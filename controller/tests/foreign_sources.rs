@@ -231,18 +231,98 @@ async fn a_breaker_already_open_at_the_baseline_scrape_is_on_the_timeline() {
     assert!(records[0].at_ms >= before);
 }
 
-#[tokio::test]
-async fn a_source_that_does_not_answer_names_itself() {
-    let spec = ScrapeSpec {
-        url: "http://127.0.0.1:9/metrics".into(),
-        interval: Duration::from_millis(250),
-        service: "x".into(),
+/// Serves `/metrics` with an exposition of `inventory` open, except that request `n` (from 0) is answered 503
+/// whenever `unavailable(n)`.
+async fn flaky_exporter(unavailable: fn(usize) -> bool) -> String {
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = Router::new().route(
+        "/metrics",
+        get(move || {
+            let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if unavailable(n) {
+                    Err(http::StatusCode::SERVICE_UNAVAILABLE)
+                } else {
+                    Ok(exposition("open"))
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/metrics")
+}
+
+fn spec_of(url: &str) -> ScrapeSpec {
+    ScrapeSpec {
+        url: url.to_owned(),
+        interval: Duration::from_millis(50),
+        service: "orders".into(),
         mapping: StateMapping::resilience4j(),
-    };
-    let (_live, _recorder, watch) = observing(None);
-    let error = watch
-        .scrape(0, &spec)
+    }
+}
+
+/// A source answering 503 when the run starts does not stop the run: it is blind from the start (said on the
+/// live stream and in its tally), and the first scrape that answers is its baseline.
+#[tokio::test]
+async fn a_source_answering_503_at_the_start_is_blind_until_its_first_answer() {
+    let url = flaky_exporter(|n| n < 3).await;
+    let (mut live, recorder, watch) = observing(None);
+    let started = controller::clock::now_ms();
+    let tally = watch
+        .scrape(0, &spec_of(&url))
         .await
-        .expect_err("no baseline, no run");
-    assert!(error.to_string().starts_with("sources[0].url"), "{error}");
+        .expect("a source without its baseline is blind, not an error");
+    let failed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Some(Received::Observation(Observation::ScrapeFailed { error, .. })) =
+                live.next().await
+            {
+                return error;
+            }
+        }
+    })
+    .await
+    .expect("the failed baseline is published");
+    assert!(
+        failed.starts_with("no baseline scrape") && failed.contains("503"),
+        "{failed}"
+    );
+    let opened = next_foreign(&mut live).await;
+    assert_eq!(
+        (opened.from, opened.to),
+        (breaker::State::Closed, breaker::State::Open),
+        "the first answer is the baseline: found open there"
+    );
+    let health = tally.lock().health(controller::clock::now_ms());
+    assert_eq!(health.failures, 3, "{health:?}");
+    assert_eq!(health.blind.len(), 1, "{health:?}");
+    assert!(health.blind[0].from_ms >= started && health.blind[0].from_ms <= started + 50);
+    assert!(
+        health.blind_ms() >= 100,
+        "three scrapes 50 ms apart: {health:?}"
+    );
+    assert!(health.longest_gap_ms >= health.blind_ms());
+    drop(watch);
+    let recording = recorder.finish().await;
+    assert_eq!(recording.transitions.len(), 1);
+}
+
+/// A source that answers its baseline and then stops answering is blind from its last answer to the end, however
+/// quiet its breakers look.
+#[tokio::test]
+async fn a_source_that_stops_answering_after_its_baseline_is_blind_to_the_end() {
+    let url = flaky_exporter(|n| n > 0).await;
+    let (_live, _recorder, watch) = observing(None);
+    let tally = watch.scrape(0, &spec_of(&url)).await.expect("baseline");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let end = controller::clock::now_ms();
+    let health = tally.lock().health(end);
+    assert!(health.scrapes >= 4, "{health:?}");
+    assert_eq!(health.failures, health.scrapes - 1, "{health:?}");
+    assert_eq!(health.blind.len(), 1, "{health:?}");
+    assert_eq!(health.blind[0].to_ms, end);
+    assert!(health.blind_ms() >= 300, "{health:?}");
+    assert!(tally.lock().is_blind());
 }

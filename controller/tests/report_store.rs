@@ -182,6 +182,7 @@ fn record(planned: &PlannedRun, start_ms: i64) -> RunRecord {
         transitions,
         events: Vec::new(),
         energy: Some((joules, EnergySource::Modelled)),
+        sources: Vec::new(),
     }
 }
 

@@ -110,6 +110,7 @@ fn ended(status: Status, abort_reason: Option<String>) -> RunRecord {
         transitions: Vec::new(),
         events: Vec::new(),
         energy: None,
+        sources: Vec::new(),
     }
 }
 

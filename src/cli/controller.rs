@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use controller::runner::{Progress, ResumePoint, Runner, StartChoice, WORKERS_WAIT, choose_start};
+use controller::runner::{
+    Progress, ResumePoint, Runner, RunnerError, StartChoice, WORKERS_WAIT, choose_start,
+};
 use controller::sources::PushInbox;
 use controller::spec::{AGENT_TARGET, ExperimentSpec};
 use controller::store::{
@@ -269,6 +271,11 @@ pub(super) async fn execute_quietly(
                 err_out!("{line}");
             }
             Ok(())
+        }
+        // A spec beyond what the testbed takes (a lease over the agent's cap …) is a spec mistake: nothing is stored.
+        Err(RunnerError::Spec(message)) => {
+            err_out!("{message}");
+            std::process::exit(EXIT_BAD_SPEC);
         }
         Err(error) => Err(anyhow::Error::from(error)),
     };

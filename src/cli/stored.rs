@@ -88,7 +88,8 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
     let (store, experiment) = open_experiment(&args.db, args.id).await?;
     let id = experiment.id;
     let runs = store.runs(id).await?;
-    let predictions = load_experiment(&store, id).await?.predictions;
+    let stats = load_experiment(&store, id).await?;
+    let predictions = stats.predictions;
     if args.json {
         out!(
             "{}",
@@ -158,6 +159,10 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
             run.status.as_str(),
             run.abort_reason.as_deref().unwrap_or("no reason given"),
         );
+    }
+    // What the figures leave out (a capability no target offers, a source blind during runs), and why.
+    for line in &stats.experiment.not_measured {
+        out!("not measured: {}", line.statement);
     }
     print_predictions(&predictions);
     Ok(())

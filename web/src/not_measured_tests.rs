@@ -70,6 +70,7 @@ async fn the_results_page_says_what_a_plain_target_did_not_measure_and_shows_no_
         transitions: Vec::new(),
         events: Vec::new(),
         energy: None,
+        sources: Vec::new(),
     };
     store.finish_run(run, &record).await.expect("finished");
     store

@@ -15,6 +15,7 @@ use super::sampler;
 use super::stream::{self, Connection, StreamKey, StreamUnavailable};
 use super::targets::{Follows, SampledTarget, SampledTargets, Target, WatchId};
 use crate::energy::EnergySource;
+use crate::sources::ScrapeTally;
 use crate::spec::ScrapeSpec;
 use crate::target::ServiceId;
 use crate::task::OwnedTask;
@@ -264,11 +265,26 @@ impl Watch {
     }
 
     /// Scrapes the `[[sources]]` entry `source` (its index `index` in the spec) for as long as this watch lives:
-    /// the baseline now (an error names the source), then at its interval.
-    pub async fn scrape(&self, index: usize, source: &ScrapeSpec) -> Result<(), ScrapeError> {
-        let task = foreign::start(index, source, self.shared.sender.clone()).await?;
+    /// the baseline now (a source that does not answer it is blind, not an error; one showing too many breakers
+    /// is an error naming the source), then at its interval. Returns the tally of its scrapes from now on.
+    pub async fn scrape(
+        &self,
+        index: usize,
+        source: &ScrapeSpec,
+    ) -> Result<Arc<Mutex<ScrapeTally>>, ScrapeError> {
+        let tally = Arc::new(Mutex::new(ScrapeTally::new(
+            source.source_name(),
+            crate::clock::now_ms(),
+        )));
+        let task = foreign::start(
+            index,
+            source,
+            self.shared.sender.clone(),
+            Arc::clone(&tally),
+        )
+        .await?;
         self.scrapes.lock().push(task);
-        Ok(())
+        Ok(tally)
     }
 }
 

@@ -10,6 +10,10 @@ pub enum RunnerError {
     Store(#[from] StoreError),
     #[error("testbed: {0}")]
     Testbed(String),
+    /// The spec asks for what the testbed refuses (a fault lease over the agent's cap …): a mistake in the spec,
+    /// found by the preflight before anything is stored; the text names the field.
+    #[error("{0}")]
+    Spec(String),
     /// A stream or a foreign source a run needs did not start.
     #[error("testbed: {0}")]
     Setup(#[from] SetupError),

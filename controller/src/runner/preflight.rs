@@ -9,16 +9,33 @@
 //! the agent, `GET /_agent/faults` and a renew of a fault id that cannot exist (a valid token gets `404`, a wrong
 //! one `401`). Only the two refusal probes carry the token (they are mutations of Tolerant's own control
 //! endpoints); every read goes without it, so a service of the user's own never sees it.
+//!
+//! The agent's caps (`GET /_agent/limits`) are compared with the spec's fault lease, delays and jitters
+//! ([`Runner::check_fault_limits`]): a spec beyond them is a [`RunnerError::Spec`] naming the field (`tolerant run`
+//! exits 2), not a run aborted with "fault not applied". An agent that does not answer the route (an older one)
+//! is said and the agent checks each put itself.
+//!
+//! Every `[[sources]]` Prometheus source is scraped once too ([`Runner::check_sources`]): one that does not
+//! answer at all (refused, no such path, too slow) is retried [`SOURCE_ATTEMPTS`] times [`SOURCE_RETRY_AFTER`]
+//! apart and then is an error naming `sources[N].url` (a typo fails before anything is stored); one that answers
+//! 5xx (it is there, restarting or overloaded) is said and not an error: a run counts a source blind while it
+//! does not answer, and the experiment goes on.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use super::{Runner, RunnerError};
 use crate::observe::{Follows, Target};
-use crate::spec::{ExperimentSpec, Offers};
+use crate::spec::{ExperimentSpec, Offers, SourceSpec};
 use crate::target::ServiceId;
 use crate::testbed::AdminError;
 use crate::testbed::Credential::{self, Anonymous};
+
+/// Scrapes the preflight tries a `[[sources]]` source that does not answer, and the wait between two.
+pub const SOURCE_ATTEMPTS: u32 = 3;
+pub const SOURCE_RETRY_AFTER: Duration = Duration::from_millis(500);
 
 /// A fault id no controller puts (ids are checked by the agent; this one is only ever renewed, never put).
 const PREFLIGHT_FAULT_ID: &str = "tolerant-preflight-token-check";
@@ -39,7 +56,113 @@ impl Runner {
         &self,
         spec: &ExperimentSpec,
     ) -> Result<Vec<String>, RunnerError> {
-        self.check_targets(&|name| spec.offers_of(name)).await
+        let mut lines = self.check_targets(&|name| spec.offers_of(name)).await?;
+        lines.extend(self.check_fault_limits(spec).await?);
+        lines.extend(self.check_sources(spec).await?);
+        Ok(lines)
+    }
+
+    /// Compares the spec's fault lease, and every delay fault's delay and delay + jitter, with the caps the agent
+    /// answers at `GET /_agent/limits`; the error names the field. Returns a line when the agent does not say its
+    /// caps.
+    pub async fn check_fault_limits(
+        &self,
+        spec: &ExperimentSpec,
+    ) -> Result<Option<String>, RunnerError> {
+        let agent = &self.testbed.agent;
+        let url = format!("{agent}/_agent/limits");
+        let limits: agent::api::AgentLimits = match self
+            .admin
+            .call(Method::GET, &url, Anonymous, None, Bytes::new())
+            .await
+        {
+            Ok(body) => serde_json::from_slice(&body).map_err(|error| {
+                RunnerError::Testbed(format!(
+                    "targets.agent: GET {url} is not the agent's limits ({error})"
+                ))
+            })?,
+            Err(AdminError::Status { status, .. }) if status == StatusCode::NOT_FOUND => {
+                return Ok(Some(format!(
+                    "targets.agent ({agent}): does not say its limits (GET /_agent/limits: 404); the fault's                          lease and delay are checked by the agent when a run puts it"
+                )));
+            }
+            Err(error) => return Err(unreachable("targets.agent", &error)),
+        };
+        let cap = |name: &str, text: &str| {
+            agent::api::parse_duration(text).map_err(|error| {
+                RunnerError::Testbed(format!("targets.agent: its limits' {name}: {error}"))
+            })
+        };
+        let max_lease = cap("max_lease", &limits.max_lease)?;
+        let max_hold = cap("max_hold", &limits.max_hold)?;
+        let over =
+            |field: &str, asked: std::time::Duration, name: &str, max: std::time::Duration| {
+                RunnerError::Spec(format!(
+                    "{field}: {} is over the agent's {name} of {} ({agent})",
+                    humantime::format_duration(asked),
+                    humantime::format_duration(max)
+                ))
+            };
+        if spec.fault.lease > max_lease {
+            return Err(over(
+                "fault.lease",
+                spec.fault.lease,
+                "max_lease",
+                max_lease,
+            ));
+        }
+        for condition in spec.conditions() {
+            if let crate::spec::ConditionFault::Delay { delay, jitter } = condition.fault {
+                if delay > max_hold {
+                    return Err(over("fault.delay", delay, "max_hold", max_hold));
+                }
+                if delay.saturating_add(jitter) > max_hold {
+                    return Err(over(
+                        "fault.jitter",
+                        delay.saturating_add(jitter),
+                        "max_hold (delay + jitter)",
+                        max_hold,
+                    ));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Scrapes every `[[sources]]` Prometheus source of `spec` once (see the module docs); returns a line for each
+    /// that answered 5xx. The error names the source as the spec does.
+    pub async fn check_sources(&self, spec: &ExperimentSpec) -> Result<Vec<String>, RunnerError> {
+        let client = crate::testbed::AdminClient::without_token();
+        let mut lines = Vec::new();
+        for (index, source) in spec.sources.iter().enumerate() {
+            let SourceSpec::Prometheus(scrape) = source else {
+                continue;
+            };
+            let mut attempt = 1;
+            loop {
+                match crate::observe::foreign::scrape(&client, &scrape.url).await {
+                    Ok(_) => break,
+                    Err(AdminError::Status { status, .. }) if status.is_server_error() => {
+                        lines.push(format!(
+                            "sources[{index}].url ({}): answers HTTP {status} now; a run counts it blind while it                              does not answer",
+                            scrape.url
+                        ));
+                        break;
+                    }
+                    Err(error) if attempt >= SOURCE_ATTEMPTS => {
+                        return Err(RunnerError::Testbed(format!(
+                            "sources[{index}].url: does not answer ({error}; {SOURCE_ATTEMPTS} attempts {} apart)",
+                            humantime::format_duration(SOURCE_RETRY_AFTER)
+                        )));
+                    }
+                    Err(_) => {
+                        attempt += 1;
+                        tokio::time::sleep(SOURCE_RETRY_AFTER).await;
+                    }
+                }
+            }
+        }
+        Ok(lines)
     }
 
     async fn check_targets(

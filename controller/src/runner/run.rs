@@ -166,6 +166,7 @@ impl Runner {
             transitions: ended.transitions,
             events: ended.fault_events,
             energy,
+            sources: ended.sources,
         };
         let availability = record.outcomes().availability();
         self.store.finish_run(run, &record).await?;

@@ -31,7 +31,7 @@ use crate::lease::{
 };
 use crate::observe::{Follows, Observer, StreamUnavailable, Target, Watch};
 use crate::roster::ReplicaChange;
-use crate::sources::PushInbox;
+use crate::sources::{PushInbox, ScrapeTally, SourceHealth};
 use crate::spec::{ExperimentSpec, Offers, PlannedRun, SourceSpec};
 use crate::store::{
     AgentReport, CollectorSample, ContainerSampleRecord, RunEvent, RunEventRecord, RunId, Store,
@@ -55,6 +55,8 @@ pub struct ScopeEnd {
     pub panics: Vec<String>,
     /// Observations the run's recorder fell too far behind to see: a run with a gap is not a measurement either.
     pub missed: u64,
+    /// How well each `[[sources]]` Prometheus source was seen, in the spec's order.
+    pub sources: Vec<SourceHealth>,
 }
 
 impl Default for ScopeEnd {
@@ -68,6 +70,7 @@ impl Default for ScopeEnd {
             container_samples: Vec::new(),
             panics: Vec::new(),
             missed: 0,
+            sources: Vec::new(),
         }
     }
 }
@@ -96,6 +99,8 @@ pub struct RunScope {
     energy_source: Option<EnergySource>,
     /// The run's leased breaker config: restored last when the scope ends, or on drop.
     breakers: Option<HeldBreakers>,
+    /// The scrapes of each foreign source followed, counted.
+    tallies: Vec<Arc<Mutex<ScrapeTally>>>,
 }
 
 impl RunScope {
@@ -151,6 +156,7 @@ impl RunScope {
             agent_stream,
             energy_source: None,
             breakers: None,
+            tallies: Vec::new(),
         })
     }
 
@@ -190,14 +196,15 @@ impl RunScope {
     }
 
     /// Follows the foreign breakers of every `[[sources]]` Prometheus entry until the scope ends: a baseline
-    /// scrape of each now (an error names the source as the spec does), then at its interval.
+    /// scrape of each now (one that does not answer is blind until a scrape does; one showing more breakers than
+    /// are followed is an error naming the source as the spec does), then at its interval, every scrape counted.
     pub async fn follow_foreign(&mut self, sources: &[SourceSpec]) -> Result<(), SetupError> {
         let Some(watch) = &self.watch else {
             return Ok(());
         };
         for (index, source) in sources.iter().enumerate() {
             if let SourceSpec::Prometheus(scrape) = source {
-                watch.scrape(index, scrape).await?;
+                self.tallies.push(watch.scrape(index, scrape).await?);
             }
         }
         Ok(())
@@ -354,6 +361,10 @@ impl RunScope {
             (None, _, _) => Default::default(),
         };
         drop(self.watch.take());
+        let ended_ms = crate::clock::now_ms();
+        let sources = (self.tallies.iter())
+            .map(|tally| tally.lock().health(ended_ms))
+            .collect();
         panics.extend(
             (recording.panics.iter()).map(|message| format!("observation recorder: {message}")),
         );
@@ -380,6 +391,7 @@ impl RunScope {
             container_samples,
             panics,
             missed: recording.missed,
+            sources,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Why a run could not be set up: a stream that did not open, a foreign source without its baseline scrape, a
+//! Why a run could not be set up: a stream that did not open, a foreign source whose baseline cannot be followed, a
 //! fault (on the agent or on containers) not applied. The text of each is what the runner's error, a run's
 //! stored abort reason and the logs show. The engine's errors are boxed: they are large, and a runner's
 //! error that holds one is returned everywhere.
@@ -13,7 +13,8 @@ pub enum SetupError {
     /// A websocket stream (a service's transitions) did not open; names its URL.
     #[error(transparent)]
     Subscribe(StreamUnavailable),
-    /// A `[[sources]]` Prometheus source did not answer its baseline scrape; names the source's field.
+    /// A `[[sources]]` Prometheus source's baseline scrape shows more breakers than are followed; names the source's
+    /// field (one that does not answer is blind, not an error).
     #[error(transparent)]
     NoBaseline(#[from] ScrapeError),
     /// The agent did not take the run's fault.
@@ -68,11 +69,11 @@ mod tests {
                 ),
             ),
             (
-                SetupError::NoBaseline(ScrapeError::NoBaseline {
+                SetupError::NoBaseline(ScrapeError::TooManyBreakers {
                     index: 2,
-                    source: refused(),
+                    seen: 1_001,
                 }),
-                "sources[2].url: no baseline scrape (PUT http://agent: connection refused)".into(),
+                "sources[2].url: the baseline scrape shows 1001 breakers, more than the 1000 one source may have followed".into(),
             ),
             (
                 SetupError::FaultNotApplied(refused()),

@@ -2,13 +2,15 @@
 //! scrapes it, [`crate::observe`]) or pushed by a
 //! listener hook ([`push`]), becomes Tolerant's transition events (the contract's JSON, reason `observed` unless
 //! the pusher names one, and a `source` field), so they land on the same timeline and count in opens and time
-//! open like the testbed's own.
+//! open like the testbed's own. How well each scraped source was seen during a run is its [`health`].
 
+pub mod health;
 pub mod push;
 pub mod scraped;
 
 use breaker::State;
 
+pub use health::{BlindPeriod, MAX_BLIND_PERIODS, ScrapeTally, SourceHealth};
 pub use push::{Ingested, PushError, PushInbox, RateLimit};
 pub use scraped::{MAX_BREAKERS_PER_SOURCE, ScrapedBreakers, StateMapping};
 

@@ -3,8 +3,11 @@
 //!
 //! The flow is `Store` rows → [`run_metrics`] (one value per metric per run) → [`ExperimentStats`]
 //! (one [`Summary`] per metric per condition, one [`Difference`] per metric per off/on pair) →
-//! reports ([`crate::report`]) and [`evaluate`]d criteria. Everything but [`load_experiment`] is pure.
+//! reports ([`crate::report`]) and [`evaluate`]d criteria. Everything but [`load_experiment`] is pure. A run's
+//! figures leave out what was not measured: a capability no target offers ([`not_measured_statements`]), and
+//! the breakers of a `[[sources]]` source while it was blind ([`Blindness`]).
 
+mod blind;
 mod condition;
 mod criteria;
 mod error;
@@ -19,6 +22,7 @@ pub use crate::spec::{
     Criterion, CriterionComparison, CriterionError, check_against_spec, criteria_of_spec,
     parse_criteria,
 };
+pub use blind::Blindness;
 pub use condition::{
     BASELINE_MODES, Comparison, ConditionKey, ConditionStats, EnergyLabel, ExperimentInfo,
     ExperimentStats, INTERVALS_NEED_TWO_ROUNDS, MIN_ROUNDS_FOR_INTERVALS, MetricDifference,
@@ -67,6 +71,7 @@ pub async fn load_experiment(
     let mut other_runs = 0;
     let mut failed_runs = 0;
     let mut stopped = Vec::new();
+    let mut blindness = Blindness::default();
     for run in runs {
         if let Some(stopped_run) = StoppedRun::of(&run) {
             stopped.push(stopped_run);
@@ -105,8 +110,17 @@ pub async fn load_experiment(
         run_metrics
             .values
             .retain(|key, _| left_out(&not_measured, key.metric).is_none());
+        // Nor what a source did while it did not answer.
+        blindness.take_run(
+            &data.run,
+            &store.run_sources(data.run.id).await?,
+            &data.transitions,
+            &mut run_metrics.values,
+        );
         metrics.push(run_metrics);
     }
+    let mut not_measured = not_measured;
+    not_measured.extend(blindness.statements());
     let info = ExperimentInfo {
         id: row.id,
         name: row.name,

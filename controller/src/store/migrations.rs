@@ -78,6 +78,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0008_load_errors.sql"),
         include_str!("../../../migrations/postgres/0008_load_errors.sql"),
     ),
+    (
+        9,
+        "run sources",
+        include_str!("../../../migrations/sqlite/0009_run_sources.sql"),
+        include_str!("../../../migrations/postgres/0009_run_sources.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).

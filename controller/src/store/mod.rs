@@ -10,7 +10,7 @@
 //! [`writing`] holds what changes the database, [`reading`] what reads it back (a stored value that
 //! does not decode is [`StoreError::Corrupt`]), both through [`columns`] (each per-run table's columns, listed
 //! once), [`run_events`] a run's event log and how each entry is stored, [`annotations`] the game-day notes, [`schedule`] the queue of scheduled starts, [`containers`] the
-//! container faults' leases and per-container samples.
+//! container faults' leases and per-container samples, [`run_sources`] how well each foreign source was seen.
 
 mod annotations;
 mod columns;
@@ -20,6 +20,7 @@ mod predictions;
 mod reading;
 mod records;
 mod run_events;
+mod run_sources;
 mod schedule;
 #[cfg(test)]
 pub(crate) mod tests;

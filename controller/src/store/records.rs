@@ -6,6 +6,7 @@ use breaker::{Reason, State, TransitionDetail};
 
 use super::run_events::{FaultCall, RunEvent, RunEventRecord};
 use crate::load::{EndpointReport, OutcomeCounts, SecondStats};
+use crate::sources::SourceHealth;
 
 /// Identifies an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -252,6 +253,8 @@ pub struct RunRecord {
     /// The run's event log (its fault's timeline), by time.
     pub events: Vec<RunEventRecord>,
     pub energy: Option<(f64, EnergySource)>,
+    /// How well each `[[sources]]` Prometheus source was seen during the run.
+    pub sources: Vec<SourceHealth>,
 }
 
 impl RunRecord {

@@ -8,7 +8,11 @@ use super::{
     CollectorSample, DEGRADED_REASON, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store,
     StoreError, duration_ms, int,
 };
+<<<<<<< HEAD
 use super::{TransitionRecord, columns, predictions};
+=======
+use super::{columns, predictions, run_sources};
+>>>>>>> blind
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
@@ -385,6 +389,8 @@ impl Store {
             },
         )
         .await?;
+
+        run_sources::insert(&mut tx, run, &record.sources).await?;
 
         tx.commit().await?;
         Ok(())

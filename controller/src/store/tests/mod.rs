@@ -18,6 +18,7 @@ mod experiments;
 mod opening;
 mod run_events;
 mod runs;
+mod sources;
 
 const SPEC: &str = r#"
 name = "store-test"
@@ -135,6 +136,7 @@ pub(crate) fn record(status: Status, warmup: Duration) -> RunRecord {
             },
         ],
         energy: Some((40.0, EnergySource::Modelled)),
+        sources: Vec::new(),
     }
 }
 

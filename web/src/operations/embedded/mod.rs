@@ -87,6 +87,8 @@ struct Inner {
 /// The load running now and the token that stops it.
 struct RunningLoad {
     cancel: CancellationToken,
+    /// Its virtual users (their descriptors are given back when it is replaced).
+    users: u32,
 }
 
 /// One game-day pod fault in force.
