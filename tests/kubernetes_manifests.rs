@@ -82,16 +82,25 @@ fn the_manifests_validate_against_three_kubernetes_versions() {
         );
         std::fs::write(dir.dir().join(file), yaml).expect("write the manifests");
         if *file == "testbed.yaml" {
-            assert!(
-                yaml.contains(
-                    "name: tolerant-load-worker
-"
-                ) && yaml.contains(
-                    "replicas: 3
-"
-                ),
-                "{yaml}"
-            );
+            // The load workers' own document (checkout's Deployment has 3 replicas too).
+            let workers = yaml
+                .split("\n---\n")
+                .find(|d| {
+                    d.contains("kind: Deployment\n") && d.contains("  name: tolerant-load-worker\n")
+                })
+                .unwrap_or_else(|| panic!("no load worker Deployment: {yaml}"));
+            for line in [
+                "  replicas: 3\n",
+                "        - load-worker\n",
+                "        - ws://tolerant.game-day.svc:7070/workers\n",
+                "              name: tolerant-token\n",
+                "          runAsNonRoot: true\n",
+                "        readinessProbe:\n",
+                "        livenessProbe:\n",
+                "        resources:\n",
+            ] {
+                assert!(workers.contains(line), "{line:?} in {workers}");
+            }
         }
         for version in VERSIONS {
             let checked = Command::new(&validator)

@@ -1,7 +1,8 @@
 //! Load workers over loopback, in this process: three `run_worker` tasks connect to a pool, drive one run's
 //! users against an axum server, and the merged seconds hold exactly their requests; a worker killed mid-run
 //! leaves its users missing from the seconds it did not send; a wrong token, a duplicate name, a wrong version
-//! and a late worker are refused with their reason.
+//! and a late worker are refused with their reason; the pool's view (the dashboard's panel) shows each worker's
+//! users, rate and lag while the run goes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -347,4 +348,97 @@ async fn wrong_tokens_at_the_workers_port_are_throttled_and_the_right_one_still_
         worker.is_ok(),
         "the right token passes from a locked address"
     );
+}
+
+/// What the dashboard's panel reads, while a run goes: each worker with its share of the users, the requests of
+/// the last second it sent and how far behind it is; between runs its users, rate and lag are back to 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_view_shows_each_workers_users_rate_and_lag_while_the_run_goes() {
+    let target = serve(Arc::new(AtomicU64::new(0))).await;
+    let spec = spec(7, 2, "4s");
+    let pool = WorkerPool::listen("127.0.0.1:0".parse().unwrap(), 2, TOKEN.to_owned())
+        .await
+        .unwrap();
+    let workers: Vec<_> = [("small", 2), ("large", 5)]
+        .into_iter()
+        .map(|(name, capacity)| {
+            let options = options(&pool, name, capacity);
+            tokio::spawn(async move { run_worker(&options).await })
+        })
+        .collect();
+    pool.wait_for_all(Duration::from_secs(10)).await.unwrap();
+    let before = pool.view();
+    assert!(before.workers.iter().all(|w| w.users == 0), "{before:?}");
+
+    let (done, ended) = tokio::sync::watch::channel(false);
+    let watcher = {
+        let pool = pool.clone();
+        let mut ended = ended;
+        tokio::spawn(async move {
+            let mut views = Vec::new();
+            loop {
+                views.push(pool.view());
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    _ = ended.changed() => break views,
+                }
+            }
+        })
+    };
+    let (_, run) = drive(&pool, &load_of(&spec, target), None).await;
+    done.send(true).unwrap();
+    let views = watcher.await.unwrap();
+
+    assert!(run.lost.is_empty(), "{:?}", run.lost);
+    let share = |name: &str| run.shares.iter().find(|s| s.worker == name).unwrap();
+    assert_eq!((share("small").users, share("large").users), (2, 5));
+    let row = |view: &controller::workers::WorkersView, name: &str| {
+        view.workers
+            .iter()
+            .find(|w| w.name == name)
+            .cloned()
+            .unwrap()
+    };
+    // While the run goes, each row holds the worker's share; its rate is one second's requests, never more than
+    // all it drove.
+    let running: Vec<_> = (views.iter())
+        .filter(|view| view.workers.iter().any(|w| w.users > 0))
+        .collect();
+    assert!(!running.is_empty(), "the run was seen going: {views:?}");
+    for view in &running {
+        assert_eq!((view.wanted, view.connected), (2, 2));
+        assert_eq!((row(view, "small").users, row(view, "large").users), (2, 5));
+        for name in ["small", "large"] {
+            let status = row(view, name);
+            assert!(
+                status.requests_per_second <= share(name).requests,
+                "{status:?}"
+            );
+            assert!(status.lag_seconds <= 5, "{status:?}");
+            assert_eq!(status.lost_from_second, None);
+        }
+    }
+    // Every worker's seconds reached the panel: some view shows both with requests and up to date.
+    assert!(
+        running
+            .iter()
+            .any(|view| ["small", "large"].iter().all(|name| {
+                let status = row(view, name);
+                status.requests_per_second > 0 && status.lag_seconds <= 1
+            })),
+        "{running:?}"
+    );
+    // Between runs: no users, no rate, no lag.
+    let after = pool.view();
+    for status in &after.workers {
+        assert_eq!(
+            (status.users, status.requests_per_second, status.lag_seconds),
+            (0, 0, 0),
+            "{after:?}"
+        );
+    }
+    pool.finish();
+    for worker in workers {
+        worker.await.unwrap().unwrap();
+    }
 }

@@ -167,7 +167,8 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
       return '<tr data-worker="' + escapeHtml(w.name) + '"' + (isLost ? ' class="lost"' : "") + "><td>" + escapeHtml(w.name) + "</td><td>" + w.capacity +
         "</td><td>" + w.users + "</td><td>" + (isLost ? "–" : w.requests_per_second) + "</td><td>" + (isLost ? "–" : w.lag_seconds) + "</td><td>" +
         (isLost ? "lost: its " + w.users + " users missing from second " + w.lost_from_second : "connected") + "</td></tr>";
-    }).join("") + (pool.workers.length ? "" : '<tr><td colspan="6" class="muted">No worker connected yet.</td></tr>');
+    }).join("") + (pool.workers.length ? "" : '<tr><td colspan="6" class="muted">' +
+      (ended ? "No worker is connected: they were told the experiment is over." : "No worker connected yet.") + "</td></tr>");
     at.textContent = "As of " + Charts.clock(panel.at_ms) + ": users of the run in progress (0 between runs), requests in the last second each sent, " +
       "and how many seconds its last record is behind the run.";
   }
