@@ -522,3 +522,86 @@ async fn the_role_holds_exactly_what_the_calls_need() {
         "the Role grants {extra:?}, which no call needs"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_the_server_never_answers_is_an_error_naming_the_pod_within_the_bound() {
+    let (cluster, mut handle) = mock();
+    let mut log = Vec::new();
+    let getting = tokio::spawn(async move { cluster.pod("checkout-slow").await });
+    // Taken and never answered.
+    let (_, held) = next(&mut handle, &mut log).await;
+    let answer = tokio::time::timeout(super::API_TIMEOUT * 4, getting)
+        .await
+        .expect("the call is bounded")
+        .unwrap();
+    let error = answer.unwrap_err().to_string();
+    assert!(
+        error.contains("get pod checkout-slow in namespace shop: no answer within 15s"),
+        "{error}"
+    );
+    drop(held);
+}
+
+/// An API server that takes the connection and says nothing: connecting is refused within the bound, naming
+/// the server.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_is_unreachable_naming_it() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let url: http::Uri = format!("http://127.0.0.1:{port}").parse().unwrap();
+    let connecting = Cluster::answering(kube::Config::new(url), "shop");
+    let error = tokio::time::timeout(super::API_TIMEOUT * 4, connecting)
+        .await
+        .expect("connecting is bounded")
+        .unwrap_err()
+        .to_string();
+    holding.abort();
+    assert!(
+        error.starts_with(&format!(
+            "Kubernetes API server http://127.0.0.1:{port}/: not reachable"
+        )),
+        "{error}"
+    );
+    assert!(error.contains("no answer within 15s"), "{error}");
+}
+
+/// `tolerant halt --kubernetes`: every fault of the namespace undone, live or not, whoever holds it (the live
+/// network delay's `tc qdisc del` finds its pod gone here, which counts as undone).
+#[tokio::test]
+async fn a_halt_sweeps_every_annotation_live_or_expired() {
+    let (cluster, mut handle) = mock();
+    let mut log = Vec::new();
+    let sweeping = tokio::spawn(async move { cluster.sweep(None).await });
+    let (list, respond) = next(&mut handle, &mut log).await;
+    assert_eq!((list.method.as_str(), list.path.as_str()), ("GET", PODS));
+    answer(respond, 200, fixture("pods_with_fault_annotations.json"));
+    // The expired kill: its annotation cleared.
+    let (patch, respond) = next(&mut handle, &mut log).await;
+    assert_eq!(
+        (patch.method.as_str(), patch.path.as_str()),
+        ("PATCH", format!("{PODS}/checkout-7d9f8c6b5-4xk2p").as_str())
+    );
+    assert_eq!(
+        patch.json()["metadata"]["annotations"][FAULT_ANNOTATION],
+        serde_json::Value::Null
+    );
+    answer(respond, 200, fixture("pod_checkout.json"));
+    // The live delay of another controller: undone too.
+    let (exec, respond) = next(&mut handle, &mut log).await;
+    assert!(exec.path.ends_with("/exec"), "{exec:?}");
+    assert_eq!(exec.command().join(" "), "tc qdisc del dev eth0 root");
+    let live = exec
+        .path
+        .trim_start_matches(&format!("{PODS}/"))
+        .trim_end_matches("/exec")
+        .to_owned();
+    answer(respond, 404, fixture("status_not_found.json"));
+    let undone = sweeping.await.unwrap().unwrap();
+    assert_eq!(undone, ["checkout-7d9f8c6b5-4xk2p".to_owned(), live]);
+}
