@@ -15,7 +15,7 @@ mod labels;
 pub mod manifests;
 pub mod rbac;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::time::Duration;
 

@@ -18,13 +18,13 @@ use super::rbac::{Permission, needed_by};
 use super::{Cluster, FAULT_ANNOTATION};
 use crate::roster::{ReplicaChange, Roster};
 
-const PODS: &str = "/api/v1/namespaces/shop/pods";
-const OWNER: &str = "test-host/1/00000001";
+pub(crate) const PODS: &str = "/api/v1/namespaces/shop/pods";
+pub(crate) const OWNER: &str = "test-host/1/00000001";
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
-type Responder = tower_test::mock::SendResponse<Response<Body>>;
+pub(crate) type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+pub(crate) type Responder = tower_test::mock::SendResponse<Response<Body>>;
 
-fn fixture(name: &str) -> &'static str {
+pub(crate) fn fixture(name: &str) -> &'static str {
     match name {
         "pods_scaled_checkout.json" => include_str!("fixtures/pods_scaled_checkout.json"),
         "pod_checkout.json" => include_str!("fixtures/pod_checkout.json"),
@@ -38,7 +38,7 @@ fn fixture(name: &str) -> &'static str {
     }
 }
 
-fn mock() -> (Cluster, Handle) {
+pub(crate) fn mock() -> (Cluster, Handle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "shop");
     (Cluster::from_client(client, "shop"), handle)
@@ -46,11 +46,11 @@ fn mock() -> (Cluster, Handle) {
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
-struct Seen {
-    method: http::Method,
-    path: String,
-    query: String,
-    body: String,
+pub(crate) struct Seen {
+    pub(crate) method: http::Method,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) body: String,
 }
 
 impl Seen {
@@ -82,7 +82,7 @@ impl Seen {
             .collect()
     }
 
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
@@ -112,7 +112,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// The next request (within a bound: a missing request fails the test instead of hanging it).
-async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
+pub(crate) async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
     let (request, respond) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
         .await
         .expect("the code sent no further request")
@@ -133,7 +133,7 @@ async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
     (seen, respond)
 }
 
-fn answer(respond: Responder, status: u16, body: &str) {
+pub(crate) fn answer(respond: Responder, status: u16, body: &str) {
     respond.send_response(
         Response::builder()
             .status(status)
