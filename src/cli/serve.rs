@@ -195,6 +195,16 @@ pub async fn run() -> anyhow::Result<()> {
     let token_from_env = config.token.is_some();
     let swarm = env_value("TOLERANT_SWARM");
     let kubernetes = env_value("TOLERANT_KUBERNETES");
+    if kubernetes.is_some() {
+        // The namespace's pods are the targets: another source of them is a mistake, said before anything starts.
+        for other in ["TOLERANT_SWARM", "TOLERANT_COMPOSE", "TOLERANT_TARGETS"] {
+            if env_value(other).is_some() {
+                bail!(
+                    "TOLERANT_KUBERNETES and {other}: set one of them (the namespace's pods are the targets)"
+                );
+            }
+        }
+    }
     // The orchestrator's watch and sweep, stopped at shutdown.
     let mut background = Vec::new();
     if let Some(namespace) = kubernetes {

@@ -56,11 +56,10 @@ pub fn instances<'a>(pods: impl IntoIterator<Item = &'a Pod>, port: u16) -> Vec<
 impl Cluster {
     /// Every pod of the namespace that `selector` matches (ready or not).
     pub async fn pods_matching(&self, selector: &str) -> Result<Vec<Pod>, KubeError> {
+        let params = ListParams::default().labels(selector);
         let listed = self
-            .pods()
-            .list(&ListParams::default().labels(selector))
-            .await
-            .map_err(|source| self.failed("list", &format!("-l {selector}"), source))?;
+            .call("list", &format!("-l {selector}"), self.pods().list(&params))
+            .await?;
         Ok(listed.items)
     }
 

@@ -22,6 +22,16 @@ pub enum KubeError {
         #[source]
         source: Box<kube::Error>,
     },
+    /// A call the API server took no answer to within [`super::API_TIMEOUT`].
+    #[error(
+        "Kubernetes API: {operation} pod {pod} in namespace {namespace}: no answer within {after}"
+    )]
+    TimedOut {
+        operation: &'static str,
+        namespace: String,
+        pod: String,
+        after: String,
+    },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
     /// The pod (its image, its capabilities) cannot take this fault.

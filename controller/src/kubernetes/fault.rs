@@ -173,22 +173,15 @@ pub fn exec_refused(pod: &str, command: &[String], output: &str) -> KubeError {
 impl Cluster {
     /// The pod named `pod`.
     pub async fn pod(&self, pod: &str) -> Result<Pod, KubeError> {
-        self.pods()
-            .get(pod)
-            .await
-            .map_err(|source| self.failed("get", pod, source))
+        self.call("get", pod, self.pods().get(pod)).await
     }
 
     /// Writes (or with `None` removes) the fault annotation of `pod`.
     pub async fn annotate(&self, pod: &str, lease: Option<&PodLease>) -> Result<(), KubeError> {
-        self.pods()
-            .patch(
-                pod,
-                &PatchParams::default(),
-                &Patch::Merge(annotation_patch(lease)),
-            )
-            .await
-            .map_err(|source| self.failed("annotate", pod, source))?;
+        let patch = Patch::Merge(annotation_patch(lease));
+        let params = PatchParams::default();
+        self.call("annotate", pod, self.pods().patch(pod, &params, &patch))
+            .await?;
         Ok(())
     }
 
@@ -291,12 +284,12 @@ impl Cluster {
         self.annotate(pod, Some(&recorded)).await?;
         let applied = match action.command() {
             Some(command) => self.exec(pod, &recorded.container, &command).await,
-            None => self
-                .pods()
-                .delete(pod, &DeleteParams::default())
-                .await
-                .map(|_| ())
-                .map_err(|source| self.failed("delete", pod, source)),
+            None => {
+                let params = DeleteParams::default();
+                self.call("delete", pod, self.pods().delete(pod, &params))
+                    .await
+                    .map(|_| ())
+            }
         };
         if let Err(error) = applied {
             if let Err(cleanup) = self.annotate(pod, None).await {
@@ -356,11 +349,10 @@ impl Cluster {
     /// whoever applied it. Returns the pods undone; a pod whose undo failed is logged and left for the next
     /// sweep.
     pub async fn sweep(&self, now_ms: Option<i64>) -> Result<Vec<String>, KubeError> {
+        let params = ListParams::default();
         let pods = self
-            .pods()
-            .list(&ListParams::default())
-            .await
-            .map_err(|source| self.failed("list", "(all)", source))?;
+            .call("list", "(all)", self.pods().list(&params))
+            .await?;
         let mut undone = Vec::new();
         for pod in pods.items {
             let (Some(name), Some(lease)) = (pod.metadata.name.clone(), PodLease::of_pod(&pod))

@@ -16,7 +16,9 @@ mod labels;
 pub mod manifests;
 pub mod rbac;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -24,6 +26,11 @@ use kube::api::ListParams;
 
 pub use error::KubeError;
 pub use labels::{DEFAULT_SELECTOR, FAULT_ANNOTATION, NAME_LABEL, TESTBED_PART, check_label};
+
+/// Longest a single API call (a list, get, patch or delete) may wait for its answer: kube sets no read timeout
+/// (long-lived exec and watch streams), so a server that takes the connection and never answers would hold a
+/// run, a sweep or a game-day request forever. The watch has kube's own idle timeout; an exec its own cap.
+pub const API_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// One namespace of one cluster. Cheap to clone.
 #[derive(Clone)]
@@ -58,6 +65,13 @@ impl Cluster {
                     })?
                 }
             };
+        Cluster::answering(config, namespace).await
+    }
+
+    /// The cluster `config` points at, checked to answer (within [`API_TIMEOUT`]) a list of one pod of
+    /// `namespace`; else [`KubeError::Unreachable`] naming the server.
+    pub async fn answering(config: kube::Config, namespace: &str) -> Result<Cluster, KubeError> {
+        labels::check_label("--kubernetes", namespace)?;
         let server = config.cluster_url.to_string();
         let builder = kube::client::ClientBuilder::try_from(config).map_err(|error| {
             KubeError::Unreachable {
@@ -71,15 +85,19 @@ impl Cluster {
             namespace: namespace.to_owned(),
             server,
         };
-        cluster
-            .pods()
-            .list(&ListParams::default().limit(1))
-            .await
-            .map_err(|error| KubeError::Unreachable {
-                server: cluster.server.clone(),
-                message: format!("listing pods of namespace {namespace}: {error}"),
-            })?;
-        Ok(cluster)
+        let (pods, params) = (cluster.pods(), ListParams::default().limit(1));
+        let message = match tokio::time::timeout(API_TIMEOUT, pods.list(&params)).await {
+            Ok(Ok(_)) => return Ok(cluster),
+            Ok(Err(error)) => format!("listing pods of namespace {namespace}: {error}"),
+            Err(_) => format!(
+                "listing pods of namespace {namespace}: no answer within {}",
+                humantime::format_duration(API_TIMEOUT)
+            ),
+        };
+        Err(KubeError::Unreachable {
+            server: cluster.server.clone(),
+            message,
+        })
     }
 
     /// A cluster behind `client` (a test's mock service).
@@ -106,6 +124,24 @@ impl Cluster {
             namespace: self.namespace.clone(),
             pod: pod.to_owned(),
             source: Box::new(source),
+        }
+    }
+
+    /// One API call, `operation` on `pod`, answered within [`API_TIMEOUT`]; its error names the pod.
+    async fn call<T>(
+        &self,
+        operation: &'static str,
+        pod: &str,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, KubeError> {
+        match tokio::time::timeout(API_TIMEOUT, request).await {
+            Ok(answer) => answer.map_err(|source| self.failed(operation, pod, source)),
+            Err(_) => Err(KubeError::TimedOut {
+                operation,
+                namespace: self.namespace.clone(),
+                pod: pod.to_owned(),
+                after: humantime::format_duration(API_TIMEOUT).to_string(),
+            }),
         }
     }
 }

@@ -18,13 +18,13 @@ use super::rbac::{Permission, needed_by};
 use super::{Cluster, FAULT_ANNOTATION};
 use crate::roster::{ReplicaChange, Roster};
 
-const PODS: &str = "/api/v1/namespaces/shop/pods";
-const OWNER: &str = "test-host/1/00000001";
+pub(crate) const PODS: &str = "/api/v1/namespaces/shop/pods";
+pub(crate) const OWNER: &str = "test-host/1/00000001";
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
-type Responder = tower_test::mock::SendResponse<Response<Body>>;
+pub(crate) type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+pub(crate) type Responder = tower_test::mock::SendResponse<Response<Body>>;
 
-fn fixture(name: &str) -> &'static str {
+pub(crate) fn fixture(name: &str) -> &'static str {
     match name {
         "pods_scaled_checkout.json" => include_str!("fixtures/pods_scaled_checkout.json"),
         "pod_checkout.json" => include_str!("fixtures/pod_checkout.json"),
@@ -38,7 +38,7 @@ fn fixture(name: &str) -> &'static str {
     }
 }
 
-fn mock() -> (Cluster, Handle) {
+pub(crate) fn mock() -> (Cluster, Handle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "shop");
     (Cluster::from_client(client, "shop"), handle)
@@ -46,11 +46,11 @@ fn mock() -> (Cluster, Handle) {
 
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
-struct Seen {
-    method: http::Method,
-    path: String,
-    query: String,
-    body: String,
+pub(crate) struct Seen {
+    pub(crate) method: http::Method,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) body: String,
 }
 
 impl Seen {
@@ -82,7 +82,7 @@ impl Seen {
             .collect()
     }
 
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
@@ -112,7 +112,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// The next request (within a bound: a missing request fails the test instead of hanging it).
-async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
+pub(crate) async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
     let (request, respond) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
         .await
         .expect("the code sent no further request")
@@ -133,7 +133,7 @@ async fn next(handle: &mut Handle, log: &mut Vec<Seen>) -> (Seen, Responder) {
     (seen, respond)
 }
 
-fn answer(respond: Responder, status: u16, body: &str) {
+pub(crate) fn answer(respond: Responder, status: u16, body: &str) {
     respond.send_response(
         Response::builder()
             .status(status)
@@ -521,4 +521,87 @@ async fn the_role_holds_exactly_what_the_calls_need() {
         extra.is_empty(),
         "the Role grants {extra:?}, which no call needs"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_the_server_never_answers_is_an_error_naming_the_pod_within_the_bound() {
+    let (cluster, mut handle) = mock();
+    let mut log = Vec::new();
+    let getting = tokio::spawn(async move { cluster.pod("checkout-slow").await });
+    // Taken and never answered.
+    let (_, held) = next(&mut handle, &mut log).await;
+    let answer = tokio::time::timeout(super::API_TIMEOUT * 4, getting)
+        .await
+        .expect("the call is bounded")
+        .unwrap();
+    let error = answer.unwrap_err().to_string();
+    assert!(
+        error.contains("get pod checkout-slow in namespace shop: no answer within 15s"),
+        "{error}"
+    );
+    drop(held);
+}
+
+/// An API server that takes the connection and says nothing: connecting is refused within the bound, naming
+/// the server.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_is_unreachable_naming_it() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let url: http::Uri = format!("http://127.0.0.1:{port}").parse().unwrap();
+    let connecting = Cluster::answering(kube::Config::new(url), "shop");
+    let error = tokio::time::timeout(super::API_TIMEOUT * 4, connecting)
+        .await
+        .expect("connecting is bounded")
+        .unwrap_err()
+        .to_string();
+    holding.abort();
+    assert!(
+        error.starts_with(&format!(
+            "Kubernetes API server http://127.0.0.1:{port}/: not reachable"
+        )),
+        "{error}"
+    );
+    assert!(error.contains("no answer within 15s"), "{error}");
+}
+
+/// `tolerant halt --kubernetes`: every fault of the namespace undone, live or not, whoever holds it (the live
+/// network delay's `tc qdisc del` finds its pod gone here, which counts as undone).
+#[tokio::test]
+async fn a_halt_sweeps_every_annotation_live_or_expired() {
+    let (cluster, mut handle) = mock();
+    let mut log = Vec::new();
+    let sweeping = tokio::spawn(async move { cluster.sweep(None).await });
+    let (list, respond) = next(&mut handle, &mut log).await;
+    assert_eq!((list.method.as_str(), list.path.as_str()), ("GET", PODS));
+    answer(respond, 200, fixture("pods_with_fault_annotations.json"));
+    // The expired kill: its annotation cleared.
+    let (patch, respond) = next(&mut handle, &mut log).await;
+    assert_eq!(
+        (patch.method.as_str(), patch.path.as_str()),
+        ("PATCH", format!("{PODS}/checkout-7d9f8c6b5-4xk2p").as_str())
+    );
+    assert_eq!(
+        patch.json()["metadata"]["annotations"][FAULT_ANNOTATION],
+        serde_json::Value::Null
+    );
+    answer(respond, 200, fixture("pod_checkout.json"));
+    // The live delay of another controller: undone too.
+    let (exec, respond) = next(&mut handle, &mut log).await;
+    assert!(exec.path.ends_with("/exec"), "{exec:?}");
+    assert_eq!(exec.command().join(" "), "tc qdisc del dev eth0 root");
+    let live = exec
+        .path
+        .trim_start_matches(&format!("{PODS}/"))
+        .trim_end_matches("/exec")
+        .to_owned();
+    answer(respond, 404, fixture("status_not_found.json"));
+    let undone = sweeping.await.unwrap().unwrap();
+    assert_eq!(undone, ["checkout-7d9f8c6b5-4xk2p".to_owned(), live]);
 }

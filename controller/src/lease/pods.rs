@@ -190,3 +190,7 @@ impl PodRun {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "pods_tests.rs"]
+mod tests;
