@@ -8,11 +8,7 @@ use super::{
     CollectorSample, DEGRADED_REASON, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store,
     StoreError, duration_ms, int,
 };
-<<<<<<< HEAD
-use super::{TransitionRecord, columns, predictions};
-=======
-use super::{columns, predictions, run_sources};
->>>>>>> blind
+use super::{TransitionRecord, columns, predictions, run_sources};
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
