@@ -1,11 +1,11 @@
 //! What tests of every crate share (compiled for this crate's tests and with the `test-util` feature): a
-//! temporary store and a spec from its literal text.
+//! temporary store, a spec from its literal text, and a run started in a store.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::spec::ExperimentSpec;
-use crate::store::Store;
+use crate::store::{RunId, Store};
 
 /// A fresh directory under the system temp dir holding a SQLite store (`tolerant.db`) and whatever else a test
 /// writes beside it; removed with everything in it when dropped.
@@ -73,6 +73,19 @@ impl Drop for TempStore {
 /// The spec written as `text`; a test's spec that does not parse fails the test with the error and the text.
 pub fn spec(text: &str) -> ExperimentSpec {
     ExperimentSpec::parse(text).unwrap_or_else(|error| panic!("{error}\n{text}"))
+}
+
+/// A run started in `store` (status `running`, nothing written yet) of a one-run experiment of its own.
+pub async fn started_run(store: &Store) -> RunId {
+    let spec = spec(
+        "name = \"started\"\nrounds = 1\nduration = \"10s\"\n[load]\nusers = 1\n\
+         [fault]\ntarget = \"payment\"\nrates = [0.5]\n[breaker]\nmodes = [\"enforce\"]\n",
+    );
+    let experiment = store.create_experiment(&spec, 1).await.expect("stored");
+    let zero = std::time::Duration::ZERO;
+    (store.start_run(experiment, &spec.plan()[0], zero, zero, 1))
+        .await
+        .expect("started")
 }
 
 /// What `experiments/` ships, as the paths of its TOML files: the experiment specs, and `tolerant tune`'s inputs

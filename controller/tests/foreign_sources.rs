@@ -145,21 +145,7 @@ async fn a_flood_of_foreign_transitions_is_stored_while_the_run_goes_under_a_cei
     let (_live, mut recorder, _watch) = observing(Some(&inbox));
     let file = controller::test_support::TempStore::new("flood");
     let store = file.open().await;
-    let spec = controller::test_support::spec(
-        "name = \"flood\"\nrounds = 1\nduration = \"10s\"\n[load]\nusers = 1\n\
-         [fault]\ntarget = \"payment\"\nrates = [0.5]\n[breaker]\nmodes = [\"enforce\"]\n",
-    );
-    let experiment = store.create_experiment(&spec, 1).await.unwrap();
-    let run = store
-        .start_run(
-            experiment,
-            &spec.plan()[0],
-            Duration::ZERO,
-            Duration::ZERO,
-            1,
-        )
-        .await
-        .unwrap();
+    let run = controller::test_support::started_run(&store).await;
     recorder.spool_to(store.clone(), run);
     // Stamped 10 s ago: settled at once, so the spool's first write takes them.
     let second = (controller::clock::now_ms() as u64 - 10_000) / 1_000 * 1_000;

@@ -246,20 +246,7 @@ mod tests {
     async fn the_spool_writes_settled_transitions_while_the_run_goes() {
         let file = crate::test_support::TempStore::new("spool");
         let store = file.open().await;
-        let spec = crate::test_support::spec(
-            "name = \"spool\"\nrounds = 1\nduration = \"10s\"\n[load]\nusers = 1\n\
-             [fault]\ntarget = \"payment\"\nrates = [0.5]\n[breaker]\nmodes = [\"enforce\"]\n",
-        );
-        let experiment = store.create_experiment(&spec, 1).await.unwrap();
-        let run = (store.start_run(
-            experiment,
-            &spec.plan()[0],
-            Duration::ZERO,
-            Duration::ZERO,
-            1,
-        ))
-        .await
-        .unwrap();
+        let run = crate::test_support::started_run(&store).await;
         let now = now_ms();
         let transitions = Arc::new(Mutex::new(Transitions::default()));
         {
