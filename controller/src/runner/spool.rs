@@ -48,10 +48,14 @@ pub enum NotStored {
 }
 
 impl NotStored {
-    fn as_str(self) -> &'static str {
+    fn describe(self) -> String {
         match self {
-            NotStored::OverCeiling => "over the ceiling of 20 transitions a second per breaker",
-            NotStored::StoreBehind => "the store fell behind",
+            NotStored::OverCeiling => {
+                format!(
+                    "over the ceiling of {MAX_PER_BREAKER_SECOND} transitions a second per breaker"
+                )
+            }
+            NotStored::StoreBehind => "the store fell behind".to_owned(),
         }
     }
 }
@@ -126,7 +130,7 @@ impl Transitions {
                         breaker: breaker.clone(),
                         source: source.clone(),
                         count: *count,
-                        why: why.as_str().to_owned(),
+                        why: why.describe(),
                     },
                 },
             )
