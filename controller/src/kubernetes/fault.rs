@@ -154,7 +154,9 @@ pub fn exec_refused(pod: &str, command: &[String], output: &str) -> KubeError {
     let message = if output.contains("executable file not found") || output.contains("no such file")
     {
         format!("its image has no `{program}` (rebuild it with `bash scripts/images`)")
-    } else if program == "tc" && output.contains("Operation not permitted") {
+    } else if program == "tc" && output.to_ascii_lowercase().contains("operation not permitted") {
+        // tc's "RTNETLINK answers: Operation not permitted", or the runtime's "exec /usr/sbin/tc: operation not
+        // permitted" when the pod's bounding set lacks the capability tc's file capability asks for.
         "network faults need NET_ADMIN in the container: securityContext.capabilities.add: [NET_ADMIN] (the \
          testbed manifests add it), and for a non-root container a `tc` with the file capability \
          cap_net_admin+ep and allowPrivilegeEscalation"
@@ -450,6 +452,7 @@ mod tests {
         let tc = ["tc".to_owned()];
         let said = |output: &str| exec_refused("checkout-1", &tc, output).to_string();
         assert!(said("RTNETLINK answers: Operation not permitted").contains("NET_ADMIN"));
+        assert!(said("exec /usr/sbin/tc: operation not permitted").contains("NET_ADMIN"));
         assert!(said("exec: \"tc\": executable file not found in $PATH").contains("has no `tc`"));
         assert!(said("Error: Specified qdisc kind is unknown.").contains("sch_netem"));
         assert!(said("boom").starts_with("pod checkout-1: `tc` failed: boom"));
