@@ -42,7 +42,8 @@ impl<'a> Checker<'a> {
                 field,
                 value.span(),
                 format!(
-                    "`{id}` is a replica's label; name the service (`{}`), its replicas are found by --compose",
+                    "`{id}` is a replica's label; name the service (`{}`), its replicas are found by \
+                     --compose, --swarm or --kubernetes",
                     id.service()
                 ),
             ));

@@ -84,6 +84,10 @@ fn every_name_a_spec_gives_a_service_is_checked_by_the_one_service_id_rule() {
     let (field, _, message) = error_of(&with_targets(&shop("shop#2"), ""));
     assert_eq!(field, "targets.shop#2", "{message}");
     assert!(message.contains("replica's label"), "{message}");
+    assert!(
+        message.contains("--compose, --swarm or --kubernetes"),
+        "every way replicas are found is named: {message}"
+    );
 
     let (field, _, message) = error_of(&with_targets(&shop("shop"), "target = \"\""));
     assert_eq!(field, "load.target", "{message}");
