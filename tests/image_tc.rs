@@ -16,7 +16,14 @@ use common::compose::{IMAGE, build_image, engine_and_compose};
 /// `tc ARGS` in a throwaway container of the image, as the image's own user, with `extra` `docker run` flags.
 fn tc_in_container(extra: &[&str], args: &[&str]) -> Output {
     Command::new("docker")
-        .args(["run", "--rm", "--network", "none", "--entrypoint", "/usr/sbin/tc"])
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "/usr/sbin/tc",
+        ])
         .args(extra)
         .arg(IMAGE)
         .args(args)

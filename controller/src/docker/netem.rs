@@ -70,7 +70,10 @@ fn tc_refused(container: &str, output: &str) -> DockerError {
         "the host's kernel has no `netem` queueing discipline (sch_netem): network delay and loss are not \
          possible on this engine"
             .to_owned()
-    } else if output.to_ascii_lowercase().contains("operation not permitted") {
+    } else if output
+        .to_ascii_lowercase()
+        .contains("operation not permitted")
+    {
         // tc's own "RTNETLINK answers: Operation not permitted", or the runtime's "exec /usr/sbin/tc: operation
         // not permitted" when tc's file capability is outside the container's bounding set.
         "network faults need the NET_ADMIN capability (cap_add: [NET_ADMIN] in docker-compose.yml)"
@@ -296,7 +299,10 @@ mod tests {
             "RTNETLINK answers: Operation not permitted",
         );
         assert!(capability.to_string().contains("NET_ADMIN"), "{capability}");
-        let runtime = tc_refused("shop_payment_1", "exec /usr/sbin/tc: operation not permitted");
+        let runtime = tc_refused(
+            "shop_payment_1",
+            "exec /usr/sbin/tc: operation not permitted",
+        );
         assert!(runtime.to_string().contains("NET_ADMIN"), "{runtime}");
         assert!(nothing_to_delete(
             "Error: Cannot delete qdisc with handle of zero."

@@ -154,7 +154,11 @@ pub fn exec_refused(pod: &str, command: &[String], output: &str) -> KubeError {
     let message = if output.contains("executable file not found") || output.contains("no such file")
     {
         format!("its image has no `{program}` (rebuild it with `bash scripts/images`)")
-    } else if program == "tc" && output.to_ascii_lowercase().contains("operation not permitted") {
+    } else if program == "tc"
+        && output
+            .to_ascii_lowercase()
+            .contains("operation not permitted")
+    {
         // tc's "RTNETLINK answers: Operation not permitted", or the runtime's "exec /usr/sbin/tc: operation not
         // permitted" when the pod's bounding set lacks the capability tc's file capability asks for.
         "network faults need NET_ADMIN in the container: securityContext.capabilities.add: [NET_ADMIN] (the \

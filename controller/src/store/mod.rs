@@ -184,19 +184,30 @@ fn duration_ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// The connections of a SQLite store's pool, all opened at once and kept.
+const SQLITE_CONNECTIONS: u32 = 4;
+
 impl Store {
     /// Opens (creating if needed) the database at `location` — a file path, `sqlite://…` or
     /// `postgres://…` — and brings its schema up to date.
     pub async fn open(location: &str) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let (url, backend) = database_url(location)?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(match backend {
-                Backend::Sqlite => 4,
-                Backend::Postgres => 8,
-            })
-            .connect(&url)
-            .await?;
+        let connections = match backend {
+            Backend::Sqlite => SQLITE_CONNECTIONS,
+            Backend::Postgres => 8,
+        };
+        let mut options = AnyPoolOptions::new().max_connections(connections);
+        if backend == Backend::Sqlite {
+            // A SQLite connection is a few file descriptors on a local file: all of them are opened at once and
+            // kept, never reaped when idle, so a long-running dashboard or controller holds a constant number of
+            // descriptors (the soak's criterion) instead of one that follows the pool's demand.
+            options = options
+                .min_connections(SQLITE_CONNECTIONS)
+                .idle_timeout(None)
+                .max_lifetime(None);
+        }
+        let pool = options.connect(&url).await?;
         // Two processes opening one new SQLite file at once contend for it: switching it to WAL can answer
         // "database is locked" without waiting, and sqlx's migration lock is a no-op on SQLite, so the later
         // may find a table the other has just created. Both steps are repeatable (each migration commits with

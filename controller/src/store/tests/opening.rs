@@ -191,3 +191,30 @@ async fn a_corrupt_stored_column_is_an_error_naming_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_sqlite_pool_opens_every_connection_and_never_reaps_one() {
+    let file = TempStore::new("store-pool");
+    let store = Store::open(&file.location()).await.unwrap();
+    let options = store.pool.options();
+    assert_eq!(options.get_min_connections(), SQLITE_CONNECTIONS);
+    assert_eq!(options.get_max_connections(), SQLITE_CONNECTIONS);
+    assert_eq!(
+        options.get_idle_timeout(),
+        None,
+        "idle connections are kept"
+    );
+    assert_eq!(
+        options.get_max_lifetime(),
+        None,
+        "connections are not recycled"
+    );
+    // The pool fills itself to its minimum in the background: bounded in count, not in time.
+    for _ in 0..200 {
+        if store.pool.size() == SQLITE_CONNECTIONS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(store.pool.size(), SQLITE_CONNECTIONS);
+}
