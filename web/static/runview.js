@@ -1,3 +1,6 @@
+      // A disabled breaker detects nothing: every span it was disabled in (from the page's mode switches, and
+      // now, from its tile) is drawn as disabled, never as a healthy closed one.
+      paintDisabled(segments, disabledSpans(name, tile, modeChanges || [], t0, t1));
 // Tolerant dashboard: what the live page and a replayed run both draw from a run's data, on charts.js's charts
 // (one implementation): lanes from transitions, how a breaker reads now, fault spans from fault changes, and
 // the per-second panels from samples of the live sample's shape. Loaded after charts.js; adds to `Charts`.
@@ -64,6 +67,37 @@
       return { name: name, group: arrow > 0 ? name.slice(0, arrow) : (source && service ? service : name),
         label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
         segments: segments, mode: tile ? tile.mode : null, source: source, badge: sourceBadge(source) };
+    });
+  }
+
+  // The spans [from, to] breaker `name` was disabled in between t0 and t1: from its mode switches (the mode before
+  // the first one is that switch's `from`), the last one lasting while its tile still says disabled.
+  function disabledSpans(name, tile, modeChanges, t0, t1) {
+    var changes = modeChanges.filter(function (m) { return m.breaker === name; })
+      .sort(function (a, b) { return a.at_ms - b.at_ms; });
+    var spans = [], mode = changes.length ? changes[0].from : (tile ? tile.mode : null), from = t0;
+    changes.forEach(function (m) {
+      if (mode === "disabled") { spans.push([from, m.at_ms]); }
+      mode = m.to; from = m.at_ms;
+    });
+    if (tile) { mode = tile.mode; }
+    if (mode === "disabled") { spans.push([from, t1]); }
+    return spans.filter(function (span) { return span[1] > span[0]; });
+  }
+
+  // Splits `segments` (in order, end to end) at each span's edges; what lies inside a span becomes disabled.
+  function paintDisabled(segments, spans) {
+    spans.forEach(function (span) {
+      for (var i = 0; i < segments.length; i++) {
+        var seg = segments[i];
+        if (seg.to <= span[0] || seg.from >= span[1]) { continue; }
+        var parts = [];
+        if (seg.from < span[0]) { parts.push(Object.assign({}, seg, { to: span[0] })); }
+        parts.push(Object.assign({}, seg, { from: Math.max(seg.from, span[0]), to: Math.min(seg.to, span[1]), kind: "disabled", reason: "" }));
+        if (seg.to > span[1]) { parts.push(Object.assign({}, seg, { from: span[1] })); }
+        segments.splice.apply(segments, [i, 1].concat(parts));
+        i += parts.length - 1;
+      }
     });
   }
 
