@@ -1,6 +1,3 @@
-      // A disabled breaker detects nothing: every span it was disabled in (from the page's mode switches, and
-      // now, from its tile) is drawn as disabled, never as a healthy closed one.
-      paintDisabled(segments, disabledSpans(name, tile, modeChanges || [], t0, t1));
 // Tolerant dashboard: what the live page and a replayed run both draw from a run's data, on charts.js's charts
 // (one implementation): lanes from transitions, how a breaker reads now, fault spans from fault changes, and
 // the per-second panels from samples of the live sample's shape. Loaded after charts.js; adds to `Charts`.
@@ -49,16 +46,9 @@
       if (tile && !own.length) { state = tile.state; }
       if (tile && tile.mode === "shadow" && state !== "closed") { shadow = true; }
       segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-      // A disabled breaker detects nothing: drawn as disabled (from its switch, when the page saw it), not as a
-      // healthy closed one.
-      if (tile && tile.mode === "disabled") {
-        var switched = (modeChanges || []).filter(function (m) { return m.breaker === name && m.to === "disabled"; }).pop();
-        var last = segments[segments.length - 1];
-        if (switched && switched.at_ms > last.from && switched.at_ms < last.to) {
-          segments.push({ from: switched.at_ms, to: last.to, state: last.state, kind: "disabled", reason: "" });
-          last.to = switched.at_ms;
-        } else { last.kind = "disabled"; }
-      }
+      // A disabled breaker detects nothing: every span it was disabled in (from the page's mode switches, and
+      // now, from its tile) is drawn as disabled, never as a healthy closed one.
+      paintDisabled(segments, disabledSpans(name, tile, modeChanges || [], t0, t1));
       var arrow = name.indexOf("->");
       // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
       var foreign = own.filter(function (t) { return t.source; });
