@@ -698,7 +698,7 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
     page.goto(&format!("{base}experiments/1/results")).await;
     let rows = page
         .wait_for(
-            "document.querySelectorAll('#results-table tbody tr').length",
+            "document.querySelectorAll('#results-table thead th.condition').length",
             Duration::from_secs(10),
         )
         .await;
