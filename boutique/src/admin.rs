@@ -25,6 +25,7 @@ use subtle::ConstantTimeEq;
 use crate::breaker_lease::{BreakerLease, LeaseError, parse_lease};
 use crate::context::ServiceContext;
 use crate::metrics;
+pub use crate::mode_switch::{ModeSwitch, ModeSwitchError};
 use crate::services::json_error;
 
 /// What a service adds to the common admin endpoints: state to clear on reset, extra metrics.
@@ -270,13 +271,15 @@ fn lease_of(
         .map_err(PushRefused::Lease)
 }
 
+/// What a push puts in force: a config for every breaker of the service, or for one of them.
+enum Pushed {
+    Every(breaker::BreakerConfig),
+    One(Arc<breaker::CircuitBreaker>, breaker::BreakerConfig),
+}
+
 /// What the body of a push becomes: the config put in force.
 trait PushedBody {
-    fn config(
-        state: &AdminState,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<breaker::BreakerConfig, PushRefused>;
+    fn config(state: &AdminState, headers: &HeaderMap, body: &[u8]) -> Result<Pushed, PushRefused>;
 }
 
 /// `PUT /_admin/breakers`: a whole breaker config, JSON or TOML ([`parse_breaker_config`]).
@@ -287,16 +290,16 @@ impl PushedBody for WholeConfig {
         _state: &AdminState,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> Result<breaker::BreakerConfig, PushRefused> {
+    ) -> Result<Pushed, PushRefused> {
         let content_type = headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok());
-        Ok(parse_breaker_config(content_type, body)?)
+        Ok(Pushed::Every(parse_breaker_config(content_type, body)?))
     }
 }
 
-/// `PUT /_admin/breakers/mode`: switches every breaker's mode and keeps the rest of its config (detectors, open
-/// window, probes), as a game day's "breaker off/on" switch means.
+/// `PUT /_admin/breakers/mode`: switches the mode of every breaker (or of the one named `breaker`) and keeps
+/// the rest of its config (detectors, open window, probes), as a game day's "breaker off/on" switch means.
 struct ModeOnly;
 
 impl PushedBody for ModeOnly {
@@ -304,9 +307,15 @@ impl PushedBody for ModeOnly {
         state: &AdminState,
         _headers: &HeaderMap,
         body: &[u8],
-    ) -> Result<breaker::BreakerConfig, PushRefused> {
-        let mode = ModeSwitch::parse(body).map_err(PushRefused::Mode)?.mode;
-        Ok(state.ctx.registry.config().with_mode(mode))
+    ) -> Result<Pushed, PushRefused> {
+        let switch = ModeSwitch::parse(body)?;
+        Ok(match switch.target(&state.ctx.registry)? {
+            Some(one) => {
+                let config = one.config().with_mode(switch.mode);
+                Pushed::One(one, config)
+            }
+            None => Pushed::Every(state.ctx.registry.config().with_mode(switch.mode)),
+        })
     }
 }
 
@@ -320,8 +329,12 @@ async fn push<B: PushedBody>(
     body: Bytes,
 ) -> Response {
     match lease_of(query).and_then(|lease| Ok((B::config(&state, &headers, &body)?, lease))) {
-        Ok((config, lease)) => {
+        Ok((Pushed::Every(config), lease)) => {
             state.lease.push(config, lease);
+            Json(state.ctx.registry.snapshots()).into_response()
+        }
+        Ok((Pushed::One(breaker, config), lease)) => {
+            state.lease.push_one(&breaker, config, lease);
             Json(state.ctx.registry.snapshots()).into_response()
         }
         Err(refused) => json_error(StatusCode::BAD_REQUEST, refused.to_string()),
@@ -348,54 +361,6 @@ async fn renew_breaker_lease(State(state): State<AdminState>, _: Authorized) -> 
     }
 }
 
-/// The body of `PUT /_admin/breakers/mode`, `{"mode": "shadow"}`: what the controller's admin client sends and
-/// the service reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModeSwitch {
-    pub mode: breaker::Mode,
-}
-
-/// Why a body is not a [`ModeSwitch`]; `Display` names the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ModeSwitchError {
-    #[error("body: not JSON ({0})")]
-    NotJson(String),
-    #[error(r#"body: expected a JSON object like {{"mode": "shadow"}}"#)]
-    NotAnObject,
-    #[error("{0}: unknown field (the only field is `mode`)")]
-    UnknownField(String),
-    #[error("mode: missing")]
-    MissingMode,
-    #[error(r#"mode: {0} is not one of "enforce", "shadow", "forced-open", "disabled""#)]
-    UnknownMode(String),
-}
-
-impl ModeSwitch {
-    /// Reads a body; errors name the field.
-    pub fn parse(body: &[u8]) -> Result<ModeSwitch, ModeSwitchError> {
-        serde_json::from_slice(body).map_err(|_| ModeSwitch::why_refused(body))
-    }
-
-    /// Why `body` is not a mode switch, naming the field.
-    fn why_refused(body: &[u8]) -> ModeSwitchError {
-        let value: serde_json::Value = match serde_json::from_slice(body) {
-            Ok(value) => value,
-            Err(err) => return ModeSwitchError::NotJson(err.to_string()),
-        };
-        let Some(object) = value.as_object() else {
-            return ModeSwitchError::NotAnObject;
-        };
-        if let Some(unknown) = object.keys().find(|key| *key != "mode") {
-            return ModeSwitchError::UnknownField(unknown.clone());
-        }
-        match object.get("mode") {
-            None => ModeSwitchError::MissingMode,
-            Some(mode) => ModeSwitchError::UnknownMode(mode.to_string()),
-        }
-    }
-}
-
 async fn reset(State(state): State<AdminState>, _: Authorized) -> Response {
     state.ctx.registry.reset();
     state.hooks.reset();
@@ -404,54 +369,7 @@ async fn reset(State(state): State<AdminState>, _: Authorized) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::{BreakerConfigError, ModeSwitch, ModeSwitchError, parse_breaker_config};
-
-    /// What the admin client sends for each mode is what the service reads back: one type on both sides.
-    #[test]
-    fn every_mode_switch_reads_back_as_sent() {
-        for mode in breaker::Mode::ALL {
-            let body = serde_json::to_vec(&ModeSwitch { mode }).expect("serialises");
-            assert_eq!(ModeSwitch::parse(&body), Ok(ModeSwitch { mode }));
-        }
-        assert_eq!(
-            ModeSwitch::parse(br#"{"mode":"forced-open"}"#).map(|switch| switch.mode),
-            Ok(breaker::Mode::ForcedOpen)
-        );
-    }
-
-    /// A body that is not a mode switch is refused naming the field, as before the type existed.
-    #[test]
-    fn a_bad_mode_switch_is_refused_naming_the_field() {
-        for (body, error) in [
-            ("{}", "mode: missing".to_owned()),
-            (
-                r#"{"mode":"off"}"#,
-                r#"mode: "off" is not one of "enforce", "shadow", "forced-open", "disabled""#
-                    .to_owned(),
-            ),
-            (
-                r#"{"mode":"shadow","lease":1}"#,
-                "lease: unknown field (the only field is `mode`)".to_owned(),
-            ),
-            (
-                "[]",
-                r#"body: expected a JSON object like {"mode": "shadow"}"#.to_owned(),
-            ),
-        ] {
-            let refused = ModeSwitch::parse(body.as_bytes()).unwrap_err();
-            assert_eq!(refused.to_string(), error, "{body}");
-        }
-        assert!(matches!(
-            ModeSwitch::parse(b"mode"),
-            Err(ModeSwitchError::NotJson(_))
-        ));
-        assert!(
-            ModeSwitch::parse(b"mode")
-                .unwrap_err()
-                .to_string()
-                .starts_with("body: not JSON")
-        );
-    }
+    use super::{BreakerConfigError, parse_breaker_config};
 
     /// An empty body is refused naming it, not taken as "every default" (which reset every breaker).
     #[test]

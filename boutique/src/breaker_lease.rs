@@ -106,8 +106,25 @@ impl BreakerLease {
     /// Applies `config`; with a lease, until it runs out unless renewed (needs a tokio runtime); without one, for
     /// good (any lease ends).
     pub fn push(self: &Arc<Self>, config: breaker::BreakerConfig, lease: Option<Duration>) {
+        self.hold(lease, || self.registry.set_config(config));
+    }
+
+    /// Applies `config` to `breaker` alone (one breaker of this service; the others keep theirs), under
+    /// `lease` as [`BreakerLease::push`]: the lease is the service's one, and when it runs out (or on a
+    /// restore) every breaker goes back to the startup config.
+    pub fn push_one(
+        self: &Arc<Self>,
+        breaker: &breaker::CircuitBreaker,
+        config: breaker::BreakerConfig,
+        lease: Option<Duration>,
+    ) {
+        self.hold(lease, || breaker.set_config(config));
+    }
+
+    /// Runs `apply` and holds what it changed under `lease` (none: for good, any lease ended).
+    fn hold(self: &Arc<Self>, lease: Option<Duration>, apply: impl FnOnce()) {
         let mut state = self.state.lock();
-        self.registry.set_config(config);
+        apply();
         state.generations += 1;
         state.held = lease.map(|length| Held {
             length,
@@ -267,6 +284,28 @@ mod tests {
         assert_eq!(modes(&lease), [breaker::Mode::Disabled; 2]);
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(modes(&lease), [breaker::Mode::Enforce; 2]);
+    }
+
+    /// One breaker switched under a lease: the others keep their mode; when the lease runs out, it goes
+    /// back to the startup config too.
+    #[tokio::test(start_paused = true)]
+    async fn one_breaker_pushed_under_a_lease_goes_back_when_it_runs_out() {
+        let lease = lease_over(breaker::BreakerConfig::default());
+        let other = lease.registry.get("svc->other");
+        let one = lease.registry.get("svc->dep");
+        lease.push_one(&one, disabled(), Some(Duration::from_secs(3)));
+        assert_eq!(
+            (one.config().mode(), other.config().mode()),
+            (breaker::Mode::Disabled, breaker::Mode::Enforce)
+        );
+        assert_eq!(lease.view().lease.map(|view| view.lease_ms), Some(3000));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        lease.renew().expect("held");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(one.config().mode(), breaker::Mode::Disabled, "renewed");
+        tokio::time::sleep(Duration::from_millis(1001)).await;
+        assert_eq!(modes(&lease), [breaker::Mode::Enforce; 3]);
+        assert_eq!(lease.view().lease, None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod cookies;
 pub mod data;
 pub mod error;
 pub mod metrics;
+pub mod mode_switch;
 pub mod money;
 pub mod pool;
 pub mod request_stats;

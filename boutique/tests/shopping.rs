@@ -326,6 +326,58 @@ async fn admin_endpoints_need_the_token_and_answer_outside_the_pool() {
     assert_eq!(config["config"]["open"]["base"], "7s", "{config}");
     assert_eq!(config["lease"], serde_json::Value::Null, "{config}");
 
+    // One breaker alone: the named one switches, the service's others keep their mode; a name the service
+    // has no breaker by is refused naming `breaker`.
+    let modes = || async {
+        let snapshots: Vec<serde_json::Value> = admin
+            .get(format!("{checkout}/_breakers"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        snapshots
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_owned(),
+                    s["mode"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert!(modes().await.len() > 1, "checkout has several breakers");
+    assert_eq!(
+        switch(
+            r#"{"mode":"disabled","breaker":"checkout->payment"}"#,
+            Some(TOKEN)
+        )
+        .await
+        .status(),
+        200
+    );
+    for (name, mode) in modes().await {
+        let expected = if name == "checkout->payment" {
+            "disabled"
+        } else {
+            "shadow"
+        };
+        assert_eq!(mode, expected, "{name}");
+    }
+    let unknown = switch(
+        r#"{"mode":"disabled","breaker":"checkout->nowhere"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(unknown.status(), 400);
+    let message = unknown.text().await.unwrap();
+    assert!(
+        message.contains("breaker: no breaker `checkout->nowhere` in checkout")
+            && message.contains("checkout->payment"),
+        "{message}"
+    );
+
     let reset = admin
         .post(format!("{checkout}/_admin/reset"))
         .bearer_auth(TOKEN)

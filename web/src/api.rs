@@ -20,10 +20,14 @@ use controller::sources::{PushError, PushInbox};
 use controller::target::ServiceId;
 
 pub mod answers;
+mod breaker_mode;
+
+pub use breaker_mode::{BreakerModeBody, set_breaker_mode};
+pub(crate) use breaker_mode::{mode_request, parse_mode};
 
 use answers::{
-    AbortAnswer, BreakerEventsAnswer, BreakerModeAnswer, ClearedAnswer, ContainerFaultAnswer,
-    ContainersAnswer, ExperimentAnswer, HaltAnswer, IdAnswer, StartAnswer,
+    AbortAnswer, BreakerEventsAnswer, ClearedAnswer, ContainerFaultAnswer, ContainersAnswer,
+    ExperimentAnswer, HaltAnswer, IdAnswer, StartAnswer,
 };
 
 use crate::auth::Auth;
@@ -391,13 +395,6 @@ pub async fn clear_container_fault(
     Ok(Json(ClearedAnswer { cleared: true, id }).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BreakerModeBody {
-    service: Option<String>,
-    mode: String,
-}
-
 /// A service's name as given in `field`, checked by [`ServiceId`]; the error names the field and what is wrong.
 pub(crate) fn parse_service(field: &str, name: &str) -> Result<ServiceId, AppError> {
     ServiceId::new(name).map_err(|error| AppError::BadRequest(format!("{field}: {error}")))
@@ -409,29 +406,6 @@ fn fault_target(query: TargetQuery) -> Result<ServiceId, AppError> {
         Some(target) => parse_service("target", &target),
         None => Ok(boutique::ServiceName::Payment.into()),
     }
-}
-
-/// A mode name as the breaker's [`breaker::Mode`]; the error names the field and the modes.
-pub(crate) fn parse_mode(mode: &str) -> Result<breaker::Mode, AppError> {
-    mode.parse()
-        .map_err(|error: breaker::UnknownMode| AppError::BadRequest(error.to_string()))
-}
-
-pub async fn set_breaker_mode(
-    State(state): State<AppState>,
-    _: Acting,
-    body: String,
-) -> Result<Response, AppError> {
-    let body: BreakerModeBody = serde_json::from_str(&body)
-        .map_err(|error| AppError::BadRequest(format!("body: {error}")))?;
-    let mode = parse_mode(&body.mode)?;
-    let service = body
-        .service
-        .filter(|service| !service.is_empty())
-        .map(|service| parse_service("service", &service))
-        .transpose()?;
-    state.operations.set_breaker_mode(service, mode).await?;
-    Ok(Json(BreakerModeAnswer { mode }).into_response())
 }
 
 /// What `POST /api/breaker-events` needs: the token check, the inbox, and the live hub when a dashboard runs.

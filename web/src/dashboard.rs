@@ -50,6 +50,9 @@ pub struct DashboardConfig {
     pub compose: Option<ComposeProject>,
     /// The orchestrator the external testbed runs on (Swarm, Kubernetes): its pod faults and replica changes.
     pub orchestrator: Orchestrator,
+    /// How long a game-day breaker-mode switch holds without the dashboard renewing it (a service goes back to
+    /// its startup config that long after the dashboard dies); within the services' lease bounds.
+    pub mode_lease: Duration,
 }
 
 /// A compose project (or a swarm stack) on a Docker Engine the dashboard reaches.
@@ -85,6 +88,7 @@ impl Default for DashboardConfig {
             head_read_timeout: serving::HEADER_READ_TIMEOUT,
             compose: None,
             orchestrator: Orchestrator::default(),
+            mode_lease: crate::operations::embedded::GAME_DAY_MODE_LEASE,
         }
     }
 }
@@ -99,6 +103,13 @@ pub enum DashboardError {
     Operations(#[from] crate::operations::OperationError),
     #[error("head_read_timeout: {0}")]
     HeadReadTimeout(#[from] serving::HeadReadTimeoutOutOfRange),
+    #[error(
+        "mode_lease: {} is outside {}..={} (the services' lease bounds)",
+        agent::api::format_duration(*.0),
+        agent::api::format_duration(boutique::breaker_lease::MIN_BREAKER_LEASE),
+        agent::api::format_duration(boutique::breaker_lease::MAX_BREAKER_LEASE)
+    )]
+    ModeLease(Duration),
     #[error("listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -134,6 +145,11 @@ impl RunningDashboard {
     pub async fn start(config: DashboardConfig) -> Result<RunningDashboard, DashboardError> {
         serving::check_header_read_timeout(config.head_read_timeout)
             .map_err(DashboardError::HeadReadTimeout)?;
+        let lease_bounds =
+            boutique::breaker_lease::MIN_BREAKER_LEASE..=boutique::breaker_lease::MAX_BREAKER_LEASE;
+        if !lease_bounds.contains(&config.mode_lease) {
+            return Err(DashboardError::ModeLease(config.mode_lease));
+        }
         let token = config.token.unwrap_or_else(Auth::random_token);
         let (stack, testbed) = match config.external {
             Some(external) => (
@@ -188,6 +204,7 @@ impl RunningDashboard {
             config.orchestrator,
         )
         .await?;
+        operations.set_mode_lease(config.mode_lease);
         let mut feeds = operations.spawn_live_feeds();
         feeds.extend(sweep);
         let state = AppState {

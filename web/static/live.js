@@ -223,6 +223,9 @@
     }
     status.lanes = rows.map(function (r) { return r.name; });
     status.laneKinds = {};
+    // Per lane, the spans drawn disabled (the test reads that an earlier one stays grey after re-enabling).
+    status.disabledSpans = {};
+    rows.forEach(function (r) { status.disabledSpans[r.name] = r.segments.filter(function (g) { return g.kind === "disabled"; }).length; });
     rows.forEach(function (r) { var last = r.segments[r.segments.length - 1]; status.laneKinds[r.name] = last.kind === "disabled" ? "disabled" : last.state === "open" ? last.kind : last.state; });
     panels.tiles(rows);
     panels.activeFaults();

@@ -12,6 +12,12 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
   // Locust-like: per endpoint, its requests by outcome over the range (they add up to the outcomes chart's),
   // and the last second's ok and failed latency and rates.
   var UNSPLIT = "(no endpoint split: the frontend's counts)";
+  // Since the range's start, each second's p50 and p95 weighted by its requests of that kind (the stored
+  // seconds keep quantiles, not the ok and failed histograms).
+  function weigh(q, requests, p50, p95) {
+    if (!requests || p50 === null || p50 === undefined) { return; }
+    q.p50 += requests * p50; q.p95 += requests * p95; q.w += requests;
+  }
   function drawEndpointTable(samples) {
     var table = document.getElementById("endpoints");
     var rows = {}, totals = { requests: 0, failures: 0, rejections: 0, timeouts: 0 };
@@ -23,20 +29,26 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
       // so the rows still add up to the outcomes chart.
       var split = s.endpoints.length ? s.endpoints : (o.ok + o.failed + o.rejected + o.timeout + o.connection_error + o.client_error ? [{ name: UNSPLIT, outcomes: o }] : []);
       split.forEach(function (e) {
-        var row = rows[e.name] || (rows[e.name] = { requests: 0, failures: 0, rejections: 0, timeouts: 0, last: null, lastOk: null, lastFailed: null });
+        var row = rows[e.name] || (rows[e.name] = { requests: 0, failures: 0, rejections: 0, timeouts: 0, last: null, lastOk: null, lastFailed: null,
+          okQ: { w: 0, p50: 0, p95: 0 }, failedQ: { w: 0, p50: 0, p95: 0 } });
         var c = e.outcomes;
         if (!c) { return; }
         row.requests += c.ok + c.failed + c.rejected + c.timeout + c.connection_error + c.client_error;
         row.failures += c.failed + c.connection_error; row.rejections += c.rejected; row.timeouts += c.timeout;
         row.last = c;
-        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { row.lastOk = e; }
-        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) { row.lastFailed = e; }
+        if (e.ok_p95_us !== null && e.ok_p95_us !== undefined) { row.lastOk = e; weigh(row.okQ, c.ok, e.ok_p50_us, e.ok_p95_us); }
+        if (e.failed_p95_us !== null && e.failed_p95_us !== undefined) {
+          row.lastFailed = e;
+          weigh(row.failedQ, c.failed + c.rejected + c.timeout + c.connection_error, e.failed_p50_us, e.failed_p95_us);
+        }
       });
     });
     status.endpointTable = rows; status.outcomeTotals = totals;
     if (!table) { return; }
     var names = Object.keys(rows).sort();
     var ms = function (us) { return us === null || us === undefined ? "–" : (us >= 100000 ? Math.round(us / 1000) : (us / 1000).toPrecision(2)) + " ms"; };
+    var pair = function (p50, p95) { return p50 === null || p50 === undefined ? "–" : ms(p50) + " / " + ms(p95); };
+    var since = function (q) { return q.w ? pair(q.p50 / q.w, q.p95 / q.w) : "–"; };
     var body = table.querySelector("tbody");
     if (!names.length) { body.innerHTML = '<tr><td colspan="11" class="muted">Appears while load runs.</td></tr>'; return; }
     body.innerHTML = names.map(function (name) {
@@ -45,11 +57,46 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
       var bad = r.failures + r.rejections + r.timeouts;
       return '<tr data-endpoint="' + escapeHtml(name) + '"' + (bad ? ' class="failing"' : "") + "><td>" + escapeHtml(name) + "</td><td>" + r.requests +
         "</td><td" + (r.failures ? ' class="bad"' : "") + ">" + r.failures + "</td><td" + (r.rejections ? ' class="bad"' : "") + ">" + r.rejections +
-        "</td><td>" + r.timeouts + "</td><td>" + ms(r.lastOk && r.lastOk.ok_p50_us) + "</td><td>" + ms(r.lastOk && r.lastOk.ok_p95_us) +
-        "</td><td>" + ms(r.lastFailed && r.lastFailed.failed_p50_us) + "</td><td>" + ms(r.lastFailed && r.lastFailed.failed_p95_us) +
+        "</td><td>" + r.timeouts + "</td><td>" + pair(r.lastOk && r.lastOk.ok_p50_us, r.lastOk && r.lastOk.ok_p95_us) +
+        "</td><td>" + pair(r.lastFailed && r.lastFailed.failed_p50_us, r.lastFailed && r.lastFailed.failed_p95_us) +
+        "</td><td>" + since(r.okQ) + "</td><td>" + since(r.failedQ) +
         "</td><td>" + perSecond + "</td><td>" + (perSecond - c.ok - c.client_error) + "</td></tr>";
     }).join("") + '<tr class="total"><td>all endpoints</td><td>' + totals.requests + "</td><td>" + totals.failures + "</td><td>" + totals.rejections +
       "</td><td>" + totals.timeouts + '</td><td colspan="6"></td></tr>';
+    status.endpointSince = {};
+    names.forEach(function (name) { status.endpointSince[name] = { ok: since(rows[name].okQ), failed: since(rows[name].failedQ) }; });
+  }
+
+  // On the game-day page each tile switches its own breaker's mode (a leased switch, as the service-wide form's);
+  // disabled for a viewer who is not logged in. One listener on the box: the tiles are redrawn every frame.
+  var MODES = ["enforce", "shadow", "forced-open", "disabled"];
+  var modeForm = document.getElementById("breaker-form");
+  function tileSwitch(tile) {
+    if (!modeForm) { return ""; }
+    var allowed = !modeForm.querySelector("button[name=mode]").disabled;
+    return '<div class="tile-switch" data-service="' + escapeHtml(tile.service) + '" data-breaker="' + escapeHtml(tile.name) + '">' +
+      MODES.map(function (mode) {
+        var off = !allowed || mode === tile.mode;
+        return '<button type="button" class="mini mode-' + mode + '" data-mode="' + mode + '"' + (off ? " disabled" : "") +
+          ' title="' + (allowed ? (mode === tile.mode ? "its mode now" : "switch this breaker only to " + mode) : "Log in to act") + '">' + mode.replace("-", " ") + "</button>";
+      }).join("") + "</div>";
+  }
+  var tilesBox = document.getElementById("tiles");
+  if (modeForm && tilesBox) {
+    tilesBox.addEventListener("click", function (event) {
+      var button = event.target.closest(".tile-switch button[data-mode]");
+      if (!button || button.disabled) { return; }
+      var where = button.parentNode, form = document.createElement("form");
+      form.method = "post"; form.action = "/ui/breakers"; form.hidden = true;
+      [["csrf", modeForm.elements.csrf.value], ["service", where.dataset.service], ["breaker", where.dataset.breaker], ["mode", button.dataset.mode]]
+        .forEach(function (field) {
+          var input = document.createElement("input");
+          input.type = "hidden"; input.name = field[0]; input.value = field[1];
+          form.appendChild(input);
+        });
+      document.body.appendChild(form);
+      form.submit();
+    });
   }
 
   function pct(x) { return x === null || x === undefined ? "–" : (x * 100).toFixed(x >= 0.1 || x === 0 ? 0 : 1) + " %"; }
@@ -92,7 +139,7 @@ var LivePanels = function (model, status, describeFault, TERMINAL) {
           : cfg ? '<div class="tile-config">' + (tile.mode === "shadow" ? "would trip" : "trips") + " on " + escapeHtml(cfg.detector) + "<br>open " + escapeHtml(cfg.open_window) + " · " + escapeHtml(cfg.probes) +
             (tile.mode === "shadow" ? "<br>shadow: never rejects" : "") + "</div>" : "") +
         (tile.open_until_ms && look === "open" ? '<div class="tile-config">half-open in ' + Math.max(0, Math.round((tile.open_until_ms - Date.now()) / 1000)) + " s</div>" : "") +
-        "</div>");
+        tileSwitch(tile) + "</div>");
     });
     if (group !== null) { html.push("</div>"); }
     box.innerHTML = html.join("");

@@ -46,16 +46,9 @@
       if (tile && !own.length) { state = tile.state; }
       if (tile && tile.mode === "shadow" && state !== "closed") { shadow = true; }
       segments.push({ from: from, to: t1, state: state, kind: kindOf(state, reason, shadow), reason: reason });
-      // A disabled breaker detects nothing: drawn as disabled (from its switch, when the page saw it), not as a
-      // healthy closed one.
-      if (tile && tile.mode === "disabled") {
-        var switched = (modeChanges || []).filter(function (m) { return m.breaker === name && m.to === "disabled"; }).pop();
-        var last = segments[segments.length - 1];
-        if (switched && switched.at_ms > last.from && switched.at_ms < last.to) {
-          segments.push({ from: switched.at_ms, to: last.to, state: last.state, kind: "disabled", reason: "" });
-          last.to = switched.at_ms;
-        } else { last.kind = "disabled"; }
-      }
+      // A disabled breaker detects nothing: every span it was disabled in (from the page's mode switches, and
+      // now, from its tile) is drawn as disabled, never as a healthy closed one.
+      paintDisabled(segments, disabledSpans(name, tile, modeChanges || [], t0, t1));
       var arrow = name.indexOf("->");
       // A foreign breaker (its transitions carry a source): grouped under its service, badged with the source.
       var foreign = own.filter(function (t) { return t.source; });
@@ -64,6 +57,37 @@
       return { name: name, group: arrow > 0 ? name.slice(0, arrow) : (source && service ? service : name),
         label: arrow > 0 ? "→ " + name.slice(arrow + 2) : name,
         segments: segments, mode: tile ? tile.mode : null, source: source, badge: sourceBadge(source) };
+    });
+  }
+
+  // The spans [from, to] breaker `name` was disabled in between t0 and t1: from its mode switches (the mode before
+  // the first one is that switch's `from`), the last one lasting while its tile still says disabled.
+  function disabledSpans(name, tile, modeChanges, t0, t1) {
+    var changes = modeChanges.filter(function (m) { return m.breaker === name; })
+      .sort(function (a, b) { return a.at_ms - b.at_ms; });
+    var spans = [], mode = changes.length ? changes[0].from : (tile ? tile.mode : null), from = t0;
+    changes.forEach(function (m) {
+      if (mode === "disabled") { spans.push([from, m.at_ms]); }
+      mode = m.to; from = m.at_ms;
+    });
+    if (tile) { mode = tile.mode; }
+    if (mode === "disabled") { spans.push([from, t1]); }
+    return spans.filter(function (span) { return span[1] > span[0]; });
+  }
+
+  // Splits `segments` (in order, end to end) at each span's edges; what lies inside a span becomes disabled.
+  function paintDisabled(segments, spans) {
+    spans.forEach(function (span) {
+      for (var i = 0; i < segments.length; i++) {
+        var seg = segments[i];
+        if (seg.to <= span[0] || seg.from >= span[1]) { continue; }
+        var parts = [];
+        if (seg.from < span[0]) { parts.push(Object.assign({}, seg, { to: span[0] })); }
+        parts.push(Object.assign({}, seg, { from: Math.max(seg.from, span[0]), to: Math.min(seg.to, span[1]), kind: "disabled", reason: "" }));
+        if (seg.to > span[1]) { parts.push(Object.assign({}, seg, { from: span[1] })); }
+        segments.splice.apply(segments, [i, 1].concat(parts));
+        i += parts.length - 1;
+      }
     });
   }
 

@@ -42,7 +42,8 @@ rates = [1.0]
 modes = ["enforce"]
 
 [breaker.trip]
-consecutive_failures = 5
+# Two, not five: on a loaded machine 30 users make only a few checkouts in the 8 s run (seen: 2 payment calls).
+consecutive_failures = 2
 
 [breaker.open]
 base = "20s"
@@ -247,6 +248,30 @@ impl Page {
                 .eval("document.documentElement.scrollWidth - document.documentElement.clientWidth")
                 .await;
             assert_eq!(overflow, json!(0), "{name} at {width} px scrolls sideways");
+            assert_eq!(
+                self.eval("document.documentElement.scrollWidth <= window.innerWidth")
+                    .await,
+                json!(true),
+                "{name} at {width} px scrolls sideways"
+            );
+            // No card's content is clipped or scrolls inside it: tables, selects, inputs and canvases end
+            // within their card.
+            let clipped_content = self
+                .eval(
+                    "[].concat.apply([], Array.from(document.querySelectorAll('.card')).map(function (card) { \
+                       var edge = card.getBoundingClientRect().right + 1, what = card.id || card.className; \
+                       var out = card.scrollWidth > card.clientWidth + 1 ? [what + ' scrolls: ' + card.scrollWidth + ' > ' + card.clientWidth] : []; \
+                       card.querySelectorAll('table, select, input, textarea, canvas, pre').forEach(function (e) { \
+                         var box = e.getBoundingClientRect(); \
+                         if (box.width && box.right > edge) { out.push(what + ' ' + e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' ends at ' + Math.round(box.right) + ' > ' + Math.round(edge)); } }); \
+                       return out; }))",
+                )
+                .await;
+            assert_eq!(
+                clipped_content,
+                json!([]),
+                "{name} at {width} px: content runs past its card"
+            );
             // The experiments table and the results summary fit their cards too (no scrolling inside them).
             let clipped = self
                 .eval(
@@ -661,10 +686,20 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         checkout["failures"].as_u64().map(|n| n.to_string()),
         "the table shows checkout's failures: {table}"
     );
+    // p50 / p95 of ok and of failed requests, the last second's and since the start: checkout's failed ones.
+    let since = page
+        .eval("window.__tolerant.endpointSince['POST /cart/checkout']")
+        .await;
+    assert!(
+        since["failed"]
+            .as_str()
+            .is_some_and(|text| text.contains(" ms / ") && text.ends_with(" ms")),
+        "checkout's failed p50 / p95 since start: {since}"
+    );
     page.goto(&format!("{base}experiments/1/results")).await;
     let rows = page
         .wait_for(
-            "document.querySelectorAll('#results-table tbody tr').length",
+            "document.querySelectorAll('#results-table thead th.condition').length",
             Duration::from_secs(10),
         )
         .await;
@@ -923,6 +958,25 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         "{notice}"
     );
 
+    // A tile switches its own breaker alone (leased like the service-wide switch); the others keep their mode.
+    page.eval(
+        "document.querySelector('.tile[data-breaker=\"checkout->shipping\"] .tile-switch button[data-mode=disabled]').click(); true",
+    )
+    .await;
+    page.wait_for(
+        "location.pathname === '/gameday' && document.getElementById('notice') && window.__tolerant \
+         && window.__tolerant.connected && window.__tolerant.modes['checkout->shipping'] === 'disabled'",
+        Duration::from_secs(15),
+    )
+    .await;
+    assert_eq!(
+        page.eval("[window.__tolerant.modes['checkout->payment'], window.__tolerant.chips['checkout->shipping'], \
+                   document.getElementById('notice').innerText.includes('Breaker checkout->shipping of checkout is now disabled')]")
+            .await,
+        json!(["enforce", "disabled", true]),
+        "one breaker switched from its tile, its chip disabled, the notice naming it"
+    );
+
     // The game day's own load: the toggle drives traffic without an experiment, and stops.
     page.eval(
         "var f = document.getElementById('load-form'); f.elements['users'].value = '8'; \
@@ -998,6 +1052,16 @@ async fn dashboard_shows_a_breaker_opening_and_the_results() {
         Duration::from_secs(15),
     )
     .await;
+    // Back to enforce, the span it was disabled in stays drawn as disabled (grey), not as a closed breaker.
+    assert_eq!(
+        page.eval(
+            "[window.__tolerant.laneKinds['recommendation->productcatalog'], \
+                   window.__tolerant.disabledSpans['recommendation->productcatalog'] >= 1]"
+        )
+        .await,
+        json!(["closed", true]),
+        "the earlier disabled span of a re-enabled breaker"
+    );
     page.eval("document.getElementById('load-stop').click(); true")
         .await;
     page.wait_for(

@@ -286,3 +286,174 @@ async fn an_experiment_running_without_its_runner_can_be_aborted() {
     );
     store.close().await;
 }
+
+/// The mode of `breaker` of the service at `url` now.
+async fn mode_of(client: &AdminClient, url: &str, breaker: &str) -> String {
+    let snapshots = client.breakers(url).await.expect("breakers");
+    let found = snapshots.iter().find(|snapshot| snapshot.name == breaker);
+    found.expect("the breaker").mode.as_str().to_owned()
+}
+
+/// A dashboard on a runtime of its own over `testbed`: its address, and the sender that kills it (its runtime
+/// dropped with every task, as a killed process stops: nothing restored, nothing renewed).
+fn dashboard_to_kill(
+    testbed: &controller::testbed::Testbed,
+    dir: &TempStore,
+) -> (std::net::SocketAddr, std::sync::mpsc::Sender<()>) {
+    let config = DashboardConfig {
+        bind: "127.0.0.1:0".parse().expect("addr"),
+        database: dir.location(),
+        token: Some(testbed.token.clone()),
+        external: Some(web::ExternalTestbed {
+            frontend: testbed.frontend,
+            services: testbed.services.clone(),
+            agent: testbed.agent.clone(),
+        }),
+        mode_lease: Duration::from_secs(1),
+        ..DashboardConfig::default()
+    };
+    let (started, addr) = std::sync::mpsc::channel();
+    let (kill, killed) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let dashboard = runtime
+            .block_on(RunningDashboard::start(config))
+            .expect("dashboard starts");
+        started.send(dashboard.addr()).expect("test waits");
+        let _ = killed.recv();
+        std::mem::forget(dashboard);
+        runtime.shutdown_background();
+    });
+    (addr.recv().expect("dashboard address"), kill)
+}
+
+/// A game-day mode switch (here of one breaker) is leased: renewed while the dashboard runs (past several
+/// leases), not after a halt or an experiment's start, and when the dashboard dies the service goes back to its
+/// startup config by itself once the lease (1 s here) runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::disallowed_methods)] // waits on real processes and sockets: wall time is what it measures
+async fn a_game_day_mode_switch_is_renewed_while_the_dashboard_lives_and_runs_out_after() {
+    let spec = controller::test_support::spec(SPEC);
+    let (stack, testbed) = controller::testbed::start_embedded_stack(&spec)
+        .await
+        .expect("stack");
+    let dir = TempStore::new("web-mode-lease-test");
+    let (addr, kill) = dashboard_to_kill(&testbed, &dir);
+    let base = format!("http://{addr}");
+    let client = AdminClient::new(testbed.token.clone());
+    let checkout = stack.url(boutique::ServiceName::Checkout);
+    let switch = |body: &'static str| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            client
+                .call(
+                    Method::POST,
+                    &format!("{base}/api/breakers"),
+                    Credential::Token,
+                    None,
+                    Bytes::from(body),
+                )
+                .await
+        }
+    };
+    let refused =
+        switch(r#"{"service":"checkout","breaker":"checkout->nowhere","mode":"disabled"}"#)
+            .await
+            .expect_err("an unknown breaker");
+    assert!(
+        refused.to_string().contains("400")
+            && refused
+                .to_string()
+                .contains("breaker: no breaker `checkout->nowhere`"),
+        "{refused}"
+    );
+    switch(r#"{"service":"checkout","breaker":"checkout->payment","mode":"disabled"}"#)
+        .await
+        .expect("one breaker switched");
+    assert_eq!(
+        mode_of(&client, &checkout, "checkout->payment").await,
+        "disabled"
+    );
+    assert_eq!(
+        mode_of(&client, &checkout, "checkout->shipping").await,
+        "enforce"
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        mode_of(&client, &checkout, "checkout->payment").await,
+        "disabled",
+        "renewed past two leases"
+    );
+
+    // After a halt (and after an experiment's start) the dashboard renews nothing: a config leased by someone
+    // else afterwards runs out by itself.
+    let leased_elsewhere_runs_out = || async {
+        let shadow = boutique::admin::ModeSwitch::every(breaker::Mode::Shadow);
+        client
+            .set_breaker_mode(&checkout, &shadow, Some(Duration::from_secs(1)))
+            .await
+            .expect("pushed");
+        wait_until(
+            "the other lease to run out",
+            Duration::from_secs(3),
+            || async { mode_of(&client, &checkout, "checkout->payment").await == "enforce" },
+        )
+        .await;
+    };
+    json(&client, Method::POST, &format!("{base}/api/halt"), "").await;
+    assert_eq!(
+        mode_of(&client, &checkout, "checkout->payment").await,
+        "enforce"
+    );
+    leased_elsewhere_runs_out().await;
+    switch(r#"{"service":"checkout","mode":"forced-open"}"#)
+        .await
+        .expect("switched");
+    let created = json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments"),
+        SPEC,
+    )
+    .await;
+    let id = created["id"].as_i64().expect("experiment id");
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments/{id}/start"),
+        "",
+    )
+    .await;
+    json(
+        &client,
+        Method::POST,
+        &format!("{base}/api/experiments/{id}/abort"),
+        "",
+    )
+    .await;
+    leased_elsewhere_runs_out().await;
+
+    // The dashboard dies holding a switch: the service holds it for the rest of the lease, then goes back.
+    switch(r#"{"service":"checkout","mode":"shadow"}"#)
+        .await
+        .expect("switched");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kill.send(()).expect("the dashboard's thread");
+    let died = Instant::now();
+    assert_eq!(
+        mode_of(&client, &checkout, "checkout->payment").await,
+        "shadow"
+    );
+    wait_until(
+        "the switch's lease to run out",
+        Duration::from_secs(3),
+        || async { mode_of(&client, &checkout, "checkout->payment").await == "enforce" },
+    )
+    .await;
+    assert!(
+        died.elapsed() >= Duration::from_millis(300),
+        "not at once: {:?}",
+        died.elapsed()
+    );
+    stack.shutdown().await;
+}

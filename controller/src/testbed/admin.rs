@@ -130,6 +130,14 @@ fn fault_url(agent_url: &str, id: &str, suffix: &str) -> Result<String, AdminErr
     Ok(format!("{agent_url}/_agent/faults/{id}{suffix}"))
 }
 
+/// `?lease=…ms` for a push held by `lease`; nothing for one that stays.
+fn lease_query(lease: Option<Duration>) -> String {
+    match lease {
+        Some(lease) => format!("?lease={}ms", lease.as_millis()),
+        None => String::new(),
+    }
+}
+
 /// Whether one request carries the testbed's bearer token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Credential {
@@ -304,13 +312,9 @@ impl AdminClient {
         config: &breaker::BreakerConfig,
         lease: Option<Duration>,
     ) -> Result<(), AdminError> {
-        let query = match lease {
-            Some(lease) => format!("?lease={}ms", lease.as_millis()),
-            None => String::new(),
-        };
         self.call(
             Method::PUT,
-            &format!("{service_url}/_admin/breakers{query}"),
+            &format!("{service_url}/_admin/breakers{}", lease_query(lease)),
             Credential::Token,
             Some("application/toml"),
             Bytes::from(config.to_toml_string()),
@@ -354,18 +358,19 @@ impl AdminClient {
             .await
     }
 
-    /// `PUT {service}/_admin/breakers/mode`: every breaker of the service switches to `mode` and keeps the rest
-    /// of its config.
+    /// `PUT {service}/_admin/breakers/mode`: every breaker of the service (or the one `switch.breaker` names)
+    /// switches to `switch.mode` and keeps the rest of its config; with `lease`, the service goes back to its
+    /// startup config by itself unless [`AdminClient::renew_breakers`] comes within the lease.
     pub async fn set_breaker_mode(
         &self,
         service_url: &str,
-        mode: breaker::Mode,
+        switch: &boutique::admin::ModeSwitch,
+        lease: Option<Duration>,
     ) -> Result<(), AdminError> {
-        let body = serde_json::to_vec(&boutique::admin::ModeSwitch { mode })
-            .expect("a mode switch serialises");
+        let body = serde_json::to_vec(switch).expect("a mode switch serialises");
         self.call(
             Method::PUT,
-            &format!("{service_url}/_admin/breakers/mode"),
+            &format!("{service_url}/_admin/breakers/mode{}", lease_query(lease)),
             Credential::Token,
             Some("application/json"),
             Bytes::from(body),

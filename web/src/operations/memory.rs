@@ -24,7 +24,7 @@ pub enum Call {
     Halt,
     SetFault(FaultRequest),
     ClearFault(ServiceId, String),
-    BreakerMode(Option<ServiceId>, breaker::Mode),
+    BreakerMode(super::ModeRequest),
     Load(Option<super::LoadRequest>),
     Annotate(AnnotationRequest),
     /// A report asked for in one format (a download).
@@ -322,12 +322,8 @@ impl Operations for MemoryOperations {
         )
     }
 
-    fn set_breaker_mode(
-        &self,
-        service: Option<ServiceId>,
-        mode: breaker::Mode,
-    ) -> OperationFuture<'_, ()> {
-        self.record(Call::BreakerMode(service, mode));
+    fn set_breaker_mode(&self, request: super::ModeRequest) -> OperationFuture<'_, ()> {
+        self.record(Call::BreakerMode(request));
         ready(Ok(()))
     }
 

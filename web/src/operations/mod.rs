@@ -59,6 +59,26 @@ pub struct Cell {
     pub n: usize,
 }
 
+/// A breaker-mode switch: every breaker of every service (`service` is `None`), every breaker of one service
+/// (a replica's label: of that replica only), or the one breaker of it named `breaker`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeRequest {
+    pub service: Option<ServiceId>,
+    pub breaker: Option<String>,
+    pub mode: breaker::Mode,
+}
+
+impl ModeRequest {
+    /// Every breaker of `service` (of every service for `None`) to `mode`.
+    pub fn every(service: Option<ServiceId>, mode: breaker::Mode) -> ModeRequest {
+        ModeRequest {
+            service,
+            breaker: None,
+            mode,
+        }
+    }
+}
+
 /// One condition's row of the results table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConditionResult {
@@ -314,13 +334,14 @@ pub trait Operations: Send + Sync + 'static {
     /// Experiment `id`'s `[[validate]]` criteria judged on its stored 95 % intervals, as `tolerant validate`
     /// judges them; a spec without criteria is a conflict naming `validate`.
     fn validate(&self, id: i64) -> OperationFuture<'_, controller::stats::ValidationReport>;
-    /// Switches the mode of every breaker (of one service, or of all when `service` is `None`); the rest of each
-    /// breaker's config stays as it was.
-    fn set_breaker_mode(
-        &self,
-        service: Option<ServiceId>,
-        mode: breaker::Mode,
-    ) -> OperationFuture<'_, ()>;
+    /// Switches the mode of every breaker (of one service, of one breaker of it, or of all when the request
+    /// names no service); the rest of each breaker's config stays as it was. A game day's switch is leased and
+    /// renewed while the dashboard runs (until a halt or an experiment's start).
+    fn set_breaker_mode(&self, request: ModeRequest) -> OperationFuture<'_, ()>;
+    /// How long a game-day mode switch holds without a renewal.
+    fn mode_lease(&self) -> std::time::Duration {
+        embedded::GAME_DAY_MODE_LEASE
+    }
     /// Starts (or replaces) the game day's background load, or stops it with `None`. Refused while an
     /// experiment runs (its own load is on); starting an experiment stops it.
     fn set_load(&self, load: Option<LoadRequest>) -> OperationFuture<'_, ()>;

@@ -14,11 +14,11 @@ use super::login::local_path;
 use super::posted::Posted;
 use super::viewer::Viewer;
 use super::{AnnotationLine, page, redirect_with_notice, redirect_with_problem, render};
-use crate::api::{parse_mode, parse_service, store_annotation};
+use crate::api::{mode_request, parse_mode, parse_service, store_annotation};
 use crate::container_fault::{ContainerFaultForm, container_fault_of_form};
 use crate::error::{AppError, PageError};
 use crate::hub::FaultChange;
-use crate::operations::{ContainerLine, FaultRequest, LoadRequest};
+use crate::operations::{ContainerLine, FaultRequest, LoadRequest, ModeRequest};
 use crate::state::AppState;
 use controller::target::ServiceId;
 
@@ -148,7 +148,7 @@ async fn halt_now(state: AppState, form: HaltForm) -> Result<Response, PageError
     if form.enforce.is_some() {
         state
             .operations
-            .set_breaker_mode(None, breaker::Mode::Enforce)
+            .set_breaker_mode(ModeRequest::every(None, breaker::Mode::Enforce))
             .await?;
         notice.push_str(" Every breaker is back to enforce, on its service's startup config.");
     } else {
@@ -279,6 +279,9 @@ async fn clear_fault_now(state: AppState, form: ClearFaultForm) -> Result<Respon
 pub struct BreakerForm {
     #[serde(default)]
     service: String,
+    /// One breaker of `service` (a tile's switch); empty: every breaker of it.
+    #[serde(default)]
+    breaker: String,
     mode: String,
 }
 
@@ -291,18 +294,23 @@ pub async fn set_breaker_mode(
 
 async fn set_breaker_mode_now(state: AppState, form: BreakerForm) -> Result<Response, PageError> {
     let mode = parse_mode(&form.mode)?;
-    let service = Some(form.service)
-        .filter(|service| !service.is_empty() && service != "all")
-        .map(|service| parse_service("service", &service))
-        .transpose()?;
-    let which = match &service {
-        Some(service) => format!("Every breaker of {service}"),
-        None => "Every breaker of every service".to_owned(),
+    let service = Some(form.service).filter(|service| service != "all");
+    let request = mode_request(service, Some(form.breaker), mode)?;
+    let which = match (&request.service, &request.breaker) {
+        (Some(service), Some(breaker)) => format!("Breaker {breaker} of {service}"),
+        (Some(service), None) => format!("Every breaker of {service}"),
+        (None, _) => "Every breaker of every service".to_owned(),
     };
-    state.operations.set_breaker_mode(service, mode).await?;
+    let lease = state.operations.mode_lease();
+    state.operations.set_breaker_mode(request).await?;
     Ok(redirect_with_notice(
         "/gameday",
-        &format!("{which} is now {}, its config kept.", mode.as_str()),
+        &format!(
+            "{which} is now {}, its config kept, under a {} lease renewed while the dashboard runs \
+             (a halt or an experiment's start ends it).",
+            mode.as_str(),
+            agent::api::format_duration(lease)
+        ),
     ))
 }
 

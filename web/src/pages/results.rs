@@ -118,6 +118,9 @@ struct ResultsPage {
     page: &'static str,
     results: Results,
     rows: Vec<(String, usize, Vec<CellText>)>,
+    /// "Every metric" a row each, a column per condition (the conditions are few, the metrics many: it fits a
+    /// narrow page without scrolling sideways).
+    metric_rows: Vec<(String, Vec<CellText>)>,
     /// Fault, metric, difference, verdict, and its class for the user: `better`, `worse` or `unclear`.
     verdicts: Vec<(String, String, String, String, &'static str)>,
     /// The curated summary shown before the full table.
@@ -139,7 +142,7 @@ pub async fn results(
         .conditions
         .iter()
         .map(|condition| {
-            let cells = condition
+            let cells: Vec<CellText> = condition
                 .cells
                 .iter()
                 .map(|cell| match cell {
@@ -157,6 +160,12 @@ pub async fn results(
                 })
                 .collect();
             (condition.label.clone(), condition.runs, cells)
+        })
+        .collect::<Vec<_>>();
+    let metric_rows = (results.metrics.iter().enumerate())
+        .map(|(at, metric)| {
+            let cells = rows.iter().filter_map(|row| row.2.get(at).cloned());
+            (metric.clone(), cells.collect())
         })
         .collect();
     let verdicts = results
@@ -203,6 +212,7 @@ pub async fn results(
         summary: crate::results_summary::SummaryTable::of(&results),
         results,
         rows,
+        metric_rows,
         verdicts,
         predictions,
         annotations,

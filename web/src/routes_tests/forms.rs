@@ -53,6 +53,39 @@ async fn bad_input_is_an_error_naming_the_field() {
             .await
             .contains("service: service name `check out` has ` `")
     );
+    // One breaker needs its service; the service's own answer on an unknown breaker is the embedded stack's.
+    for (body, error) in [
+        (
+            r#"{"breaker":"checkout->payment","mode":"enforce"}"#,
+            "service: needed with `breaker`",
+        ),
+        (
+            r#"{"service":"checkout","breaker":3,"mode":"enforce"}"#,
+            "body: invalid type: integer `3`",
+        ),
+    ] {
+        let response = send(&state, authorized("/api/breakers", body)).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        let message = text(response).await;
+        assert!(message.contains(error), "{body}: {message}");
+    }
+    let response = send(
+        &state,
+        authorized(
+            "/api/breakers",
+            &format!(
+                r#"{{"service":"checkout","breaker":"{}","mode":"enforce"}}"#,
+                "x".repeat(300)
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        text(response)
+            .await
+            .contains("breaker: longer than 256 bytes")
+    );
     let clear = Request::delete("/api/faults/gameday?target=pay%2Fment")
         .header(AUTHORIZATION, format!("Bearer {TOKEN}"))
         .body(Body::empty())

@@ -2,6 +2,7 @@
 //! breaker events reach the timeline checked and rate-bounded.
 
 use super::*;
+use crate::operations::ModeRequest;
 
 #[tokio::test]
 async fn game_day_forms_reach_the_controller() {
@@ -21,6 +22,22 @@ async fn game_day_forms_reach_the_controller() {
             .await
             .status(),
         StatusCode::SEE_OTHER
+    );
+    // A tile's switch: one breaker of the service.
+    let one = format!("csrf={csrf}&service=checkout&breaker=checkout-%3Epayment&mode=disabled");
+    let switched = send(&state, form("/ui/breakers", &one, Some(&cookie))).await;
+    assert_eq!(switched.status(), StatusCode::SEE_OTHER);
+    let page = page_after(&state, &switched, Some(&cookie)).await;
+    assert!(
+        page.contains("Breaker checkout-&#62;payment of checkout is now disabled")
+            && page.contains("lease renewed while the dashboard runs"),
+        "the notice names the breaker and the lease: {}",
+        page.split("id=\"notice\"")
+            .nth(1)
+            .unwrap_or(&page)
+            .chars()
+            .take(400)
+            .collect::<String>()
     );
     let note = format!("csrf={csrf}&text=paged+payments&next=/live");
     let response = send(&state, form("/ui/annotate", &note, Some(&cookie))).await;
@@ -45,12 +62,20 @@ async fn game_day_forms_reach_the_controller() {
     );
     assert_eq!(
         calls[1],
-        Call::BreakerMode(
+        Call::BreakerMode(ModeRequest::every(
             Some(boutique::ServiceName::Checkout.into()),
             breaker::Mode::ForcedOpen
-        )
+        ))
     );
-    let Call::Annotate(request) = &calls[2] else {
+    assert_eq!(
+        calls[2],
+        Call::BreakerMode(ModeRequest {
+            service: Some(boutique::ServiceName::Checkout.into()),
+            breaker: Some("checkout->payment".into()),
+            mode: breaker::Mode::Disabled,
+        })
+    );
+    let Call::Annotate(request) = &calls[3] else {
         panic!("expected an annotation, got {calls:?}")
     };
     assert_eq!(
@@ -89,7 +114,10 @@ async fn game_day_actions_say_what_they_did_once() {
     assert_eq!(halted.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         control.calls(),
-        vec![Call::Halt, Call::BreakerMode(None, breaker::Mode::Enforce)]
+        vec![
+            Call::Halt,
+            Call::BreakerMode(ModeRequest::every(None, breaker::Mode::Enforce))
+        ]
     );
     let notice = notice_cookie(&halted);
     let page_request = Request::get("/gameday")

@@ -53,8 +53,9 @@ impl EmbeddedOperations {
         {
             return Err(Self::running_conflict(running.id));
         }
-        // An experiment measures its own load only.
+        // An experiment measures its own load only, and leases its own breaker config.
         self.stop_game_day_load();
+        self.inner.modes.lock().release();
         let cancel = CancellationToken::new();
         let mut runner = self.runner(cancel.clone());
         if let Some(pool) = &pool {

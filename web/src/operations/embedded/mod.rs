@@ -7,7 +7,7 @@
 //! [`execution`] (running an experiment, aborting it), [`streams`] (the dashboard's watch on the controller's
 //! observer, published into the hub), [`sampling`] (the once-a-second live sample, made of the observer's and
 //! the load driver's seconds from [`load_seconds`]), [`results`] (the results page), [`testbed`] (game-day
-//! actions: faults, breaker modes, halt), [`workers`] (an experiment's load workers and their live panel) and
+//! actions: faults, breaker modes, halt), [`mode_lease`] (the game day's mode switches under a lease), [`workers`] (an experiment's load workers and their live panel) and
 //! [`annotations`].
 //!
 //! Annotations are stored in the experiment database, tied to the experiment (and run) running when they are
@@ -19,6 +19,7 @@ mod containers;
 mod execution;
 mod gameday_load;
 mod load_seconds;
+mod mode_lease;
 mod pods;
 mod replay;
 mod results;
@@ -53,6 +54,7 @@ use load_seconds::LoadSeconds;
 
 /// The service whose agent the embedded stack runs.
 pub use controller::testbed::EMBEDDED_AGENT_SERVICE as AGENT_SERVICE;
+pub use mode_lease::GAME_DAY_MODE_LEASE;
 
 struct Inner {
     store: Store,
@@ -82,6 +84,8 @@ struct Inner {
     orchestrator: Orchestrator,
     /// The game day's pod faults in force (on Kubernetes).
     pod_faults: Mutex<PodFaults>,
+    /// The game day's leased breaker-mode switches and their renewal.
+    modes: Mutex<mode_lease::GameDayModes>,
 }
 
 /// The load running now and the token that stops it.
@@ -259,11 +263,17 @@ impl EmbeddedOperations {
                 container_faults: Mutex::new(BTreeMap::new()),
                 orchestrator,
                 pod_faults: Mutex::new(PodFaults::default()),
+                modes: Mutex::default(),
             }),
         };
         operations.rearm_scheduled().await?;
         operations.restore_annotations().await?;
         Ok(operations)
+    }
+
+    /// Game-day mode switches are held by `lease` from now on ([`mode_lease::GAME_DAY_MODE_LEASE`] unless set).
+    pub fn set_mode_lease(&self, lease: std::time::Duration) {
+        self.inner.modes.lock().set_lease(lease);
     }
 
     /// Where `POST /api/breaker-events` puts pushed foreign breaker events.
@@ -276,6 +286,7 @@ impl EmbeddedOperations {
     /// the timers (their rows stay for the next process).
     pub async fn stop_active(&self) {
         self.stop_game_day_load();
+        self.inner.modes.lock().release();
         self.disarm_all();
         let active = self.inner.active.lock().take();
         if let Some(active) = active {
@@ -427,12 +438,12 @@ impl Operations for EmbeddedOperations {
         Box::pin(self.validation_of(id))
     }
 
-    fn set_breaker_mode(
-        &self,
-        service: Option<ServiceId>,
-        mode: breaker::Mode,
-    ) -> OperationFuture<'_, ()> {
-        Box::pin(self.switch_breaker_mode(service, mode))
+    fn set_breaker_mode(&self, request: super::ModeRequest) -> OperationFuture<'_, ()> {
+        Box::pin(self.switch_breaker_mode(request))
+    }
+
+    fn mode_lease(&self) -> std::time::Duration {
+        self.inner.modes.lock().lease()
     }
 
     fn set_load(&self, load: Option<super::LoadRequest>) -> OperationFuture<'_, ()> {

@@ -9,13 +9,14 @@ use controller::testbed::{AdminError, Credential};
 
 use super::{AGENT_SERVICE, EmbeddedOperations, failed};
 use crate::hub::{FaultChange, FaultChangeEvent, LiveEvent};
-use crate::operations::{AgentFaults, FaultRequest, OperationError};
+use crate::operations::{AgentFaults, FaultRequest, ModeRequest, OperationError};
 
 impl EmbeddedOperations {
     /// Undoes every container fault in force (first: a paused Payment would not answer the agent's halt),
     /// clears every fault on the agent and says so live, then puts every service's breakers back to their
     /// startup config (a run's or a game day's pushed config and mode end with the halt too).
     pub(super) async fn agent_halt(&self) -> Result<(), OperationError> {
+        self.inner.modes.lock().release();
         self.forget_container_faults();
         self.forget_pod_faults();
         let containers_undone = match &self.inner.containers {
@@ -73,7 +74,7 @@ impl EmbeddedOperations {
             .client
             .put_fault(&self.inner.testbed.agent, &request.id, &request.fault)
             .await
-            .map_err(agent_failed)
+            .map_err(refused_or_failed)
     }
 
     pub(super) async fn delete_fault(
@@ -90,7 +91,7 @@ impl EmbeddedOperations {
             .client
             .delete_fault(&self.inner.testbed.agent, &id)
             .await
-            .map_err(agent_failed)
+            .map_err(refused_or_failed)
     }
 
     /// The faults the agent holds now, as it lists them.
@@ -107,19 +108,26 @@ impl EmbeddedOperations {
         })
     }
 
-    /// Every breaker of `service` (or of every service) switches to `mode`, keeping the rest of its config.
+    /// Every breaker of the request's service (or of every service), or the one it names, switches to its mode,
+    /// keeping the rest of its config, under the game day's lease ([`super::mode_lease`]), renewed from now on.
+    /// A breaker the service does not have is refused naming `breaker`.
     pub(super) async fn switch_breaker_mode(
         &self,
-        service: Option<ServiceId>,
-        mode: breaker::Mode,
+        request: ModeRequest,
     ) -> Result<(), OperationError> {
-        let targets = mode_targets(&self.inner.testbed.services, service.as_ref())?;
+        let targets = mode_targets(&self.inner.testbed.services, request.service.as_ref())?;
+        let switch = boutique::admin::ModeSwitch {
+            mode: request.mode,
+            breaker: request.breaker,
+        };
+        let lease = self.inner.modes.lock().lease();
         for url in targets {
             self.inner
                 .client
-                .set_breaker_mode(&url, mode)
+                .set_breaker_mode(&url, &switch, Some(lease))
                 .await
-                .map_err(failed)?;
+                .map_err(refused_or_failed)?;
+            self.inner.modes.lock().hold(&self.inner.client, url);
         }
         Ok(())
     }
@@ -150,9 +158,9 @@ fn mode_targets(
     }
 }
 
-/// What the agent refused about the request (a bad id, a lease over its cap) is the request's fault: a 400
-/// naming the field, without the agent's internal URL. Anything else is a failure behind the dashboard.
-fn agent_failed(error: AdminError) -> OperationError {
+/// What the agent or a service refused about the request (a bad id, a lease over its cap, a breaker the service
+/// does not have) is the request's fault: a 400 naming the field, without the testbed's internal URL. Anything else is a failure behind the dashboard.
+fn refused_or_failed(error: AdminError) -> OperationError {
     match error.refused_input() {
         Some(message) => OperationError::Invalid(message),
         None => failed(error),
