@@ -158,7 +158,8 @@ pub(super) async fn run(
     sqlx::query("PRAGMA foreign_keys = OFF")
         .execute(&mut *connection)
         .await?;
-    let migrated = migrator.run(&mut *connection).await;
+    // `run_direct`: `run` over `&mut AnyConnection` makes callers' futures "not general enough" to be Send.
+    let migrated = migrator.run_direct(&mut *connection).await;
     let enforced = sqlx::query("PRAGMA foreign_keys = ON")
         .execute(&mut *connection)
         .await;
