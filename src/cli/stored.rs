@@ -143,10 +143,12 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
         runs.iter().filter(|r| r.stopped_by_condition()).count(),
         runs.iter().filter(|r| r.status == Status::Failed).count(),
     );
-    for run in runs
-        .iter()
-        .filter(|r| matches!(r.status, Status::Failed | Status::Aborted))
-    {
+    for run in runs.iter().filter(|r| {
+        matches!(
+            r.status,
+            Status::Failed | Status::Degraded | Status::Aborted
+        )
+    }) {
         let load_errors = match run.load_errors {
             Some(count) if count > 0 => {
                 format!(" [{count} request(s) failed in the load generator]")

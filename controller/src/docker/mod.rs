@@ -18,6 +18,9 @@ pub mod stats;
 pub mod swarm;
 #[cfg(test)]
 mod tests;
+pub mod transport;
+#[cfg(test)]
+mod transport_tests;
 
 use bollard::{ClientVersion, Docker};
 
@@ -68,8 +71,6 @@ const FLOOR_API: ClientVersion = ClientVersion {
     major_version: 1,
     minor_version: 41,
 };
-/// Longest an engine call may take, in seconds (a stop waits for the container's grace period).
-const ENGINE_TIMEOUT_SECS: u64 = 60;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DockerError {
@@ -78,7 +79,7 @@ pub enum DockerError {
          DOCKER_HOST=unix:///path/to/docker.sock"
     )]
     Unreachable { socket: String, message: String },
-    #[error("Docker Engine at {socket}: {operation} {container}: {source}")]
+    #[error("Docker Engine at {socket}: {operation} {container}: {}", with_causes(.source))]
     Engine {
         socket: String,
         operation: &'static str,
@@ -100,6 +101,18 @@ pub enum DockerError {
     Store(#[from] StoreError),
 }
 
+/// An error and its causes, `a: b: c` (bollard's hyper errors say what failed only in their causes: an answer
+/// over the cap, too slow).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    text
+}
+
 /// The socket named by `DOCKER_HOST` (`unix://PATH`), else [`DEFAULT_SOCKET`].
 pub fn socket_from_env() -> String {
     std::env::var("DOCKER_HOST")
@@ -118,21 +131,24 @@ pub struct Engine {
 
 impl Engine {
     /// Connects to the engine on `socket` (a path), checks that it answers and agrees on the API version.
+    /// Every answer is capped at [`transport::MAX_ANSWER_BYTES`] and [`transport::ANSWER_TIME`].
     pub async fn connect(socket: &str) -> Result<Engine, DockerError> {
-        let unreachable = |message: String| DockerError::Unreachable {
+        Engine::connect_capped(socket, transport::MAX_ANSWER_BYTES, transport::ANSWER_TIME).await
+    }
+
+    /// [`Engine::connect`] with every answer capped at `cap` bytes and `time`.
+    pub(crate) async fn connect_capped(
+        socket: &str,
+        cap: u64,
+        time: std::time::Duration,
+    ) -> Result<Engine, DockerError> {
+        let unreachable = |error: bollard::errors::Error| DockerError::Unreachable {
             socket: socket.to_owned(),
-            message,
+            message: with_causes(&error),
         };
-        let docker = Docker::connect_with_unix(socket, ENGINE_TIMEOUT_SECS, &FLOOR_API)
-            .map_err(|error| unreachable(error.to_string()))?;
-        let docker = docker
-            .negotiate_version()
-            .await
-            .map_err(|error| unreachable(error.to_string()))?;
-        docker
-            .ping()
-            .await
-            .map_err(|error| unreachable(error.to_string()))?;
+        let docker = transport::connect(socket, cap, time, &FLOOR_API).map_err(unreachable)?;
+        let docker = docker.negotiate_version().await.map_err(unreachable)?;
+        docker.ping().await.map_err(unreachable)?;
         Ok(Engine {
             docker,
             socket: socket.to_owned(),

@@ -4,11 +4,19 @@
 //! included) is shared. They are embedded with `include_str!` and handed to sqlx's `Migrator`
 //! through a `MigrationSource`, so the binary needs no migration files at run time and the build
 //! needs no database.
+//!
+//! On SQLite they run with foreign-key enforcement off ([`run`]): a migration that rebuilds a table (SQLite's
+//! only way to change a constraint) drops the old one, and under enforcement that drop deletes every row
+//! referring to it through `ON DELETE CASCADE`. The pragma is a no-op inside a transaction, and sqlx runs each
+//! SQLite migration in one (0.8 honours `-- no-transaction` on PostgreSQL only), so it is set on the
+//! connection before the migrator takes it; a rebuilding migration checks it is off and ends with
+//! `pragma_foreign_key_check`.
 
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 
+use sqlx::AnyPool;
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 
@@ -84,6 +92,12 @@ pub const MIGRATIONS: &[(i64, &str, &str, &str)] = &[
         include_str!("../../../migrations/sqlite/0009_run_sources.sql"),
         include_str!("../../../migrations/postgres/0009_run_sources.sql"),
     ),
+    (
+        10,
+        "run status failed and degraded",
+        include_str!("../../../migrations/sqlite/0010_run_status_failed_degraded.sql"),
+        include_str!("../../../migrations/postgres/0010_run_status_failed_degraded.sql"),
+    ),
 ];
 
 /// The embedded migrations of one backend, up to and including `through` (a version).
@@ -127,6 +141,34 @@ pub async fn migrator(backend: Backend) -> Result<Migrator, sqlx::migrate::Migra
         through: i64::MAX,
     })
     .await
+}
+
+/// Brings the schema of `pool`'s database up to date with `migrator`. On SQLite every migration runs on one
+/// connection with foreign-key enforcement off (see the module's text), turned on again afterwards whether the
+/// migrations succeeded or not; a connection where that fails is closed rather than handed back to the pool.
+pub(super) async fn run(
+    migrator: &Migrator,
+    pool: &AnyPool,
+    backend: Backend,
+) -> Result<(), super::StoreError> {
+    if backend == Backend::Postgres {
+        return Ok(migrator.run(pool).await?);
+    }
+    let mut connection = pool.acquire().await?;
+    sqlx::query("PRAGMA foreign_keys = OFF")
+        .execute(&mut *connection)
+        .await?;
+    // `run_direct`: `run` over `&mut AnyConnection` makes callers' futures "not general enough" to be Send.
+    let migrated = migrator.run_direct(&mut *connection).await;
+    let enforced = sqlx::query("PRAGMA foreign_keys = ON")
+        .execute(&mut *connection)
+        .await;
+    if enforced.is_err() {
+        let _ = connection.detach();
+    }
+    migrated?;
+    enforced?;
+    Ok(())
 }
 
 /// The migrator for one backend that stops after version `through` (tests of later migrations).

@@ -39,9 +39,7 @@ pub use records::{
     EnergySource, ExperimentId, ExperimentRow, MAX_ANNOTATION_CHARS, MAX_AUTHOR_CHARS,
     NewAnnotation, RunId, RunRecord, RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
 };
-pub use records::{
-    AppliedPeriod, DEGRADED_REASON, FAILED_REASON, STOP_CONDITION_REASON, applied_periods,
-};
+pub use records::{AppliedPeriod, STOP_CONDITION_REASON, applied_periods};
 pub use run_events::{
     AgentReport, BreakerHoldFailure, FaultCall, PutFault, ReplicaEvent, ReplicaGone,
     ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent, RunEventKind,
@@ -63,8 +61,12 @@ pub enum StoreError {
         "run {0} is not running (finished, aborted or interrupted already): its rows were not written"
     )]
     RunNotRunning(RunId),
-    #[error("run {0}: status {1:?} is not how a run ends (finished or aborted)")]
+    #[error("run {0}: status {1:?} is not how a run ends (finished, aborted, failed or degraded)")]
     NotAnEnd(RunId, Status),
+    #[error(
+        "experiment {0}: status {1:?} is a run's, never an experiment's (a failed run aborts it)"
+    )]
+    NotAnExperimentStatus(ExperimentId, Status),
     #[error("stored value `{value}` in {column} is not valid")]
     Corrupt { column: &'static str, value: String },
     /// A value handed in to be stored is not acceptable; `field` names it.
@@ -221,7 +223,10 @@ impl Store {
             .await?;
         }
         let migrator = migrations::migrator(backend).await?;
-        again_on_sqlite(backend, "migrating", || migrator.run(&pool)).await?;
+        again_on_sqlite(backend, "migrating", || {
+            migrations::run(&migrator, &pool, backend)
+        })
+        .await?;
         Ok(Store { pool, backend })
     }
 

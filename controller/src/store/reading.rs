@@ -5,10 +5,9 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    CollectorSample, DEGRADED_REASON, EndpointHistogramRow, EndpointSecondRow, EnergySource,
-    ExperimentId, ExperimentRow, FAILED_REASON, RunEvent, RunEventKind, RunEventRecord, RunId,
-    RunRow, STOP_CONDITION_REASON, SampleRow, Status, Store, StoreError, StoredLatency,
-    TransitionRecord, columns, status_of, uint,
+    CollectorSample, EndpointHistogramRow, EndpointSecondRow, EnergySource, ExperimentId,
+    ExperimentRow, RunEvent, RunEventKind, RunEventRecord, RunId, RunRow, STOP_CONDITION_REASON,
+    SampleRow, Store, StoreError, StoredLatency, TransitionRecord, columns, status_of, uint,
 };
 use crate::load::OutcomeCounts;
 
@@ -313,19 +312,6 @@ fn experiment_of(row: &AnyRow) -> Result<ExperimentRow, StoreError> {
     })
 }
 
-/// A stored status with its reason: `aborted` with a reason beginning [`FAILED_REASON`] is [`Status::Failed`].
-fn status_with_reason(stored: &str, reason: Option<&str>) -> Result<Status, StoreError> {
-    match status_of(stored)? {
-        Status::Aborted if reason.is_some_and(|r| r.starts_with(FAILED_REASON)) => {
-            Ok(Status::Failed)
-        }
-        Status::Aborted if reason.is_some_and(|r| r.starts_with(DEGRADED_REASON)) => {
-            Ok(Status::Degraded)
-        }
-        status => Ok(status),
-    }
-}
-
 fn run_of(row: &AnyRow) -> Result<RunRow, StoreError> {
     let status: String = row.try_get("status")?;
     let abort_reason: Option<String> = row.try_get("abort_reason")?;
@@ -357,7 +343,7 @@ fn run_of(row: &AnyRow) -> Result<RunRow, StoreError> {
         fault_rate: row.try_get("fault_rate")?,
         breaker_mode: row.try_get("breaker_mode")?,
         condition_json: row.try_get("condition_json")?,
-        status: status_with_reason(&status, abort_reason.as_deref())?,
+        status: status_of(&status)?,
         warmup_ms: row.try_get("warmup_ms")?,
         duration_ms: row.try_get("duration_ms")?,
         started_at_ms: row.try_get("started_at_ms")?,

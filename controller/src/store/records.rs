@@ -41,14 +41,12 @@ pub enum Status {
     Interrupted,
     /// A run that ended by a fault of the harness, not a verdict on the system: the run or its load
     /// generator panicked, or the load generator could not send what it was asked to (out of file
-    /// descriptors, …). Its figures are kept but left out of every mean. Stored as `aborted` with a
-    /// reason beginning [`FAILED_REASON`] (the schema's status check predates it) and read back as
-    /// `Failed`; an experiment is never `Failed` (a failed run aborts it).
+    /// descriptors, …). Its figures are kept but left out of every mean. An experiment is never `Failed`
+    /// (a failed run aborts it).
     Failed,
     /// A run whose load was driven by load workers and lost one mid-run: its users are missing from the seconds
     /// it missed (the reason says how many when), so the run is not averaged with complete ones. Its figures are
-    /// kept but left out of every mean, and the plan goes on. Stored as `aborted` with a reason beginning
-    /// [`DEGRADED_REASON`], read back as `Degraded`; an experiment is never `Degraded`.
+    /// kept but left out of every mean, and the plan goes on. An experiment is never `Degraded`.
     Degraded,
 }
 
@@ -76,14 +74,6 @@ impl Status {
         }
     }
 
-    /// The text stored in a `status` column (see [`Status::Failed`]).
-    pub(super) fn stored(self) -> &'static str {
-        match self {
-            Status::Failed | Status::Degraded => Status::Aborted.as_str(),
-            other => other.as_str(),
-        }
-    }
-
     pub fn parse(text: &str) -> Option<Status> {
         Status::ALL
             .into_iter()
@@ -101,12 +91,6 @@ impl std::fmt::Display for Status {
 /// its plan position (terminal: a resume does not run the position again), unlike an attempt that
 /// ended for another reason (a fault that could not be applied, a controller that died).
 pub const STOP_CONDITION_REASON: &str = "stop condition: ";
-
-/// How the stored abort reason of a [`Status::Failed`] run begins.
-pub const FAILED_REASON: &str = "failed: ";
-
-/// How the stored abort reason of a [`Status::Degraded`] run begins.
-pub const DEGRADED_REASON: &str = "degraded: ";
 
 /// Whether an energy figure was read from hardware counters or computed from a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

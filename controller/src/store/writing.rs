@@ -5,35 +5,12 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::{
-    CollectorSample, DEGRADED_REASON, ExperimentId, FAILED_REASON, RunId, RunRecord, Status, Store,
-    StoreError, duration_ms, int,
+    CollectorSample, ExperimentId, RunId, RunRecord, Status, Store, StoreError, duration_ms, int,
 };
 use super::{TransitionRecord, columns, predictions, run_sources};
 use crate::load::{LatencySummary, OutcomeCounts, serialize_histogram};
 use crate::predict;
 use crate::spec::{ExperimentSpec, PlannedRun};
-
-/// The abort reason as stored: a [`Status::Failed`] end's begins with [`FAILED_REASON`] (how it is told
-/// apart from an abort when read back).
-fn stored_reason(status: Status, reason: Option<&str>) -> Option<String> {
-    match (status, reason) {
-        (Status::Failed, Some(reason)) if reason.starts_with(FAILED_REASON) => {
-            Some(reason.to_owned())
-        }
-        (Status::Failed, reason) => Some(format!(
-            "{FAILED_REASON}{}",
-            reason.unwrap_or("no reason given")
-        )),
-        (Status::Degraded, Some(reason)) if reason.starts_with(DEGRADED_REASON) => {
-            Some(reason.to_owned())
-        }
-        (Status::Degraded, reason) => Some(format!(
-            "{DEGRADED_REASON}{}",
-            reason.unwrap_or("no reason given")
-        )),
-        (_, reason) => reason.map(str::to_owned),
-    }
-}
 
 /// Rows per multi-row INSERT (keeps every statement far below both engines' parameter limits).
 pub(super) const ROWS_PER_INSERT: usize = 200;
@@ -177,22 +154,21 @@ impl Store {
         now_ms: i64,
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
-        let ended = matches!(
-            status,
-            Status::Finished | Status::Aborted | Status::Failed | Status::Degraded
-        );
-        let reason = stored_reason(status, reason);
+        if matches!(status, Status::Failed | Status::Degraded) {
+            return Err(StoreError::NotAnExperimentStatus(id, status));
+        }
+        let ended = matches!(status, Status::Finished | Status::Aborted);
         sqlx::query(
             "UPDATE experiments SET status = $1, \
              started_at_ms = CASE WHEN $2 = 1 AND started_at_ms IS NULL THEN $3 ELSE started_at_ms END, \
              finished_at_ms = CASE WHEN $4 = 1 THEN $3 ELSE finished_at_ms END, \
              abort_reason = $5 WHERE id = $6",
         )
-        .bind(status.stored())
+        .bind(status.as_str())
         .bind(i64::from(status == Status::Running))
         .bind(now_ms)
         .bind(i64::from(ended))
-        .bind(reason.as_deref())
+        .bind(reason)
         .bind(id.0)
         .execute(&self.pool)
         .await?;
@@ -243,7 +219,6 @@ impl Store {
         ) {
             return Err(StoreError::NotAnEnd(run, record.status));
         }
-        let reason = stored_reason(record.status, record.abort_reason.as_deref());
         let outcomes = record.outcomes();
         let mut tx = self.pool.begin().await?;
 
@@ -254,9 +229,9 @@ impl Store {
                  client_error = $10, energy_joules = $11, energy_source = $12, load_errors = $13 \
                  WHERE id = $14 AND status = 'running'",
             )
-            .bind(record.status.stored())
+            .bind(record.status.as_str())
             .bind(record.finished_at_ms)
-            .bind(reason.as_deref())
+            .bind(record.abort_reason.as_deref())
             .bind(int(outcomes.total())),
             &outcomes,
         )

@@ -15,6 +15,7 @@ use crate::test_support::{self, TempStore};
 mod annotations;
 mod containers;
 mod experiments;
+mod migration_status;
 mod opening;
 mod run_events;
 mod runs;

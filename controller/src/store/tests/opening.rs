@@ -43,6 +43,11 @@ fn both_migration_flavours_declare_the_same_columns() {
             .collect()
     }
     for (version, _, sqlite, postgres) in MIGRATIONS {
+        // 10 widens a CHECK: SQLite rebuilds `runs`, PostgreSQL alters it (tests/migration_status.rs checks
+        // both end with the same rows and statuses).
+        if *version == 10 {
+            continue;
+        }
         assert_eq!(shape(sqlite), shape(postgres), "migration {version}");
         // Generated ids are the one difference: where one flavour has them, the other has its own.
         assert_eq!(

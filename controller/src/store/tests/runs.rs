@@ -347,8 +347,9 @@ async fn long_runs_are_written_in_chunks() {
     }
 }
 
-/// A failed run (a panic, its load generator's own failures) reads back as failed with its reason and
-/// load-generator count, on both engines, and is no verdict: a resume runs its plan position again.
+/// A failed run (a panic, its load generator's own failures) is stored as `failed`, reads back as failed with
+/// its reason as given and load-generator count, on both engines, and is no verdict: a resume runs its plan
+/// position again.
 #[tokio::test]
 async fn failed_runs_read_back_as_failed_with_their_load_errors() {
     let (stores, _file) = stores().await;
@@ -364,7 +365,16 @@ async fn failed_runs_read_back_as_failed_with_their_load_errors() {
         assert_eq!(row.status, Status::Failed);
         assert_eq!(
             row.abort_reason.as_deref(),
-            Some("failed: load generator: 7 request(s) failed in the driver itself")
+            Some("load generator: 7 request(s) failed in the driver itself")
+        );
+        let stored: String = sqlx::query_scalar("SELECT status FROM runs WHERE id = $1")
+            .bind(run.0)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(
+            stored, "failed",
+            "its own status, not `aborted` with a prefix"
         );
         assert_eq!(row.load_errors, Some(7));
         assert!(!row.stopped_by_condition());
