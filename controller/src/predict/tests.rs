@@ -234,7 +234,11 @@ fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
         assert_eq!(p.breaker, "checkout->payment");
         let left: Vec<&str> = p.not_modelled.iter().map(|n| n.breaker.as_str()).collect();
         assert_eq!(left, ["frontend->checkout"]);
-        for (_, band) in p.bands().into_iter().chain(p.breaker_bands()) {
+        for (_, band) in p
+            .bands()
+            .into_iter()
+            .chain(p.per_breaker().into_iter().flat_map(|(_, bands, _)| bands))
+        {
             assert_eq!(u64::from(band.simulations), SEEDS);
             assert!(band.low <= band.band_low && band.band_low <= band.band_high);
             assert!(band.band_high <= band.high, "{band:?}");
