@@ -304,28 +304,28 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                 } else {
                     let mut held = Vec::new();
                     let permit = match breakers.get(instance) {
-                        Some((breaker, _)) => match chain
-                            .acquire(instance, second)
-                            .and_then(|permits| {
+                        Some((breaker, _)) => {
+                            match chain.acquire(instance, second).and_then(|permits| {
                                 held = permits;
                                 breaker.try_acquire_owned().ok()
                             }) {
-                            Some(permit) => Some(permit),
-                            None => {
-                                fail_now(std::mem::take(&mut held));
-                                tally.never_made += 1;
-                                tally.fast_failures += 1;
-                                tally.dependency_failures += 1;
-                                if upstream.recovered(t) {
-                                    tally.rejected_after_recovery += 1;
+                                Some(permit) => Some(permit),
+                                None => {
+                                    fail_now(std::mem::take(&mut held));
+                                    tally.never_made += 1;
+                                    tally.fast_failures += 1;
+                                    tally.dependency_failures += 1;
+                                    if upstream.recovered(t) {
+                                        tally.rejected_after_recovery += 1;
+                                    }
+                                    if upstream.would_succeed(scenario, t, index) {
+                                        tally.rejected_would_succeed += 1;
+                                    }
+                                    record.decision = Decision::Rejected;
+                                    None
                                 }
-                                if upstream.would_succeed(scenario, t, index) {
-                                    tally.rejected_would_succeed += 1;
-                                }
-                                record.decision = Decision::Rejected;
-                                None
                             }
-                        },
+                        }
                         None => None,
                     };
                     if record.decision != Decision::Rejected {

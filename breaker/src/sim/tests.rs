@@ -520,7 +520,15 @@ fn a_caller_up_the_chain_trips_with_the_breaker_below_and_takes_its_rejections()
     assert_eq!(run.seconds[13].callers[0].rejected, 1);
     assert_eq!(run.seconds[12].callers[0].opens, 1);
     // Without callers the same scenario is the one-breaker run: its breaker takes the rejections itself.
-    let alone = simulated(&idealised(3, 10 * S, Probes::All, CallFailure::Error, 2 * S, 10, 30));
+    let alone = simulated(&idealised(
+        3,
+        10 * S,
+        Probes::All,
+        CallFailure::Error,
+        2 * S,
+        10,
+        30,
+    ));
     assert!(alone.totals.callers.is_empty());
     assert_eq!(alone.totals.never_made, 27);
     assert_eq!(alone.seconds.iter().map(|s| s.rejected).sum::<u64>(), 27);

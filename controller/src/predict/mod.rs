@@ -21,8 +21,8 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, CallFailure, Caller, Pattern, RawScenario, Scenario, Upstream, Workload};
 use boutique::ServiceName;
+use breaker::sim::{self, CallFailure, Caller, Pattern, RawScenario, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::metric::MetricName;
@@ -163,7 +163,10 @@ impl Prediction {
             (MetricName::BreakerOpens, self.breaker_opens),
             (MetricName::TimeOpenS, self.time_open_s),
         ];
-        own.extend(self.breaker_rejected.map(|band| (MetricName::Rejected, band)));
+        own.extend(
+            self.breaker_rejected
+                .map(|band| (MetricName::Rejected, band)),
+        );
         breakers.push((self.breaker.as_str(), own, self.opens_bound));
         breakers
     }
@@ -389,13 +392,15 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
             .into_iter()
             .zip(up)
             .enumerate()
-            .map(|(hop, (breaker, [opens, open, rejected]))| BreakerPrediction {
-                breaker,
-                opens: Band::of(&opens),
-                time_open_s: Band::of(&open),
-                rejected: Band::of(&rejected),
-                opens_bound: up_bound.get(hop).copied(),
-            })
+            .map(
+                |(hop, (breaker, [opens, open, rejected]))| BreakerPrediction {
+                    breaker,
+                    opens: Band::of(&opens),
+                    time_open_s: Band::of(&open),
+                    rejected: Band::of(&rejected),
+                    opens_bound: up_bound.get(hop).copied(),
+                },
+            )
             .collect(),
         not_modelled: if spec.load.custom.is_some() {
             unknown_chain()

@@ -73,7 +73,8 @@ pub(super) fn rejected_per_breaker(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{CollectorSample, OutcomeCounts};
+    use crate::load::OutcomeCounts;
+    use crate::store::CollectorSample;
 
     fn sample(second: i64, frontend: f64, checkout: f64) -> SampleRow {
         SampleRow {
