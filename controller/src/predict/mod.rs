@@ -133,6 +133,9 @@ fn payment_breaker() -> String {
     ServiceName::Checkout.breaker_name(ServiceName::Payment)
 }
 
+/// One predicted breaker: its name, its metrics' bands, its opens bound.
+pub type BreakerBands<'a> = (&'a str, Vec<(MetricName, Band)>, Option<u64>);
+
 impl Prediction {
     /// The predicted metrics of the whole condition with their bands, in the order reports list them.
     pub fn bands(&self) -> [(MetricName, Band); 2] {
@@ -143,8 +146,8 @@ impl Prediction {
     }
 
     /// Every predicted breaker, outermost first, with its metrics' bands and its opens bound.
-    pub fn per_breaker(&self) -> Vec<(&str, Vec<(MetricName, Band)>, Option<u64>)> {
-        let mut breakers: Vec<(&str, Vec<(MetricName, Band)>, Option<u64>)> = self
+    pub fn per_breaker(&self) -> Vec<BreakerBands<'_>> {
+        let mut breakers: Vec<BreakerBands<'_>> = self
             .upstream
             .iter()
             .map(|b| {

@@ -173,7 +173,7 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: Evidenc
             "{queueing}; each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls reach Payment per open window"
         ),
         (MetricName::Rejected, _) => format!(
-            "the model counts the checkouts Payment's breaker rejects; the load counts every rejected request, and its checkout rate depends on latency ({queueing})"
+            "the model counts the checkouts the breakers of the checkout's chain reject; the load counts every rejected request, and its checkout rate depends on latency ({queueing})"
         ),
         (MetricName::CheckoutFailure, true) => {
             "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
