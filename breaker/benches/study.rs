@@ -47,6 +47,7 @@ fn condition(failure_rate: f64, mode: Mode, round: u64) -> Scenario {
         seed: 42 + round,
         log_calls: false,
         model: breaker::sim::Model::AtTimeout,
+        callers: Vec::new(),
     })
     .expect("valid scenario")
 }

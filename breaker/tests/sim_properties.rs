@@ -125,6 +125,7 @@ fn scenario() -> impl Strategy<Value = RawScenario> {
                     seed,
                     log_calls: false,
                     model,
+                    callers: Vec::new(),
                 }
             },
         )
@@ -340,6 +341,7 @@ fn whole_ms_scenario() -> impl Strategy<Value = RawScenario> {
                     seed,
                     log_calls: false,
                     model: sim::Model::AtTimeout,
+                    callers: Vec::new(),
                 }
             },
         )

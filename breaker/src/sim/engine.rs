@@ -18,9 +18,10 @@ use crate::clock::{ManualClock, duration_nanos};
 use crate::config::Mode;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
+use crate::sim::chain::{CallerPass, Chain, fail_now};
 use crate::sim::draws::{STREAM_FAILURE, unit};
 use crate::sim::scenario::{CallFailure, Model, Pattern, Scenario, Workload};
-use crate::sim::tally::{NANOS_PER_SECOND, Tally};
+use crate::sim::tally::{NANOS_PER_SECOND, Tally, timeline};
 use crate::state::{Outcome, State};
 
 /// What became of one request.
@@ -74,6 +75,8 @@ pub(crate) struct Pass {
     pub(crate) half_open_ns: u64,
     pub(crate) pool_exhausted_at_ns: Option<u64>,
     pub(crate) calls: Vec<CallRecord>,
+    /// What each caller further up the chain did, outermost first.
+    pub(crate) callers: Vec<CallerPass>,
 }
 
 /// A call in flight.
@@ -222,6 +225,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
     let mut slow_queue: VecDeque<InFlight> = VecDeque::new();
     let mut fast_queue: VecDeque<InFlight> = VecDeque::new();
     let mut seq: u64 = 0;
+    let mut chain = Chain::new(scenario, guarded, &clock, seconds);
 
     loop {
         let next_arrival = arrivals.peek().filter(|&t| t < window_ns);
@@ -231,6 +235,16 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
             .map(|call| (call.end_ns, call.seq))
             .min()
             .filter(|&(end, _)| end < window_ns);
+        // A caller up the chain learns an outcome after the call below it did (ties: the deeper one first).
+        let chain_end = chain.next_end().filter(|&end| {
+            end < window_ns
+                && next_arrival.is_none_or(|t| end <= t)
+                && next_end.is_none_or(|(inner, _)| end < inner)
+        });
+        if chain_end.is_some() {
+            chain.end_next(&clock);
+            continue;
+        }
         match (next_arrival, next_end) {
             (None, None) => break,
             (arrival, Some((end, end_seq))) if arrival.is_none_or(|t| end <= t) => {
@@ -288,23 +302,30 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                 } else if !calls_dependency {
                     tally.successful += 1;
                 } else {
+                    let mut held = Vec::new();
                     let permit = match breakers.get(instance) {
-                        Some((breaker, _)) => match breaker.try_acquire_owned() {
-                            Ok(permit) => Some(permit),
-                            Err(_) => {
-                                tally.never_made += 1;
-                                tally.fast_failures += 1;
-                                tally.dependency_failures += 1;
-                                if upstream.recovered(t) {
-                                    tally.rejected_after_recovery += 1;
+                        Some((breaker, _)) => {
+                            match chain.acquire(instance, second).and_then(|permits| {
+                                held = permits;
+                                breaker.try_acquire_owned().ok()
+                            }) {
+                                Some(permit) => Some(permit),
+                                None => {
+                                    fail_now(std::mem::take(&mut held));
+                                    tally.never_made += 1;
+                                    tally.fast_failures += 1;
+                                    tally.dependency_failures += 1;
+                                    if upstream.recovered(t) {
+                                        tally.rejected_after_recovery += 1;
+                                    }
+                                    if upstream.would_succeed(scenario, t, index) {
+                                        tally.rejected_would_succeed += 1;
+                                    }
+                                    record.decision = Decision::Rejected;
+                                    None
                                 }
-                                if upstream.would_succeed(scenario, t, index) {
-                                    tally.rejected_would_succeed += 1;
-                                }
-                                record.decision = Decision::Rejected;
-                                None
                             }
-                        },
+                        }
                         None => None,
                     };
                     if record.decision != Decision::Rejected {
@@ -336,6 +357,7 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                         };
                         record.cost_ns = cost;
                         tally.caller_ns += cost;
+                        chain.answer(std::mem::take(&mut held), t, cost, outcome);
                         // The published model: the breaker sees the outcome at once, the caller still waits.
                         let permit = if cost == 0 || scenario.model() == Model::Published {
                             if let Some(permit) = permit {
@@ -389,15 +411,10 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
         pass.opens += counters.opens;
         pass.open_ns += counters.open_ms * 1_000_000;
         pass.half_open_ns += counters.half_open_ms * 1_000_000;
-        let mut since = 0u64;
-        let mut state = State::Closed;
-        let events = sink.take();
-        let ends = events
-            .iter()
-            .map(|e| (e.at_ms.saturating_mul(1_000_000).min(window_ns), e.to))
-            .chain(std::iter::once((window_ns, State::Closed)));
-        for (at, next) in ends {
-            spread(since, at, |second, ns| {
+        timeline(
+            &sink.take(),
+            window_ns,
+            |second, state, ns| {
                 if index == 0 {
                     pass.state_ns[second][state.index()] += ns;
                 }
@@ -408,30 +425,18 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                 if state == State::Open {
                     pass.open_s[second] += share;
                 }
-            });
-            if next == State::Open && at < window_ns {
+            },
+            |at| {
                 pass.opens_per_second[(at / NANOS_PER_SECOND) as usize] += 1;
                 pass.first_open_ns = Some(pass.first_open_ns.map_or(at, |first| first.min(at)));
-            }
-            since = at.max(since);
-            state = next;
-        }
+            },
+        );
     }
+    pass.callers = chain.finish(window_ns, seconds);
     let mut totals = Tally::default();
     for second in &pass.seconds {
         totals.add(second);
     }
     pass.totals = totals;
     pass
-}
-
-/// Call `f(second, nanoseconds)` for every whole second that `[from, to)` overlaps.
-fn spread(from: u64, to: u64, mut f: impl FnMut(usize, u64)) {
-    let mut at = from;
-    while at < to {
-        let second = at / NANOS_PER_SECOND;
-        let second_end = ((second + 1) * NANOS_PER_SECOND).min(to);
-        f(second as usize, second_end - at);
-        at = second_end;
-    }
 }

@@ -26,6 +26,8 @@
 //! ```
 
 mod arrivals;
+mod chain;
+mod checks;
 mod draws;
 mod engine;
 mod output;
@@ -34,11 +36,11 @@ mod settings;
 mod tally;
 
 pub use engine::{CallRecord, Decision};
-pub use output::{ClosedForm, Second, Simulation, Totals, closed_form};
+pub use output::{CallerFigures, ClosedForm, Second, Simulation, Totals, closed_form};
 pub use scenario::{
-    CallFailure, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT, MAX_USERS, MAX_WINDOW,
-    MAX_WORKERS, MIN_THINK, MIN_WINDOW, Model, Pattern, RawScenario, Scenario, ScenarioError,
-    Schedule, Upstream, Warmup, Workload,
+    CallFailure, Caller, MAX_CALLERS, MAX_INSTANCES, MAX_RATE, MAX_REQUESTS, MAX_TIMEOUT,
+    MAX_USERS, MAX_WINDOW, MAX_WORKERS, MIN_THINK, MIN_WINDOW, Model, Pattern, RawScenario,
+    Scenario, ScenarioError, Schedule, Upstream, Warmup, Workload,
 };
 pub use settings::{
     HalfOpen, InvalidDuration, InvalidHalfOpen, MAX_THRESHOLD, Settings, parse_duration,

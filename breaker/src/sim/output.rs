@@ -51,6 +51,22 @@ pub struct Second {
     pub dependency_calls_without: u64,
     /// Most workers of one instance busy at once (0 without a pool).
     pub busy_workers: u32,
+    /// Calls the breaker in front of the dependency rejected itself (`never_made` less the callers' rejections).
+    pub rejected: u64,
+    /// What each caller further up the chain did in this second, outermost first (empty without callers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<CallerFigures>,
+}
+
+/// What one caller's breaker further up the chain did, over all instances: in one second, or over the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CallerFigures {
+    /// Transitions into open.
+    pub opens: u64,
+    /// Instance-seconds open (over the window: seconds open per instance, the mean over instances).
+    pub open: f64,
+    /// Calls it rejected.
+    pub rejected: u64,
 }
 
 /// Totals over the window. The first ten are the idealised model's; the rest cover what the model leaves out.
@@ -110,6 +126,9 @@ pub struct Totals {
     pub pool_exhausted_at_s_with: Option<f64>,
     /// The same without the breaker.
     pub pool_exhausted_at_s_without: Option<f64>,
+    /// What each caller further up the chain did, outermost first (empty without callers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<CallerFigures>,
 }
 
 /// Figures that follow from the scenario by arithmetic, to set beside the simulated ones.
@@ -134,6 +153,10 @@ pub struct ClosedForm {
     /// Jitter spread needed so the instances' probes stay under the dependency's warm capacity:
     /// instances × probes per instance / capacity; `None` without a warm-up or with every arrival probing.
     pub jitter_needed_s: Option<f64>,
+    /// The opens bound of each caller's breaker further up the chain, outermost first, over all instances: the
+    /// same arithmetic with its own open window and the delay before it sees a failure.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callers_opens_bound: Vec<u64>,
 }
 
 /// Everything a simulation reports.
@@ -196,6 +219,16 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: &Pass) -> Simula
             failed_without_breaker: without.seconds[t].failed(),
             dependency_calls_without: without.seconds[t].dependency_calls,
             busy_workers: tally.busy_peak,
+            rejected: tally.never_made - with.callers.iter().map(|c| c.rejected[t]).sum::<u64>(),
+            callers: with
+                .callers
+                .iter()
+                .map(|c| CallerFigures {
+                    opens: c.opens_per_second[t],
+                    open: c.open_s[t],
+                    rejected: c.rejected[t],
+                })
+                .collect(),
         })
         .collect();
     let (w, wo) = (&with.totals, &without.totals);
@@ -233,6 +266,15 @@ pub(crate) fn combine(scenario: &Scenario, with: Pass, without: &Pass) -> Simula
         refused_without: wo.refused,
         pool_exhausted_at_s_with: with.pool_exhausted_at_ns.map(|ns| ns as f64 / NANOS),
         pool_exhausted_at_s_without: without.pool_exhausted_at_ns.map(|ns| ns as f64 / NANOS),
+        callers: with
+            .callers
+            .iter()
+            .map(|c| CallerFigures {
+                opens: c.opens,
+                open: c.open_ns as f64 / NANOS / instances,
+                rejected: c.rejected.iter().sum(),
+            })
+            .collect(),
     };
     Simulation {
         model: scenario.model(),
@@ -267,22 +309,54 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
     let opens_estimate = (up.failure_rate == 1.0 && fixed_window && up.warmup.is_none())
         .then(|| instances * active_s / (open.base().as_secs_f64() + time_to_trip_s));
     // Failures are recorded only in [start + delay, end + delay) of each outage (and its cold period).
-    let shortest_open_ns =
-        (duration_nanos(open.base().min(open.max())) as f64 * (1.0 - open.jitter())).floor() as u64;
-    let gap = shortest_open_ns.saturating_add(failure_seen_ns).max(1);
     let warm_ns = up.warmup.map_or(0, |w| duration_nanos(w.length));
-    let per_instance: u64 = if up.failure_rate > 0.0 || up.warmup.is_some() {
-        merge(
-            outages
-                .iter()
-                .map(|&(start, end)| (start, end.saturating_add(warm_ns).min(window_ns))),
-        )
-        .into_iter()
-        .map(|(start, end)| (end - start).div_ceil(gap))
-        .sum()
-    } else {
-        0
+    let fails = up.failure_rate > 0.0 || up.warmup.is_some();
+    let active: Vec<(u64, u64)> = merge(
+        outages
+            .iter()
+            .map(|&(start, end)| (start, end.saturating_add(warm_ns).min(window_ns))),
+    );
+    let instances_n = u64::from(scenario.instances());
+    let longest_open_ns = |open: &crate::config::OpenConfig| {
+        (duration_nanos(open.base().max(open.max())) as f64 * (1.0 + open.jitter())).ceil() as u64
     };
+    // Trips of one breaker are at least its shortest open window plus `seen_ns` apart, and happen only while
+    // failures can reach it: each outage, `after_ns` past its end.
+    let bound = |open: &crate::config::OpenConfig, seen_ns: u64, after_ns: u64| -> u64 {
+        let shortest_open_ns = (duration_nanos(open.base().min(open.max())) as f64
+            * (1.0 - open.jitter()))
+        .floor() as u64;
+        let gap = shortest_open_ns.saturating_add(seen_ns).max(1);
+        let per_instance: u64 = if fails {
+            merge(
+                active
+                    .iter()
+                    .map(|&(start, end)| (start, end.saturating_add(after_ns))),
+            )
+            .iter()
+            .map(|&(start, end)| (end.min(window_ns) - start).div_ceil(gap))
+            .sum()
+        } else {
+            0
+        };
+        per_instance.saturating_mul(instances_n)
+    };
+    // A caller also fails at once on a rejection from below, so its trips are its shortest open window apart,
+    // and failures reach it until the breakers below have seen the last failure and ended their longest open
+    // window after it.
+    let mut below_ns = failure_seen_ns.saturating_add(longest_open_ns(open));
+    let mut callers_opens_bound: Vec<u64> = scenario
+        .callers()
+        .iter()
+        .rev()
+        .map(|caller| {
+            let caller_open = caller.breaker.open();
+            let bound = bound(caller_open, 0, below_ns);
+            below_ns = below_ns.saturating_add(longest_open_ns(caller_open));
+            bound
+        })
+        .collect();
+    callers_opens_bound.reverse();
     let time_to_exhaustion_s = match (scenario.workers(), up.kind) {
         (Some(workers), CallFailure::Hang) => {
             Some(f64::from(workers) / dependency_rate_per_instance)
@@ -299,9 +373,10 @@ pub fn closed_form(scenario: &Scenario) -> ClosedForm {
         dependency_rate_per_instance,
         time_to_trip_s,
         opens_estimate,
-        opens_bound: per_instance.saturating_mul(u64::from(scenario.instances())),
+        opens_bound: bound(open, failure_seen_ns, 0),
         time_to_exhaustion_s,
         jitter_needed_s,
+        callers_opens_bound,
     }
 }
 

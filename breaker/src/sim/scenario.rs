@@ -1,6 +1,6 @@
-//! What to simulate: the callers' workload, when and how the upstream fails, the breaker's config, and the
+//! What to simulate: the callers' workload, when and how the upstream fails, the breaker's config, the services further up the call chain ([`Caller`]) and the
 //! callers' resources (instances, worker pools). A [`Scenario`] is only built valid, from the unchecked
-//! [`RawScenario`] by `TryFrom`, which bounds every number before anything is allocated and names the field it
+//! [`RawScenario`] by `TryFrom` (`checks.rs`), which bounds every number before anything is allocated and names the field it
 //! rejects.
 
 use std::time::Duration;
@@ -30,6 +30,8 @@ pub const MAX_PERIODS: u64 = 100_000;
 pub const MIN_THINK: Duration = Duration::from_millis(10);
 /// Highest warm capacity of a recovering dependency, requests per second.
 pub const MAX_WARM_CAPACITY: f64 = 1_000_000.0;
+/// Most callers further up the chain than the dependency's caller.
+pub const MAX_CALLERS: usize = 8;
 
 /// A whole simulation as written, nothing checked yet: one window of time, on a virtual clock. The simulator takes
 /// only a [`Scenario`], made from this by `Scenario::try_from`.
@@ -53,11 +55,28 @@ pub struct RawScenario {
     pub log_calls: bool,
     /// When the breaker learns a call's outcome.
     pub model: Model,
+    /// The services further up the call chain, outermost first, each with its breaker on the next one down (the
+    /// last one's on the service whose breaker is `breaker`). Empty: the dependency's caller is the entry.
+    pub callers: Vec<Caller>,
+}
+
+/// A service further up the call chain: its breaker on the service below it, and its call timeout.
+///
+/// Its call fails when the call below it fails or is rejected (the service below answers 5xx at once for a
+/// rejection or an error, at the timeout for a hang); while its breaker is open nothing goes further down. It
+/// learns an outcome when the call below answers, or at its own timeout if that is sooner (a failure then);
+/// under [`Model::Published`] at once, like the breaker in front of the dependency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// Its breaker on the service below (one per instance, like the dependency's).
+    pub breaker: BreakerConfig,
+    /// How long it waits for the service below.
+    pub timeout: Duration,
 }
 
 /// A checked simulation: every number within its bounds ([`RawScenario`]'s fields, read through accessors).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scenario(RawScenario);
+pub struct Scenario(pub(super) RawScenario);
 
 impl Scenario {
     /// Simulated time.
@@ -98,6 +117,11 @@ impl Scenario {
     /// When the breaker learns a call's outcome.
     pub fn model(&self) -> Model {
         self.0.model
+    }
+
+    /// The services further up the call chain, outermost first ([`RawScenario::callers`]).
+    pub fn callers(&self) -> &[Caller] {
+        &self.0.callers
     }
 
     /// Whether every request is recorded.
@@ -314,182 +338,5 @@ impl ScenarioError {
     /// A breaker config error, its field under `breaker.`.
     pub(crate) fn of_breaker(error: ConfigError) -> Self {
         ScenarioError::new(format!("breaker.{}", error.field), error.message)
-    }
-}
-
-/// `value` within `[min, max]`, or an error naming `field` and both bounds (`must be between 1ms and 10m`).
-pub(crate) fn check_duration(
-    field: &str,
-    value: Duration,
-    min: Duration,
-    max: Duration,
-) -> Result<(), ScenarioError> {
-    if (min..=max).contains(&value) {
-        Ok(())
-    } else {
-        Err(ScenarioError::new(
-            field,
-            format!(
-                "must be between {} and {}",
-                humantime::format_duration(min),
-                humantime::format_duration(max)
-            ),
-        ))
-    }
-}
-
-/// A count of at least 1 and at most `max`, or an error naming `field` (`must be between 1 and 1000`).
-pub(crate) fn check_count(field: &str, value: u32, max: u32) -> Result<(), ScenarioError> {
-    if (1..=max).contains(&value) {
-        Ok(())
-    } else {
-        Err(ScenarioError::new(
-            field,
-            format!("must be between 1 and {max}"),
-        ))
-    }
-}
-
-fn check_share(field: &str, value: f64, zero_allowed: bool) -> Result<(), ScenarioError> {
-    let low_ok = if zero_allowed {
-        value >= 0.0
-    } else {
-        value > 0.0
-    };
-    if value.is_finite() && low_ok && value <= 1.0 {
-        Ok(())
-    } else {
-        let range = if zero_allowed { "[0, 1]" } else { "(0, 1]" };
-        Err(ScenarioError::new(
-            field,
-            format!("must be in {range}, got {value}"),
-        ))
-    }
-}
-
-impl TryFrom<RawScenario> for Scenario {
-    type Error = ScenarioError;
-
-    /// Check every number against its bounds; the error names the first offending field.
-    fn try_from(raw: RawScenario) -> Result<Self, ScenarioError> {
-        raw.check()?;
-        Ok(Scenario(raw))
-    }
-}
-
-impl RawScenario {
-    /// Check every number against its bounds; the error names the first offending field.
-    fn check(&self) -> Result<(), ScenarioError> {
-        check_duration("window", self.window, MIN_WINDOW, MAX_WINDOW)?;
-        let window_s = self.window.as_secs_f64();
-        match self.workload {
-            Workload::Open { rate, share } => {
-                if !(rate.is_finite() && rate > 0.0 && rate <= MAX_RATE) {
-                    return Err(ScenarioError::new(
-                        "rate",
-                        format!("must be above 0 and at most {MAX_RATE}, got {rate}"),
-                    ));
-                }
-                if rate * window_s > MAX_REQUESTS {
-                    return Err(ScenarioError::new(
-                        "rate",
-                        format!("rate × window must be at most {MAX_REQUESTS} requests"),
-                    ));
-                }
-                check_share("share", share, false)?;
-            }
-            Workload::Closed {
-                users,
-                think_min,
-                think_max,
-                share,
-            } => {
-                check_count("users", users, MAX_USERS)?;
-                check_duration("think_min", think_min, MIN_THINK, MAX_WINDOW)?;
-                if think_max < think_min || think_max > MAX_WINDOW {
-                    return Err(ScenarioError::new(
-                        "think_max",
-                        "must be at least think_min and at most the longest window",
-                    ));
-                }
-                if f64::from(users) * window_s / think_min.as_secs_f64() > MAX_REQUESTS {
-                    return Err(ScenarioError::new(
-                        "users",
-                        format!(
-                            "users × window / think_min must be at most {MAX_REQUESTS} requests"
-                        ),
-                    ));
-                }
-                check_share("share", share, false)?;
-            }
-        }
-        let up = &self.upstream;
-        check_share("failure_rate", up.failure_rate, true)?;
-        check_duration("timeout", up.timeout, Duration::from_millis(1), MAX_TIMEOUT)?;
-        if up.latency >= up.timeout {
-            return Err(ScenarioError::new(
-                "latency",
-                "must be shorter than the timeout",
-            ));
-        }
-        match up.schedule {
-            Schedule::Once { start, length } => {
-                if start > self.window {
-                    return Err(ScenarioError::new(
-                        "outage_start",
-                        "must be inside the window",
-                    ));
-                }
-                if length > self.window {
-                    return Err(ScenarioError::new("outage", "must be at most the window"));
-                }
-            }
-            Schedule::Periodic { start, on, off } => {
-                if start > self.window {
-                    return Err(ScenarioError::new(
-                        "outage_start",
-                        "must be inside the window",
-                    ));
-                }
-                if on < Duration::from_millis(1) || on > self.window {
-                    return Err(ScenarioError::new(
-                        "outage",
-                        "must be at least 1ms and at most the window",
-                    ));
-                }
-                if off < Duration::from_millis(1) || off > self.window {
-                    return Err(ScenarioError::new(
-                        "healthy",
-                        "must be at least 1ms and at most the window",
-                    ));
-                }
-                let periods = duration_nanos(self.window) / duration_nanos(on + off);
-                if periods > MAX_PERIODS {
-                    return Err(ScenarioError::new(
-                        "outage",
-                        format!("at most {MAX_PERIODS} outages fit in one window"),
-                    ));
-                }
-            }
-        }
-        if let Some(warm) = up.warmup {
-            if !(warm.capacity.is_finite()
-                && warm.capacity >= 1.0
-                && warm.capacity <= MAX_WARM_CAPACITY)
-            {
-                return Err(ScenarioError::new(
-                    "warm_capacity",
-                    format!("must be between 1 and {MAX_WARM_CAPACITY} calls per second"),
-                ));
-            }
-            if warm.length > self.window {
-                return Err(ScenarioError::new("warmup", "must be at most the window"));
-            }
-        }
-        check_count("instances", self.instances, MAX_INSTANCES)?;
-        if let Some(workers) = self.workers {
-            check_count("workers", workers, MAX_WORKERS)?;
-        }
-        Ok(())
     }
 }

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::config::{
     BreakerConfig, MAX_PROBES, MAX_SUCCESSES_TO_CLOSE, Probes, RawBreakerConfig, RawTripConfig,
 };
+use crate::sim::checks::{check_count, check_duration};
 use crate::sim::scenario::{
     CallFailure, MAX_WINDOW, Model, Pattern, RawScenario, Scenario, ScenarioError, Schedule,
-    Upstream, Warmup, Workload, check_count, check_duration,
+    Upstream, Warmup, Workload,
 };
 
 /// Largest consecutive-failure threshold a setting may ask for.
@@ -387,6 +388,7 @@ impl Settings {
             seed: self.seed,
             log_calls: false,
             model: self.model,
+            callers: Vec::new(),
         })
     }
 }

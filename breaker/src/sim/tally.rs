@@ -1,4 +1,7 @@
-//! What a pass counts, per second of the window and over the whole of it.
+//! What a pass counts, per second of the window and over the whole of it, and a breaker's time per state per second.
+
+use crate::event::TransitionEvent;
+use crate::state::State;
 
 /// Nanoseconds in a second: a tally's seconds are this long.
 pub(super) const NANOS_PER_SECOND: u64 = 1_000_000_000;
@@ -43,5 +46,40 @@ impl Tally {
         self.rejected_would_succeed += other.rejected_would_succeed;
         self.caller_ns += other.caller_ns;
         self.busy_peak = self.busy_peak.max(other.busy_peak);
+    }
+}
+
+/// Walk one breaker's transitions over `[0, window_ns)`: `each(second, state, ns)` for the time it spent in each
+/// state within each second (closed from the start), `opened(at)` for each transition into open inside the window.
+pub(crate) fn timeline(
+    events: &[TransitionEvent],
+    window_ns: u64,
+    mut each: impl FnMut(usize, State, u64),
+    mut opened: impl FnMut(u64),
+) {
+    let mut since = 0u64;
+    let mut state = State::Closed;
+    let ends = events
+        .iter()
+        .map(|e| (e.at_ms.saturating_mul(1_000_000).min(window_ns), e.to))
+        .chain(std::iter::once((window_ns, State::Closed)));
+    for (at, next) in ends {
+        spread(since, at, |second, ns| each(second, state, ns));
+        if next == State::Open && at < window_ns {
+            opened(at);
+        }
+        since = at.max(since);
+        state = next;
+    }
+}
+
+/// Call `f(second, nanoseconds)` for every whole second that `[from, to)` overlaps.
+fn spread(from: u64, to: u64, mut f: impl FnMut(usize, u64)) {
+    let mut at = from;
+    while at < to {
+        let second = at / NANOS_PER_SECOND;
+        let second_end = ((second + 1) * NANOS_PER_SECOND).min(to);
+        f(second as usize, second_end - at);
+        at = second_end;
     }
 }

@@ -50,6 +50,7 @@ fn idealised(
         seed: 7,
         log_calls: false,
         model: Model::AtTimeout,
+        callers: Vec::new(),
     }
 }
 
@@ -483,4 +484,89 @@ fn the_default_model_sees_hanging_failures_at_the_timeout() {
     assert_eq!(run.model, Model::AtTimeout);
     assert!(run.totals.slow_failures >= 65, "{:?}", run.totals);
     assert!(run.totals.caller_seconds_with >= 195.0);
+}
+
+/// `idealised` with a caller further up the chain: the same breaker settings, and `timeout` of its own.
+fn chained(kind: CallFailure, timeout: Duration, caller_timeout: Duration) -> RawScenario {
+    let mut raw = idealised(3, 10 * S, Probes::All, kind, timeout, 10, 30);
+    raw.callers = vec![Caller {
+        breaker: raw.breaker.clone(),
+        timeout: caller_timeout,
+    }];
+    raw
+}
+
+// Errors, the caller's breaker configured like the dependency's. Calls at 10, 11, 12 fail at once for both
+// breakers (the service below answers 5xx): both trip at 12, open until 22. The caller rejects 13..21 (9); the
+// dependency's breaker sees nothing. At 22 both are half-open, the probe fails through both, both reopen until
+// 32: 23..31 rejected by the caller (9); again at 32, until 42: 33..41 (9). At 42 and 43 the probes succeed
+// (healthy since 40), both close at 43. Per breaker: 3 opens, 30 s open; rejected 27 by the caller, 0 below.
+#[test]
+fn a_caller_up_the_chain_trips_with_the_breaker_below_and_takes_its_rejections() {
+    let run = simulated(&chained(CallFailure::Error, 2 * S, 3 * S));
+    let t = &run.totals;
+    assert_eq!((t.opens, t.open_s), (3, 30.0));
+    assert_eq!(
+        t.callers,
+        vec![CallerFigures {
+            opens: 3,
+            open: 30.0,
+            rejected: 27
+        }]
+    );
+    assert_eq!((t.never_made, t.reached), (27, 33));
+    let below: u64 = run.seconds.iter().map(|s| s.rejected).sum();
+    assert_eq!(below, 0);
+    assert_eq!(run.seconds[13].callers[0].rejected, 1);
+    assert_eq!(run.seconds[12].callers[0].opens, 1);
+    // Without callers the same scenario is the one-breaker run: its breaker takes the rejections itself.
+    let alone = simulated(&idealised(
+        3,
+        10 * S,
+        Probes::All,
+        CallFailure::Error,
+        2 * S,
+        10,
+        30,
+    ));
+    assert!(alone.totals.callers.is_empty());
+    assert_eq!(alone.totals.never_made, 27);
+    assert_eq!(alone.seconds.iter().map(|s| s.rejected).sum::<u64>(), 27);
+}
+
+// Hangs of 2 s, the caller giving up after 1 s. Calls at 10, 11, 12 hang: the caller sees failures at 11, 12,
+// 13 and trips at 13 (before the arrival at 13), open until 23; the breaker below sees them at 12, 13, 14, trips
+// at 14, open until 24. The caller rejects 13..22 (10). At 23 its probe meets the breaker below still open: a
+// rejection there (1), a failure at once for the caller, open until 33; 24..32 rejected (9). At 33 both probe,
+// the call hangs: the caller fails at 34 (open until 44), the breaker below at 35 (open until 45); 34..43
+// rejected (10). At 44 the caller's probe is rejected below (2), the caller reopens until 54; 45..53 (9). At 54
+// and 55 both probe the healthy dependency and close at 55. Caller: 4 opens, open [13, 23) + [23, 33) + [34, 44)
+// + [44, 54) = 40 s, 38 rejected; below: 2 opens, 2 rejected. The caller's fourth trip, at 44, is after the
+// outage: a rejection from below, which its opens bound allows for (outage 30 s + the 2 s the breaker below
+// waits + its 10 s window, 10 s apart: 5).
+#[test]
+fn a_caller_with_a_shorter_timeout_trips_first_and_the_rejections_below_reopen_it() {
+    let run = simulated(&chained(CallFailure::Hang, 2 * S, S));
+    let t = &run.totals;
+    assert_eq!(
+        t.callers,
+        vec![CallerFigures {
+            opens: 4,
+            open: 40.0,
+            rejected: 38
+        }]
+    );
+    assert_eq!(t.opens, 2);
+    assert_eq!(run.seconds.iter().map(|s| s.rejected).sum::<u64>(), 2);
+    assert_eq!((run.seconds[23].rejected, run.seconds[44].rejected), (1, 1));
+    assert_eq!(t.never_made, 40);
+    assert_eq!(run.closed_form.callers_opens_bound, vec![5]);
+    assert!(t.opens <= run.closed_form.opens_bound);
+}
+
+#[test]
+fn a_caller_timeout_is_checked_naming_its_field() {
+    let raw = chained(CallFailure::Hang, 2 * S, Duration::ZERO);
+    let error = Scenario::try_from(raw).expect_err("a zero timeout");
+    assert_eq!(error.field, "callers[0].timeout");
 }

@@ -137,6 +137,7 @@ impl Profile {
             seed,
             log_calls: false,
             model: breaker::sim::Model::AtTimeout,
+            callers: Vec::new(),
         })
     }
 }

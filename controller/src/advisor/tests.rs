@@ -150,6 +150,7 @@ fn a_time_window_needing_100_calls_at_20_per_window_never_trips_simulated_or_imp
         seed: 1,
         log_calls: false,
         model: breaker::sim::Model::AtTimeout,
+        callers: Vec::new(),
     })
     .expect("valid");
     let run = sim::simulate(&scenario);

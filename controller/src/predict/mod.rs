@@ -8,9 +8,12 @@
 //! band is the 2.5th–97.5th percentile of those runs, and a measurement whose 95 % interval misses the band is
 //! flagged with the model assumption most likely behind the difference.
 //!
-//! Opens and time open are predicted per breaker: the model has one, Checkout's on Payment, and its figures are
-//! set beside that breaker's measurement alone. The breakers upstream that see Payment's errors (the frontend's
-//! on Checkout) are listed as not modelled. What else the model leaves out, and so what a flag usually means: no
+//! Opens, time open and rejections are predicted per breaker, for every breaker the fault reaches: Checkout's on
+//! Payment, and up the critical task's call chain the frontend's on Checkout (Checkout answers 5xx when Payment
+//! fails or its breaker rejects; while the frontend's is open Payment's sees no calls), each with its own
+//! config and the boutique's call timeout. Each figure is set beside that breaker's measurement alone, never a
+//! sum over breakers. With a workload of one's own the chain of its critical task is not known: the breakers
+//! upstream are named as not modelled. What else the model leaves out, and so what a flag usually means: no
 //! latency or queueing before the call, and checkouts that fail only through the dependency.
 
 #[cfg(test)]
@@ -18,7 +21,8 @@ mod tests;
 
 use std::time::Duration;
 
-use breaker::sim::{self, CallFailure, Pattern, RawScenario, Scenario, Upstream, Workload};
+use boutique::ServiceName;
+use breaker::sim::{self, CallFailure, Caller, Pattern, RawScenario, Scenario, Upstream, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::metric::MetricName;
@@ -77,11 +81,25 @@ pub struct NotModelled {
     pub reason: String,
 }
 
+/// What the simulator predicts for one breaker further up the chain than [`Prediction::breaker`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerPrediction {
+    /// Its name (`caller->dependency`).
+    pub breaker: String,
+    pub opens: Band,
+    pub time_open_s: Band,
+    /// Calls it rejects.
+    pub rejected: Band,
+    /// Upper bound on its opens over the measured window from the configurations alone.
+    pub opens_bound: Option<u64>,
+}
+
 /// What the simulator predicts for one condition's runs (measured window only).
 ///
-/// Opens, time open and the opens bound are per breaker: they are those of [`Prediction::breaker`], the breaker in
-/// front of the faulty service, and are judged against that breaker's own measurement, never against a sum over
-/// breakers. The other breakers the fault reaches are listed in [`Prediction::not_modelled`].
+/// Opens, time open and the opens bound are per breaker: [`Prediction::breaker`]'s, the breaker in front of
+/// the faulty service, and each of [`Prediction::upstream`]'s, judged against that breaker's own measurement,
+/// never against a sum over breakers. The breakers the fault reaches that the model leaves out are listed in
+/// [`Prediction::not_modelled`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
     /// The condition's index in expansion order.
@@ -90,7 +108,7 @@ pub struct Prediction {
     #[serde(default = "payment_breaker")]
     pub breaker: String,
     pub breaker_opens: Band,
-    /// Requests the breaker rejects (the load counts every rejected request).
+    /// Requests a breaker rejects, any breaker of the chain (the load counts every rejected request).
     pub rejected: Band,
     /// Share of checkouts that fail (rejections count), against the injected rate.
     pub checkout_failure: Band,
@@ -100,14 +118,23 @@ pub struct Prediction {
     pub opens_bound: Option<u64>,
     /// The study's estimate: measured time / (open window + time to trip), for a binary fault.
     pub opens_estimate: Option<f64>,
+    /// Calls [`Prediction::breaker`] itself rejects (`None` in a prediction stored before it was kept).
+    #[serde(default)]
+    pub breaker_rejected: Option<Band>,
+    /// The breakers further up the critical task's chain that the model covers, outermost first.
+    #[serde(default)]
+    pub upstream: Vec<BreakerPrediction>,
     /// The other breakers on the fault's path, which the model leaves out.
     #[serde(default)]
     pub not_modelled: Vec<NotModelled>,
 }
 
 fn payment_breaker() -> String {
-    boutique::ServiceName::Checkout.breaker_name(boutique::ServiceName::Payment)
+    ServiceName::Checkout.breaker_name(ServiceName::Payment)
 }
+
+/// One predicted breaker: its name, its metrics' bands, its opens bound.
+pub type BreakerBands<'a> = (&'a str, Vec<(MetricName, Band)>, Option<u64>);
 
 impl Prediction {
     /// The predicted metrics of the whole condition with their bands, in the order reports list them.
@@ -118,22 +145,66 @@ impl Prediction {
         ]
     }
 
-    /// The predicted metrics of [`Prediction::breaker`] with their bands.
-    pub fn breaker_bands(&self) -> [(MetricName, Band); 2] {
-        [
+    /// Every predicted breaker, outermost first, with its metrics' bands and its opens bound.
+    pub fn per_breaker(&self) -> Vec<BreakerBands<'_>> {
+        let mut breakers: Vec<BreakerBands<'_>> = self
+            .upstream
+            .iter()
+            .map(|b| {
+                (
+                    b.breaker.as_str(),
+                    vec![
+                        (MetricName::BreakerOpens, b.opens),
+                        (MetricName::TimeOpenS, b.time_open_s),
+                        (MetricName::Rejected, b.rejected),
+                    ],
+                    b.opens_bound,
+                )
+            })
+            .collect();
+        let mut own = vec![
             (MetricName::BreakerOpens, self.breaker_opens),
             (MetricName::TimeOpenS, self.time_open_s),
-        ]
+        ];
+        own.extend(
+            self.breaker_rejected
+                .map(|band| (MetricName::Rejected, band)),
+        );
+        breakers.push((self.breaker.as_str(), own, self.opens_bound));
+        breakers
     }
 }
 
-/// The breakers upstream of Payment's that see its errors: the frontend's on Checkout (Checkout answers 5xx
-/// when Payment fails or its breaker rejects), which the model, with one breaker, leaves out.
-fn upstream_breakers() -> Vec<NotModelled> {
+/// The frontend's breaker on Checkout, up the checkout's chain from Payment's.
+fn frontend_breaker() -> String {
+    ServiceName::Frontend.breaker_name(ServiceName::Checkout)
+}
+
+/// The breakers up the chain of a workload of one's own: its critical task's chain is not known.
+fn unknown_chain() -> Vec<NotModelled> {
     vec![NotModelled {
-        breaker: boutique::ServiceName::Frontend.breaker_name(boutique::ServiceName::Checkout),
-        reason: "not modelled: the simulator has one breaker, on Payment; this one sees Checkout's 5xx when Payment fails or is rejected, and while it is open Payment's breaker sees no calls".to_owned(),
+        breaker: frontend_breaker(),
+        reason: "not modelled: the critical task of [[load.tasks]] does not say which services it calls; this one sees Checkout's 5xx when Payment fails or is rejected".to_owned(),
     }]
+}
+
+/// The callers up the critical task's chain from Payment's breaker, outermost first, with their names: the
+/// Online Boutique checkout goes frontend → checkout → payment, the frontend's breaker taking the condition's
+/// config when `breaker.services` includes it (a disabled breaker is not on the path). `None`: not known.
+fn chain(spec: &ExperimentSpec, config: &breaker::BreakerConfig) -> Option<Vec<(String, Caller)>> {
+    spec.load.custom.as_ref().map_or(Some(()), |_| None)?;
+    let frontend = crate::target::ServiceId::new(ServiceName::Frontend.as_str()).ok()?;
+    Some(if spec.breaker.applies_to(&frontend) {
+        vec![(
+            frontend_breaker(),
+            Caller {
+                breaker: config.clone(),
+                timeout: boutique::config::DEFAULT_CALL_TIMEOUT,
+            },
+        )]
+    } else {
+        Vec::new()
+    })
 }
 
 /// Share of the Online Boutique mix's tasks that are checkouts (the only task calling Payment).
@@ -175,6 +246,17 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
     };
     let window = spec.run_warmup() + spec.run_duration();
     let share = dependency_share(spec)?;
+    let config = spec
+        .breaker_config_of(&Condition {
+            breaker_mode: BreakerMode::Enforce,
+            ..*condition
+        })
+        .ok()?;
+    let callers = chain(spec, &config)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, caller)| caller)
+        .collect();
     let workload = match spec.load.rate {
         Some(rate) => Workload::Open { rate, share },
         None => {
@@ -199,17 +281,13 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             latency: Duration::ZERO,
             warmup: None,
         },
-        breaker: spec
-            .breaker_config_of(&Condition {
-                breaker_mode: BreakerMode::Enforce,
-                ..*condition
-            })
-            .ok()?,
+        breaker: config,
         instances: 1,
         workers: None,
         seed,
         log_calls: false,
         model: sim::Model::AtTimeout,
+        callers,
     })
     .ok()
 }
@@ -233,15 +311,34 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
     let mut rejected = Vec::new();
     let mut failure = Vec::new();
     let mut time_open = Vec::new();
+    let mut own_rejected = Vec::new();
     let mut estimate = None;
     let mut bound = None;
+    let names: Vec<String> = spec
+        .breaker_config_of(condition)
+        .ok()
+        .and_then(|config| chain(spec, &config))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    // Per caller up the chain: opens, time open, rejected, one value per seed.
+    let mut up: Vec<[Vec<f64>; 3]> = vec![Default::default(); names.len()];
+    let mut up_bound = Vec::new();
     for seed in 0..SEEDS {
         let scenario = scenario(spec, condition, spec.seed.wrapping_add(seed))?;
         let run = sim::simulate(&scenario);
         let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
         let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
-        let (mut calls_without, mut failed_without) = (0, 0);
+        let (mut calls_without, mut failed_without, mut own) = (0, 0, 0);
+        let mut callers = vec![[0.0; 3]; names.len()];
         for second in measured {
+            own += second.rejected;
+            for (sum, caller) in callers.iter_mut().zip(&second.callers) {
+                sum[0] += caller.opens as f64;
+                sum[1] += caller.open;
+                sum[2] += caller.rejected as f64;
+            }
             o += second.opens;
             r += second.never_made;
             calls += second.dependency_calls;
@@ -253,6 +350,12 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         opens.push(if counts_opens { o as f64 } else { 0.0 });
         time_open.push(if guarded { open } else { 0.0 });
         rejected.push(if guarded { r as f64 } else { 0.0 });
+        own_rejected.push(if guarded { own as f64 } else { 0.0 });
+        for (values, sums) in up.iter_mut().zip(&callers) {
+            values[0].push(if counts_opens { sums[0] } else { 0.0 });
+            values[1].push(if guarded { sums[1] } else { 0.0 });
+            values[2].push(if guarded { sums[2] } else { 0.0 });
+        }
         // Without a breaker a checkout fails only when the fault is on and the draw hits it.
         failure.push(if guarded {
             failed as f64 / calls.max(1) as f64
@@ -274,6 +377,7 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
             };
             estimate = run.closed_form.opens_estimate.map(|e| e * measured_share);
             bound = Some(run.closed_form.opens_bound);
+            up_bound = run.closed_form.callers_opens_bound.clone();
         }
     }
     Some(Prediction {
@@ -286,6 +390,25 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         time_open_s: Band::of(&time_open),
         opens_bound: bound,
         opens_estimate: estimate,
-        not_modelled: upstream_breakers(),
+        breaker_rejected: Some(Band::of(&own_rejected)),
+        upstream: names
+            .into_iter()
+            .zip(up)
+            .enumerate()
+            .map(
+                |(hop, (breaker, [opens, open, rejected]))| BreakerPrediction {
+                    breaker,
+                    opens: Band::of(&opens),
+                    time_open_s: Band::of(&open),
+                    rejected: Band::of(&rejected),
+                    opens_bound: up_bound.get(hop).copied(),
+                },
+            )
+            .collect(),
+        not_modelled: if spec.load.custom.is_some() {
+            unknown_chain()
+        } else {
+            Vec::new()
+        },
     })
 }

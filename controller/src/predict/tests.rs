@@ -222,9 +222,11 @@ fn the_pool_experiment_predicts_the_breaker_opening_only_during_the_hang() {
     );
 }
 
-// Every prediction is of Checkout's breaker on Payment, its bands made of `SEEDS` simulations with the band
-// inside the simulated range; the frontend's breaker on Checkout, which the fault also reaches, is named as not
-// modelled.
+// Every prediction is of Checkout's breaker on Payment and, up the checkout's chain, of the frontend's breaker on
+// Checkout, which the fault also reaches: its bands made of `SEEDS` simulations with the band inside the
+// simulated range. At total failure with errors both trip on the same five checkouts and probe together (one
+// config, every failure below a 5xx above), so each opens as often as the other, and the frontend's, in front,
+// takes the rejections: the run's rejected requests are the two breakers' rejections summed.
 #[test]
 fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
     let spec = seed_study();
@@ -232,14 +234,32 @@ fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
     assert!(!predictions.is_empty());
     for p in &predictions {
         assert_eq!(p.breaker, "checkout->payment");
-        let left: Vec<&str> = p.not_modelled.iter().map(|n| n.breaker.as_str()).collect();
-        assert_eq!(left, ["frontend->checkout"]);
-        for (_, band) in p.bands().into_iter().chain(p.breaker_bands()) {
+        assert!(p.not_modelled.is_empty(), "{:?}", p.not_modelled);
+        let up: Vec<&str> = p.upstream.iter().map(|b| b.breaker.as_str()).collect();
+        assert_eq!(up, ["frontend->checkout"]);
+        for (_, band) in p
+            .bands()
+            .into_iter()
+            .chain(p.per_breaker().into_iter().flat_map(|(_, bands, _)| bands))
+        {
             assert_eq!(u64::from(band.simulations), SEEDS);
             assert!(band.low <= band.band_low && band.band_low <= band.band_high);
             assert!(band.band_high <= band.high, "{band:?}");
         }
     }
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    let (frontend, own) = (&on.upstream[0], on.breaker_rejected.expect("kept"));
+    assert!(
+        (frontend.opens.mean - on.breaker_opens.mean).abs() <= 1.0,
+        "{on:?}"
+    );
+    assert!(frontend.rejected.mean > 10.0 * own.mean, "{on:?}");
+    assert!((frontend.rejected.mean + own.mean - on.rejected.mean).abs() < 1e-9);
+    assert!(
+        frontend
+            .opens_bound
+            .is_some_and(|b| b as f64 >= frontend.opens.high)
+    );
     // Percentiles by rank: of 0, 1, …, 39 the 2.5th is 1 and the 97.5th is 38.
     let values: Vec<f64> = (0..40).rev().map(f64::from).collect();
     let band = Band::of(&values);

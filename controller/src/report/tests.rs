@@ -507,6 +507,8 @@ fn predicted_condition_1() -> crate::predict::Prediction {
         injected_rate: 0.5,
         time_open_s: band(10.0, 12.0, 2.0),
         opens_bound: Some(58),
+        breaker_rejected: None,
+        upstream: Vec::new(),
         opens_estimate: Some(41.5),
     }
 }

@@ -13,6 +13,7 @@ mod criteria;
 mod error;
 mod not_measured;
 mod predicted;
+mod rejected;
 mod run;
 mod student;
 #[cfg(test)]

@@ -49,7 +49,8 @@ pub enum RowKind<'a> {
         band: Band,
         check: Option<&'a Check>,
     },
-    /// The breaker's opens bound (and the study's estimate); no measurement beside it.
+    /// A breaker's opens bound (and, for the one in front of the dependency, the study's estimate); no
+    /// measurement beside it: it is of one breaker, and a measurement may sum several.
     OpensBound { bound: u64, estimate: Option<f64> },
     /// Not modelled: why, and the breaker's own measurement.
     NotModelled {
@@ -94,28 +95,27 @@ impl PredictedCondition {
                 },
             })
             .collect();
-        let breaker = Some(p.breaker.as_str());
-        rows.extend(
-            p.breaker_bands()
-                .into_iter()
-                .map(|(metric, band)| PredictionRow {
-                    metric,
-                    breaker,
-                    kind: RowKind::Predicted {
-                        band,
-                        check: check(metric, breaker),
-                    },
-                }),
-        );
-        if let Some(bound) = p.opens_bound {
-            rows.push(PredictionRow {
-                metric: MetricName::BreakerOpens,
+        for (name, bands, bound) in p.per_breaker() {
+            let breaker = Some(name);
+            rows.extend(bands.into_iter().map(|(metric, band)| PredictionRow {
+                metric,
                 breaker,
-                kind: RowKind::OpensBound {
-                    bound,
-                    estimate: p.opens_estimate,
+                kind: RowKind::Predicted {
+                    band,
+                    check: check(metric, breaker),
                 },
-            });
+            }));
+            if let Some(bound) = bound {
+                rows.push(PredictionRow {
+                    metric: MetricName::BreakerOpens,
+                    breaker,
+                    kind: RowKind::OpensBound {
+                        bound,
+                        // The study's estimate is of the breaker in front of the dependency.
+                        estimate: (name == p.breaker).then_some(p.opens_estimate).flatten(),
+                    },
+                });
+            }
         }
         for left in &self.not_modelled {
             for metric in [MetricName::BreakerOpens, MetricName::TimeOpenS] {
@@ -173,7 +173,7 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: Evidenc
             "{queueing}; each checkout first spends time on the cart, catalogue, currency and shipping calls, so fewer calls reach Payment per open window"
         ),
         (MetricName::Rejected, _) => format!(
-            "the model counts the checkouts Payment's breaker rejects; the load counts every rejected request, and its checkout rate depends on latency ({queueing})"
+            "the model counts the checkouts the breakers of the checkout's chain reject; the load counts every rejected request, and its checkout rate depends on latency ({queueing})"
         ),
         (MetricName::CheckoutFailure, true) => {
             "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
@@ -194,9 +194,13 @@ pub fn checks(
         .into_iter()
         .map(|(metric, band)| (MetricKey::run(metric), band));
     let breaker = prediction
-        .breaker_bands()
+        .per_breaker()
         .into_iter()
-        .map(|(metric, band)| (MetricKey::breaker(metric, prediction.breaker.clone()), band));
+        .flat_map(|(name, bands, _)| {
+            bands
+                .into_iter()
+                .map(move |(metric, band)| (MetricKey::breaker(metric, name), band))
+        });
     whole
         .chain(breaker)
         .filter_map(|(key, predicted)| {

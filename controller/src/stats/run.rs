@@ -234,6 +234,14 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
                 (o + opens, ms + open_ms)
             });
         put(MetricKey::run(MetricName::BreakerOpens), Some(opens as f64));
+        for (breaker, rejected) in super::rejected::rejected_per_breaker(&data.samples, |second| {
+            window.midpoint(second).is_some()
+        }) {
+            put(
+                MetricKey::breaker(MetricName::Rejected, breaker),
+                Some(rejected),
+            );
+        }
         put(
             MetricKey::run(MetricName::TimeOpenS),
             Some(open_ms as f64 / 1000.0),

@@ -449,6 +449,8 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
             injected_rate: 1.0,
             time_open_s: band(1700.0, 1750.0),
             opens_bound: Some(62),
+            breaker_rejected: None,
+            upstream: Vec::new(),
             opens_estimate: Some(57.98),
         },
         "error@1.00/enforce".into(),

@@ -1,0 +1,123 @@
+//! Calls each breaker rejected in a run's measured window, from the sampled `/metrics` of every boutique service:
+//! the increase of `boutique_dependency_calls_total{…,breaker="…",result="rejected"}`, summed over the labels
+//! (replicas) that sampled it. The run's `rejected` is the load's count of rejected requests; this is each
+//! breaker's own.
+
+use std::collections::BTreeMap;
+
+use crate::store::SampleRow;
+
+const CALLS_SERIES: &str = "boutique_dependency_calls_total{";
+
+/// The breaker a rejected-calls series is about, if `series` is one.
+fn rejected_breaker(series: &str) -> Option<&str> {
+    let labels = series.strip_prefix(CALLS_SERIES)?;
+    if !labels.contains("result=\"rejected\"") {
+        return None;
+    }
+    let start = labels.find("breaker=\"")? + "breaker=\"".len();
+    let end = labels[start..].find('"')?;
+    Some(&labels[start..start + end])
+}
+
+/// Each breaker's rejected-calls counter in one sample, summed over labels.
+fn counters(sample: &SampleRow) -> BTreeMap<String, f64> {
+    let mut counters = BTreeMap::new();
+    let metrics = sample
+        .collector
+        .extra
+        .as_ref()
+        .and_then(|extra| extra.get("metrics"))
+        .and_then(|metrics| metrics.as_object());
+    for series in metrics.into_iter().flat_map(|m| m.values()) {
+        for (name, value) in series.as_object().into_iter().flatten() {
+            if let (Some(breaker), Some(value)) = (rejected_breaker(name), value.as_f64()) {
+                *counters.entry(breaker.to_owned()).or_insert(0.0) += value;
+            }
+        }
+    }
+    counters
+}
+
+/// Calls each breaker rejected over the seconds `measured` keeps: the counters' increase from the last sample
+/// before them (or their first) to their last, step by step, a counter that went down (a restart) counted from
+/// zero. Empty when no sample had the counters.
+pub(super) fn rejected_per_breaker(
+    samples: &[SampleRow],
+    measured: impl Fn(i64) -> bool,
+) -> BTreeMap<String, f64> {
+    let mut ordered: Vec<&SampleRow> = samples.iter().collect();
+    ordered.sort_by_key(|sample| sample.second);
+    let first = ordered.iter().position(|s| measured(s.second));
+    let Some(first) = first else {
+        return BTreeMap::new();
+    };
+    let from = first.saturating_sub(1);
+    let kept: Vec<BTreeMap<String, f64>> = ordered[from..]
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| *i + from < first || measured(s.second))
+        .map(|(_, s)| counters(s))
+        .collect();
+    let mut rejected: BTreeMap<String, f64> = BTreeMap::new();
+    for pair in kept.windows(2) {
+        for (breaker, &now) in &pair[1] {
+            let before = pair[0].get(breaker).copied().unwrap_or(now);
+            let increase = if now >= before { now - before } else { now };
+            *rejected.entry(breaker.clone()).or_insert(0.0) += increase;
+        }
+    }
+    rejected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::OutcomeCounts;
+    use crate::store::CollectorSample;
+
+    fn sample(second: i64, frontend: f64, checkout: f64) -> SampleRow {
+        SampleRow {
+            second,
+            warmup: second < 2,
+            outcomes: OutcomeCounts::default(),
+            collector: CollectorSample {
+                second: second as u64,
+                extra: Some(serde_json::json!({ "metrics": {
+                    "frontend": {
+                        "boutique_dependency_calls_total{service=\"frontend\",breaker=\"frontend->checkout\",result=\"rejected\"}": frontend,
+                        "boutique_dependency_calls_total{service=\"frontend\",breaker=\"frontend->checkout\",result=\"failure\"}": 1e6,
+                    },
+                    "checkout": {
+                        "boutique_dependency_calls_total{service=\"checkout\",breaker=\"checkout->payment\",result=\"rejected\"}": checkout,
+                    },
+                }})),
+                ..CollectorSample::default()
+            },
+        }
+    }
+
+    // Measured seconds 2..=5. Frontend: 10 at the warmup's last sample (second 1), then 14, 20, 20, 25: 15.
+    // Checkout: 3, then 4, restarted at 1 (counted as 1), 2, 2: 1 + 1 + 1 + 0 = 3. Second 6 is past the window.
+    #[test]
+    fn each_breaker_rejected_the_increase_of_its_counter_over_the_measured_window() {
+        let samples: Vec<SampleRow> = [
+            (0, 0.0, 0.0),
+            (1, 10.0, 3.0),
+            (2, 14.0, 4.0),
+            (3, 20.0, 1.0),
+            (4, 20.0, 2.0),
+            (5, 25.0, 2.0),
+            (6, 99.0, 50.0),
+        ]
+        .into_iter()
+        .rev()
+        .map(|(s, f, c)| sample(s, f, c))
+        .collect();
+        let rejected = rejected_per_breaker(&samples, |s| (2..=5).contains(&s));
+        assert_eq!(rejected.get("frontend->checkout"), Some(&15.0));
+        assert_eq!(rejected.get("checkout->payment"), Some(&3.0));
+        assert_eq!(rejected.len(), 2);
+        assert!(rejected_per_breaker(&samples, |_| false).is_empty());
+    }
+}
