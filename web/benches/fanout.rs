@@ -7,7 +7,12 @@
 //! every event's delivery latency in that frame — and checks that frame numbers never skip.
 //!
 //! `cargo bench -p web --bench fanout -- [--rate 10000] [--clients 100] [--stalled 10] [--seconds 20]
-//!  [--max-events-per-frame 1000] [--frame-ms 25]`
+//!  [--max-events-per-frame 1000] [--frame-ms 25] [--snapshot-bytes N] [--anonymous] [--linger S]`
+//!
+//! The readers' memory (issue 26 item 6): `--snapshot-bytes` fills the live window with annotations before
+//! anyone connects, so every client's first frame is a snapshot that large; `--anonymous` serves `/ws` as it
+//! serves a reader without a session (at most `anonymous_readers` at once, the rest answered 503); `--linger`
+//! samples the controller's RSS for S more seconds after the clients have left.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -26,6 +31,9 @@ struct Args {
     seconds: u64,
     max_events_per_frame: usize,
     frame_ms: u64,
+    snapshot_bytes: u64,
+    anonymous: bool,
+    linger: u64,
     child_url: Option<String>,
 }
 
@@ -37,6 +45,9 @@ fn parse_args() -> Args {
         seconds: 20,
         max_events_per_frame: 1_000,
         frame_ms: 25,
+        snapshot_bytes: 0,
+        anonymous: false,
+        linger: 0,
         child_url: None,
     };
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -55,6 +66,13 @@ fn parse_args() -> Args {
             "--seconds" => args.seconds = number(),
             "--max-events-per-frame" => args.max_events_per_frame = number() as usize,
             "--frame-ms" => args.frame_ms = number(),
+            "--snapshot-bytes" => args.snapshot_bytes = number(),
+            "--linger" => args.linger = number(),
+            "--anonymous" => {
+                args.anonymous = true;
+                index += 1;
+                continue;
+            }
             "--child" => args.child_url = Some(value.clone()),
             // cargo bench passes --bench; ignore anything else without a value.
             _ => {
@@ -150,16 +168,41 @@ async fn controller(args: Args) {
         ..HubConfig::default()
     });
     let _flusher = hub.spawn_flusher();
+    let anonymous = args.anonymous;
+    let rss_empty = rss_kib();
+    let notes = args.snapshot_bytes.div_ceil(10_000);
+    for index in 0..notes {
+        hub.publish(LiveEvent::Annotation(web::hub::Annotation {
+            at_ms: index,
+            text: "x".repeat(10_000),
+            ..web::hub::Annotation::default()
+        }));
+    }
+    hub.flush();
+    let snapshot_len = hub.subscribe().snapshot.text.len();
+    let rss_with_snapshot = rss_kib();
     let app = axum::Router::new()
-        // The hub's client loop as `/ws` serves it, every client counted as a logged-in one (no anonymous cap).
+        // The hub's client loop as `/ws` serves it: every client counted as a logged-in one, or with
+        // `--anonymous` as a reader without a session (capped, 503 beyond the cap).
         .route(
             "/ws",
             axum::routing::get(
-                |axum::extract::State(hub): axum::extract::State<Hub>,
-                 upgrade: axum::extract::ws::WebSocketUpgrade| async move {
-                    upgrade.on_upgrade(move |socket| async move {
-                        let _ = web::live::serve_socket(socket, hub.subscribe()).await;
-                    })
+                move |axum::extract::State(hub): axum::extract::State<Hub>,
+                      upgrade: axum::extract::ws::WebSocketUpgrade| async move {
+                    use axum::response::IntoResponse;
+                    let subscription = if anonymous {
+                        hub.subscribe_anonymous()
+                    } else {
+                        Some(hub.subscribe())
+                    };
+                    match subscription {
+                        Some(subscription) => upgrade
+                            .on_upgrade(move |socket| async move {
+                                let _ = web::live::serve_socket(socket, subscription).await;
+                            })
+                            .into_response(),
+                        None => axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                    }
                 },
             ),
         )
@@ -228,6 +271,12 @@ async fn controller(args: Args) {
             tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut output)).await;
     }
     let _ = child.wait().await;
+    let rss_clients_gone = rss_kib();
+    let mut rss_linger = Vec::new();
+    for _ in 0..args.linger {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        rss_linger.push(rss_kib() / 1024);
+    }
 
     println!("fanout benchmark");
     println!(
@@ -254,6 +303,14 @@ async fn controller(args: Args) {
         rss_max / 1024,
         rss_samples.iter().map(|kib| kib / 1024).collect::<Vec<_>>()
     );
+    println!(
+        "  snapshot {snapshot_len} bytes; RSS empty {} MiB, with the snapshot {} MiB, after the clients left {} MiB, \
+         then each second (MiB) {rss_linger:?}; {} clients still counted",
+        rss_empty / 1024,
+        rss_with_snapshot / 1024,
+        rss_clients_gone / 1024,
+        hub.clients()
+    );
     print!("{output}");
 }
 
@@ -261,12 +318,17 @@ async fn controller(args: Args) {
 async fn clients(args: Args, url: String) {
     let live = args.clients.saturating_sub(args.stalled);
     let mut stalled_sockets = Vec::new();
+    let mut refused = 0usize;
     for _ in 0..args.stalled {
-        let (socket, _) = tokio_tungstenite::connect_async(&url)
-            .await
-            .expect("connect");
-        stalled_sockets.push(socket); // never read
+        match tokio_tungstenite::connect_async(&url).await {
+            Ok((socket, _)) => stalled_sockets.push(socket), // never read
+            Err(_) => refused += 1, // beyond the anonymous readers' cap: 503
+        }
     }
+    println!(
+        "  never-reading clients: {} connected, {refused} refused",
+        stalled_sockets.len()
+    );
     let deadline = Instant::now() + Duration::from_secs(args.seconds + 3);
     let mut tasks = Vec::new();
     for _ in 0..live {
