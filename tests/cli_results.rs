@@ -262,12 +262,21 @@ async fn report_prints_csv_and_json_and_writes_markdown_with_plots() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let shown = text(&output.stdout);
     assert!(shown.contains("predicted by breaker::sim"), "{shown}");
-    // Per breaker: the modelled one's bound under its name, the one the model leaves out said so.
-    assert!(shown.contains("opens bound [checkout->payment]"), "{shown}");
-    assert!(
-        shown.contains("breaker_opens [frontend->checkout] measured"),
-        "{shown}"
-    );
+    // Per breaker of the chain: Payment's breaker and the frontend's on Checkout above it, each predicted and
+    // bounded under its own name.
+    for breaker in ["checkout->payment", "frontend->checkout"] {
+        assert!(
+            shown.contains(&format!("opens bound [{breaker}]")),
+            "{breaker}: {shown}"
+        );
+        assert!(
+            shown
+                .lines()
+                .any(|line| line.contains(&format!("breaker_opens [{breaker}]"))
+                    && line.contains("predicted")),
+            "{breaker}: {shown}"
+        );
+    }
     let output = tolerant(&["show", &id, "--json", "--db", &db], dir.dir());
     let shown: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(shown["predictions"].as_array().map(Vec::len), Some(4));

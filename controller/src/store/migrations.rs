@@ -18,7 +18,7 @@ use std::pin::Pin;
 
 use sqlx::AnyPool;
 use sqlx::error::BoxDynError;
-use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
 
 /// Which SQL flavour a database speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,16 +143,17 @@ pub async fn migrator(backend: Backend) -> Result<Migrator, sqlx::migrate::Migra
     .await
 }
 
-/// Brings the schema of `pool`'s database up to date with `migrator`. On SQLite every migration runs on one
+/// Brings the schema of `pool`'s database up to date with `migrator` (a database error said as the migration's
+/// `Execute`, so this module needs nothing of the store's). On SQLite every migration runs on one
 /// connection with foreign-key enforcement off (see the module's text), turned on again afterwards whether the
 /// migrations succeeded or not; a connection where that fails is closed rather than handed back to the pool.
 pub(super) async fn run(
     migrator: &Migrator,
     pool: &AnyPool,
     backend: Backend,
-) -> Result<(), super::StoreError> {
+) -> Result<(), MigrateError> {
     if backend == Backend::Postgres {
-        return Ok(migrator.run(pool).await?);
+        return migrator.run(pool).await;
     }
     let mut connection = pool.acquire().await?;
     sqlx::query("PRAGMA foreign_keys = OFF")
