@@ -45,13 +45,28 @@ pub fn connect(
     )
 }
 
-/// Sends `request` over a new connection to `socket`, read through [`Capped`].
+/// Sends `request` over a new connection to `socket`, read through [`Capped`]. hyper's connection-level
+/// client sends the request as it is given, so the URI is made origin-form and the `Host` header that
+/// HTTP/1.1 requires (and the engine insists on) is set here, as hyper's pooled client would.
 async fn send(
     socket: PathBuf,
-    request: BollardRequest,
+    mut request: BollardRequest,
     cap: u64,
     time: Duration,
 ) -> Result<Response<Incoming>, bollard::errors::Error> {
+    let origin = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |path| path.as_str())
+        .parse::<hyper::Uri>()
+        .map_err(|error| bollard::errors::Error::IOError {
+            err: io::Error::new(io::ErrorKind::InvalidInput, error),
+        })?;
+    *request.uri_mut() = origin;
+    request
+        .headers_mut()
+        .entry(hyper::header::HOST)
+        .or_insert(hyper::header::HeaderValue::from_static("localhost"));
     let stream = UnixStream::connect(&socket).await?;
     let io = TokioIo::new(Capped::new(stream, cap, time));
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;

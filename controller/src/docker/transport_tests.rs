@@ -1,6 +1,7 @@
 //! The engine's answers are bounded: against a fake engine on a unix socket started here, an endless container
 //! list is cut at the cap (the fake counts the bytes it managed to send) and a body that never comes ends at
-//! the time cap, each an error naming the engine call.
+//! the time cap, each an error naming the engine call. The fake refuses, as the engine does, a request without
+//! a Host header or not in origin form.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,6 +78,13 @@ async fn answer(
     }
     let head = String::from_utf8_lossy(&head).into_owned();
     let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+    let small_bad = |body: &str| {
+        format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
     let small = |body: &str| {
         format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
@@ -84,6 +92,16 @@ async fn answer(
             body.len()
         )
     };
+    // Like the real engine: HTTP/1.1 without a Host header, or a request line not in origin form, is refused.
+    let has_host = head
+        .lines()
+        .any(|line| line.to_ascii_lowercase().starts_with("host:"));
+    if !has_host || !path.starts_with('/') {
+        let _ = stream
+            .write_all(small_bad("missing required Host header or origin-form path").as_bytes())
+            .await;
+        return;
+    }
     if path.ends_with("/version") {
         let _ = stream
             .write_all(small(r#"{"ApiVersion":"1.41","Version":"20.10.0"}"#).as_bytes())
