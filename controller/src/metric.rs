@@ -53,10 +53,13 @@ pub enum MetricName {
     ProbesPeakPerS,
     /// Half-open probes reaching the fault agent's service per second, over the measured window.
     ProbesMeanPerS,
+    /// Mean latency with which one breaker's dependency answered in the measured window (from the dependency's
+    /// own `/metrics`: every request it served), milliseconds; per breaker only, never summed.
+    DependencyMeanMs,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 20] = [
+    pub const ALL: [MetricName; 21] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -77,6 +80,7 @@ impl MetricName {
         MetricName::EnergyPerOkJ,
         MetricName::ProbesPeakPerS,
         MetricName::ProbesMeanPerS,
+        MetricName::DependencyMeanMs,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +105,7 @@ impl MetricName {
             MetricName::EnergyPerOkJ => "energy_per_ok_j",
             MetricName::ProbesPeakPerS => "probes_peak_per_s",
             MetricName::ProbesMeanPerS => "probes_mean_per_s",
+            MetricName::DependencyMeanMs => "dependency_mean_ms",
         }
     }
 
@@ -134,7 +139,8 @@ impl MetricName {
             | MetricName::P95OkMs
             | MetricName::P95FailedMs
             | MetricName::CartLatencyStartMs
-            | MetricName::CartLatencyEndMs => "ms",
+            | MetricName::CartLatencyEndMs
+            | MetricName::DependencyMeanMs => "ms",
             MetricName::CartItemsStart | MetricName::CartItemsEnd => "items",
             MetricName::EnergyJ => "J",
             MetricName::PowerW => "W",

@@ -103,16 +103,19 @@ pub async fn run(mut config: Config) -> anyhow::Result<Outcome> {
     })
 }
 
+/// One line per verdict: `PASS`/`FAIL`, the criterion, what was measured.
+pub fn verdict_lines(verdicts: &[verdict::Verdict]) -> String {
+    let mut text = String::new();
+    for verdict in verdicts {
+        let mark = if verdict.passed { "PASS" } else { "FAIL" };
+        text.push_str(&format!("{mark}  {}: {}\n", verdict.criterion, verdict.detail));
+    }
+    text
+}
+
 /// The verdicts as text: one line per criterion, `PASS`/`FAIL`, what was measured; then the wall time and CSV.
 pub fn report(outcome: &Outcome) -> String {
-    let mut text = String::new();
-    for verdict in &outcome.verdicts {
-        let mark = if verdict.passed { "PASS" } else { "FAIL" };
-        text.push_str(&format!(
-            "{mark}  {}: {}\n",
-            verdict.criterion, verdict.detail
-        ));
-    }
+    let mut text = verdict_lines(&outcome.verdicts);
     text.push_str(&format!(
         "wall time {:.0} s; samples in {}",
         outcome.wall.as_secs_f64(),

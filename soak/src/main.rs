@@ -37,6 +37,10 @@ struct Args {
     /// Seconds of each window the stability criterion compares (default: a tenth of the judged part, ≥ 10).
     #[arg(long)]
     window: Option<u64>,
+    /// Judges the CSV of an earlier soak of the same MINUTES (its stability criteria only: the kills, halts
+    /// and runs are in that soak's journal) instead of running one.
+    #[arg(long, value_name = "CSV")]
+    judge: Option<PathBuf>,
 }
 
 fn config(args: Args) -> anyhow::Result<soak::Config> {
@@ -53,10 +57,19 @@ fn config(args: Args) -> anyhow::Result<soak::Config> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let outcome = match config(Args::parse()) {
-        Ok(config) => soak::run(config).await,
-        Err(error) => Err(error),
+    let args = Args::parse();
+    let judge = args.judge.clone();
+    let config = match config(args) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("soak: {error:#}");
+            return ExitCode::from(2);
+        }
     };
+    if let Some(csv) = judge {
+        return judge_csv(&config, &csv);
+    }
+    let outcome = soak::run(config).await;
     match outcome {
         Ok(outcome) => {
             println!("{}", soak::report(&outcome));
@@ -68,6 +81,24 @@ async fn main() -> ExitCode {
         }
         Err(error) => {
             eprintln!("soak: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints the stability verdicts of `csv`; exits 1 when one failed, 2 when the CSV cannot be read.
+fn judge_csv(config: &soak::Config, csv: &std::path::Path) -> ExitCode {
+    match soak::verdict::stability_verdicts(config, csv) {
+        Ok(verdicts) => {
+            print!("{}", soak::verdict_lines(&verdicts));
+            if verdicts.iter().all(|verdict| verdict.passed) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(error) => {
+            eprintln!("soak: {}: {error:#}", csv.display());
             ExitCode::from(2)
         }
     }

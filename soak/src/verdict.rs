@@ -158,7 +158,9 @@ pub fn ceiling(name: &str, points: &[(f64, f64)], window: f64) -> Verdict {
     verdict(criterion, passed, detail)
 }
 
-fn stability_verdicts(config: &Config, csv: &Path) -> anyhow::Result<Vec<Verdict>> {
+/// The stability criteria (RSS, descriptors, sockets of every judged process) of the samples in `csv`, judged
+/// with `config`'s warm-up, window and kill interval: the part of a soak's verdict that its CSV alone holds.
+pub fn stability_verdicts(config: &Config, csv: &Path) -> anyhow::Result<Vec<Verdict>> {
     let mut columns = read_csv(csv)?;
     for process in PROCESSES {
         let (fds, sockets) = (

@@ -70,9 +70,10 @@ async fn send(
     let stream = UnixStream::connect(&socket).await?;
     let io = TokioIo::new(Capped::new(stream, cap, time));
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
-    // Ends with the answer's last byte, or when the cap or the time is passed (the read fails).
+    // Ends with the answer's last byte, or when the cap or the time is passed (the read fails). With upgrades:
+    // an exec's attached start hijacks the connection (`101 UPGRADED`), and its stream is read through the cap.
     tokio::spawn(async move {
-        if let Err(error) = connection.await {
+        if let Err(error) = connection.with_upgrades().await {
             tracing::debug!(%error, "engine connection ended");
         }
     });

@@ -15,6 +15,8 @@ mod not_measured;
 mod predicted;
 mod rejected;
 mod run;
+mod sampled_counters;
+mod served;
 mod student;
 #[cfg(test)]
 mod tests;
@@ -213,6 +215,10 @@ impl PredictedCondition {
                         crate::metric::checkout_endpoint(),
                     ))
                     .map(|s| s.mean),
+                dependency_mean_ms: prediction.breaker.split_once("->").and_then(|(_, dependency)| {
+                    let key = MetricKey::breaker(MetricName::DependencyMeanMs, prediction.breaker.clone());
+                    Some((dependency.to_owned(), stats.summary(&key)?.mean))
+                }),
             };
             checks(&prediction, |key| per_breaker_summary(stats, key), evidence)
         });

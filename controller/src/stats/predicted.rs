@@ -150,21 +150,25 @@ pub struct Check {
     pub flag: Option<String>,
 }
 
-/// What the runs measured that a flag can cite: the checkout's median latency, against the model's zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What the runs measured that a flag can cite, against the model's calls that take no time: the checkout's
+/// median latency, and the mean latency the modelled breaker's dependency answered with (its own `/metrics`).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     pub checkout_p50_ms: Option<f64>,
+    /// The dependency (`payment`) and its measured mean latency.
+    pub dependency_mean_ms: Option<(String, f64)>,
 }
 
 /// The model assumption most likely behind a measurement of `metric` outside its band, with the measured
 /// figure behind it where there is one.
-pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: Evidence) -> String {
-    let queueing = match evidence.checkout_p50_ms {
-        Some(ms) => format!(
-            "queueing: the model's checkouts take no time, the measured checkout median is {ms:.0} ms"
-        ),
-        None => "queueing: the model's checkouts take no time".to_owned(),
-    };
+pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Evidence) -> String {
+    let mut queueing = "queueing: the model's calls take no time".to_owned();
+    if let Some((dependency, ms)) = &evidence.dependency_mean_ms {
+        queueing.push_str(&format!(", {dependency} answered in {ms:.1} ms on average (measured)"));
+    }
+    if let Some(ms) = evidence.checkout_p50_ms {
+        queueing.push_str(&format!(", the measured checkout median is {ms:.0} ms"));
+    }
     match (metric, measured_above) {
         (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => format!(
             "more failing calls per open window than the model's arrivals (its load has no retries); {queueing}"
@@ -209,7 +213,7 @@ pub fn checks(
             let high = summary.ci_high.unwrap_or(summary.mean);
             let flag = predicted
                 .misses(low, high)
-                .then(|| likely_reason(key.metric, low > predicted.band_high, evidence));
+                .then(|| likely_reason(key.metric, low > predicted.band_high, &evidence));
             Some(Check {
                 metric: key.metric,
                 breaker: key.breaker,
@@ -271,15 +275,18 @@ mod tests {
         assert!(summed.is_empty(), "{summed:?}");
         let evidence = Evidence {
             checkout_p50_ms: Some(412.0),
+            dependency_mean_ms: Some(("payment".to_owned(), 37.25)),
         };
         let halved = checks(
             &on,
             |key| (key == &opens).then(|| summary(on.breaker_opens.band_low / 2.0 - 5.0)),
-            evidence,
+            evidence.clone(),
         );
         let reason = halved[0].flag.as_deref().expect("flagged");
         assert!(
-            reason.contains("queueing") && reason.contains("412 ms"),
+            reason.contains("queueing")
+                && reason.contains("412 ms")
+                && reason.contains("payment answered in 37.2 ms on average"),
             "{reason}"
         );
         let low = checks(

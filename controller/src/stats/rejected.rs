@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::sampled_counters::{counter_increases, label_value};
 use crate::store::SampleRow;
 
 const CALLS_SERIES: &str = "boutique_dependency_calls_total{";
@@ -15,59 +16,18 @@ fn rejected_breaker(series: &str) -> Option<&str> {
     if !labels.contains("result=\"rejected\"") {
         return None;
     }
-    let start = labels.find("breaker=\"")? + "breaker=\"".len();
-    let end = labels[start..].find('"')?;
-    Some(&labels[start..start + end])
+    label_value(labels, "breaker")
 }
 
-/// Each breaker's rejected-calls counter in one sample, summed over labels.
-fn counters(sample: &SampleRow) -> BTreeMap<String, f64> {
-    let mut counters = BTreeMap::new();
-    let metrics = sample
-        .collector
-        .extra
-        .as_ref()
-        .and_then(|extra| extra.get("metrics"))
-        .and_then(|metrics| metrics.as_object());
-    for series in metrics.into_iter().flat_map(|m| m.values()) {
-        for (name, value) in series.as_object().into_iter().flatten() {
-            if let (Some(breaker), Some(value)) = (rejected_breaker(name), value.as_f64()) {
-                *counters.entry(breaker.to_owned()).or_insert(0.0) += value;
-            }
-        }
-    }
-    counters
-}
-
-/// Calls each breaker rejected over the seconds `measured` keeps: the counters' increase from the last sample
-/// before them (or their first) to their last, step by step, a counter that went down (a restart) counted from
-/// zero. Empty when no sample had the counters.
+/// Calls each breaker rejected over the seconds `measured` keeps ([`counter_increases`] of the rejected-calls
+/// counters, by breaker).
 pub(super) fn rejected_per_breaker(
     samples: &[SampleRow],
     measured: impl Fn(i64) -> bool,
 ) -> BTreeMap<String, f64> {
-    let mut ordered: Vec<&SampleRow> = samples.iter().collect();
-    ordered.sort_by_key(|sample| sample.second);
-    let first = ordered.iter().position(|s| measured(s.second));
-    let Some(first) = first else {
-        return BTreeMap::new();
-    };
-    let from = first.saturating_sub(1);
-    let kept: Vec<BTreeMap<String, f64>> = ordered[from..]
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| *i + from < first || measured(s.second))
-        .map(|(_, s)| counters(s))
-        .collect();
-    let mut rejected: BTreeMap<String, f64> = BTreeMap::new();
-    for pair in kept.windows(2) {
-        for (breaker, &now) in &pair[1] {
-            let before = pair[0].get(breaker).copied().unwrap_or(now);
-            let increase = if now >= before { now - before } else { now };
-            *rejected.entry(breaker.clone()).or_insert(0.0) += increase;
-        }
-    }
-    rejected
+    counter_increases(samples, measured, |series| {
+        rejected_breaker(series).map(str::to_owned)
+    })
 }
 
 #[cfg(test)]

@@ -248,6 +248,14 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
         );
     }
 
+    let measured = |second| window.midpoint(second).is_some();
+    for (breaker, ms) in super::served::dependency_mean_ms(&data.samples, measured) {
+        put(
+            MetricKey::breaker(MetricName::DependencyMeanMs, breaker),
+            Some(ms),
+        );
+    }
+
     let probes = probes_per_second(&data.samples, &window);
     put(
         MetricKey::run(MetricName::ProbesPeakPerS),

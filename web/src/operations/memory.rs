@@ -424,9 +424,10 @@ impl Operations for MemoryOperations {
     }
 }
 
-/// A stored prediction of the one condition: 56–60 opens predicted, none measured yet.
+/// A stored prediction of the one condition: 56–60 opens of Checkout's breaker on Payment and 50–55 of the
+/// frontend's on Checkout predicted, none measured yet.
 fn predicted_opens() -> controller::stats::PredictedCondition {
-    use controller::predict::{Band, NotModelled, Prediction};
+    use controller::predict::{Band, BreakerPrediction, Prediction};
     let band = |low: f64, high: f64| Band {
         low,
         mean: (low + high) / 2.0,
@@ -439,10 +440,7 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
         Prediction {
             condition: 0,
             breaker: "checkout->payment".into(),
-            not_modelled: vec![NotModelled {
-                breaker: "frontend->checkout".into(),
-                reason: "not modelled: the simulator has one breaker, on Payment".into(),
-            }],
+            not_modelled: Vec::new(),
             breaker_opens: band(56.0, 60.0),
             rejected: band(0.0, 0.0),
             checkout_failure: band(1.0, 1.0),
@@ -450,7 +448,13 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
             time_open_s: band(1700.0, 1750.0),
             opens_bound: Some(62),
             breaker_rejected: None,
-            upstream: Vec::new(),
+            upstream: vec![BreakerPrediction {
+                breaker: "frontend->checkout".into(),
+                opens: band(50.0, 55.0),
+                time_open_s: band(1650.0, 1720.0),
+                rejected: band(0.0, 0.0),
+                opens_bound: Some(62),
+            }],
             opens_estimate: Some(57.98),
         },
         "error@1.00/enforce".into(),
