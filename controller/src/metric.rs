@@ -53,10 +53,16 @@ pub enum MetricName {
     ProbesPeakPerS,
     /// Half-open probes reaching the fault agent's service per second, over the measured window.
     ProbesMeanPerS,
+    /// Most half-open probes the fault agent counted in one 10 ms bucket of the measured window (its
+    /// `GET /_agent/probes`, summed over agents): the storm's height at the agent's resolution.
+    ProbesPeakPer10ms,
+    /// Most half-open probes the fault agent counted in any 1 s (100 consecutive 10 ms buckets) of the measured
+    /// window, not only in the sampler's seconds.
+    ProbesPeakPerSExact,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 20] = [
+    pub const ALL: [MetricName; 22] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -77,6 +83,8 @@ impl MetricName {
         MetricName::EnergyPerOkJ,
         MetricName::ProbesPeakPerS,
         MetricName::ProbesMeanPerS,
+        MetricName::ProbesPeakPer10ms,
+        MetricName::ProbesPeakPerSExact,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +109,8 @@ impl MetricName {
             MetricName::EnergyPerOkJ => "energy_per_ok_j",
             MetricName::ProbesPeakPerS => "probes_peak_per_s",
             MetricName::ProbesMeanPerS => "probes_mean_per_s",
+            MetricName::ProbesPeakPer10ms => "probes_peak_per_10ms",
+            MetricName::ProbesPeakPerSExact => "probes_peak_per_s_exact",
         }
     }
 
@@ -140,6 +150,7 @@ impl MetricName {
             MetricName::PowerW => "W",
             MetricName::EnergyPerOkJ => "J/ok",
             MetricName::ProbesPeakPerS | MetricName::ProbesMeanPerS => "probes/s",
+            MetricName::ProbesPeakPer10ms | MetricName::ProbesPeakPerSExact => "probes",
         }
     }
 }
