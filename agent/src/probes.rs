@@ -26,12 +26,21 @@ pub const MAX_PROBE_MS: u64 = 253_402_300_799_999;
 /// unknown or repeated key is refused, naming it.
 pub fn parse_window(query: Option<&str>) -> Result<(u64, u64), InvalidFault> {
     let (mut since, mut until) = (None, None);
-    for pair in query.unwrap_or("").split('&').filter(|pair| !pair.is_empty()) {
+    for pair in query
+        .unwrap_or("")
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+    {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let slot = match key {
             "since_ms" => &mut since,
             "until_ms" => &mut until,
-            _ => return Err(InvalidFault::new(key, "unknown parameter (since_ms, until_ms)")),
+            _ => {
+                return Err(InvalidFault::new(
+                    key,
+                    "unknown parameter (since_ms, until_ms)",
+                ));
+            }
         };
         if slot.is_some() {
             return Err(InvalidFault::new(key, "given twice"));
@@ -43,7 +52,9 @@ pub fn parse_window(query: Option<&str>) -> Result<(u64, u64), InvalidFault> {
             .ok_or_else(|| {
                 InvalidFault::new(
                     key,
-                    format!("must be whole milliseconds since the Unix epoch, at most {MAX_PROBE_MS}"),
+                    format!(
+                        "must be whole milliseconds since the Unix epoch, at most {MAX_PROBE_MS}"
+                    ),
                 )
             })?;
         *slot = Some(millis);
@@ -128,10 +139,7 @@ mod tests {
     #[test]
     fn windows_are_checked_and_name_the_field() {
         assert_eq!(parse_window(None).unwrap(), (0, MAX_PROBE_MS));
-        assert_eq!(
-            parse_window(Some("since_ms=5&until_ms=9")).unwrap(),
-            (5, 9)
-        );
+        assert_eq!(parse_window(Some("since_ms=5&until_ms=9")).unwrap(), (5, 9));
         let field = |query| parse_window(Some(query)).unwrap_err().field;
         assert_eq!(field("since_ms=x"), "since_ms");
         assert_eq!(field("until_ms=253402300800000"), "until_ms");

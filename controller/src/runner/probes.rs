@@ -89,7 +89,12 @@ mod tests {
         // The one after the window (9 s) is not asked for.
         assert_eq!(
             read.buckets,
-            [(start, 3), (start + 400, 1), (start + 1_390, 1), (start + 3_000, 1)]
+            [
+                (start, 3),
+                (start + 400, 1),
+                (start + 1_390, 1),
+                (start + 3_000, 1)
+            ]
         );
         assert_eq!(peak_per_bucket(&read.buckets, start, start + 5_000), 3);
         // 0 .. 1 s holds 3 + 1; 0.4 s .. 1.4 s holds 1 + 1: the peak second is 4.

@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 const SECOND_MS: i64 = 1_000;
 
 /// The buckets of several agents summed by their start, ascending.
-pub fn sum_over_agents<'a>(
-    answers: impl IntoIterator<Item = &'a [(i64, u64)]>,
-) -> Vec<(i64, u64)> {
+pub fn sum_over_agents<'a>(answers: impl IntoIterator<Item = &'a [(i64, u64)]>) -> Vec<(i64, u64)> {
     let mut sums: BTreeMap<i64, u64> = BTreeMap::new();
     for buckets in answers {
         for &(start_ms, count) in buckets {

@@ -127,7 +127,9 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
         (
             RunEvent::ProbeBuckets(crate::store::ProbeBucketsRead {
                 agents: vec!["http://payment:8080".into()],
-                errors: vec!["GET http://payment-2:8080/_agent/probes?since_ms=0&until_ms=9: refused".into()],
+                errors: vec![
+                    "GET http://payment-2:8080/_agent/probes?since_ms=0&until_ms=9: refused".into(),
+                ],
                 since_ms: 0,
                 until_ms: 9,
                 bucket_ms: 10,
