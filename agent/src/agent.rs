@@ -26,6 +26,7 @@ use crate::config::AgentConfig;
 use crate::fault_table::decision::{self, DecisionRules, Injection, Request};
 use crate::fault_table::{ActiveFault, FaultTable};
 use crate::metrics::Counters;
+use crate::probes::{ProbeBuckets, ProbeLog};
 use crate::reaper::{Reap, deadline_after, reap_leases};
 use crate::refusal::{AgentError, check_delay, checked_lease};
 
@@ -54,6 +55,8 @@ struct Shared {
     events: broadcast::Sender<AgentEvent>,
     event_seq: AtomicU64,
     counters: Counters,
+    /// Each probe's arrival in its 10 ms bucket (the last ten minutes); locked by probes only.
+    probes: Mutex<ProbeLog>,
     reaper_wake: Arc<Notify>,
     reaper_started: AtomicBool,
 }
@@ -94,6 +97,7 @@ impl Agent {
                 events,
                 event_seq: AtomicU64::new(0),
                 counters: Counters::default(),
+                probes: Mutex::new(ProbeLog::default()),
                 reaper_wake: Arc::new(Notify::new()),
                 reaper_started: AtomicBool::new(false),
             }),
@@ -128,12 +132,24 @@ impl Agent {
         self.shared.counters.requests_held.clone()
     }
 
-    /// Counts a request marked as a caller's half-open probe ([`crate::PROBE_HEADER`]).
+    /// Counts a request marked as a caller's half-open probe ([`crate::PROBE_HEADER`]), in the total and in the
+    /// 10 ms bucket of the wall clock now ([`crate::probes`]).
     pub fn record_probe(&self) {
+        self.record_probe_at(unix_millis());
+    }
+
+    /// [`Agent::record_probe`] for a probe that arrived at `at_ms` (ms since the Unix epoch).
+    pub fn record_probe_at(&self, at_ms: u64) {
         self.shared
             .counters
             .probes_seen
             .fetch_add(1, Ordering::Relaxed);
+        self.shared.probes.lock().record(at_ms);
+    }
+
+    /// The non-empty 10 ms buckets of probes starting in `[since_ms, until_ms)` (of the last ten minutes).
+    pub fn probe_buckets(&self, since_ms: u64, until_ms: u64) -> ProbeBuckets {
+        self.shared.probes.lock().window(since_ms, until_ms)
     }
 
     /// Requests marked as a caller's half-open probe so far.

@@ -1,5 +1,5 @@
 //! The fault API (the agent's control surface): an axum router for `/_agent/...` (list, put, renew, delete, halt,
-//! limits, event stream, metrics).
+//! limits, event stream, metrics, probes in 10 ms buckets).
 //!
 //! Reads (`GET`) are open; every mutation needs `Authorization: Bearer <token>`, compared in constant time, and is
 //! checked before the body is even parsed, so a refused request changes nothing. Wrong tokens are throttled per
@@ -10,7 +10,7 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{FromRef, FromRequestParts, Path, State};
+use axum::extract::{FromRef, FromRequestParts, Path, RawQuery, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -58,6 +58,7 @@ pub fn router(agent: Agent) -> Router {
         .route("/_agent/halt", post(halt))
         .route("/_agent/stream", get(stream_events))
         .route("/_agent/metrics", get(metrics))
+        .route("/_agent/probes", get(probes))
         .with_state(ControlState {
             agent,
             throttle: Arc::default(),
@@ -251,6 +252,16 @@ pub(crate) async fn metrics(State(agent): State<Agent>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)],
         agent.render_metrics(),
     )
+}
+
+/// `GET /_agent/probes?since_ms=…&until_ms=…`: the non-empty 10 ms buckets of probes in the window
+/// ([`crate::probes::ProbeBuckets`], at most [`crate::probes::PROBE_BUCKETS_KEPT`] of them).
+async fn probes(
+    State(agent): State<Agent>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<crate::probes::ProbeBuckets>, FaultApiError> {
+    let (since_ms, until_ms) = crate::probes::parse_window(query.as_deref())?;
+    Ok(Json(agent.probe_buckets(since_ms, until_ms)))
 }
 
 async fn stream_events(

@@ -8,6 +8,7 @@
 //!   `FaultLayer::new(agent)`.
 //! - [`fault_api::router`] serves the fault API (control of faults) under `/_agent/`: `fault_api::router(agent)`.
 //! - [`sidecar`] is the standalone reverse proxy behind `tolerant agent`.
+//! - [`probes`] keeps each probe's arrival in 10 ms buckets (`GET /_agent/probes`).
 //! - [`api`] holds the wire types shared with the controller.
 //!
 //! # Order in which faults are checked
@@ -26,6 +27,7 @@ pub mod fault_api;
 mod fault_table;
 pub mod inject;
 mod metrics;
+pub mod probes;
 mod reaper;
 mod refusal;
 pub mod rng;

@@ -494,6 +494,34 @@ async fn metrics_are_prometheus_text() {
     assert!(text.contains("# TYPE tolerant_agent_requests_total counter\n"));
 }
 
+#[tokio::test]
+async fn probes_come_in_10_ms_buckets_of_the_asked_window() {
+    let agent = agent();
+    for at_ms in [1_000_003, 1_000_007, 1_000_011, 1_002_000] {
+        agent.record_probe_at(at_ms);
+    }
+    assert_eq!(agent.probes_seen(), 4);
+    let get = |uri: &str| {
+        agent::fault_api::router(agent.clone())
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+    };
+    let response = get("/_agent/probes?since_ms=1000000&until_ms=1002000")
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        answer,
+        json!({"bucket_ms": 10, "buckets": [[1_000_000, 2], [1_000_010, 1]]})
+    );
+    let refused = get("/_agent/probes?since_ms=soon").await.unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let body = refused.into_body().collect().await.unwrap().to_bytes();
+    let error: ErrorBody = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error.field.as_deref(), Some("since_ms"));
+}
+
 /// `.` and `..` are refused as fault ids (a URL path resolves them, so such a fault could not be renewed or
 /// deleted afterwards); ids merely holding dots are fine.
 #[tokio::test]

@@ -56,10 +56,16 @@ pub enum MetricName {
     /// Mean latency with which one breaker's dependency answered in the measured window (from the dependency's
     /// own `/metrics`: every request it served), milliseconds; per breaker only, never summed.
     DependencyMeanMs,
+    /// Most half-open probes the fault agent counted in one 10 ms bucket of the measured window (its
+    /// `GET /_agent/probes`, summed over agents): the storm's height at the agent's resolution.
+    ProbesPeakPer10ms,
+    /// Most half-open probes the fault agent counted in any 1 s (100 consecutive 10 ms buckets) of the measured
+    /// window, not only in the sampler's seconds.
+    ProbesPeakPerSExact,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 21] = [
+    pub const ALL: [MetricName; 23] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -81,6 +87,8 @@ impl MetricName {
         MetricName::ProbesPeakPerS,
         MetricName::ProbesMeanPerS,
         MetricName::DependencyMeanMs,
+        MetricName::ProbesPeakPer10ms,
+        MetricName::ProbesPeakPerSExact,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -106,6 +114,8 @@ impl MetricName {
             MetricName::ProbesPeakPerS => "probes_peak_per_s",
             MetricName::ProbesMeanPerS => "probes_mean_per_s",
             MetricName::DependencyMeanMs => "dependency_mean_ms",
+            MetricName::ProbesPeakPer10ms => "probes_peak_per_10ms",
+            MetricName::ProbesPeakPerSExact => "probes_peak_per_s_exact",
         }
     }
 
@@ -146,6 +156,7 @@ impl MetricName {
             MetricName::PowerW => "W",
             MetricName::EnergyPerOkJ => "J/ok",
             MetricName::ProbesPeakPerS | MetricName::ProbesMeanPerS => "probes/s",
+            MetricName::ProbesPeakPer10ms | MetricName::ProbesPeakPerSExact => "probes",
         }
     }
 }

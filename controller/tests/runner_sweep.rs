@@ -6,7 +6,7 @@
 use controller::load::endpoint;
 use controller::runner::{Progress, Runner, RunnerError};
 use controller::spec::BreakerMode;
-use controller::store::Status;
+use controller::store::{RunEvent, RunEventKind, Status};
 use controller::test_support::{self, TempStore};
 use controller::testbed::start_embedded_stack;
 
@@ -96,7 +96,23 @@ async fn small_sweep_stores_every_run_with_plausible_figures() {
         assert!(samples.iter().any(|s| s.collector.cpu_seconds.is_some()));
         let histograms = store.endpoint_histograms(run.id).await.unwrap();
         let transitions = store.transitions(run.id).await.unwrap();
-        let faults = store.run_events(run.id).await.unwrap();
+        let (probes, faults): (Vec<_>, Vec<_>) = store
+            .run_events(run.id)
+            .await
+            .unwrap()
+            .into_iter()
+            .partition(|f| f.event.kind() == RunEventKind::ProbeBuckets);
+        // Every run's end read the agent's probes in 10 ms buckets, once.
+        match &probes[..] {
+            [probes] => match &probes.event {
+                RunEvent::ProbeBuckets(read) => {
+                    assert_eq!(read.agents.len(), 1, "{read:?}");
+                    assert!(read.errors.is_empty(), "{read:?}");
+                }
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{}: {other:?}", run.condition_label),
+        }
         let rejected: u64 = histograms.iter().map(|h| h.outcomes.rejected).sum();
         let label = &run.condition_label;
 
@@ -198,7 +214,7 @@ window = "3s"
         .unwrap()
         .into_iter()
         .map(|f| f.event.kind().as_str().to_owned())
-        .filter(|e| !e.starts_with("agent:"))
+        .filter(|e| !e.starts_with("agent:") && !e.starts_with("probes:"))
         .collect();
     assert_eq!(
         events.first().map(String::as_str),

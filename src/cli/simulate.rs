@@ -287,7 +287,14 @@ fn text_report(settings: &Settings, run: &Simulation) -> String {
         t.probes, t.peak_probes_per_s
     ));
     if let Some(jitter) = c.jitter_needed_s {
-        out.push_str(&format!("; jitter needed {jitter:.2} s"));
+        let probes = match settings.half_open {
+            HalfOpen::Probes(probes) => probes.to_string(),
+            HalfOpen::EveryArrival => "p".to_owned(),
+        };
+        out.push_str(&format!(
+            "; jitter needed Δ ≥ N × p / C_warm = {} × {probes} / {} = {jitter:.2} s",
+            settings.instances, settings.warm_capacity
+        ));
     }
     if let Some(exhaustion) = c.time_to_exhaustion_s {
         out.push_str(&format!("; time to pool exhaustion {exhaustion:.2} s"));

@@ -282,7 +282,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             warmup: None,
         },
         breaker: config,
-        instances: 1,
+        instances: spec.breaker.instances,
         workers: None,
         seed,
         log_calls: false,

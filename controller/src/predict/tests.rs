@@ -269,3 +269,21 @@ fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
     );
     assert_eq!((band.low, band.high, band.mean), (0.0, 39.0, 19.5));
 }
+
+// The probe storm at 50 replicas: each replica's breaker sees a fiftieth of the checkouts and opens about as often
+// as one breaker seeing them all (it trips on its own fifth failure), so the opens summed over the instances the
+// spec names are far more than one breaker's.
+#[test]
+fn the_predictions_model_the_specs_instances() {
+    let source = include_str!("../../../experiments/probe-storm-n50.toml");
+    let fifty = prediction(&test_support::spec(source), 1.0, BreakerMode::Enforce);
+    let one = prediction(
+        &test_support::spec(&source.replace("instances = 50", "instances = 1")),
+        1.0,
+        BreakerMode::Enforce,
+    );
+    assert!(
+        fifty.breaker_opens.mean > 20.0 * one.breaker_opens.mean,
+        "{fifty:?} vs {one:?}"
+    );
+}

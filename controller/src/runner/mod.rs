@@ -11,6 +11,7 @@
 mod drive;
 mod error;
 mod preflight;
+mod probes;
 mod recorder;
 pub mod replicas;
 mod resume;

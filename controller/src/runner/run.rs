@@ -56,6 +56,7 @@ impl Runner {
         }
         // Foreign breakers: a baseline scrape of every source before the run exists.
         scope.follow_foreign(&spec.sources).await?;
+        let started_at_ms = now_ms();
         let run = self
             .store
             .start_run(
@@ -63,7 +64,7 @@ impl Runner {
                 planned,
                 spec.run_warmup(),
                 spec.run_duration(),
-                now_ms(),
+                started_at_ms,
             )
             .await?;
         scope.spool_to(self.store.clone(), run);
@@ -125,6 +126,11 @@ impl Runner {
             ));
         }
         let container_samples = std::mem::take(&mut ended.container_samples);
+        // Read before the next run's reset: the agents keep ten minutes of buckets.
+        let agents = [testbed.agent.as_str()];
+        ended.fault_events.push(
+            super::probes::probe_buckets_event(&self.admin, &agents, started_at_ms, now_ms()).await,
+        );
 
         // Energy of the measured part (seconds after the warmup), labelled measured or modelled.
         let warmup_seconds = spec.run_warmup().as_secs_f64().ceil() as u64;

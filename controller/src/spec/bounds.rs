@@ -14,6 +14,8 @@ pub const MIN_RUN_DURATION: Duration = Duration::from_secs(1);
 pub const MAX_USERS: u32 = 100_000;
 /// Upper bound on `load.workers` (load workers a run's users are split between).
 pub const MAX_WORKERS: u32 = 1_000;
+/// Upper bound on `breaker.instances` (replicas of the calling service the predictions model).
+pub const MAX_BREAKER_INSTANCES: u32 = 10_000;
 /// Upper bound on `rounds`.
 pub const MAX_ROUNDS: u32 = 1_000;
 /// Upper bound on the runs of one experiment (conditions × rounds), each stored as a row.

@@ -205,6 +205,10 @@ pub struct BreakerSpec {
     /// The services whose breakers take each condition's mode and config (`breaker.services`); every other
     /// service's breakers are disabled for the run. `None`: every service's.
     pub services: Option<Vec<ServiceId>>,
+    /// `breaker.instances`: replicas of the calling service, each with its own breaker, recovering together
+    /// (default 1). The testbed's replicas are found at run time (`--compose`, …); this is what the predictions
+    /// model, their opens, time open and rejections summed over the instances as the measurements are.
+    pub instances: u32,
     /// The rest of the `[breaker]` table (`trip`, `open`, `half_open`) in the breaker crate's
     /// vocabulary, validated by it, as written (unscaled; `mode` is set per condition).
     /// Absent sections take the breaker crate's defaults.

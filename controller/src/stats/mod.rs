@@ -13,6 +13,7 @@ mod criteria;
 mod error;
 mod not_measured;
 mod predicted;
+pub mod probes;
 mod rejected;
 mod run;
 mod sampled_counters;
@@ -92,6 +93,17 @@ pub async fn load_experiment(
                 .await?,
             endpoint_histograms: store.endpoint_histograms(run.id).await?,
             transitions: store.transitions(run.id).await?,
+            probe_buckets: store
+                .run_events(run.id)
+                .await?
+                .into_iter()
+                .find_map(|record| match record.event {
+                    // Buckets no agent answered for are no measurement, not a zero.
+                    crate::store::RunEvent::ProbeBuckets(read) if !read.agents.is_empty() => {
+                        Some(read.buckets)
+                    }
+                    _ => None,
+                }),
             run,
         };
         keys.push(ConditionKey::of(&data.run));

@@ -34,6 +34,8 @@ pub struct RunData {
     pub endpoint_seconds: Vec<EndpointSecondRow>,
     pub endpoint_histograms: Vec<EndpointHistogramRow>,
     pub transitions: Vec<TransitionRecord>,
+    /// The agents' probes per 10 ms bucket over the run (its `probes:buckets` event), if they were read.
+    pub probe_buckets: Option<Vec<(i64, u64)>>,
 }
 
 /// One slice of a run's measured window: mean cart size and mean `GET /cart` latency in it (a condition's
@@ -216,6 +218,16 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
     if let Some(start_ms) = run.started_at_ms {
         let from_ms = start_ms + run.warmup_ms.max(0);
         let to_ms = from_ms + run.duration_ms.max(0);
+        if let Some(buckets) = &data.probe_buckets {
+            put(
+                MetricKey::run(MetricName::ProbesPeakPer10ms),
+                Some(super::probes::peak_per_bucket(buckets, from_ms, to_ms) as f64),
+            );
+            put(
+                MetricKey::run(MetricName::ProbesPeakPerSExact),
+                Some(super::probes::peak_per_second(buckets, from_ms, to_ms) as f64),
+            );
+        }
         // Per breaker, and the run's figure as the sum of the same per-breaker figures.
         let per_breaker = per_breaker_time_open(&data.transitions, from_ms, to_ms);
         for (breaker, &(opens, open_ms)) in &per_breaker {

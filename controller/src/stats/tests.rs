@@ -14,6 +14,7 @@ use crate::store::{
 };
 
 mod criteria;
+mod probe_buckets;
 
 fn close(actual: f64, expected: f64, tolerance: f64) {
     assert!(
@@ -396,6 +397,7 @@ fn run_data() -> RunData {
         endpoint_seconds,
         endpoint_histograms,
         transitions,
+        probe_buckets: None,
     }
 }
 

@@ -41,9 +41,9 @@ pub use records::{
 };
 pub use records::{AppliedPeriod, STOP_CONDITION_REASON, applied_periods};
 pub use run_events::{
-    AgentReport, BreakerHoldFailure, FaultCall, PutFault, ReplicaEvent, ReplicaGone,
-    ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent, RunEventKind,
-    RunEventRecord,
+    AgentReport, BreakerHoldFailure, FaultCall, ProbeBucketsRead, PutFault, ReplicaEvent,
+    ReplicaGone, ReplicaReplacement, ReplicaSeen, ReplicaStream, ReplicaStreamFailed, RunEvent,
+    RunEventKind, RunEventRecord,
 };
 
 /// Default database: a SQLite file in the working directory.

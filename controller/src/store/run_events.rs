@@ -50,6 +50,25 @@ pub enum RunEvent {
         count: u64,
         why: String,
     },
+    /// The fault agent's half-open probes over the run in 10 ms buckets (`GET /_agent/probes` at its end).
+    ProbeBuckets(ProbeBucketsRead),
+}
+
+/// Probes per 10 ms bucket over a run, summed over the agents that answered: what `probes_peak_per_10ms` and
+/// `probes_peak_per_s_exact` are computed from (`stats::probes`), stored whole so a reader can re-derive them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeBucketsRead {
+    /// The agents' base URLs that answered.
+    pub agents: Vec<String>,
+    /// Why an agent did not answer (its URL in the message); the buckets are then those of the others.
+    pub errors: Vec<String>,
+    /// The window asked for, `[since_ms, until_ms)`, ms since the Unix epoch.
+    pub since_ms: i64,
+    pub until_ms: i64,
+    pub bucket_ms: u64,
+    /// `[start_ms, probes]` of every non-empty bucket, ascending by start.
+    pub buckets: Vec<(i64, u64)>,
 }
 
 /// What happened to a replica during a run, under its label (`checkout#2`).
@@ -225,11 +244,13 @@ pub enum RunEventKind {
     SourceScrapeFailed,
     #[serde(rename = "transitions:not_stored")]
     TransitionsNotStored,
+    #[serde(rename = "probes:buckets")]
+    ProbeBuckets,
 }
 
 impl RunEventKind {
     /// Every kind, for reading stored text back.
-    pub const ALL: [RunEventKind; 23] = [
+    pub const ALL: [RunEventKind; 24] = [
         RunEventKind::Applied,
         RunEventKind::ApplyFailed,
         RunEventKind::Renewed,
@@ -253,6 +274,7 @@ impl RunEventKind {
         RunEventKind::ReplicaFollowFailed,
         RunEventKind::SourceScrapeFailed,
         RunEventKind::TransitionsNotStored,
+        RunEventKind::ProbeBuckets,
     ];
 
     /// The stored (and serialised) name.
@@ -281,6 +303,7 @@ impl RunEventKind {
             RunEventKind::ReplicaFollowFailed => "replica:follow_failed",
             RunEventKind::SourceScrapeFailed => "source:scrape_failed",
             RunEventKind::TransitionsNotStored => "transitions:not_stored",
+            RunEventKind::ProbeBuckets => "probes:buckets",
         }
     }
 
@@ -349,6 +372,7 @@ impl RunEvent {
             },
             RunEvent::ScrapeFailed { .. } => RunEventKind::SourceScrapeFailed,
             RunEvent::TransitionsNotStored { .. } => RunEventKind::TransitionsNotStored,
+            RunEvent::ProbeBuckets(_) => RunEventKind::ProbeBuckets,
         }
     }
 }

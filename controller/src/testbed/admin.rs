@@ -379,6 +379,19 @@ impl AdminClient {
         .map(drop)
     }
 
+    /// `GET {agent}/_agent/probes?since_ms=…&until_ms=…`: the agent's half-open probes per 10 ms bucket in the window.
+    pub async fn probe_buckets(
+        &self,
+        agent_url: &str,
+        since_ms: u64,
+        until_ms: u64,
+    ) -> Result<agent::probes::ProbeBuckets, AdminError> {
+        self.get_json(&format!(
+            "{agent_url}/_agent/probes?since_ms={since_ms}&until_ms={until_ms}"
+        ))
+        .await
+    }
+
     /// `PUT {agent}/_agent/faults/{id}`.
     pub async fn put_fault(
         &self,

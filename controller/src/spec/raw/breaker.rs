@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::spec::bounds::MAX_BREAKER_INSTANCES;
 use crate::spec::checker::Checker;
 use crate::spec::error::SpecError;
 use crate::spec::model::{BreakerMode, BreakerSpec};
@@ -15,6 +16,8 @@ use crate::target::ServiceId;
 pub(super) struct RawBreaker {
     pub(super) modes: Spanned<Vec<Spanned<BreakerMode>>>,
     pub(super) services: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Replicas of the calling service, each with its own breaker (the predictions model that many).
+    pub(super) instances: Option<Spanned<u32>>,
     pub(super) trip: Option<Spanned<breaker::RawTripConfig>>,
     pub(super) open: Option<Spanned<breaker::RawOpenConfig>>,
     pub(super) half_open: Option<Spanned<breaker::RawHalfOpenConfig>>,
@@ -172,9 +175,24 @@ pub(super) fn breaker(
             named_configs(check, configs, time_scale)?
         }
     };
+    let instances = match &raw.instances {
+        Some(instances) if !(1..=MAX_BREAKER_INSTANCES).contains(instances.get_ref()) => {
+            return Err(check.error(
+                "breaker.instances",
+                instances.span(),
+                format!(
+                    "{} is not between 1 and {MAX_BREAKER_INSTANCES}",
+                    instances.get_ref()
+                ),
+            ));
+        }
+        Some(instances) => *instances.get_ref(),
+        None => 1,
+    };
     Ok(BreakerSpec {
         modes,
         services,
+        instances,
         config,
         configs,
     })

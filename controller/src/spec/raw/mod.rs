@@ -149,6 +149,7 @@ pub(super) fn parse(source: &str) -> Result<ExperimentSpec, SpecError> {
         None => BreakerSpec {
             modes: vec![BreakerMode::Enforce],
             services: None,
+            instances: 1,
             config: ::breaker::BreakerConfig::default(),
             configs: Vec::new(),
         },

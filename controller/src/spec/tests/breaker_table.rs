@@ -94,3 +94,18 @@ fn breaker_services_narrow_the_config_and_follow_replicas() {
     );
     assert_eq!(error_of(&with("[]")).0, "breaker.services");
 }
+
+#[test]
+fn breaker_instances_default_to_one_and_are_bounded() {
+    assert_eq!(test_support::spec(MINIMAL).breaker.instances, 1);
+    let spec = test_support::spec(&format!(
+        "{MINIMAL}[breaker]\nmodes = [\"enforce\"]\ninstances = 50\n"
+    ));
+    assert_eq!(spec.breaker.instances, 50);
+    for instances in ["0", "10001"] {
+        let source =
+            format!("{MINIMAL}[breaker]\nmodes = [\"enforce\"]\ninstances = {instances}\n");
+        let (field, _, message) = error_of(&source);
+        assert_eq!(field, "breaker.instances", "{message}");
+    }
+}

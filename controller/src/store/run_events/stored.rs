@@ -71,6 +71,7 @@ impl RunEvent {
             } => json!({
                 "service": service, "breaker": breaker, "source": source, "count": count, "why": why
             }),
+            RunEvent::ProbeBuckets(read) => json!(read),
         }
     }
 
@@ -182,6 +183,7 @@ impl RunEvent {
                     why,
                 }
             }
+            RunEventKind::ProbeBuckets => RunEvent::ProbeBuckets(shaped(object)?),
             RunEventKind::AgentApplied
             | RunEventKind::AgentRenewed
             | RunEventKind::AgentExpired

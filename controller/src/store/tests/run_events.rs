@@ -125,6 +125,19 @@ fn cases() -> Vec<(RunEvent, &'static str)> {
             r#"{"breaker":"shop->db","count":80,"service":"shop","source":"push","why":"over the ceiling of 20 transitions a second per breaker"}"#,
         ),
         (
+            RunEvent::ProbeBuckets(crate::store::ProbeBucketsRead {
+                agents: vec!["http://payment:8080".into()],
+                errors: vec![
+                    "GET http://payment-2:8080/_agent/probes?since_ms=0&until_ms=9: refused".into(),
+                ],
+                since_ms: 0,
+                until_ms: 9,
+                bucket_ms: 10,
+                buckets: vec![(0, 3)],
+            }),
+            r#"{"agents":["http://payment:8080"],"bucket_ms":10,"buckets":[[0,3]],"errors":["GET http://payment-2:8080/_agent/probes?since_ms=0&until_ms=9: refused"],"since_ms":0,"until_ms":9}"#,
+        ),
+        (
             call(FaultCall::Applied(PutFault::Pod {
                 pod: "checkout-7d4f9-abcde".into(),
                 replica: "checkout#2".into(),
