@@ -53,10 +53,20 @@ pub enum MetricName {
     ProbesPeakPerS,
     /// Half-open probes reaching the fault agent's service per second, over the measured window.
     ProbesMeanPerS,
+    /// Seconds from the fault's scheduled start to the first time a sampled worker pool was full (every worker
+    /// taken), from the pool's own millisecond stamps; of the pool that filled first.
+    PoolExhaustionS,
+    /// Seconds that pool spent full in the measured window.
+    PoolFullS,
+    /// Times that pool became full in the measured window (each half-open that lets every caller through can
+    /// fill it again).
+    PoolFills,
+    /// Requests refused by a full pool and its full queue (503) in the measured window, every sampled pool.
+    PoolRefused,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 20] = [
+    pub const ALL: [MetricName; 24] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -77,6 +87,10 @@ impl MetricName {
         MetricName::EnergyPerOkJ,
         MetricName::ProbesPeakPerS,
         MetricName::ProbesMeanPerS,
+        MetricName::PoolExhaustionS,
+        MetricName::PoolFullS,
+        MetricName::PoolFills,
+        MetricName::PoolRefused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +115,10 @@ impl MetricName {
             MetricName::EnergyPerOkJ => "energy_per_ok_j",
             MetricName::ProbesPeakPerS => "probes_peak_per_s",
             MetricName::ProbesMeanPerS => "probes_mean_per_s",
+            MetricName::PoolExhaustionS => "pool_exhaustion_s",
+            MetricName::PoolFullS => "pool_full_s",
+            MetricName::PoolFills => "pool_fills",
+            MetricName::PoolRefused => "pool_refused",
         }
     }
 
@@ -140,6 +158,9 @@ impl MetricName {
             MetricName::PowerW => "W",
             MetricName::EnergyPerOkJ => "J/ok",
             MetricName::ProbesPeakPerS | MetricName::ProbesMeanPerS => "probes/s",
+            MetricName::PoolExhaustionS | MetricName::PoolFullS => "s",
+            MetricName::PoolFills => "fills",
+            MetricName::PoolRefused => "requests",
         }
     }
 }

@@ -452,6 +452,7 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
             breaker_rejected: None,
             upstream: Vec::new(),
             opens_estimate: Some(57.98),
+            pool: None,
         },
         "error@1.00/enforce".into(),
         None,
