@@ -195,6 +195,12 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: Evidenc
         (MetricName::CheckoutFailure, true) => {
             "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
         }
+        (MetricName::PoolRefused, _) => {
+            "the model's pool refuses a request as soon as every worker is busy; the testbed's pools queue up to 1024 first and refuse only when the queue is full too, and every sampled pool's refusals are summed".to_owned()
+        }
+        (MetricName::PoolExhaustionS, _) => format!(
+            "the model's pool holds only the calls to the dependency; the testbed's frontend pool also holds every other page while it waits, and a saturated machine can fill it before the fault ({queueing})"
+        ),
         _ => format!("the model has no latency, queueing or retries ({queueing})"),
     }
 }
