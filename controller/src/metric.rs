@@ -63,10 +63,12 @@ pub enum MetricName {
     PoolFills,
     /// Requests refused by a full pool and its full queue (503) in the measured window, every sampled pool.
     PoolRefused,
+    /// Sampled pools already full at the fault's scheduled start (filled by load, not by the fault).
+    PoolsFullAtFault,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 24] = [
+    pub const ALL: [MetricName; 25] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -91,6 +93,7 @@ impl MetricName {
         MetricName::PoolFullS,
         MetricName::PoolFills,
         MetricName::PoolRefused,
+        MetricName::PoolsFullAtFault,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -119,6 +122,7 @@ impl MetricName {
             MetricName::PoolFullS => "pool_full_s",
             MetricName::PoolFills => "pool_fills",
             MetricName::PoolRefused => "pool_refused",
+            MetricName::PoolsFullAtFault => "pools_full_at_fault",
         }
     }
 
@@ -161,6 +165,7 @@ impl MetricName {
             MetricName::PoolExhaustionS | MetricName::PoolFullS => "s",
             MetricName::PoolFills => "fills",
             MetricName::PoolRefused => "requests",
+            MetricName::PoolsFullAtFault => "pools",
         }
     }
 }

@@ -3,8 +3,10 @@
 //! (`boutique::pool_edges`), so the time a hang takes to exhaust a pool is measured at that resolution, not at
 //! the sampler's second.
 //!
-//! - `pool_exhaustion_s`: the first "full" stamp at or after the fault's scheduled start, minus that start (0
-//!   when the pool was already full then); of the sampled pool that filled first. Absent when none filled.
+//! - `pool_exhaustion_s`: the first "full" stamp at or after the fault's scheduled start, minus that start; of
+//!   the sampled pool that filled first. A pool already full at the start (a saturated machine fills the
+//!   frontend's without any fault) has no such stamp until it frees; absent when no pool filled.
+//! - `pools_full_at_fault`: how many sampled pools were already full at the fault's start.
 //! - `pool_full_s`, `pool_fills`: seconds that pool spent full and times it became full in the measured
 //!   window (its counters' increase between the samples at the window's ends).
 //! - `pool_refused`: requests refused by a full pool and its full queue (a 503) in the measured window, every
@@ -40,8 +42,9 @@ fn bodies(samples: &[SampleRow]) -> Bodies {
     by_label
 }
 
-/// When a pool first became full at or after `start_ms` (`start_ms` itself when it was full then), from the
-/// edges of every body and the first "full" since the reset.
+/// When a pool became full at or after `start_ms`: its first "full" edge from then on, from the edges of every
+/// body and the first "full" since the reset. A pool already full at `start_ms` that stays full has none: what
+/// filled it was not the fault.
 fn first_full_after(bodies: &[PoolStats], start_ms: u64) -> Option<u64> {
     let mut edges: BTreeSet<(u64, bool)> = BTreeSet::new();
     for body in bodies {
@@ -49,17 +52,20 @@ fn first_full_after(bodies: &[PoolStats], start_ms: u64) -> Option<u64> {
         edges.extend(fullness.edges.iter().map(|edge| (edge.at_ms, edge.full)));
         edges.extend(fullness.first_full_ms.map(|at_ms| (at_ms, true)));
     }
-    let full_at_start = edges
-        .range(..(start_ms, true))
-        .next_back()
-        .is_some_and(|&(_, full)| full);
-    if full_at_start {
-        return Some(start_ms);
-    }
     edges
         .range((start_ms, false)..)
         .find(|&&(_, full)| full)
         .map(|&(at_ms, _)| at_ms)
+}
+
+/// Whether a pool was full at `at_ms` (its last edge before then says so).
+fn full_at(bodies: &[PoolStats], at_ms: u64) -> bool {
+    bodies
+        .iter()
+        .flat_map(|body| body.fullness.edges.iter())
+        .filter(|edge| edge.at_ms < at_ms)
+        .max_by_key(|edge| edge.at_ms)
+        .is_some_and(|edge| edge.full)
 }
 
 /// The increase of `counter` over the bodies stamped within `[from_ms, to_ms]`, counted from the last body
@@ -137,6 +143,11 @@ pub(super) fn pool_metrics(
         .filter_map(|list| increase(list, from, to, |b| b.rejected))
         .sum();
     out.push((MetricKey::run(MetricName::PoolRefused), refused as f64));
+    let full_at_fault = stamped.values().filter(|list| full_at(list, start)).count();
+    out.push((
+        MetricKey::run(MetricName::PoolsFullAtFault),
+        full_at_fault as f64,
+    ));
     let first = stamped
         .values()
         .filter_map(|list| first_full_after(list, start).map(|at| (at, list)))
@@ -259,6 +270,7 @@ mod tests {
         assert_eq!(get(&figures, MetricName::PoolFills), Some(1.0));
         assert_eq!(get(&figures, MetricName::PoolFullS), Some(28.72));
         assert_eq!(get(&figures, MetricName::PoolRefused), Some(2_800.0));
+        assert_eq!(get(&figures, MetricName::PoolsFullAtFault), Some(0.0));
     }
 
     #[test]
@@ -291,7 +303,12 @@ mod tests {
             T0 as i64,
             (T0 + 90_000) as i64,
         );
-        assert_eq!(get(&figures, MetricName::PoolExhaustionS), Some(0.0));
+        assert_eq!(
+            get(&figures, MetricName::PoolExhaustionS),
+            None,
+            "full before the fault"
+        );
+        assert_eq!(get(&figures, MetricName::PoolsFullAtFault), Some(1.0));
     }
 
     #[test]
