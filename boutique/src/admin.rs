@@ -363,6 +363,7 @@ async fn renew_breaker_lease(State(state): State<AdminState>, _: Authorized) -> 
 
 async fn reset(State(state): State<AdminState>, _: Authorized) -> Response {
     state.ctx.registry.reset();
+    state.ctx.pool.reset_fullness();
     state.hooks.reset();
     StatusCode::NO_CONTENT.into_response()
 }

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod mode_switch;
 pub mod money;
 pub mod pool;
+pub mod pool_edges;
 pub mod request_stats;
 pub mod service_name;
 pub mod services;

@@ -4,7 +4,9 @@
 //! Async services have no threads to exhaust, so the pool is what makes exhaustion real and visible: a
 //! request holds its slot until its response is ready, including the time it spends waiting on a hanging
 //! dependency. That is the cascade a breaker exists to stop (seed 001), and the numbers it exports
-//! (`in_flight`, `queued`, `capacity`) are what the collector samples.
+//! (`in_flight`, `queued`, `capacity`) are what the collector samples. The pool also stamps, in milliseconds
+//! on the clock it is given, when it becomes full and when it stops being full ([`crate::pool_edges`]): a
+//! sample a second cannot see a fill that takes about a second.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -13,19 +15,25 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use breaker::Clock;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::PoolConfig;
+use crate::pool_edges::{Fullness, FullnessStats};
 
 /// Occupancy of a pool at one instant (the `/_pool` body).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStats {
     pub in_flight: usize,
     pub queued: usize,
     pub capacity: usize,
     pub queue_capacity: usize,
     pub rejected: u64,
+    /// When the pool was full (every field defaults, so bodies without them still parse).
+    #[serde(flatten)]
+    pub fullness: FullnessStats,
 }
 
 /// The pool is full and so is its queue.
@@ -42,19 +50,61 @@ pub struct WorkerPool {
     inner: Arc<PoolInner>,
 }
 
-#[derive(Debug)]
 struct PoolInner {
     workers: Arc<Semaphore>,
     capacity: usize,
     queue_capacity: usize,
     queued: AtomicUsize,
     rejected: AtomicU64,
+    clock: Arc<dyn Clock>,
+    fullness: Mutex<Fullness>,
+}
+
+impl std::fmt::Debug for PoolInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolInner")
+            .field("capacity", &self.capacity)
+            .field("queue_capacity", &self.queue_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PoolInner {
+    fn now_ms(&self) -> u64 {
+        self.clock.unix_ms(self.clock.now())
+    }
+
+    /// Notes whether every worker is taken now. The check runs under the lock, so the edges are in the order
+    /// the pool's state changed.
+    fn observe(&self) {
+        let mut fullness = self.fullness.lock();
+        fullness.observe(self.workers.available_permits() == 0, self.now_ms());
+    }
 }
 
 /// A held worker; the slot frees when this drops.
 #[derive(Debug)]
 pub struct WorkerSlot {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    pool: Arc<PoolInner>,
+}
+
+impl WorkerSlot {
+    fn taken(permit: OwnedSemaphorePermit, pool: &Arc<PoolInner>) -> WorkerSlot {
+        pool.observe();
+        WorkerSlot {
+            permit: Some(permit),
+            pool: pool.clone(),
+        }
+    }
+}
+
+impl Drop for WorkerSlot {
+    fn drop(&mut self) {
+        // A queued request takes the freed worker at once, so the pool stays full while its queue holds any.
+        drop(self.permit.take());
+        self.pool.observe();
+    }
 }
 
 /// Decrements the queue count however the wait ends (admitted, or the request was dropped).
@@ -67,8 +117,13 @@ impl Drop for QueuedGuard<'_> {
 }
 
 impl WorkerPool {
-    /// A pool with `config.capacity` workers and a queue of `config.queue`.
+    /// A pool with `config.capacity` workers and a queue of `config.queue`, on the system clock.
     pub fn new(config: PoolConfig) -> Self {
+        Self::with_clock(config, Arc::new(breaker::SystemClock))
+    }
+
+    /// A pool stamping its full / not-full edges with `clock`.
+    pub fn with_clock(config: PoolConfig, clock: Arc<dyn Clock>) -> Self {
         WorkerPool {
             inner: Arc::new(PoolInner {
                 workers: Arc::new(Semaphore::new(config.capacity)),
@@ -76,15 +131,25 @@ impl WorkerPool {
                 queue_capacity: config.queue,
                 queued: AtomicUsize::new(0),
                 rejected: AtomicU64::new(0),
+                clock,
+                fullness: Mutex::new(Fullness::default()),
             }),
         }
+    }
+
+    /// Starts a new account of full stretches (between runs: `POST /_admin/reset`).
+    pub fn reset_fullness(&self) {
+        let inner = &*self.inner;
+        let mut fullness = inner.fullness.lock();
+        fullness.observe(inner.workers.available_permits() == 0, inner.now_ms());
+        fullness.reset(inner.now_ms());
     }
 
     /// Takes a worker, waiting in the queue if every worker is busy; fails at once if the queue is full too.
     pub async fn admit(&self) -> Result<WorkerSlot, PoolFull> {
         let inner = &*self.inner;
         if let Ok(permit) = inner.workers.clone().try_acquire_owned() {
-            return Ok(WorkerSlot { _permit: permit });
+            return Ok(WorkerSlot::taken(permit, &self.inner));
         }
         let joined = inner
             .queued
@@ -105,7 +170,7 @@ impl WorkerPool {
             .acquire_owned()
             .await
             .expect("the pool never closes its semaphore");
-        Ok(WorkerSlot { _permit: permit })
+        Ok(WorkerSlot::taken(permit, &self.inner))
     }
 
     /// Current occupancy.
@@ -117,6 +182,7 @@ impl WorkerPool {
             capacity: inner.capacity,
             queue_capacity: inner.queue_capacity,
             rejected: inner.rejected.load(Ordering::Relaxed),
+            fullness: inner.fullness.lock().stats(inner.now_ms()),
         }
     }
 }
@@ -188,5 +254,43 @@ mod tests {
         waiter.abort();
         let _ = waiter.await;
         assert_eq!(pool.stats().queued, 0);
+    }
+
+    #[tokio::test]
+    async fn the_pool_stamps_when_it_fills_and_when_it_frees() {
+        let clock = Arc::new(breaker::ManualClock::with_unix_origin_ms(1_000_000));
+        let pool = WorkerPool::with_clock(
+            PoolConfig {
+                capacity: 2,
+                queue: 1,
+            },
+            clock.clone(),
+        );
+        let first = pool.admit().await.unwrap();
+        clock.advance(std::time::Duration::from_millis(1_280));
+        let second = pool.admit().await.unwrap();
+        let full = pool.stats().fullness;
+        assert!(full.full);
+        assert_eq!(full.first_full_ms, Some(1_001_280));
+
+        clock.advance(std::time::Duration::from_millis(750));
+        drop(second);
+        drop(first);
+        let freed = pool.stats().fullness;
+        assert!(!freed.full);
+        assert_eq!(freed.fills, 1);
+        assert_eq!(freed.full_ms, 750);
+        assert_eq!(
+            freed.edges,
+            [(1_001_280, true), (1_002_030, false)]
+                .map(|(at_ms, full)| crate::pool_edges::FullEdge { at_ms, full })
+        );
+
+        pool.reset_fullness();
+        let reset = pool.stats().fullness;
+        assert_eq!(
+            (reset.fills, reset.first_full_ms, reset.edges.len()),
+            (0, None, 0)
+        );
     }
 }

@@ -92,6 +92,16 @@ async fn with_breakers_disabled_a_hang_exhausts_the_pool_and_unrelated_pages_fai
         saw_full,
         "the frontend's pool fills with checkouts waiting on the hang"
     );
+    // The pool stamped when it filled, in milliseconds: the last edge is "full", the first fill since reset.
+    let frontend = pool(&stack, ServiceName::Frontend).await;
+    assert_eq!(frontend["full"], true, "{frontend}");
+    let edges = frontend["edges"].as_array().expect("edges").clone();
+    assert_eq!(edges.last().unwrap()["full"], true, "{frontend}");
+    assert!(
+        frontend["first_full_ms"].as_u64().unwrap()
+            <= edges.last().unwrap()["at_ms"].as_u64().unwrap()
+    );
+    assert!(frontend["fills"].as_u64().unwrap() >= 1, "{frontend}");
     assert_eq!(
         pool(&stack, ServiceName::Checkout).await["in_flight"],
         CAPACITY,
@@ -177,5 +187,12 @@ async fn with_breakers_enforcing_the_pool_drains_after_the_trip() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(drained, "pools drain once the breaker rejects");
+    // The first wave filled the frontend's workers; the last edge says they were released.
+    let frontend = pool(&stack, ServiceName::Frontend).await;
+    assert_eq!(frontend["full"], false, "{frontend}");
+    assert!(frontend["fills"].as_u64().unwrap() >= 1, "{frontend}");
+    let edges = frontend["edges"].as_array().expect("edges");
+    assert_eq!(edges.last().unwrap()["full"], false, "{frontend}");
+    assert!(frontend["full_ms"].as_u64().unwrap() > 0, "{frontend}");
     stack.shutdown().await;
 }

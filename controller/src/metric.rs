@@ -62,10 +62,22 @@ pub enum MetricName {
     /// Most half-open probes the fault agent counted in any 1 s (100 consecutive 10 ms buckets) of the measured
     /// window, not only in the sampler's seconds.
     ProbesPeakPerSExact,
+    /// Seconds from the fault's scheduled start to the first time a sampled worker pool was full (every worker
+    /// taken), from the pool's own millisecond stamps; of the pool that filled first.
+    PoolExhaustionS,
+    /// Seconds that pool spent full in the measured window.
+    PoolFullS,
+    /// Times that pool became full in the measured window (each half-open that lets every caller through can
+    /// fill it again).
+    PoolFills,
+    /// Requests refused by a full pool and its full queue (503) in the measured window, every sampled pool.
+    PoolRefused,
+    /// Sampled pools already full at the fault's scheduled start (filled by load, not by the fault).
+    PoolsFullAtFault,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 23] = [
+    pub const ALL: [MetricName; 28] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -89,6 +101,11 @@ impl MetricName {
         MetricName::DependencyMeanMs,
         MetricName::ProbesPeakPer10ms,
         MetricName::ProbesPeakPerSExact,
+        MetricName::PoolExhaustionS,
+        MetricName::PoolFullS,
+        MetricName::PoolFills,
+        MetricName::PoolRefused,
+        MetricName::PoolsFullAtFault,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -116,6 +133,11 @@ impl MetricName {
             MetricName::DependencyMeanMs => "dependency_mean_ms",
             MetricName::ProbesPeakPer10ms => "probes_peak_per_10ms",
             MetricName::ProbesPeakPerSExact => "probes_peak_per_s_exact",
+            MetricName::PoolExhaustionS => "pool_exhaustion_s",
+            MetricName::PoolFullS => "pool_full_s",
+            MetricName::PoolFills => "pool_fills",
+            MetricName::PoolRefused => "pool_refused",
+            MetricName::PoolsFullAtFault => "pools_full_at_fault",
         }
     }
 
@@ -157,6 +179,10 @@ impl MetricName {
             MetricName::EnergyPerOkJ => "J/ok",
             MetricName::ProbesPeakPerS | MetricName::ProbesMeanPerS => "probes/s",
             MetricName::ProbesPeakPer10ms | MetricName::ProbesPeakPerSExact => "probes",
+            MetricName::PoolExhaustionS | MetricName::PoolFullS => "s",
+            MetricName::PoolFills => "fills",
+            MetricName::PoolRefused => "requests",
+            MetricName::PoolsFullAtFault => "pools",
         }
     }
 }

@@ -211,6 +211,9 @@ fn print_predictions(predictions: &[PredictedCondition]) {
                         .unwrap_or_default();
                     out!("    {label:<34} ≤ {bound}{estimate}");
                 }
+                RowKind::Formula { value, formula } => {
+                    out!("    {label:<34} = {value:.3} ({formula})");
+                }
                 RowKind::NotModelled { reason, measured } => {
                     let measured = measured
                         .map_or("not measured yet".to_owned(), |m| format!("{:.3}", m.mean));

@@ -127,6 +127,23 @@ pub struct Prediction {
     /// The other breakers on the fault's path, which the model leaves out.
     #[serde(default)]
     pub not_modelled: Vec<NotModelled>,
+    /// A hang's worker-pool exhaustion (`None` for another fault, or in a prediction stored before it was kept).
+    #[serde(default)]
+    pub pool: Option<PoolPrediction>,
+}
+
+/// What a hang does to a worker pool of the boutique's size in front of the dependency: the simulator run again
+/// with [`boutique::config::DEFAULT_POOL_CAPACITY`] workers (the figures above are of the model without a pool).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolPrediction {
+    pub workers: u32,
+    /// workers / (requests per second × share calling the dependency): seed 001's arithmetic.
+    pub formula_s: Option<f64>,
+    /// Seconds from the fault's start to the pool's first being full, over the seeds where it filled (`None`:
+    /// it filled in none).
+    pub exhaustion_s: Option<Band>,
+    /// Requests refused by the full pool over the window.
+    pub refused: Band,
 }
 
 fn payment_breaker() -> String {
@@ -138,11 +155,16 @@ pub type BreakerBands<'a> = (&'a str, Vec<(MetricName, Band)>, Option<u64>);
 
 impl Prediction {
     /// The predicted metrics of the whole condition with their bands, in the order reports list them.
-    pub fn bands(&self) -> [(MetricName, Band); 2] {
-        [
+    pub fn bands(&self) -> Vec<(MetricName, Band)> {
+        let mut bands = vec![
             (MetricName::Rejected, self.rejected),
             (MetricName::CheckoutFailure, self.checkout_failure),
-        ]
+        ];
+        if let Some(pool) = &self.pool {
+            bands.extend((pool.exhaustion_s).map(|band| (MetricName::PoolExhaustionS, band)));
+            bands.push((MetricName::PoolRefused, pool.refused));
+        }
+        bands
     }
 
     /// Every predicted breaker, outermost first, with its metrics' bands and its opens bound.
@@ -227,6 +249,20 @@ pub fn dependency_share(spec: &ExperimentSpec) -> Option<f64> {
 /// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
 /// container restart, a network fault, a fault on another service than Payment, a run longer than the simulator's window).
 pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
+    Scenario::try_from(raw_scenario(spec, condition, seed)?).ok()
+}
+
+/// [`scenario`] with a worker pool of the boutique's size in front of the dependency.
+fn pool_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
+    let workers = u32::try_from(boutique::config::DEFAULT_POOL_CAPACITY).ok()?;
+    Scenario::try_from(RawScenario {
+        workers: Some(workers),
+        ..raw_scenario(spec, condition, seed)?
+    })
+    .ok()
+}
+
+fn raw_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<RawScenario> {
     if spec.fault.target != "payment" {
         return None;
     }
@@ -269,7 +305,7 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
             }
         }
     };
-    Scenario::try_from(RawScenario {
+    Some(RawScenario {
         window,
         workload,
         upstream: Upstream {
@@ -289,7 +325,6 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         model: sim::Model::AtTimeout,
         callers,
     })
-    .ok()
 }
 
 /// Predictions for every condition of `spec` the model covers, in condition order.
@@ -410,5 +445,39 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         } else {
             Vec::new()
         },
+        pool: predict_pool(spec, condition),
+    })
+}
+
+/// [`PoolPrediction`] of a condition whose fault holds calls (`None` for one that fails them at once).
+fn predict_pool(spec: &ExperimentSpec, condition: &Condition) -> Option<PoolPrediction> {
+    let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
+    let fault_start_s = spec
+        .fault_periods_of(condition)
+        .first()
+        .map_or(0.0, |(start, _)| start.as_secs_f64());
+    let (mut exhaustion, mut refused, mut formula, mut workers) = (Vec::new(), Vec::new(), None, 0);
+    for seed in 0..SEEDS {
+        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed))?;
+        if scenario.upstream().kind != CallFailure::Hang {
+            return None;
+        }
+        workers = scenario.workers()?;
+        let run = sim::simulate(&scenario);
+        let totals = &run.totals;
+        let (filled_at, refused_here) = if guarded {
+            (totals.pool_exhausted_at_s_with, totals.refused_with)
+        } else {
+            (totals.pool_exhausted_at_s_without, totals.refused_without)
+        };
+        exhaustion.extend(filled_at.map(|at| (at - fault_start_s).max(0.0)));
+        refused.push(refused_here as f64);
+        formula = run.closed_form.time_to_exhaustion_s;
+    }
+    Some(PoolPrediction {
+        workers,
+        formula_s: formula,
+        exhaustion_s: (!exhaustion.is_empty()).then(|| Band::of(&exhaustion)),
+        refused: Band::of(&refused),
     })
 }

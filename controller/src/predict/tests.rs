@@ -222,6 +222,37 @@ fn the_pool_experiment_predicts_the_breaker_opening_only_during_the_hang() {
     );
 }
 
+// Seed 001's arithmetic beside the simulator: 256 workers / (400 requests a second × half of them calling the
+// hanging Payment) = 1.28 s without a breaker; with it the pool fills too (the first timeout period holds 200
+// checkouts a second for 3 s), but refuses far fewer requests; admitting every caller in half-open refills it.
+#[test]
+fn the_pool_experiment_predicts_the_time_to_exhaustion_by_formula_and_by_simulation() {
+    let spec = shipped("pool-exhaustion.toml");
+    let off = prediction(&spec, 1.0, BreakerMode::Disabled);
+    let pool = off.pool.as_ref().expect("a hang predicts the pool");
+    assert_eq!(pool.workers, 256);
+    let formula = pool.formula_s.expect("a hang with a pool");
+    assert!((formula - 1.28).abs() < 1e-9, "{pool:?}");
+    let simulated = pool.exhaustion_s.expect("the pool fills");
+    assert!(
+        simulated.band_low > 1.0 && simulated.band_high < 1.6,
+        "{pool:?}"
+    );
+    assert!(
+        off.bands()
+            .iter()
+            .any(|(metric, _)| *metric == MetricName::PoolExhaustionS)
+    );
+    let on = prediction(&spec, 1.0, BreakerMode::Enforce);
+    let on_pool = on.pool.as_ref().expect("a hang predicts the pool");
+    assert!(
+        on_pool.refused.mean * 10.0 < pool.refused.mean,
+        "{on_pool:?} vs {pool:?}"
+    );
+    let errors = prediction(&seed_study(), 1.0, BreakerMode::Enforce);
+    assert_eq!(errors.pool, None, "errors hold no worker");
+}
+
 // Every prediction is of Checkout's breaker on Payment and, up the checkout's chain, of the frontend's breaker on
 // Checkout, which the fault also reaches: its bands made of `SEEDS` simulations with the band inside the
 // simulated range. At total failure with errors both trip on the same five checkouts and probe together (one

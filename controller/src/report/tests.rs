@@ -510,6 +510,12 @@ fn predicted_condition_1() -> crate::predict::Prediction {
         breaker_rejected: None,
         upstream: Vec::new(),
         opens_estimate: Some(41.5),
+        pool: Some(crate::predict::PoolPrediction {
+            workers: 256,
+            formula_s: Some(1.28),
+            exhaustion_s: Some(band(1.2, 1.4, 0.1)),
+            refused: band(40_000.0, 42_000.0, 500.0),
+        }),
     }
 }
 
@@ -543,6 +549,15 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
     );
     assert!(
         md.contains("opens bound [checkout->payment] | ≤ 58, estimate ≈ 41.50"),
+        "{md}"
+    );
+    // A hang's pool: the simulated time to exhaustion, then seed 001's arithmetic beside it.
+    assert!(
+        md.contains("| pool_exhaustion_s | 1.300 [1.200, 1.400] | [1.100, 1.500] (40 sims) | not measured yet |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| exhaustion formula | 1.280 (workers / (requests per second × share calling the dependency)) |"),
         "{md}"
     );
     // The breaker the model leaves out: said, with its own measurement (it never opened: 0 in both rounds).

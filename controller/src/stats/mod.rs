@@ -12,6 +12,7 @@ mod condition;
 mod criteria;
 mod error;
 mod not_measured;
+mod pool;
 mod predicted;
 pub mod probes;
 mod rejected;
@@ -120,6 +121,11 @@ pub async fn load_experiment(
             if let Some(failure) = critical.and_then(|row| row.outcomes.availability()) {
                 run_metrics.values.insert(key, 1.0 - failure);
             }
+        }
+        if let Some(spec) = &spec {
+            run_metrics
+                .values
+                .extend(pool::run_pool_metrics(spec, &data));
         }
         // What a target could not measure is left out, not counted as zero (no opens is not zero opens).
         run_metrics

@@ -52,6 +52,8 @@ pub enum RowKind<'a> {
     /// A breaker's opens bound (and, for the one in front of the dependency, the study's estimate); no
     /// measurement beside it: it is of one breaker, and a measurement may sum several.
     OpensBound { bound: u64, estimate: Option<f64> },
+    /// A figure of arithmetic, not simulation, to set beside the band above it: seed 001's time to exhaustion.
+    Formula { value: f64, formula: &'static str },
     /// Not modelled: why, and the breaker's own measurement.
     NotModelled {
         reason: &'a str,
@@ -59,11 +61,16 @@ pub enum RowKind<'a> {
     },
 }
 
+/// How [`RowKind::Formula`]'s time to exhaustion is computed.
+pub const EXHAUSTION_FORMULA: &str =
+    "workers / (requests per second × share calling the dependency)";
+
 impl PredictionRow<'_> {
     /// `metric` or `metric [breaker]`.
     pub fn label(&self) -> String {
         let metric = match self.kind {
             RowKind::OpensBound { .. } => "opens bound",
+            RowKind::Formula { .. } => "exhaustion formula",
             _ => self.metric.as_str(),
         };
         match self.breaker {
@@ -95,6 +102,16 @@ impl PredictedCondition {
                 },
             })
             .collect();
+        if let Some(value) = p.pool.as_ref().and_then(|pool| pool.formula_s) {
+            rows.push(PredictionRow {
+                metric: MetricName::PoolExhaustionS,
+                breaker: None,
+                kind: RowKind::Formula {
+                    value,
+                    formula: EXHAUSTION_FORMULA,
+                },
+            });
+        }
         for (name, bands, bound) in p.per_breaker() {
             let breaker = Some(name);
             rows.extend(bands.into_iter().map(|(metric, band)| PredictionRow {
@@ -182,6 +199,12 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Eviden
         (MetricName::CheckoutFailure, true) => {
             "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
         }
+        (MetricName::PoolRefused, _) => {
+            "the model's pool refuses a request as soon as every worker is busy; the testbed's pools queue up to 1024 first and refuse only when the queue is full too, and every sampled pool's refusals are summed".to_owned()
+        }
+        (MetricName::PoolExhaustionS, _) => format!(
+            "the model's pool holds only the calls to the dependency; the testbed's frontend pool also holds every other page while it waits, and a saturated machine can fill it before the fault ({queueing})"
+        ),
         _ => format!("the model has no latency, queueing or retries ({queueing})"),
     }
 }

@@ -456,6 +456,7 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
                 opens_bound: Some(62),
             }],
             opens_estimate: Some(57.98),
+            pool: None,
         },
         "error@1.00/enforce".into(),
         None,

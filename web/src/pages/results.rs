@@ -89,6 +89,14 @@ impl PredictionLine {
                         verdict: "",
                         reason: String::new(),
                     },
+                    RowKind::Formula { value, formula } => PredictionLine {
+                        condition,
+                        metric,
+                        predicted: format!("= {}", number(value)),
+                        measured: String::new(),
+                        verdict: "",
+                        reason: formula.to_owned(),
+                    },
                     RowKind::NotModelled { reason, measured } => PredictionLine {
                         condition,
                         metric,

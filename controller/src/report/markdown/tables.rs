@@ -192,6 +192,14 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
                         .unwrap_or_default();
                     let _ = writeln!(out, "| {label} | {name} | ≤ {bound}{estimate} | | | |");
                 }
+                RowKind::Formula { value, formula } => {
+                    let _ = writeln!(
+                        out,
+                        "| {label} | {name} | {} ({}) | | | |",
+                        number(value),
+                        cell(formula)
+                    );
+                }
                 RowKind::NotModelled { reason, measured } => {
                     let measured =
                         measured.map_or("not measured yet".to_owned(), mean_and_half_width);
