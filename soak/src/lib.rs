@@ -108,7 +108,10 @@ pub fn verdict_lines(verdicts: &[verdict::Verdict]) -> String {
     let mut text = String::new();
     for verdict in verdicts {
         let mark = if verdict.passed { "PASS" } else { "FAIL" };
-        text.push_str(&format!("{mark}  {}: {}\n", verdict.criterion, verdict.detail));
+        text.push_str(&format!(
+            "{mark}  {}: {}\n",
+            verdict.criterion, verdict.detail
+        ));
     }
     text
 }

@@ -233,10 +233,15 @@ impl PredictedCondition {
                         crate::metric::checkout_endpoint(),
                     ))
                     .map(|s| s.mean),
-                dependency_mean_ms: prediction.breaker.split_once("->").and_then(|(_, dependency)| {
-                    let key = MetricKey::breaker(MetricName::DependencyMeanMs, prediction.breaker.clone());
-                    Some((dependency.to_owned(), stats.summary(&key)?.mean))
-                }),
+                dependency_mean_ms: prediction.breaker.split_once("->").and_then(
+                    |(_, dependency)| {
+                        let key = MetricKey::breaker(
+                            MetricName::DependencyMeanMs,
+                            prediction.breaker.clone(),
+                        );
+                        Some((dependency.to_owned(), stats.summary(&key)?.mean))
+                    },
+                ),
             };
             checks(&prediction, |key| per_breaker_summary(stats, key), evidence)
         });

@@ -181,7 +181,9 @@ pub struct Evidence {
 pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Evidence) -> String {
     let mut queueing = "queueing: the model's calls take no time".to_owned();
     if let Some((dependency, ms)) = &evidence.dependency_mean_ms {
-        queueing.push_str(&format!(", {dependency} answered in {ms:.1} ms on average (measured)"));
+        queueing.push_str(&format!(
+            ", {dependency} answered in {ms:.1} ms on average (measured)"
+        ));
     }
     if let Some(ms) = evidence.checkout_p50_ms {
         queueing.push_str(&format!(", the measured checkout median is {ms:.0} ms"));

@@ -64,4 +64,3 @@ pub(super) fn counter_increases(
     }
     increases
 }
-

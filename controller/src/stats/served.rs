@@ -114,7 +114,8 @@ mod tests {
         // figure rather than a division by zero.
         let mut idle = vec![sample(1, 1.0, 10.0, 5.0), sample(2, 1.0, 10.0, 5.0)];
         let failures = "boutique_dependency_calls_total{service=\"checkout\",breaker=\"checkout->payment\",result=\"failure\"}";
-        idle[1].collector.extra.as_mut().unwrap()["metrics"]["checkout"][failures] = serde_json::json!(6.0);
+        idle[1].collector.extra.as_mut().unwrap()["metrics"]["checkout"][failures] =
+            serde_json::json!(6.0);
         assert!(dependency_mean_ms(&idle, |s| s == 2).is_empty());
     }
 }
