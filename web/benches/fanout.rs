@@ -334,9 +334,10 @@ async fn clients(args: Args, url: String) {
     for _ in 0..live {
         let url = url.clone();
         tasks.push(tokio::spawn(async move {
-            let (mut socket, _) = tokio_tungstenite::connect_async(&url)
-                .await
-                .expect("connect");
+            // Beyond the anonymous readers' cap a reader is refused (503) too: it counts as no frames.
+            let Ok((mut socket, _)) = tokio_tungstenite::connect_async(&url).await else {
+                return None;
+            };
             let mut latencies_us: Vec<u64> = Vec::new();
             let mut frames = 0u64;
             let mut gaps = 0u64;
@@ -372,15 +373,21 @@ async fn clients(args: Args, url: String) {
                 }
                 last_frame = Some(frame);
             }
-            (latencies_us, frames, gaps, bytes)
+            Some((latencies_us, frames, gaps, bytes))
         }));
     }
     let mut all = Vec::new();
     let mut frames = Vec::new();
     let mut gaps = 0;
     let mut bytes = 0;
+    let mut live_refused = 0usize;
     for task in tasks {
-        let (latencies, client_frames, client_gaps, client_bytes) = task.await.expect("client");
+        let Some((latencies, client_frames, client_gaps, client_bytes)) =
+            task.await.expect("client")
+        else {
+            live_refused += 1;
+            continue;
+        };
         all.extend(latencies);
         frames.push(client_frames);
         gaps += client_gaps;
@@ -396,7 +403,7 @@ async fn clients(args: Args, url: String) {
         }
     };
     println!(
-        "  live clients {live}: frames per client min {} max {}, gaps/resyncs {gaps}, {:.1} MB received",
+        "  live clients {live} ({live_refused} refused): frames per client min {} max {}, gaps/resyncs {gaps}, {:.1} MB received",
         frames.iter().min().copied().unwrap_or(0),
         frames.iter().max().copied().unwrap_or(0),
         bytes as f64 / 1e6
