@@ -33,17 +33,12 @@ pub(super) fn rejected_per_breaker(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::OutcomeCounts;
-    use crate::store::CollectorSample;
+    use crate::stats::sampled_counters::metrics_sample;
 
     fn sample(second: i64, frontend: f64, checkout: f64) -> SampleRow {
-        SampleRow {
+        metrics_sample(
             second,
-            warmup: second < 2,
-            outcomes: OutcomeCounts::default(),
-            collector: CollectorSample {
-                second: second as u64,
-                extra: Some(serde_json::json!({ "metrics": {
+            serde_json::json!({
                     "frontend": {
                         "boutique_dependency_calls_total{service=\"frontend\",breaker=\"frontend->checkout\",result=\"rejected\"}": frontend,
                         "boutique_dependency_calls_total{service=\"frontend\",breaker=\"frontend->checkout\",result=\"failure\"}": 1e6,
@@ -51,10 +46,8 @@ mod tests {
                     "checkout": {
                         "boutique_dependency_calls_total{service=\"checkout\",breaker=\"checkout->payment\",result=\"rejected\"}": checkout,
                     },
-                }})),
-                ..CollectorSample::default()
-            },
-        }
+            }),
+        )
     }
 
     // Measured seconds 2..=5. Frontend: 10 at the warmup's last sample (second 1), then 14, 20, 20, 25: 15.

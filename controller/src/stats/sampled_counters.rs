@@ -64,3 +64,18 @@ pub(super) fn counter_increases(
     }
     increases
 }
+
+/// A sample whose `/metrics` per label are `metrics` (warmup before second 2), as the sampler stores them.
+#[cfg(test)]
+pub(super) fn metrics_sample(second: i64, metrics: serde_json::Value) -> SampleRow {
+    SampleRow {
+        second,
+        warmup: second < 2,
+        outcomes: crate::load::OutcomeCounts::default(),
+        collector: crate::store::CollectorSample {
+            second: second as u64,
+            extra: Some(serde_json::json!({ "metrics": metrics })),
+            ..crate::store::CollectorSample::default()
+        },
+    }
+}

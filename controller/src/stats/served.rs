@@ -55,18 +55,13 @@ pub(super) fn dependency_mean_ms(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::OutcomeCounts;
-    use crate::store::CollectorSample;
+    use crate::stats::sampled_counters::metrics_sample;
 
     /// Payment's counters at one second: seconds of latency served so far, and its requests (2xx and 5xx).
     fn sample(second: i64, latency_s: f64, ok: f64, failed: f64) -> SampleRow {
-        SampleRow {
+        metrics_sample(
             second,
-            warmup: second < 2,
-            outcomes: OutcomeCounts::default(),
-            collector: CollectorSample {
-                second: second as u64,
-                extra: Some(serde_json::json!({ "metrics": {
+            serde_json::json!({
                     "payment": {
                         "boutique_http_request_duration_seconds_sum{service=\"payment\"}": latency_s,
                         "boutique_http_requests_total{service=\"payment\",class=\"2xx\"}": ok,
@@ -80,10 +75,8 @@ mod tests {
                         "boutique_dependency_calls_total{service=\"checkout\",breaker=\"checkout->cart\",result=\"failure\"}": 0.0,
                         "boutique_dependency_calls_total{service=\"checkout\",breaker=\"checkout->cart\",result=\"success\"}": ok,
                     },
-                }})),
-                ..CollectorSample::default()
-            },
-        }
+            }),
+        )
     }
 
     // Measured seconds 2..=4. From the warmup's last sample (second 1: 1 s over 10 requests) to second 4
