@@ -9,7 +9,7 @@
 //! sample a second cannot see a fill that takes about a second.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -58,6 +58,8 @@ struct PoolInner {
     rejected: AtomicU64,
     clock: Arc<dyn Clock>,
     fullness: Mutex<Fullness>,
+    /// `fullness`'s last noted state, read without its lock.
+    noted_full: AtomicBool,
 }
 
 impl std::fmt::Debug for PoolInner {
@@ -75,10 +77,17 @@ impl PoolInner {
     }
 
     /// Notes whether every worker is taken now. The check runs under the lock, so the edges are in the order
-    /// the pool's state changed.
+    /// the pool's state changed; a request that changes nothing (the pool neither fills nor frees, nearly
+    /// every one) skips the lock and the clock, as the state it would note is the one already noted.
     fn observe(&self) {
+        let full = |pool: &PoolInner| pool.workers.available_permits() == 0;
+        if full(self) == self.noted_full.load(Ordering::Acquire) {
+            return;
+        }
         let mut fullness = self.fullness.lock();
-        fullness.observe(self.workers.available_permits() == 0, self.now_ms());
+        let now_full = full(self);
+        fullness.observe(now_full, self.now_ms());
+        self.noted_full.store(now_full, Ordering::Release);
     }
 }
 
@@ -133,6 +142,7 @@ impl WorkerPool {
                 rejected: AtomicU64::new(0),
                 clock,
                 fullness: Mutex::new(Fullness::default()),
+                noted_full: AtomicBool::new(false),
             }),
         }
     }
@@ -141,7 +151,9 @@ impl WorkerPool {
     pub fn reset_fullness(&self) {
         let inner = &*self.inner;
         let mut fullness = inner.fullness.lock();
-        fullness.observe(inner.workers.available_permits() == 0, inner.now_ms());
+        let full = inner.workers.available_permits() == 0;
+        fullness.observe(full, inner.now_ms());
+        inner.noted_full.store(full, Ordering::Release);
         fullness.reset(inner.now_ms());
     }
 
