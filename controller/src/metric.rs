@@ -74,10 +74,14 @@ pub enum MetricName {
     PoolRefused,
     /// Sampled pools already full at the fault's scheduled start (filled by load, not by the fault).
     PoolsFullAtFault,
+    /// Checkouts the load attempted per second of the measured window (every outcome, rejections too; with
+    /// `[[load.tasks]]` its critical task's): the rate at which the modelled breaker is called, set beside the
+    /// rate the prediction assumed.
+    CheckoutRate,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 28] = [
+    pub const ALL: [MetricName; 29] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -106,6 +110,7 @@ impl MetricName {
         MetricName::PoolFills,
         MetricName::PoolRefused,
         MetricName::PoolsFullAtFault,
+        MetricName::CheckoutRate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -138,6 +143,7 @@ impl MetricName {
             MetricName::PoolFills => "pool_fills",
             MetricName::PoolRefused => "pool_refused",
             MetricName::PoolsFullAtFault => "pools_full_at_fault",
+            MetricName::CheckoutRate => "checkout_rate",
         }
     }
 
@@ -183,6 +189,7 @@ impl MetricName {
             MetricName::PoolFills => "fills",
             MetricName::PoolRefused => "requests",
             MetricName::PoolsFullAtFault => "pools",
+            MetricName::CheckoutRate => "checkouts/s",
         }
     }
 }

@@ -170,39 +170,55 @@ pub async fn show(args: ShowArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Each condition's prediction (made from the spec before any run) beside its measured mean ± 95 % CI.
+/// A predicted band as `tolerant show` prints it: mean [lowest, highest], the band, its simulations.
+fn band_text(band: &controller::predict::Band) -> String {
+    format!(
+        "{:>10.3} [{:.3}, {:.3}] band [{:.3}, {:.3}] ({} sims)",
+        band.mean, band.low, band.high, band.band_low, band.band_high, band.simulations,
+    )
+}
+
+/// Each condition's prediction (made from the spec before any run, or the model at the load the runs measured)
+/// beside its measured mean ± 95 % CI.
 fn print_predictions(predictions: &[PredictedCondition]) {
     if predictions.is_empty() {
         return;
     }
     out!(
-        "\npredicted by breaker::sim from the spec (mean [lowest, highest]; band: 2.5th–97.5th percentile of the simulations) vs measured (mean ± 95 % CI); opens and time open per breaker:"
+        "\npredicted by breaker::sim from the spec (mean [lowest, highest]; band: 2.5th–97.5th percentile of the simulations) vs measured (mean ± 95 % CI); opens and time open per breaker; when the runs' checkout rate missed the one assumed, the model at the measured rate:"
     );
     for predicted in predictions {
         out!("  {}", predicted.label);
         for row in predicted.rows() {
             let label = row.label();
+            let shown = |m: &controller::stats::Summary| match m.half_width {
+                Some(h) => format!("{:.3} ± {h:.3}", m.mean),
+                None => format!("{:.3} (n = 1)", m.mean),
+            };
             match row.kind {
+                RowKind::LoadBasis {
+                    assumed,
+                    measured,
+                    rerun_at,
+                } => {
+                    let note = controller::stats::load_basis_note(&assumed, measured, rerun_at);
+                    let measured = measured.map_or("not measured yet".to_owned(), shown);
+                    out!(
+                        "    {label:<34} assumed   {}  measured {measured:<20} {note}",
+                        band_text(&assumed)
+                    );
+                }
                 RowKind::Predicted { band, check } => {
-                    let measured = check.map_or("not measured yet".to_owned(), |c| {
-                        match c.measured.half_width {
-                            Some(h) => format!("{:.3} ± {h:.3}", c.measured.mean),
-                            None => format!("{:.3} (n = 1)", c.measured.mean),
-                        }
-                    });
+                    let measured =
+                        check.map_or("not measured yet".to_owned(), |c| shown(&c.measured));
                     let verdict = match check.map(|c| c.flag.as_deref()) {
                         Some(Some(reason)) => format!("OUTSIDE the band: {reason}"),
                         Some(None) => "within".to_owned(),
                         None => String::new(),
                     };
                     out!(
-                        "    {label:<34} predicted {:>10.3} [{:.3}, {:.3}] band [{:.3}, {:.3}] ({} sims)  measured {measured:<20} {verdict}",
-                        band.mean,
-                        band.low,
-                        band.high,
-                        band.band_low,
-                        band.band_high,
-                        band.simulations,
+                        "    {label:<34} predicted {}  measured {measured:<20} {verdict}",
+                        band_text(&band)
                     );
                 }
                 RowKind::OpensBound { bound, estimate } => {

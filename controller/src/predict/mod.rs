@@ -15,6 +15,11 @@
 //! sum over breakers. With a workload of one's own the chain of its critical task is not known: the breakers
 //! upstream are named as not modelled. What else the model leaves out, and so what a flag usually means: no
 //! latency or queueing before the call, and checkouts that fail only through the dependency.
+//!
+//! The load is the one assumption a run measures outright: each prediction keeps the checkouts per second its
+//! simulations made, and [`predict_at_rate`] runs the same condition again with the load the runs measured
+//! (full carts slow every cart view, and a closed-model load then sends fewer checkouts than the spec's users
+//! and think time would) so that stats can compare the model with what ran, like with like.
 
 #[cfg(test)]
 mod tests;
@@ -130,6 +135,14 @@ pub struct Prediction {
     /// A hang's worker-pool exhaustion (`None` for another fault, or in a prediction stored before it was kept).
     #[serde(default)]
     pub pool: Option<PoolPrediction>,
+    /// Checkouts per second of the measured window in the simulations (`None` in a prediction stored before it
+    /// was kept): the load the bands assume, set beside the load's measured `checkout_rate`.
+    #[serde(default)]
+    pub checkout_rate: Option<Band>,
+    /// The checkout rate the load of these simulations was set to, when they were run again at a measured rate
+    /// ([`predict_at_rate`]); `None` for the prediction made from the spec before any run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_measured_rate: Option<f64>,
 }
 
 /// What a hang does to a worker pool of the boutique's size in front of the dependency: the simulator run again
@@ -249,20 +262,32 @@ pub fn dependency_share(spec: &ExperimentSpec) -> Option<f64> {
 /// The simulator's scenario for one condition, or `None` when the model does not cover it (a delay fault, a
 /// container restart, a network fault, a fault on another service than Payment, a run longer than the simulator's window).
 pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
-    Scenario::try_from(raw_scenario(spec, condition, seed)?).ok()
+    Scenario::try_from(raw_scenario(spec, condition, seed, None)?).ok()
 }
 
 /// [`scenario`] with a worker pool of the boutique's size in front of the dependency.
-fn pool_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<Scenario> {
+fn pool_scenario(
+    spec: &ExperimentSpec,
+    condition: &Condition,
+    seed: u64,
+    checkout_rate: Option<f64>,
+) -> Option<Scenario> {
     let workers = u32::try_from(boutique::config::DEFAULT_POOL_CAPACITY).ok()?;
     Scenario::try_from(RawScenario {
         workers: Some(workers),
-        ..raw_scenario(spec, condition, seed)?
+        ..raw_scenario(spec, condition, seed, checkout_rate)?
     })
     .ok()
 }
 
-fn raw_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Option<RawScenario> {
+/// The scenario's fields; with `checkout_rate`, an open-model load sending that many checkouts per second
+/// instead of the spec's load.
+fn raw_scenario(
+    spec: &ExperimentSpec,
+    condition: &Condition,
+    seed: u64,
+    checkout_rate: Option<f64>,
+) -> Option<RawScenario> {
     if spec.fault.target != "payment" {
         return None;
     }
@@ -293,9 +318,13 @@ fn raw_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
         .into_iter()
         .map(|(_, caller)| caller)
         .collect();
-    let workload = match spec.load.rate {
-        Some(rate) => Workload::Open { rate, share },
-        None => {
+    let workload = match (checkout_rate, spec.load.rate) {
+        (Some(checkouts), _) => Workload::Open {
+            rate: checkouts / share.max(f64::MIN_POSITIVE),
+            share,
+        },
+        (None, Some(rate)) => Workload::Open { rate, share },
+        (None, None) => {
             let (think_min, think_max) = spec.think_time();
             Workload::Closed {
                 users: spec.load.users,
@@ -331,11 +360,36 @@ fn raw_scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
 pub fn predict(spec: &ExperimentSpec) -> Vec<Prediction> {
     spec.conditions()
         .iter()
-        .filter_map(|condition| predict_condition(spec, condition))
+        .filter_map(|condition| predict_condition(spec, condition, None))
         .collect()
 }
 
-fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Prediction> {
+/// Lowest and highest checkout rate [`predict_at_rate`] simulates: a measured rate outside it is no load the
+/// simulator's window can hold.
+pub const AT_RATE_BOUNDS: (f64, f64) = (0.01, 10_000.0);
+
+/// The prediction of condition `condition` (its index) with the load set to `checkout_rate` checkouts per
+/// second (an open model, the other tasks in the mix's proportion), everything else as [`predict`] has it:
+/// the model given the load the runs measured rather than the load the spec was expected to make. `None`
+/// when the model does not cover the condition or the rate is outside [`AT_RATE_BOUNDS`].
+pub fn predict_at_rate(
+    spec: &ExperimentSpec,
+    condition: usize,
+    checkout_rate: f64,
+) -> Option<Prediction> {
+    let (low, high) = AT_RATE_BOUNDS;
+    if !(low..=high).contains(&checkout_rate) {
+        return None;
+    }
+    let condition = spec.conditions().into_iter().nth(condition)?;
+    predict_condition(spec, &condition, Some(checkout_rate))
+}
+
+fn predict_condition(
+    spec: &ExperimentSpec,
+    condition: &Condition,
+    checkout_rate: Option<f64>,
+) -> Option<Prediction> {
     let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
     let counts_opens = matches!(
         condition.breaker_mode,
@@ -347,6 +401,8 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
     let mut failure = Vec::new();
     let mut time_open = Vec::new();
     let mut own_rejected = Vec::new();
+    let mut rates = Vec::new();
+    let measured_s = spec.run_duration().as_secs_f64();
     let mut estimate = None;
     let mut bound = None;
     let names: Vec<String> = spec
@@ -361,11 +417,12 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
     let mut up: Vec<[Vec<f64>; 3]> = vec![Default::default(); names.len()];
     let mut up_bound = Vec::new();
     for seed in 0..SEEDS {
-        let scenario = scenario(spec, condition, spec.seed.wrapping_add(seed))?;
-        let run = sim::simulate(&scenario);
+        let raw = raw_scenario(spec, condition, spec.seed.wrapping_add(seed), checkout_rate)?;
+        let run = sim::simulate(&Scenario::try_from(raw).ok()?);
         let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
         let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
         let (mut calls_without, mut failed_without, mut own) = (0, 0, 0);
+        let mut checkouts = 0;
         let mut callers = vec![[0.0; 3]; names.len()];
         for second in measured {
             own += second.rejected;
@@ -381,6 +438,16 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
             open += second.open;
             calls_without += second.dependency_calls_without;
             failed_without += second.failed_without_breaker;
+            // The load's checkouts: with the breaker when it can reject, without it otherwise (a closed
+            // model's users send fewer while they wait on hanging calls).
+            checkouts += if guarded {
+                second.dependency_calls
+            } else {
+                second.dependency_calls_without
+            };
+        }
+        if measured_s > 0.0 {
+            rates.push(checkouts as f64 / measured_s);
         }
         opens.push(if counts_opens { o as f64 } else { 0.0 });
         time_open.push(if guarded { open } else { 0.0 });
@@ -445,12 +512,18 @@ fn predict_condition(spec: &ExperimentSpec, condition: &Condition) -> Option<Pre
         } else {
             Vec::new()
         },
-        pool: predict_pool(spec, condition),
+        pool: predict_pool(spec, condition, checkout_rate),
+        checkout_rate: (!rates.is_empty()).then(|| Band::of(&rates)),
+        at_measured_rate: checkout_rate,
     })
 }
 
 /// [`PoolPrediction`] of a condition whose fault holds calls (`None` for one that fails them at once).
-fn predict_pool(spec: &ExperimentSpec, condition: &Condition) -> Option<PoolPrediction> {
+fn predict_pool(
+    spec: &ExperimentSpec,
+    condition: &Condition,
+    checkout_rate: Option<f64>,
+) -> Option<PoolPrediction> {
     let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
     let fault_start_s = spec
         .fault_periods_of(condition)
@@ -458,7 +531,7 @@ fn predict_pool(spec: &ExperimentSpec, condition: &Condition) -> Option<PoolPred
         .map_or(0.0, |(start, _)| start.as_secs_f64());
     let (mut exhaustion, mut refused, mut formula, mut workers) = (Vec::new(), Vec::new(), None, 0);
     for seed in 0..SEEDS {
-        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed))?;
+        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed), checkout_rate)?;
         if scenario.upstream().kind != CallFailure::Hang {
             return None;
         }

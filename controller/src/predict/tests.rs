@@ -318,3 +318,39 @@ fn the_predictions_model_the_specs_instances() {
         "{fifty:?} vs {one:?}"
     );
 }
+
+// The model given the load that ran: the prediction keeps the checkout rate its simulations made (users over
+// the mean think time, one task in nineteen a checkout: 100 / 5.5 s / 19 ≈ 0.957/s, a little less while
+// rejections and failures are counted with it); run again at 70 % of it, the same config trips later and
+// rejects fewer calls, and the simulations send the rate asked for.
+#[test]
+fn a_prediction_at_a_measured_rate_simulates_that_rate() {
+    let spec = seed_study();
+    let before = prediction(&spec, 1.0, BreakerMode::Enforce);
+    assert_eq!(before.at_measured_rate, None);
+    let assumed = before.checkout_rate.expect("the rate is kept");
+    assert!(
+        (assumed.mean - 100.0 / 5.5 / 19.0).abs() < 0.05,
+        "{assumed:?}"
+    );
+    assert!(assumed.band_low < assumed.band_high, "{assumed:?}");
+    let slower = assumed.mean * 0.7;
+    let at = predict_at_rate(&spec, before.condition, slower).expect("the model covers it");
+    assert_eq!(at.at_measured_rate, Some(slower));
+    let rate = at.checkout_rate.expect("the rate is kept");
+    assert!(
+        rate.band_low <= slower && slower <= rate.band_high,
+        "{rate:?} against {slower}"
+    );
+    assert!(
+        at.rejected.mean < before.rejected.mean * 0.8,
+        "{} against {}",
+        at.rejected.mean,
+        before.rejected.mean
+    );
+    assert!(at.breaker_opens.mean <= before.breaker_opens.mean);
+    // A rate no simulation can hold, or a condition the spec does not have: nothing.
+    assert!(predict_at_rate(&spec, before.condition, 0.0).is_none());
+    assert!(predict_at_rate(&spec, before.condition, f64::NAN).is_none());
+    assert!(predict_at_rate(&spec, 10_000, slower).is_none());
+}

@@ -516,6 +516,8 @@ fn predicted_condition_1() -> crate::predict::Prediction {
             exhaustion_s: Some(band(1.2, 1.4, 0.1)),
             refused: band(40_000.0, 42_000.0, 500.0),
         }),
+        checkout_rate: Some(band(0.9, 1.0, 0.05)),
+        at_measured_rate: None,
     }
 }
 
@@ -527,6 +529,7 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
         predicted_condition_1(),
         "error @ 50% / enforce".into(),
         measured.as_ref(),
+        None,
     )];
     let checks = &stats.predictions[0].checks;
     assert_eq!(checks.len(), 2, "opens and checkout failure were measured");
@@ -568,6 +571,11 @@ fn predictions_sit_beside_the_measurements_and_misses_are_flagged() {
         "{md}"
     );
     assert!(md.contains("Likely reasons"), "{md}");
+    // The load the bands assume comes first; no rate was measured, so they are the prediction before the run.
+    assert!(
+        md.contains("| error @ 50% / enforce | load: checkout_rate | 0.9500 [0.9000, 1.000] | [0.8500, 1.050] (40 sims) | not measured yet | the rate the prediction made before the run assumes |"),
+        "{md}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&render(&stats, Format::Json).unwrap().text).unwrap();
     assert_eq!(json["predictions"][0]["prediction"]["opens_bound"], 58);
@@ -589,6 +597,7 @@ fn a_prediction_of_a_metric_the_targets_could_not_measure_says_not_measured() {
         predicted_condition_1(),
         "error @ 50% / enforce".into(),
         measured.as_ref(),
+        None,
     )];
     stats.experiment.not_measured = vec![crate::stats::NotMeasured {
         statement: "time open was not measured: nothing watched".into(),

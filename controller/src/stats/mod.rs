@@ -40,7 +40,7 @@ pub use not_measured::{
 };
 pub use predicted::{
     Check, Evidence, PredictedCondition, PredictionRow, RowKind, UnmodelledBreaker, checks,
-    likely_reason,
+    likely_reason, load_basis_note,
 };
 pub use run::{
     RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, per_breaker_time_open,
@@ -110,9 +110,12 @@ pub async fn load_experiment(
         keys.push(ConditionKey::of(&data.run));
         let mut run_metrics = run_metrics(&data)?;
         if let Some(custom) = spec.as_ref().and_then(|spec| spec.load.custom.as_ref()) {
-            // A workload of the user's shape: the critical failures are its critical task's, if it marks one.
+            // A workload of the user's shape: the critical failures and rate are its critical task's, if it
+            // marks one.
             let key = MetricKey::run(MetricName::CheckoutFailure);
+            let rate_key = MetricKey::run(MetricName::CheckoutRate);
             run_metrics.values.remove(&key);
+            run_metrics.values.remove(&rate_key);
             let critical = custom.critical_endpoint().and_then(|endpoint| {
                 data.endpoint_histograms
                     .iter()
@@ -120,6 +123,11 @@ pub async fn load_experiment(
             });
             if let Some(failure) = critical.and_then(|row| row.outcomes.availability()) {
                 run_metrics.values.insert(key, 1.0 - failure);
+            }
+            let measured_s = data.run.duration_ms as f64 / 1000.0;
+            if let Some(row) = critical.filter(|_| measured_s > 0.0) {
+                let rate = row.outcomes.total() as f64 / measured_s;
+                run_metrics.values.insert(rate_key, rate);
             }
         }
         if let Some(spec) = &spec {
@@ -177,7 +185,7 @@ pub async fn load_experiment(
                 .cloned()
                 .unwrap_or_else(|| format!("condition {index}"));
             let measured = stats.condition(index as i64);
-            PredictedCondition::of(prediction, label, measured)
+            PredictedCondition::of(prediction, label, measured, spec.as_ref())
         })
         .collect();
     Ok(stats)
@@ -219,12 +227,34 @@ fn per_breaker_summary(stats: &ConditionStats, key: &MetricKey) -> Option<Summar
 }
 
 impl PredictedCondition {
-    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs).
+    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs). When the runs'
+    /// checkout rate misses the rate `prediction` assumed (its 95 % interval outside the simulations' band) and
+    /// `spec` is known, the checks are against the model run again at the measured rate, `prediction` kept as
+    /// [`PredictedCondition::before_run`]: like is compared with like, the model given the load that ran.
     pub fn of(
         prediction: Prediction,
         label: String,
         measured: Option<&ConditionStats>,
+        spec: Option<&ExperimentSpec>,
     ) -> PredictedCondition {
+        let measured_checkout_rate = measured
+            .and_then(|stats| stats.summary(&MetricKey::run(MetricName::CheckoutRate)))
+            .copied();
+        let rerun = match (spec, &measured_checkout_rate, prediction.checkout_rate) {
+            (Some(spec), Some(rate), Some(assumed)) => {
+                let low = rate.ci_low.unwrap_or(rate.mean);
+                let high = rate.ci_high.unwrap_or(rate.mean);
+                assumed
+                    .misses(low, high)
+                    .then(|| crate::predict::predict_at_rate(spec, prediction.condition, rate.mean))
+                    .flatten()
+            }
+            _ => None,
+        };
+        let (prediction, before_run) = match rerun {
+            Some(rerun) => (rerun, Some(prediction)),
+            None => (prediction, None),
+        };
         let checks = measured.map_or_else(Vec::new, |stats| {
             let evidence = Evidence {
                 checkout_p50_ms: stats
@@ -266,6 +296,8 @@ impl PredictedCondition {
             condition: prediction.condition as i64,
             label,
             prediction,
+            before_run,
+            measured_checkout_rate,
             checks,
             not_modelled,
         }

@@ -14,7 +14,17 @@ pub struct PredictedCondition {
     pub condition: i64,
     /// The condition's label, e.g. `error 500 @ 25% / enforce`.
     pub label: String,
+    /// The prediction the checks are against: the one made from the spec before any run or, when the load's
+    /// measured checkout rate missed the rate that prediction assumed, the model run again at the measured rate
+    /// (its [`Prediction::at_measured_rate`] says so).
     pub prediction: Prediction,
+    /// The prediction made from the spec before any run, when [`PredictedCondition::prediction`] is the one at
+    /// the measured rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_run: Option<Prediction>,
+    /// The load's measured checkouts per second (none before the condition's first finished run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_checkout_rate: Option<Summary>,
     /// One per predicted metric the runs measured (none before the condition's first finished run): the
     /// condition's, then the predicted breaker's own.
     pub checks: Vec<Check>,
@@ -44,6 +54,13 @@ pub struct PredictionRow<'a> {
 /// What a [`PredictionRow`] holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RowKind<'a> {
+    /// The load the bands assume: the checkout rate of the prediction made before any run, the rate the runs
+    /// measured, and the rate the bands below were simulated at when it is the measured one.
+    LoadBasis {
+        assumed: Band,
+        measured: Option<&'a Summary>,
+        rerun_at: Option<f64>,
+    },
     /// A band, and its check once measured.
     Predicted {
         band: Band,
@@ -61,6 +78,29 @@ pub enum RowKind<'a> {
     },
 }
 
+/// What a [`RowKind::LoadBasis`] row says of the bands after it: whether they are the prediction made before
+/// any run or the model run again at the rate the runs measured, and why.
+pub fn load_basis_note(
+    assumed: &Band,
+    measured: Option<&Summary>,
+    rerun_at: Option<f64>,
+) -> String {
+    match (measured, rerun_at) {
+        (_, Some(rate)) => format!(
+            "the runs' checkout rate missed the {:.2}–{:.2}/s the prediction made before the run assumed: the \
+             bands below are the model at the measured {rate:.2}/s (the spec's load slowed or sped up; the \
+             prediction before the run is kept as `before_run`)",
+            assumed.band_low, assumed.band_high
+        ),
+        (Some(_), None) => {
+            "the runs' checkout rate is within the rate the prediction assumed: the bands below are the \
+             prediction made before the run"
+                .to_owned()
+        }
+        (None, None) => "the rate the prediction made before the run assumes".to_owned(),
+    }
+}
+
 /// How [`RowKind::Formula`]'s time to exhaustion is computed.
 pub const EXHAUSTION_FORMULA: &str =
     "workers / (requests per second × share calling the dependency)";
@@ -69,6 +109,7 @@ impl PredictionRow<'_> {
     /// `metric` or `metric [breaker]`.
     pub fn label(&self) -> String {
         let metric = match self.kind {
+            RowKind::LoadBasis { .. } => "load: checkout_rate",
             RowKind::OpensBound { .. } => "opens bound",
             RowKind::Formula { .. } => "exhaustion formula",
             _ => self.metric.as_str(),
@@ -90,18 +131,27 @@ impl PredictedCondition {
                 .iter()
                 .find(|c| c.metric == metric && c.breaker.as_deref() == breaker)
         };
-        let mut rows: Vec<PredictionRow<'_>> = p
-            .bands()
-            .into_iter()
-            .map(|(metric, band)| PredictionRow {
-                metric,
+        let assumed = self.before_run.as_ref().unwrap_or(p).checkout_rate;
+        let mut rows: Vec<PredictionRow<'_>> = assumed
+            .map(|assumed| PredictionRow {
+                metric: MetricName::CheckoutRate,
                 breaker: None,
-                kind: RowKind::Predicted {
-                    band,
-                    check: check(metric, None),
+                kind: RowKind::LoadBasis {
+                    assumed,
+                    measured: self.measured_checkout_rate.as_ref(),
+                    rerun_at: p.at_measured_rate,
                 },
             })
+            .into_iter()
             .collect();
+        rows.extend(p.bands().into_iter().map(|(metric, band)| PredictionRow {
+            metric,
+            breaker: None,
+            kind: RowKind::Predicted {
+                band,
+                check: check(metric, None),
+            },
+        }));
         if let Some(value) = p.pool.as_ref().and_then(|pool| pool.formula_s) {
             rows.push(PredictionRow {
                 metric: MetricName::PoolExhaustionS,

@@ -178,6 +178,10 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
                 MetricKey::run(MetricName::CheckoutFailure),
                 row.outcomes.availability().map(|ok| 1.0 - ok),
             );
+            put(
+                MetricKey::run(MetricName::CheckoutRate),
+                (measured_s > 0.0).then(|| row.outcomes.total() as f64 / measured_s),
+            );
         }
         let histogram = histogram_of(run.id, &row.endpoint, &row.histogram_v2)?;
         if histogram.is_empty() {

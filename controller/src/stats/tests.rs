@@ -13,6 +13,7 @@ use crate::store::{
     RunRow, SampleRow, Status, StoredLatency, TransitionRecord,
 };
 
+mod at_rate;
 mod criteria;
 mod probe_buckets;
 
@@ -470,8 +471,9 @@ fn run_metrics_from_hand_built_rows() {
     // 90 ok over the 10 s measured window.
     close(get(MetricName::ThroughputOk), 9.0, 1e-12);
     close(get(MetricName::Rejected), 5.0, 0.0);
-    // Checkout: 75 ok of 100.
+    // Checkout: 75 ok of 100; 100 attempted over the 10 s measured window.
     close(get(MetricName::CheckoutFailure), 0.25, 1e-12);
+    close(get(MetricName::CheckoutRate), 10.0, 1e-12);
     // 500 J over 10 s; 500 J / 90 ok.
     close(get(MetricName::EnergyJ), 500.0, 0.0);
     close(get(MetricName::PowerW), 50.0, 1e-12);

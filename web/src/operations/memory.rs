@@ -425,7 +425,7 @@ impl Operations for MemoryOperations {
 }
 
 /// A stored prediction of the one condition: 56–60 opens of Checkout's breaker on Payment and 50–55 of the
-/// frontend's on Checkout predicted, none measured yet.
+/// frontend's on Checkout predicted at 55–58 checkouts/s, none measured yet.
 fn predicted_opens() -> controller::stats::PredictedCondition {
     use controller::predict::{Band, BreakerPrediction, Prediction};
     let band = |low: f64, high: f64| Band {
@@ -457,8 +457,11 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
             }],
             opens_estimate: Some(57.98),
             pool: None,
+            checkout_rate: Some(band(55.0, 58.0)),
+            at_measured_rate: None,
         },
         "error@1.00/enforce".into(),
+        None,
         None,
     )
 }

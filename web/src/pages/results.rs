@@ -47,18 +47,22 @@ impl PredictionLine {
                 let metric = row.label();
                 let condition = predicted.label.clone();
                 match row.kind {
+                    RowKind::LoadBasis {
+                        assumed,
+                        measured,
+                        rerun_at,
+                    } => PredictionLine {
+                        condition,
+                        metric,
+                        predicted: band_text(&assumed),
+                        measured: measured.map_or("not measured yet".to_owned(), measured_text),
+                        verdict: "",
+                        reason: controller::stats::load_basis_note(&assumed, measured, rerun_at),
+                    },
                     RowKind::Predicted { band, check } => PredictionLine {
                         condition,
                         metric,
-                        predicted: format!(
-                            "{} [{}, {}]; band [{}, {}] of {} simulations",
-                            number(band.mean),
-                            number(band.low),
-                            number(band.high),
-                            number(band.band_low),
-                            number(band.band_high),
-                            band.simulations
-                        ),
+                        predicted: band_text(&band),
                         measured: check.map_or_else(
                             || {
                                 if controller::stats::left_out(not_measured, row.metric).is_some() {
@@ -109,6 +113,19 @@ impl PredictionLine {
             })
             .collect()
     }
+}
+
+/// A predicted band as the page writes it: mean [lowest, highest], the band and its number of simulations.
+fn band_text(band: &controller::predict::Band) -> String {
+    format!(
+        "{} [{}, {}]; band [{}, {}] of {} simulations",
+        number(band.mean),
+        number(band.low),
+        number(band.high),
+        number(band.band_low),
+        number(band.band_high),
+        band.simulations
+    )
 }
 
 /// A measured summary as the page writes it: mean ± half-width.

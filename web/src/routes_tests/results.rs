@@ -55,6 +55,12 @@ async fn results_page_and_downloads() {
         "{page}"
     );
     assert!(page.contains("of 40 simulations"), "{page}");
+    // The load the bands assume, first, with what it means while nothing was measured.
+    assert!(page.contains("load: checkout_rate"), "{page}");
+    assert!(
+        page.contains("the rate the prediction made before the run assumes"),
+        "{page}"
+    );
     assert!(page.contains("not measured yet"), "{page}");
     assert!(!page.contains("id=\"one-round\""));
     let csv = send(&state, get("/api/experiments/1/results.csv")).await;

@@ -140,7 +140,10 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
          (`breaker::sim`: the spec's users and think time, one task in nineteen a checkout calling \
          Payment, the condition's fault and breaker config): mean of the seeded simulations \
          [lowest, highest]; the band is their 2.5th–97.5th percentile, with the number of simulations \
-         that made it ({} per condition). A measured 95 % interval that misses the band is flagged ⚠ with the \
+         that made it ({} per condition). Each condition's first row is the load the bands assume: the \
+         checkouts per second of those simulations beside the rate the runs measured; when the measured \
+         interval misses it, the bands that follow are the model run again at the measured rate (like with \
+         like: the model given the load that ran). A measured 95 % interval that misses the band is flagged ⚠ with the \
          model assumption most likely behind it. Opens and time open are per breaker, each beside that \
          breaker's own measurement (the run-wide figures in the tables above are their sums); a breaker on the \
          fault's path the model leaves out says so beside what it measured. *Opens bound*: no config can \
@@ -159,6 +162,20 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
         for row in predicted.rows() {
             let name = cell(&row.label());
             match row.kind {
+                RowKind::LoadBasis {
+                    assumed,
+                    measured,
+                    rerun_at,
+                } => {
+                    let shown = measured.map_or("not measured yet".to_owned(), mean_and_half_width);
+                    let note = crate::stats::load_basis_note(&assumed, measured, rerun_at);
+                    let _ = writeln!(
+                        out,
+                        "| {label} | {name} | {} | {shown} | {} |",
+                        band_cells(&assumed),
+                        cell(&note),
+                    );
+                }
                 RowKind::Predicted { band, check } => {
                     let measured = match check {
                         Some(c) => mean_and_half_width(&c.measured),
@@ -177,13 +194,8 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
                     };
                     let _ = writeln!(
                         out,
-                        "| {label} | {name} | {} [{}, {}] | [{}, {}] ({} sims) | {measured} | {flag} |",
-                        number(band.mean),
-                        number(band.low),
-                        number(band.high),
-                        number(band.band_low),
-                        number(band.band_high),
-                        band.simulations,
+                        "| {label} | {name} | {} | {measured} | {flag} |",
+                        band_cells(&band),
                     );
                 }
                 RowKind::OpensBound { bound, estimate } => {
@@ -220,6 +232,19 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
         }
         let _ = writeln!(out);
     }
+}
+
+/// A band's two cells: mean [lowest, highest], then the band with its number of simulations.
+fn band_cells(band: &crate::predict::Band) -> String {
+    format!(
+        "{} [{}, {}] | [{}, {}] ({} sims)",
+        number(band.mean),
+        number(band.low),
+        number(band.high),
+        number(band.band_low),
+        number(band.band_high),
+        band.simulations,
+    )
 }
 
 pub(super) fn comparisons_table(out: &mut String, stats: &ExperimentStats) {
