@@ -24,11 +24,11 @@ struct Args {
     ])]
     find_size: bool,
     /// With --find-size: users of each size, comma-separated, strictly increasing (1 to 2000, at most 12).
-    #[arg(long, requires = "find_size", value_name = "USERS,...")]
+    #[arg(long, value_name = "USERS,...")]
     sizes: Option<String>,
     /// With --find-size: measured seconds of each size's run, 5 to 600 (default 30; a quarter of it is added as
     /// warmup).
-    #[arg(long, requires = "find_size")]
+    #[arg(long)]
     step_seconds: Option<u64>,
     /// The `tolerant` binary to run.
     #[arg(long, default_value = "target/release/tolerant")]
@@ -62,6 +62,15 @@ struct Args {
 }
 
 fn config(args: Args) -> anyhow::Result<soak::Config> {
+    // Checked here rather than by clap: a `requires` on a flag that defaults to false is always satisfied.
+    for (flag, given) in [
+        ("--sizes", args.sizes.is_some()),
+        ("--step-seconds", args.step_seconds.is_some()),
+    ] {
+        if given {
+            anyhow::bail!("{flag}: only with --find-size");
+        }
+    }
     let minutes = (args.minutes)
         .context("MINUTES is missing: give the soak's length (0.5 to 1440), or --find-size")?;
     let out = args.out.unwrap_or_else(|| "target/soak".into());

@@ -54,7 +54,7 @@ fn bounds(samples: &[Sample], from_ms: i64, to_ms: i64) -> Option<(Sample, Sampl
             .filter(move |s| s.at_ms >= from_ms && s.at_ms <= to_ms && s.ticks.is_some())
     };
     let first = *inside().next()?;
-    let last = *inside().last()?;
+    let last = *inside().next_back()?;
     (last.at_ms > first.at_ms).then_some((first, last))
 }
 
