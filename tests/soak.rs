@@ -2,7 +2,8 @@
 //! its intervals scaled so that everything happens at least once — the controller killed every 50 s (two kills,
 //! each resumed), a halt with held requests and a mode switch every 20 s, runs of 4 s — and every criterion
 //! must pass: stable RSS and descriptors after the first 40 s, no fault beyond its lease after a kill, no run
-//! lost or duplicated, every halt releasing what it held, every finished experiment's stats computable.
+//! lost or duplicated, every halt releasing what it held, every finished experiment's stats computable; the
+//! printed verdicts are kept in `verdicts.txt`.
 
 use std::time::Duration;
 
@@ -30,6 +31,9 @@ async fn a_two_minute_soak_passes_every_criterion() {
         .and_then(|before| before.rsplit(' ').next())
         .and_then(|count| count.parse::<u32>().ok());
     assert!(kills.is_some_and(|kills| kills >= 2), "{report}");
+    // The printed report is kept beside the CSV.
+    let kept = std::fs::read_to_string(out.join("verdicts.txt")).expect("verdicts.txt is written");
+    assert_eq!(kept.trim_end(), report);
     for plot in ["rss.svg", "fds.svg"] {
         let svg = std::fs::read_to_string(out.join(plot)).expect("the plot is written");
         assert!(svg.contains("<svg") && svg.contains("controller"), "{plot}");

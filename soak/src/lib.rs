@@ -8,13 +8,15 @@
 //! Payment's faults flapping every 10 s, breaker modes switched and a halt every `mode_every`, 50 websocket
 //! clients on the dashboard of which 10 never read, a push-ingest client and a flapping Prometheus source at
 //! their documented maximum rates. [`sample`] writes a row a second; [`verdict`] judges the criteria; [`plot`]
-//! draws RSS and descriptors.
+//! draws RSS and descriptors; the printed verdicts are also kept in `verdicts.txt` beside the CSV. [`size`]
+//! finds the size to run it at (`soak --find-size`).
 
 pub mod chaos;
 pub mod config;
 pub mod journal;
 pub mod plot;
 pub mod sample;
+pub mod size;
 pub mod stack;
 pub mod sweep;
 pub mod traffic;
@@ -96,11 +98,17 @@ pub async fn run(mut config: Config) -> anyhow::Result<Outcome> {
     let verdicts = verdict::judge(&config, &csv, &journal, &summary).await?;
     plot::plots(&csv, &config.out)?;
     stack.stop().await;
-    Ok(Outcome {
+    let outcome = Outcome {
         verdicts,
         csv,
         wall: started.elapsed(),
-    })
+    };
+    // The printed report kept beside the CSV: the event criteria's figures (kills, runs, halts, stats) are
+    // nowhere else.
+    let verdicts = config.out.join("verdicts.txt");
+    std::fs::write(&verdicts, format!("{}\n", report(&outcome)))
+        .with_context(|| format!("writing {}", verdicts.display()))?;
+    Ok(outcome)
 }
 
 /// One line per verdict: `PASS`/`FAIL`, the criterion, what was measured.

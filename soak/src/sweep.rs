@@ -38,16 +38,67 @@ pub struct SweepSummary {
     pub db: PathBuf,
 }
 
-/// The sweep's spec.
-pub fn spec(config: &Config, stack: &Stack, source_url: &str, push_port: u16) -> String {
-    let targets: String = SERVICES
-        .iter()
-        .map(|name| format!("{name} = \"{}\"\n", stack.service_url(name)))
-        .collect();
-    let measured = config.run_length.as_millis();
+/// What a spec of the soak is built from, beside its `[fault]` and `[breaker]` tables: the part the sweep and
+/// the sizing ladder ([`crate::size`]) share — the stack's services as `[targets]`, the Online Boutique mix at
+/// [`THINK_TIME`], one round of `measured` after a warmup of a quarter of it, the flapping Prometheus source
+/// scraped every 50 ms and a push listener.
+#[derive(Debug, Clone)]
+pub struct SpecBase {
+    pub name: String,
+    /// The spec's first comment line.
+    pub about: String,
+    /// `(service, url)` of each service.
+    pub targets: Vec<(String, String)>,
+    pub users: u32,
+    pub measured: Duration,
+    pub seed: u64,
+    pub source_url: String,
+    pub push_port: u16,
+}
+
+/// The think time of every virtual user of the soak's runs.
+pub const THINK_TIME: &str = r#"["200ms", "1s"]"#;
+
+/// A spec's `[fault]` table at Payment (`kinds` and `rates` as TOML arrays, the [`FAULT_LEASE`], a delay of
+/// 200 ms when `kinds` has `"delay"`) and its `[breaker]` modes (a TOML array).
+pub fn conditions(kinds: &str, rates: &str, modes: &str) -> String {
+    let delay = if kinds.contains("\"delay\"") {
+        "delay = \"200ms\"\n"
+    } else {
+        ""
+    };
     format!(
-        r#"# The soak's sweep (scripts/soak): run over and over, killed and resumed.
-name = "soak-sweep"
+        r#"[fault]
+target = "payment"
+kinds = {kinds}
+{delay}rates = {rates}
+lease = "{FAULT_LEASE}"
+
+[breaker]
+modes = {modes}
+"#
+    )
+}
+
+/// The stack's services as `(name, url)`, in [`SERVICES`] order.
+pub fn targets(stack: &Stack) -> Vec<(String, String)> {
+    SERVICES
+        .iter()
+        .map(|name| (name.to_string(), stack.service_url(name)))
+        .collect()
+}
+
+impl SpecBase {
+    /// The spec: this base with `conditions` (its `[fault]` table and `[breaker]` table, see [`conditions`];
+    /// the breakers' trip and open settings are added here).
+    pub fn spec(&self, conditions: &str) -> String {
+        let targets: String = (self.targets.iter())
+            .map(|(name, url)| format!("{name} = \"{url}\"\n"))
+            .collect();
+        let measured = self.measured.as_millis();
+        format!(
+            r#"# {about}
+name = "{name}"
 rounds = 1
 duration = "{measured}ms"
 warmup = "{warmup}ms"
@@ -58,20 +109,11 @@ seed = {seed}
 {targets}
 [load]
 users = {users}
-think_time = ["200ms", "1s"]
+think_time = {THINK_TIME}
 mix = "online-boutique"
 timeout = "5s"
 
-[fault]
-target = "payment"
-kinds = ["error", "delay"]
-delay = "200ms"
-rates = [0.2, 0.8]
-lease = "{FAULT_LEASE}"
-
-[breaker]
-modes = ["disabled", "enforce"]
-
+{conditions}
 [breaker.trip]
 consecutive_failures = 5
 
@@ -92,10 +134,39 @@ service = "flapper"
 kind = "push"
 listen = "127.0.0.1:{push_port}"
 "#,
-        warmup = measured / 4,
-        seed = config.seed,
-        users = config.users,
-        metric = crate::traffic::prometheus::METRIC,
+            about = self.about,
+            name = self.name,
+            warmup = measured / 4,
+            seed = self.seed,
+            users = self.users,
+            source_url = self.source_url,
+            push_port = self.push_port,
+            metric = crate::traffic::prometheus::METRIC,
+        )
+    }
+}
+
+/// The sweep's spec.
+pub fn spec(config: &Config, stack: &Stack, source_url: &str, push_port: u16) -> String {
+    SpecBase {
+        name: "soak-sweep".into(),
+        about: "The soak's sweep (scripts/soak): run over and over, killed and resumed.".into(),
+        targets: targets(stack),
+        users: config.users,
+        measured: config.run_length,
+        seed: config.seed,
+        source_url: source_url.into(),
+        push_port,
+    }
+    .spec(&sweep_conditions())
+}
+
+/// The sweep's conditions: 2 fault kinds × 2 rates at Payment × 2 breaker modes.
+pub fn sweep_conditions() -> String {
+    conditions(
+        r#"["error", "delay"]"#,
+        "[0.2, 0.8]",
+        r#"["disabled", "enforce"]"#,
     )
 }
 
@@ -285,4 +356,32 @@ impl Sweep {
 pub async fn open(db: &Path) -> anyhow::Result<Store> {
     let location = db.to_str().context("the database path is not UTF-8")?;
     Ok(Store::open(location).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_spec_validates_with_its_eight_conditions() {
+        let base = SpecBase {
+            name: "soak-sweep".into(),
+            about: "test".into(),
+            targets: (SERVICES.iter().enumerate())
+                .map(|(i, name)| (name.to_string(), format!("http://127.0.0.1:{}", 20_000 + i)))
+                .collect(),
+            users: 40,
+            measured: Duration::from_secs(20),
+            seed: 1,
+            source_url: "http://127.0.0.1:9/metrics".into(),
+            push_port: 9,
+        };
+        let text = base.spec(&sweep_conditions());
+        let spec = controller::spec::ExperimentSpec::parse(&text)
+            .unwrap_or_else(|error| panic!("{error}\n{text}"));
+        assert_eq!(spec.conditions().len(), 8);
+        assert_eq!(spec.fault.rates, vec![0.2, 0.8]);
+        assert!(text.contains("delay = \"200ms\"\nrates"), "{text}");
+        assert!(text.contains("warmup = \"5000ms\""), "{text}");
+    }
 }
