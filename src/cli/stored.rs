@@ -185,7 +185,7 @@ fn print_predictions(predictions: &[PredictedCondition]) {
         return;
     }
     out!(
-        "\npredicted by breaker::sim from the spec (mean [lowest, highest]; band: 2.5th–97.5th percentile of the simulations) vs measured (mean ± 95 % CI); opens and time open per breaker; when the runs' checkout rate missed the one assumed, the model at the measured rate:"
+        "\npredicted by breaker::sim from the spec (mean [lowest, highest]; band: 2.5th–97.5th percentile of the simulations) vs measured (mean ± 95 % CI); opens and time open per breaker; once measured, the model at the load that ran (its checkout rate and latencies):"
     );
     for predicted in predictions {
         out!("  {}", predicted.label);
@@ -199,9 +199,9 @@ fn print_predictions(predictions: &[PredictedCondition]) {
                 RowKind::LoadBasis {
                     assumed,
                     measured,
-                    rerun_at,
+                    rerun,
                 } => {
-                    let note = controller::stats::load_basis_note(&assumed, measured, rerun_at);
+                    let note = controller::stats::load_basis_note(&assumed, measured, rerun);
                     let measured = measured.map_or("not measured yet".to_owned(), shown);
                     out!(
                         "    {label:<34} assumed   {}  measured {measured:<20} {note}",

@@ -2,8 +2,10 @@
 //! down, asked outermost first before the breaker in front of the dependency, told a call's outcome when the
 //! service below answers (or at their own timeout, if sooner), and what each of them did, per second.
 //!
-//! A rejection anywhere down the chain is a failure, at once, for every breaker above it (the service below
-//! answers 5xx without waiting); a breaker that rejects stops the call there, so the ones below see nothing.
+//! A rejection anywhere down the chain is a failure for every breaker above it (the service below answers 5xx
+//! without waiting for anything further down); a breaker that rejects stops the call there, so the ones below
+//! see nothing. Each caller learns an outcome the latencies of the services between it and where the outcome was
+//! made later ([`Caller::latency`]; at once with none, and always at once under [`Model::Published`]).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -65,6 +67,9 @@ pub(crate) struct Chain {
     /// Per caller: how long after a call is made its answer comes at the latest — its own timeout, or a deeper
     /// service's (the dependency's caller's included) if shorter.
     reach_ns: Vec<u64>,
+    /// Per caller: the latencies of the services below it down to the dependency's caller, summed — how much
+    /// later than the dependency's answer it learns the outcome (one entry more than callers: 0).
+    below_ns: Vec<u64>,
     pending: BinaryHeap<Reverse<Pending>>,
     order: u64,
     published: bool,
@@ -109,9 +114,18 @@ impl Chain {
             })
             .collect();
         reach_ns.reverse();
+        let mut below = 0;
+        let mut below_ns: Vec<u64> = std::iter::once(0)
+            .chain(callers.iter().rev().map(|caller| {
+                below += duration_nanos(caller.latency);
+                below
+            }))
+            .collect();
+        below_ns.reverse();
         Chain {
             breakers,
             reach_ns,
+            below_ns,
             pending: BinaryHeap::new(),
             order: 0,
             published: scenario.model() == Model::Published,
@@ -119,21 +133,53 @@ impl Chain {
         }
     }
 
-    /// Permits of every caller of `instance`, outermost first; `None` when one rejected the call (counted in
-    /// `second`), the ones above it told of a failure at once.
-    pub(crate) fn acquire(&mut self, instance: usize, second: usize) -> Option<Vec<OwnedPermit>> {
+    /// Permits of every caller of `instance`, outermost first; `None` when one rejected the call made at `at_ns`
+    /// (counted in `second`), the ones above it told of a failure ([`Chain::reject`]).
+    pub(crate) fn acquire(
+        &mut self,
+        instance: usize,
+        at_ns: u64,
+        second: usize,
+    ) -> Option<Vec<OwnedPermit>> {
         let mut held = Vec::new();
-        for (hop, (breaker, _)) in self.breakers.get(instance)?.iter().enumerate() {
-            match breaker.try_acquire_owned() {
+        let hops = self.breakers.get(instance)?.len();
+        for hop in 0..hops {
+            match self.breakers[instance][hop].0.try_acquire_owned() {
                 Ok(permit) => held.push(permit),
                 Err(_) => {
                     self.rejected[hop][second] += 1;
-                    fail_now(held);
+                    self.reject(held, at_ns);
                     return None;
                 }
             }
         }
         Some(held)
+    }
+
+    /// The call made at `at_ns` was rejected by the breaker below the callers in `held` (they are the outermost
+    /// ones, in order): each learns of a failure once the services between it and that breaker have answered.
+    pub(crate) fn reject(&mut self, held: Vec<OwnedPermit>, at_ns: u64) {
+        let rejected_at = self.below_ns[held.len()];
+        for (hop, permit) in held.into_iter().enumerate() {
+            let delay = self.below_ns[hop] - rejected_at;
+            self.learn(permit, at_ns, delay, Outcome::Failure);
+        }
+    }
+
+    /// `permit`'s caller learns `outcome` `delay_ns` after `at_ns` (at once with no delay or under the published
+    /// model).
+    fn learn(&mut self, permit: OwnedPermit, at_ns: u64, delay_ns: u64, outcome: Outcome) {
+        if delay_ns == 0 || self.published {
+            permit.record(outcome);
+            return;
+        }
+        self.order += 1;
+        self.pending.push(Reverse(Pending {
+            end_ns: at_ns + delay_ns,
+            order: self.order,
+            permit,
+            outcome,
+        }));
     }
 
     /// The call went down from every caller in `held`, made at `at_ns`, and costs its dependency's caller
@@ -145,23 +191,14 @@ impl Chain {
         cost_ns: u64,
         outcome: Outcome,
     ) {
-        for (permit, &reach) in held.into_iter().zip(&self.reach_ns) {
-            if cost_ns == 0 || self.published {
-                permit.record(outcome);
-                continue;
-            }
-            let outcome = if cost_ns > reach {
+        for (hop, permit) in held.into_iter().enumerate() {
+            let (reach, due) = (self.reach_ns[hop], cost_ns + self.below_ns[hop]);
+            let outcome = if due > reach {
                 Outcome::Failure
             } else {
                 outcome
             };
-            self.order += 1;
-            self.pending.push(Reverse(Pending {
-                end_ns: at_ns + cost_ns.min(reach),
-                order: self.order,
-                permit,
-                outcome,
-            }));
+            self.learn(permit, at_ns, due.min(reach), outcome);
         }
     }
 
@@ -209,12 +246,5 @@ impl Chain {
                 pass
             })
             .collect()
-    }
-}
-
-/// Every caller in `held` told of a failure now: the service below answered 5xx at once.
-pub(crate) fn fail_now(held: Vec<OwnedPermit>) {
-    for permit in held {
-        permit.record(Outcome::Failure);
     }
 }

@@ -196,6 +196,12 @@ impl RawScenario {
                 Duration::from_millis(1),
                 MAX_TIMEOUT,
             )?;
+            check_duration(
+                &format!("callers[{index}].latency"),
+                caller.latency,
+                Duration::ZERO,
+                MAX_TIMEOUT,
+            )?;
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::clock::{ManualClock, duration_nanos};
 use crate::config::Mode;
 use crate::event::MemorySink;
 use crate::sim::arrivals::{Arrivals, calls_dependency};
-use crate::sim::chain::{CallerPass, Chain, fail_now};
+use crate::sim::chain::{CallerPass, Chain};
 use crate::sim::draws::{STREAM_FAILURE, unit};
 use crate::sim::scenario::{CallFailure, Model, Pattern, Scenario, Workload};
 use crate::sim::tally::{NANOS_PER_SECOND, Tally, timeline};
@@ -305,13 +305,13 @@ pub(crate) fn run(scenario: &Scenario, guarded: bool) -> Pass {
                     let mut held = Vec::new();
                     let permit = match breakers.get(instance) {
                         Some((breaker, _)) => {
-                            match chain.acquire(instance, second).and_then(|permits| {
+                            match chain.acquire(instance, t, second).and_then(|permits| {
                                 held = permits;
                                 breaker.try_acquire_owned().ok()
                             }) {
                                 Some(permit) => Some(permit),
                                 None => {
-                                    fail_now(std::mem::take(&mut held));
+                                    chain.reject(std::mem::take(&mut held), t);
                                     tally.never_made += 1;
                                     tally.fast_failures += 1;
                                     tally.dependency_failures += 1;

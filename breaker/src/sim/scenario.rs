@@ -72,6 +72,10 @@ pub struct Caller {
     pub breaker: BreakerConfig,
     /// How long it waits for the service below.
     pub timeout: Duration,
+    /// How long the service below works on a call besides its own call further down (its reads before it, its
+    /// answer after): every outcome, a rejection below too, reaches this caller that much later, so a half-open
+    /// probe is in flight that long. Zero: the service below answers the instant the call below it does.
+    pub latency: Duration,
 }
 
 /// A checked simulation: every number within its bounds ([`RawScenario`]'s fields, read through accessors).

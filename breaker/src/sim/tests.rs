@@ -492,6 +492,7 @@ fn chained(kind: CallFailure, timeout: Duration, caller_timeout: Duration) -> Ra
     raw.callers = vec![Caller {
         breaker: raw.breaker.clone(),
         timeout: caller_timeout,
+        latency: Duration::ZERO,
     }];
     raw
 }
@@ -532,6 +533,48 @@ fn a_caller_up_the_chain_trips_with_the_breaker_below_and_takes_its_rejections()
     assert!(alone.totals.callers.is_empty());
     assert_eq!(alone.totals.never_made, 27);
     assert_eq!(alone.seconds.iter().map(|s| s.rejected).sum::<u64>(), 27);
+}
+
+// The errors of the test above, the service below the caller taking 0.5 s for every call: the caller learns
+// each outcome 0.5 s after the breaker below. Calls at 10, 11, 12 fail; the breaker below trips at 12 (open until
+// 22), the caller at 12.5 (open until 22.5), so it rejects 13..22 (10). At 23 both are half-open, the probe fails
+// through both: below reopens at 23 (until 33), the caller at 23.5 (until 33.5), 24..33 rejected (10). Again at 34:
+// below until 44, the caller until 44.5, 35..44 rejected (10). At 45 and 46 the probes succeed (healthy since 40):
+// below closes at 46, the caller at 46.5. Per breaker 3 opens and 30 s open; the caller rejects 30, one more per
+// window than without the latency, its probe in flight half a second each time.
+#[test]
+fn a_caller_learns_outcomes_the_latency_of_the_service_below_later() {
+    let mut raw = chained(CallFailure::Error, 2 * S, 3 * S);
+    raw.callers[0].latency = Duration::from_millis(500);
+    let run = simulated(&raw);
+    let t = &run.totals;
+    assert_eq!((t.opens, t.open_s), (3, 30.0));
+    assert_eq!(
+        t.callers,
+        vec![CallerFigures {
+            opens: 3,
+            open: 30.0,
+            rejected: 30
+        }]
+    );
+    assert_eq!((t.never_made, t.reached), (30, 30));
+    assert_eq!(run.seconds[22].callers[0].rejected, 1);
+    assert_eq!(run.seconds[23].callers[0].rejected, 0);
+    // Half-open from 22.5 to the probe's answer at 23.5: a second of the caller's not open.
+    assert_eq!(run.seconds[22].callers[0].open, 0.5);
+    // The published model tells every breaker at once: the latency changes nothing there.
+    raw.model = Model::Published;
+    let published = simulated(&raw);
+    raw.callers[0].latency = Duration::ZERO;
+    assert_eq!(published.totals, simulated(&raw).totals);
+}
+
+#[test]
+fn a_caller_latency_is_checked_naming_its_field() {
+    let mut raw = chained(CallFailure::Error, 2 * S, 3 * S);
+    raw.callers[0].latency = Duration::from_secs(601);
+    let error = Scenario::try_from(raw).expect_err("a latency over the bound");
+    assert_eq!(error.field, "callers[0].latency");
 }
 
 // Hangs of 2 s, the caller giving up after 1 s. Calls at 10, 11, 12 hang: the caller sees failures at 11, 12,

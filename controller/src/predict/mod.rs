@@ -16,10 +16,12 @@
 //! upstream are named as not modelled. What else the model leaves out, and so what a flag usually means: no
 //! latency or queueing before the call, and checkouts that fail only through the dependency.
 //!
-//! The load is the one assumption a run measures outright: each prediction keeps the checkouts per second its
-//! simulations made, and [`predict_at_rate`] runs the same condition again with the load the runs measured
-//! (full carts slow every cart view, and a closed-model load then sends fewer checkouts than the spec's users
-//! and think time would) so that stats can compare the model with what ran, like with like.
+//! Two inputs the spec does not decide but a run measures outright: the load's checkout rate (full carts slow
+//! every cart view, and a closed-model load then sends fewer checkouts than the spec's users and think time
+//! would) and how long the services up the chain take to answer (a half-open probe is in flight that long, its
+//! breaker neither open nor closed). Each prediction keeps the checkouts per second its simulations made, and
+//! [`predict_at_load`] runs the same condition again at the measured rate and latencies, so that stats compare
+//! the model with what ran, like with like.
 
 #[cfg(test)]
 mod tests;
@@ -139,10 +141,21 @@ pub struct Prediction {
     /// was kept): the load the bands assume, set beside the load's measured `checkout_rate`.
     #[serde(default)]
     pub checkout_rate: Option<Band>,
-    /// The checkout rate the load of these simulations was set to, when they were run again at a measured rate
-    /// ([`predict_at_rate`]); `None` for the prediction made from the spec before any run.
+    /// The load these simulations were run at when it is the one the runs measured ([`predict_at_load`]);
+    /// `None` for the prediction made from the spec before any run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at_measured_rate: Option<f64>,
+    pub at_measured_load: Option<MeasuredLoad>,
+}
+
+/// What the runs of a condition measured of the two inputs the model takes from the spec but the testbed
+/// decides: the load's checkout rate, and how long each service up the checkout's chain took to answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredLoad {
+    /// Checkouts per second (the runs' `checkout_rate`).
+    pub checkout_rate: f64,
+    /// Per breaker up the chain (`frontend->checkout`): its dependency's mean latency, milliseconds (the runs'
+    /// `dependency_mean_ms`); a breaker not listed is simulated with none.
+    pub latency_ms: Vec<(String, f64)>,
 }
 
 /// What a hang does to a worker pool of the boutique's size in front of the dependency: the simulator run again
@@ -235,6 +248,7 @@ fn chain(spec: &ExperimentSpec, config: &breaker::BreakerConfig) -> Option<Vec<(
             Caller {
                 breaker: config.clone(),
                 timeout: boutique::config::DEFAULT_CALL_TIMEOUT,
+                latency: Duration::ZERO,
             },
         )]
     } else {
@@ -265,28 +279,43 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
     Scenario::try_from(raw_scenario(spec, condition, seed, None)?).ok()
 }
 
+/// The callers of `chain` with the latencies of `load` (none without it).
+fn with_latencies(chain: Vec<(String, Caller)>, load: Option<&MeasuredLoad>) -> Vec<Caller> {
+    chain
+        .into_iter()
+        .map(|(name, mut caller)| {
+            let measured =
+                load.and_then(|load| load.latency_ms.iter().find(|(breaker, _)| *breaker == name));
+            if let Some((_, ms)) = measured {
+                caller.latency = Duration::from_secs_f64(ms / 1000.0);
+            }
+            caller
+        })
+        .collect()
+}
+
 /// [`scenario`] with a worker pool of the boutique's size in front of the dependency.
 fn pool_scenario(
     spec: &ExperimentSpec,
     condition: &Condition,
     seed: u64,
-    checkout_rate: Option<f64>,
+    load: Option<&MeasuredLoad>,
 ) -> Option<Scenario> {
     let workers = u32::try_from(boutique::config::DEFAULT_POOL_CAPACITY).ok()?;
     Scenario::try_from(RawScenario {
         workers: Some(workers),
-        ..raw_scenario(spec, condition, seed, checkout_rate)?
+        ..raw_scenario(spec, condition, seed, load)?
     })
     .ok()
 }
 
-/// The scenario's fields; with `checkout_rate`, an open-model load sending that many checkouts per second
-/// instead of the spec's load.
+/// The scenario's fields; with `load`, an open-model load sending its checkouts per second instead of the
+/// spec's load, and the callers up the chain answered with its latencies.
 fn raw_scenario(
     spec: &ExperimentSpec,
     condition: &Condition,
     seed: u64,
-    checkout_rate: Option<f64>,
+    load: Option<&MeasuredLoad>,
 ) -> Option<RawScenario> {
     if spec.fault.target != "payment" {
         return None;
@@ -313,14 +342,10 @@ fn raw_scenario(
             ..*condition
         })
         .ok()?;
-    let callers = chain(spec, &config)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(_, caller)| caller)
-        .collect();
-    let workload = match (checkout_rate, spec.load.rate) {
-        (Some(checkouts), _) => Workload::Open {
-            rate: checkouts / share.max(f64::MIN_POSITIVE),
+    let callers = with_latencies(chain(spec, &config).unwrap_or_default(), load);
+    let workload = match (load, spec.load.rate) {
+        (Some(load), _) => Workload::Open {
+            rate: load.checkout_rate / share.max(f64::MIN_POSITIVE),
             share,
         },
         (None, Some(rate)) => Workload::Open { rate, share },
@@ -364,31 +389,36 @@ pub fn predict(spec: &ExperimentSpec) -> Vec<Prediction> {
         .collect()
 }
 
-/// Lowest and highest checkout rate [`predict_at_rate`] simulates: a measured rate outside it is no load the
+/// Lowest and highest checkout rate [`predict_at_load`] simulates: a measured rate outside it is no load the
 /// simulator's window can hold.
 pub const AT_RATE_BOUNDS: (f64, f64) = (0.01, 10_000.0);
+/// Highest latency of a service up the chain [`predict_at_load`] simulates, milliseconds (a caller's timeout
+/// bound: an answer slower than that is a timeout).
+pub const MAX_LATENCY_MS: f64 = 600_000.0;
 
-/// The prediction of condition `condition` (its index) with the load set to `checkout_rate` checkouts per
-/// second (an open model, the other tasks in the mix's proportion), everything else as [`predict`] has it:
-/// the model given the load the runs measured rather than the load the spec was expected to make. `None`
-/// when the model does not cover the condition or the rate is outside [`AT_RATE_BOUNDS`].
-pub fn predict_at_rate(
+/// The prediction of condition `condition` (its index) at the load its runs measured — `load`'s checkouts per
+/// second (an open model, the other tasks in the mix's proportion) and its latencies up the chain — everything
+/// else as [`predict`] has it: the model given the load that ran rather than the load the spec was expected to
+/// make. `None` when the model does not cover the condition, or a figure of `load` is outside
+/// [`AT_RATE_BOUNDS`] or [`MAX_LATENCY_MS`].
+pub fn predict_at_load(
     spec: &ExperimentSpec,
     condition: usize,
-    checkout_rate: f64,
+    load: &MeasuredLoad,
 ) -> Option<Prediction> {
     let (low, high) = AT_RATE_BOUNDS;
-    if !(low..=high).contains(&checkout_rate) {
+    let latencies_fit = (load.latency_ms.iter()).all(|(_, ms)| (0.0..=MAX_LATENCY_MS).contains(ms));
+    if !(low..=high).contains(&load.checkout_rate) || !latencies_fit {
         return None;
     }
     let condition = spec.conditions().into_iter().nth(condition)?;
-    predict_condition(spec, &condition, Some(checkout_rate))
+    predict_condition(spec, &condition, Some(load))
 }
 
 fn predict_condition(
     spec: &ExperimentSpec,
     condition: &Condition,
-    checkout_rate: Option<f64>,
+    load: Option<&MeasuredLoad>,
 ) -> Option<Prediction> {
     let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
     let counts_opens = matches!(
@@ -417,7 +447,7 @@ fn predict_condition(
     let mut up: Vec<[Vec<f64>; 3]> = vec![Default::default(); names.len()];
     let mut up_bound = Vec::new();
     for seed in 0..SEEDS {
-        let raw = raw_scenario(spec, condition, spec.seed.wrapping_add(seed), checkout_rate)?;
+        let raw = raw_scenario(spec, condition, spec.seed.wrapping_add(seed), load)?;
         let run = sim::simulate(&Scenario::try_from(raw).ok()?);
         let measured = run.seconds.iter().filter(|s| u64::from(s.t) >= warmup_s);
         let (mut o, mut r, mut calls, mut failed, mut open) = (0, 0, 0, 0, 0.0);
@@ -512,9 +542,9 @@ fn predict_condition(
         } else {
             Vec::new()
         },
-        pool: predict_pool(spec, condition, checkout_rate),
+        pool: predict_pool(spec, condition, load),
         checkout_rate: (!rates.is_empty()).then(|| Band::of(&rates)),
-        at_measured_rate: checkout_rate,
+        at_measured_load: load.cloned(),
     })
 }
 
@@ -522,7 +552,7 @@ fn predict_condition(
 fn predict_pool(
     spec: &ExperimentSpec,
     condition: &Condition,
-    checkout_rate: Option<f64>,
+    load: Option<&MeasuredLoad>,
 ) -> Option<PoolPrediction> {
     let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
     let fault_start_s = spec
@@ -531,7 +561,7 @@ fn predict_pool(
         .map_or(0.0, |(start, _)| start.as_secs_f64());
     let (mut exhaustion, mut refused, mut formula, mut workers) = (Vec::new(), Vec::new(), None, 0);
     for seed in 0..SEEDS {
-        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed), checkout_rate)?;
+        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed), load)?;
         if scenario.upstream().kind != CallFailure::Hang {
             return None;
         }

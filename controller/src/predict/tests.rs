@@ -320,23 +320,28 @@ fn the_predictions_model_the_specs_instances() {
 }
 
 // The model given the load that ran: the prediction keeps the checkout rate its simulations made (users over
-// the mean think time, one task in nineteen a checkout: 100 / 5.5 s / 19 ≈ 0.957/s, a little less while
-// rejections and failures are counted with it); run again at 70 % of it, the same config trips later and
-// rejects fewer calls, and the simulations send the rate asked for.
+// the mean think time, one task in nineteen a checkout: 100 / 5.5 s / 19 ≈ 0.957/s); run again at 70 % of it,
+// the same config trips later and rejects fewer calls, and the simulations send the rate asked for. With the
+// frontend's dependency (Checkout) answering in 500 ms, each of the frontend breaker's probes is in flight half a
+// second: that breaker spends less time open.
 #[test]
-fn a_prediction_at_a_measured_rate_simulates_that_rate() {
+fn a_prediction_at_a_measured_load_simulates_that_load() {
     let spec = seed_study();
     let before = prediction(&spec, 1.0, BreakerMode::Enforce);
-    assert_eq!(before.at_measured_rate, None);
+    assert_eq!(before.at_measured_load, None);
     let assumed = before.checkout_rate.expect("the rate is kept");
     assert!(
         (assumed.mean - 100.0 / 5.5 / 19.0).abs() < 0.05,
         "{assumed:?}"
     );
     assert!(assumed.band_low < assumed.band_high, "{assumed:?}");
+    let load = |checkout_rate: f64, latency_ms: f64| MeasuredLoad {
+        checkout_rate,
+        latency_ms: vec![("frontend->checkout".to_owned(), latency_ms)],
+    };
     let slower = assumed.mean * 0.7;
-    let at = predict_at_rate(&spec, before.condition, slower).expect("the model covers it");
-    assert_eq!(at.at_measured_rate, Some(slower));
+    let at = predict_at_load(&spec, before.condition, &load(slower, 0.0)).expect("covered");
+    assert_eq!(at.at_measured_load, Some(load(slower, 0.0)));
     let rate = at.checkout_rate.expect("the rate is kept");
     assert!(
         rate.band_low <= slower && slower <= rate.band_high,
@@ -349,8 +354,30 @@ fn a_prediction_at_a_measured_rate_simulates_that_rate() {
         before.rejected.mean
     );
     assert!(at.breaker_opens.mean <= before.breaker_opens.mean);
-    // A rate no simulation can hold, or a condition the spec does not have: nothing.
-    assert!(predict_at_rate(&spec, before.condition, 0.0).is_none());
-    assert!(predict_at_rate(&spec, before.condition, f64::NAN).is_none());
-    assert!(predict_at_rate(&spec, 10_000, slower).is_none());
+
+    let same = predict_at_load(&spec, before.condition, &load(assumed.mean, 0.0)).expect("covered");
+    let slow =
+        predict_at_load(&spec, before.condition, &load(assumed.mean, 500.0)).expect("covered");
+    let open = |p: &Prediction| p.upstream[0].time_open_s.mean;
+    assert_eq!(same.upstream[0].breaker, "frontend->checkout");
+    assert!(
+        open(&slow) < open(&same) - 10.0,
+        "{} against {}",
+        open(&slow),
+        open(&same)
+    );
+
+    // A rate or latency no simulation can hold, or a condition the spec does not have: nothing.
+    for bad in [
+        load(0.0, 0.0),
+        load(f64::NAN, 0.0),
+        load(slower, -1.0),
+        load(slower, 700_000.0),
+    ] {
+        assert!(
+            predict_at_load(&spec, before.condition, &bad).is_none(),
+            "{bad:?}"
+        );
+    }
+    assert!(predict_at_load(&spec, 10_000, &load(slower, 0.0)).is_none());
 }

@@ -517,7 +517,7 @@ fn predicted_condition_1() -> crate::predict::Prediction {
             refused: band(40_000.0, 42_000.0, 500.0),
         }),
         checkout_rate: Some(band(0.9, 1.0, 0.05)),
-        at_measured_rate: None,
+        at_measured_load: None,
     }
 }
 

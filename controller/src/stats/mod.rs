@@ -49,7 +49,7 @@ pub use run::{
 pub use student::{CONFIDENCE, Difference, LARGE_DF, Summary, Verdict, Z_975, t_critical_95};
 
 use crate::metric::{MetricKey, MetricName, cart_view_endpoint};
-use crate::predict::Prediction;
+use crate::predict::{MeasuredLoad, Prediction};
 use crate::spec::ExperimentSpec;
 use crate::store::{ExperimentId, Status, Store};
 
@@ -227,10 +227,10 @@ fn per_breaker_summary(stats: &ConditionStats, key: &MetricKey) -> Option<Summar
 }
 
 impl PredictedCondition {
-    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs). When the runs'
-    /// checkout rate misses the rate `prediction` assumed (its 95 % interval outside the simulations' band) and
-    /// `spec` is known, the checks are against the model run again at the measured rate, `prediction` kept as
-    /// [`PredictedCondition::before_run`]: like is compared with like, the model given the load that ran.
+    /// Set `prediction` beside `measured` (the condition's stats, when it has finished runs). Once the runs
+    /// measured their checkout rate and `spec` is known, the checks are against the model run again at the load
+    /// that ran (that rate, and the measured latency of each breaker's dependency up the chain), `prediction`
+    /// kept as [`PredictedCondition::before_run`]: like is compared with like.
     pub fn of(
         prediction: Prediction,
         label: String,
@@ -240,14 +240,21 @@ impl PredictedCondition {
         let measured_checkout_rate = measured
             .and_then(|stats| stats.summary(&MetricKey::run(MetricName::CheckoutRate)))
             .copied();
-        let rerun = match (spec, &measured_checkout_rate, prediction.checkout_rate) {
-            (Some(spec), Some(rate), Some(assumed)) => {
-                let low = rate.ci_low.unwrap_or(rate.mean);
-                let high = rate.ci_high.unwrap_or(rate.mean);
-                assumed
-                    .misses(low, high)
-                    .then(|| crate::predict::predict_at_rate(spec, prediction.condition, rate.mean))
-                    .flatten()
+        let rerun = match (spec, &measured_checkout_rate, measured) {
+            (Some(spec), Some(rate), Some(stats)) => {
+                let load = MeasuredLoad {
+                    checkout_rate: rate.mean,
+                    latency_ms: (prediction.upstream.iter())
+                        .filter_map(|up| {
+                            let key = MetricKey::breaker(
+                                MetricName::DependencyMeanMs,
+                                up.breaker.clone(),
+                            );
+                            Some((up.breaker.clone(), stats.summary(&key)?.mean))
+                        })
+                        .collect(),
+                };
+                crate::predict::predict_at_load(spec, prediction.condition, &load)
             }
             _ => None,
         };

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::student::Summary;
 use crate::metric::{MetricKey, MetricName};
-use crate::predict::{Band, Prediction};
+use crate::predict::{Band, MeasuredLoad, Prediction};
 
 /// A condition's prediction (stored with the experiment) beside what its runs measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -14,9 +14,9 @@ pub struct PredictedCondition {
     pub condition: i64,
     /// The condition's label, e.g. `error 500 @ 25% / enforce`.
     pub label: String,
-    /// The prediction the checks are against: the one made from the spec before any run or, when the load's
-    /// measured checkout rate missed the rate that prediction assumed, the model run again at the measured rate
-    /// (its [`Prediction::at_measured_rate`] says so).
+    /// The prediction the checks are against: the model run again at the load the runs measured (its
+    /// [`Prediction::at_measured_load`] says so) once they measured it, the one made from the spec before any
+    /// run until then.
     pub prediction: Prediction,
     /// The prediction made from the spec before any run, when [`PredictedCondition::prediction`] is the one at
     /// the measured rate.
@@ -55,11 +55,11 @@ pub struct PredictionRow<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RowKind<'a> {
     /// The load the bands assume: the checkout rate of the prediction made before any run, the rate the runs
-    /// measured, and the rate the bands below were simulated at when it is the measured one.
+    /// measured, and the load the bands below were simulated at when it is the measured one.
     LoadBasis {
         assumed: Band,
         measured: Option<&'a Summary>,
-        rerun_at: Option<f64>,
+        rerun: Option<&'a MeasuredLoad>,
     },
     /// A band, and its check once measured.
     Predicted {
@@ -83,18 +83,26 @@ pub enum RowKind<'a> {
 pub fn load_basis_note(
     assumed: &Band,
     measured: Option<&Summary>,
-    rerun_at: Option<f64>,
+    rerun: Option<&MeasuredLoad>,
 ) -> String {
-    match (measured, rerun_at) {
-        (_, Some(rate)) => format!(
-            "the runs' checkout rate missed the {:.2}–{:.2}/s the prediction made before the run assumed: the \
-             bands below are the model at the measured {rate:.2}/s (the spec's load slowed or sped up; the \
-             prediction before the run is kept as `before_run`)",
-            assumed.band_low, assumed.band_high
-        ),
+    match (measured, rerun) {
+        (_, Some(load)) => {
+            let mut note = format!(
+                "the bands below are the model at the load the runs measured: {:.2} checkouts/s (the \
+                 prediction made before the run assumed {:.2}–{:.2}/s)",
+                load.checkout_rate, assumed.band_low, assumed.band_high
+            );
+            for (breaker, ms) in &load.latency_ms {
+                note.push_str(&format!(
+                    ", {breaker}'s dependency answering in {ms:.1} ms"
+                ));
+            }
+            note.push_str("; the prediction before the run is kept as `before_run`");
+            note
+        }
         (Some(_), None) => {
-            "the runs' checkout rate is within the rate the prediction assumed: the bands below are the \
-             prediction made before the run"
+            "the model could not be run at the measured load: the bands below are the prediction made \
+             before the run"
                 .to_owned()
         }
         (None, None) => "the rate the prediction made before the run assumes".to_owned(),
@@ -139,7 +147,7 @@ impl PredictedCondition {
                 kind: RowKind::LoadBasis {
                     assumed,
                     measured: self.measured_checkout_rate.as_ref(),
-                    rerun_at: p.at_measured_rate,
+                    rerun: p.at_measured_load.as_ref(),
                 },
             })
             .into_iter()

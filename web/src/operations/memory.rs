@@ -458,7 +458,7 @@ fn predicted_opens() -> controller::stats::PredictedCondition {
             opens_estimate: Some(57.98),
             pool: None,
             checkout_rate: Some(band(55.0, 58.0)),
-            at_measured_rate: None,
+            at_measured_load: None,
         },
         "error@1.00/enforce".into(),
         None,

@@ -50,14 +50,14 @@ impl PredictionLine {
                     RowKind::LoadBasis {
                         assumed,
                         measured,
-                        rerun_at,
+                        rerun,
                     } => PredictionLine {
                         condition,
                         metric,
                         predicted: band_text(&assumed),
                         measured: measured.map_or("not measured yet".to_owned(), measured_text),
                         verdict: "",
-                        reason: controller::stats::load_basis_note(&assumed, measured, rerun_at),
+                        reason: controller::stats::load_basis_note(&assumed, measured, rerun),
                     },
                     RowKind::Predicted { band, check } => PredictionLine {
                         condition,

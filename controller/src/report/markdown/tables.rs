@@ -136,14 +136,14 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
     );
     let _ = writeln!(
         out,
-        "Predicted from the spec alone before any run, by the breaker on a virtual clock \
+        "Predicted from the spec before any run, and again at the load the runs measured, by the breaker on a virtual clock \
          (`breaker::sim`: the spec's users and think time, one task in nineteen a checkout calling \
          Payment, the condition's fault and breaker config): mean of the seeded simulations \
          [lowest, highest]; the band is their 2.5th–97.5th percentile, with the number of simulations \
          that made it ({} per condition). Each condition's first row is the load the bands assume: the \
-         checkouts per second of those simulations beside the rate the runs measured; when the measured \
-         interval misses it, the bands that follow are the model run again at the measured rate (like with \
-         like: the model given the load that ran). A measured 95 % interval that misses the band is flagged ⚠ with the \
+         checkouts per second of those simulations beside the rate the runs measured; once the runs measured \
+         it, the bands that follow are the model run again at the load that ran — that rate, and the measured \
+         latency of each breaker's dependency up the chain (like with like). A measured 95 % interval that misses the band is flagged ⚠ with the \
          model assumption most likely behind it. Opens and time open are per breaker, each beside that \
          breaker's own measurement (the run-wide figures in the tables above are their sums); a breaker on the \
          fault's path the model leaves out says so beside what it measured. *Opens bound*: no config can \
@@ -165,10 +165,10 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
                 RowKind::LoadBasis {
                     assumed,
                     measured,
-                    rerun_at,
+                    rerun,
                 } => {
                     let shown = measured.map_or("not measured yet".to_owned(), mean_and_half_width);
-                    let note = crate::stats::load_basis_note(&assumed, measured, rerun_at);
+                    let note = crate::stats::load_basis_note(&assumed, measured, rerun);
                     let _ = writeln!(
                         out,
                         "| {label} | {name} | {} | {shown} | {} |",

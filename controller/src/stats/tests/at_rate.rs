@@ -1,5 +1,5 @@
-//! A prediction set beside runs whose checkout rate missed the rate it assumed is judged as the model run again
-//! at the measured rate; one whose rate the runs matched is judged as made before the run.
+//! A prediction set beside runs that measured their load is judged as the model run again at that load (their
+//! checkout rate, their dependencies' latencies up the chain); before any run measured it, as made before the run.
 
 use super::*;
 use crate::predict::predict;
@@ -21,48 +21,58 @@ fn seed_study_on() -> (ExperimentSpec, Prediction) {
     (spec, prediction)
 }
 
-/// Two rounds of the condition measuring `rates` checkouts per second.
+/// Two rounds of the condition measuring `rates` checkouts per second, Checkout answering the frontend in 40
+/// and 60 ms.
 fn measured(index: usize, rates: [f64; 2]) -> ExperimentStats {
     let runs = (0..2)
         .map(|round| {
-            metrics_with(
+            let mut run = metrics_with(
                 index as i64,
                 round,
                 &[(MetricName::CheckoutRate, rates[round as usize])],
-            )
+            );
+            let key = MetricKey::breaker(MetricName::DependencyMeanMs, "frontend->checkout");
+            run.values.insert(key, 40.0 + 20.0 * round as f64);
+            run
         })
         .collect();
     ExperimentStats::from_runs(info(2), vec![key(index as i64, 1.0, "enforce")], runs)
 }
 
 #[test]
-fn a_measured_rate_outside_the_assumed_one_is_predicted_again_at_that_rate() {
+fn a_condition_that_measured_its_load_is_predicted_again_at_that_load() {
     let (spec, before) = seed_study_on();
     let assumed = before.checkout_rate.expect("the rate is kept");
     let (slow_a, slow_b) = (assumed.mean * 0.65, assumed.mean * 0.67);
     let stats = measured(before.condition, [slow_a, slow_b]);
     let condition = stats.condition(before.condition as i64);
     let judged = PredictedCondition::of(before.clone(), "at 100%".into(), condition, Some(&spec));
-    let rerun_at = judged.prediction.at_measured_rate.expect("run again");
+    let load = judged
+        .prediction
+        .at_measured_load
+        .clone()
+        .expect("run again");
     assert!(
-        (rerun_at - (slow_a + slow_b) / 2.0).abs() < 1e-9,
-        "{rerun_at}"
+        (load.checkout_rate - (slow_a + slow_b) / 2.0).abs() < 1e-9,
+        "{load:?}"
+    );
+    assert_eq!(
+        load.latency_ms,
+        vec![("frontend->checkout".to_owned(), 50.0)]
     );
     assert_eq!(judged.before_run.as_ref(), Some(&before));
     assert!(judged.prediction.rejected.mean < before.rejected.mean);
     let rows = judged.rows();
     assert!(
-        matches!(rows[0].kind, RowKind::LoadBasis { rerun_at: Some(r), measured: Some(_), .. } if r == rerun_at),
+        matches!(rows[0].kind, RowKind::LoadBasis { rerun: Some(at), measured: Some(_), .. } if *at == load),
         "{:?}",
         rows[0]
     );
-    let note = load_basis_note(
-        &assumed,
-        condition.and_then(|c| c.summary(&MetricKey::run(MetricName::CheckoutRate))),
-        Some(rerun_at),
-    );
+    let rate = condition.and_then(|c| c.summary(&MetricKey::run(MetricName::CheckoutRate)));
+    let note = load_basis_note(&assumed, rate, Some(&load));
     assert!(
-        note.contains("the bands below are the model at the measured"),
+        note.contains("the model at the load the runs measured")
+            && note.contains("frontend->checkout's dependency answering in 50.0 ms"),
         "{note}"
     );
 
@@ -73,26 +83,16 @@ fn a_measured_rate_outside_the_assumed_one_is_predicted_again_at_that_rate() {
 }
 
 #[test]
-fn a_measured_rate_within_the_assumed_one_keeps_the_prediction_made_before_the_run() {
+fn before_any_run_the_prediction_made_before_the_run_is_shown() {
     let (spec, before) = seed_study_on();
-    let assumed = before.checkout_rate.expect("the rate is kept");
-    let stats = measured(
-        before.condition,
-        [assumed.mean * 0.999, assumed.mean * 1.001],
-    );
-    let judged = PredictedCondition::of(
-        before.clone(),
-        "at 100%".into(),
-        stats.condition(before.condition as i64),
-        Some(&spec),
-    );
+    let judged = PredictedCondition::of(before.clone(), "at 100%".into(), None, Some(&spec));
     assert_eq!(judged.before_run, None);
     assert_eq!(judged.prediction, before);
     assert!(matches!(
         judged.rows()[0].kind,
         RowKind::LoadBasis {
-            rerun_at: None,
-            measured: Some(_),
+            rerun: None,
+            measured: None,
             ..
         }
     ));
