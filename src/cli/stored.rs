@@ -201,11 +201,14 @@ fn print_predictions(predictions: &[PredictedCondition]) {
                     measured,
                     rerun,
                 } => {
-                    let note = controller::stats::load_basis_note(&assumed, measured, rerun);
+                    let note =
+                        controller::stats::load_basis_note(assumed.as_ref(), measured, rerun);
                     let measured = measured.map_or("not measured yet".to_owned(), shown);
                     out!(
                         "    {label:<34} assumed   {}  measured {measured:<20} {note}",
-                        band_text(&assumed)
+                        assumed.map_or(controller::stats::RATE_NOT_KEPT.to_owned(), |b| band_text(
+                            &b
+                        ))
                     );
                 }
                 RowKind::Predicted { band, check } => {

@@ -23,8 +23,13 @@
 //! [`predict_at_load`] runs the same condition again at the measured rate and latencies, so that stats compare
 //! the model with what ran, like with like.
 
+mod at_load;
+mod pool;
 #[cfg(test)]
 mod tests;
+
+pub use at_load::{AT_RATE_BOUNDS, MAX_LATENCY_MS, MeasuredLoad, predict_at_load};
+pub use pool::PoolPrediction;
 
 use std::time::Duration;
 
@@ -147,31 +152,6 @@ pub struct Prediction {
     pub at_measured_load: Option<MeasuredLoad>,
 }
 
-/// What the runs of a condition measured of the two inputs the model takes from the spec but the testbed
-/// decides: the load's checkout rate, and how long each service up the checkout's chain took to answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MeasuredLoad {
-    /// Checkouts per second (the runs' `checkout_rate`).
-    pub checkout_rate: f64,
-    /// Per breaker up the chain (`frontend->checkout`): its dependency's mean latency, milliseconds (the runs'
-    /// `dependency_mean_ms`); a breaker not listed is simulated with none.
-    pub latency_ms: Vec<(String, f64)>,
-}
-
-/// What a hang does to a worker pool of the boutique's size in front of the dependency: the simulator run again
-/// with [`boutique::config::DEFAULT_POOL_CAPACITY`] workers (the figures above are of the model without a pool).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PoolPrediction {
-    pub workers: u32,
-    /// workers / (requests per second × share calling the dependency): seed 001's arithmetic.
-    pub formula_s: Option<f64>,
-    /// Seconds from the fault's start to the pool's first being full, over the seeds where it filled (`None`:
-    /// it filled in none).
-    pub exhaustion_s: Option<Band>,
-    /// Requests refused by the full pool over the window.
-    pub refused: Band,
-}
-
 fn payment_breaker() -> String {
     ServiceName::Checkout.breaker_name(ServiceName::Payment)
 }
@@ -279,39 +259,9 @@ pub fn scenario(spec: &ExperimentSpec, condition: &Condition, seed: u64) -> Opti
     Scenario::try_from(raw_scenario(spec, condition, seed, None)?).ok()
 }
 
-/// The callers of `chain` with the latencies of `load` (none without it).
-fn with_latencies(chain: Vec<(String, Caller)>, load: Option<&MeasuredLoad>) -> Vec<Caller> {
-    chain
-        .into_iter()
-        .map(|(name, mut caller)| {
-            let measured =
-                load.and_then(|load| load.latency_ms.iter().find(|(breaker, _)| *breaker == name));
-            if let Some((_, ms)) = measured {
-                caller.latency = Duration::from_secs_f64(ms / 1000.0);
-            }
-            caller
-        })
-        .collect()
-}
-
-/// [`scenario`] with a worker pool of the boutique's size in front of the dependency.
-fn pool_scenario(
-    spec: &ExperimentSpec,
-    condition: &Condition,
-    seed: u64,
-    load: Option<&MeasuredLoad>,
-) -> Option<Scenario> {
-    let workers = u32::try_from(boutique::config::DEFAULT_POOL_CAPACITY).ok()?;
-    Scenario::try_from(RawScenario {
-        workers: Some(workers),
-        ..raw_scenario(spec, condition, seed, load)?
-    })
-    .ok()
-}
-
 /// The scenario's fields; with `load`, an open-model load sending its checkouts per second instead of the
 /// spec's load, and the callers up the chain answered with its latencies.
-fn raw_scenario(
+pub(super) fn raw_scenario(
     spec: &ExperimentSpec,
     condition: &Condition,
     seed: u64,
@@ -342,7 +292,7 @@ fn raw_scenario(
             ..*condition
         })
         .ok()?;
-    let callers = with_latencies(chain(spec, &config).unwrap_or_default(), load);
+    let callers = at_load::with_latencies(chain(spec, &config).unwrap_or_default(), load);
     let workload = match (load, spec.load.rate) {
         (Some(load), _) => Workload::Open {
             rate: load.checkout_rate / share.max(f64::MIN_POSITIVE),
@@ -389,33 +339,7 @@ pub fn predict(spec: &ExperimentSpec) -> Vec<Prediction> {
         .collect()
 }
 
-/// Lowest and highest checkout rate [`predict_at_load`] simulates: a measured rate outside it is no load the
-/// simulator's window can hold.
-pub const AT_RATE_BOUNDS: (f64, f64) = (0.01, 10_000.0);
-/// Highest latency of a service up the chain [`predict_at_load`] simulates, milliseconds (a caller's timeout
-/// bound: an answer slower than that is a timeout).
-pub const MAX_LATENCY_MS: f64 = 600_000.0;
-
-/// The prediction of condition `condition` (its index) at the load its runs measured — `load`'s checkouts per
-/// second (an open model, the other tasks in the mix's proportion) and its latencies up the chain — everything
-/// else as [`predict`] has it: the model given the load that ran rather than the load the spec was expected to
-/// make. `None` when the model does not cover the condition, or a figure of `load` is outside
-/// [`AT_RATE_BOUNDS`] or [`MAX_LATENCY_MS`].
-pub fn predict_at_load(
-    spec: &ExperimentSpec,
-    condition: usize,
-    load: &MeasuredLoad,
-) -> Option<Prediction> {
-    let (low, high) = AT_RATE_BOUNDS;
-    let latencies_fit = (load.latency_ms.iter()).all(|(_, ms)| (0.0..=MAX_LATENCY_MS).contains(ms));
-    if !(low..=high).contains(&load.checkout_rate) || !latencies_fit {
-        return None;
-    }
-    let condition = spec.conditions().into_iter().nth(condition)?;
-    predict_condition(spec, &condition, Some(load))
-}
-
-fn predict_condition(
+pub(super) fn predict_condition(
     spec: &ExperimentSpec,
     condition: &Condition,
     load: Option<&MeasuredLoad>,
@@ -542,45 +466,8 @@ fn predict_condition(
         } else {
             Vec::new()
         },
-        pool: predict_pool(spec, condition, load),
+        pool: pool::predict_pool(spec, condition, load),
         checkout_rate: (!rates.is_empty()).then(|| Band::of(&rates)),
         at_measured_load: load.cloned(),
-    })
-}
-
-/// [`PoolPrediction`] of a condition whose fault holds calls (`None` for one that fails them at once).
-fn predict_pool(
-    spec: &ExperimentSpec,
-    condition: &Condition,
-    load: Option<&MeasuredLoad>,
-) -> Option<PoolPrediction> {
-    let guarded = matches!(condition.breaker_mode, BreakerMode::Enforce);
-    let fault_start_s = spec
-        .fault_periods_of(condition)
-        .first()
-        .map_or(0.0, |(start, _)| start.as_secs_f64());
-    let (mut exhaustion, mut refused, mut formula, mut workers) = (Vec::new(), Vec::new(), None, 0);
-    for seed in 0..SEEDS {
-        let scenario = pool_scenario(spec, condition, spec.seed.wrapping_add(seed), load)?;
-        if scenario.upstream().kind != CallFailure::Hang {
-            return None;
-        }
-        workers = scenario.workers()?;
-        let run = sim::simulate(&scenario);
-        let totals = &run.totals;
-        let (filled_at, refused_here) = if guarded {
-            (totals.pool_exhausted_at_s_with, totals.refused_with)
-        } else {
-            (totals.pool_exhausted_at_s_without, totals.refused_without)
-        };
-        exhaustion.extend(filled_at.map(|at| (at - fault_start_s).max(0.0)));
-        refused.push(refused_here as f64);
-        formula = run.closed_form.time_to_exhaustion_s;
-    }
-    Some(PoolPrediction {
-        workers,
-        formula_s: formula,
-        exhaustion_s: (!exhaustion.is_empty()).then(|| Band::of(&exhaustion)),
-        refused: Band::of(&refused),
     })
 }

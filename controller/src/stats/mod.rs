@@ -39,8 +39,8 @@ pub use not_measured::{
     NotMeasured, left_out, not_measured, not_measured_statements, observes_breakers,
 };
 pub use predicted::{
-    Check, Evidence, PredictedCondition, PredictionRow, RowKind, UnmodelledBreaker, checks,
-    likely_reason, load_basis_note,
+    Check, Evidence, PredictedCondition, PredictionRow, RATE_NOT_KEPT, RowKind, UnmodelledBreaker,
+    checks, likely_reason, load_basis_note,
 };
 pub use run::{
     RunData, RunMetrics, TIMELINE_BINS, TimelineBin, breaker_time_open, per_breaker_time_open,

@@ -57,7 +57,8 @@ pub enum RowKind<'a> {
     /// The load the bands assume: the checkout rate of the prediction made before any run, the rate the runs
     /// measured, and the load the bands below were simulated at when it is the measured one.
     LoadBasis {
-        assumed: Band,
+        /// `None` for a prediction stored before the rate was kept.
+        assumed: Option<Band>,
         measured: Option<&'a Summary>,
         rerun: Option<&'a MeasuredLoad>,
     },
@@ -78,20 +79,28 @@ pub enum RowKind<'a> {
     },
 }
 
+/// What a [`RowKind::LoadBasis`] row shows for the rate of a prediction stored before its rate was kept.
+pub const RATE_NOT_KEPT: &str = "not kept (stored before it was)";
+
 /// What a [`RowKind::LoadBasis`] row says of the bands after it: whether they are the prediction made before
 /// any run or the model run again at the rate the runs measured, and why.
 pub fn load_basis_note(
-    assumed: &Band,
+    assumed: Option<&Band>,
     measured: Option<&Summary>,
     rerun: Option<&MeasuredLoad>,
 ) -> String {
     match (measured, rerun) {
         (_, Some(load)) => {
             let mut note = format!(
-                "the bands below are the model at the load the runs measured: {:.2} checkouts/s (the \
-                 prediction made before the run assumed {:.2}–{:.2}/s)",
-                load.checkout_rate, assumed.band_low, assumed.band_high
+                "the bands below are the model at the load the runs measured: {:.2} checkouts/s",
+                load.checkout_rate
             );
+            if let Some(assumed) = assumed {
+                note.push_str(&format!(
+                    " (the prediction made before the run assumed {:.2}–{:.2}/s)",
+                    assumed.band_low, assumed.band_high
+                ));
+            }
             for (breaker, ms) in &load.latency_ms {
                 note.push_str(&format!(
                     ", {breaker}'s dependency answering in {ms:.1} ms"
@@ -140,14 +149,15 @@ impl PredictedCondition {
                 .find(|c| c.metric == metric && c.breaker.as_deref() == breaker)
         };
         let assumed = self.before_run.as_ref().unwrap_or(p).checkout_rate;
-        let mut rows: Vec<PredictionRow<'_>> = assumed
-            .map(|assumed| PredictionRow {
+        let rerun = p.at_measured_load.as_ref();
+        let mut rows: Vec<PredictionRow<'_>> = (assumed.is_some() || rerun.is_some())
+            .then(|| PredictionRow {
                 metric: MetricName::CheckoutRate,
                 breaker: None,
                 kind: RowKind::LoadBasis {
                     assumed,
                     measured: self.measured_checkout_rate.as_ref(),
-                    rerun: p.at_measured_load.as_ref(),
+                    rerun,
                 },
             })
             .into_iter()

@@ -54,10 +54,17 @@ impl PredictionLine {
                     } => PredictionLine {
                         condition,
                         metric,
-                        predicted: band_text(&assumed),
+                        predicted: assumed
+                            .map_or(controller::stats::RATE_NOT_KEPT.to_owned(), |b| {
+                                band_text(&b)
+                            }),
                         measured: measured.map_or("not measured yet".to_owned(), measured_text),
                         verdict: "",
-                        reason: controller::stats::load_basis_note(&assumed, measured, rerun),
+                        reason: controller::stats::load_basis_note(
+                            assumed.as_ref(),
+                            measured,
+                            rerun,
+                        ),
                     },
                     RowKind::Predicted { band, check } => PredictionLine {
                         condition,

@@ -168,11 +168,14 @@ pub(super) fn predictions_table(out: &mut String, stats: &ExperimentStats) {
                     rerun,
                 } => {
                     let shown = measured.map_or("not measured yet".to_owned(), mean_and_half_width);
-                    let note = crate::stats::load_basis_note(&assumed, measured, rerun);
+                    let note = crate::stats::load_basis_note(assumed.as_ref(), measured, rerun);
                     let _ = writeln!(
                         out,
                         "| {label} | {name} | {} | {shown} | {} |",
-                        band_cells(&assumed),
+                        assumed.map_or_else(
+                            || crate::stats::RATE_NOT_KEPT.to_owned() + " |",
+                            |b| band_cells(&b)
+                        ),
                         cell(&note),
                     );
                 }

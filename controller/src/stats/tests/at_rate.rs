@@ -69,7 +69,7 @@ fn a_condition_that_measured_its_load_is_predicted_again_at_that_load() {
         rows[0]
     );
     let rate = condition.and_then(|c| c.summary(&MetricKey::run(MetricName::CheckoutRate)));
-    let note = load_basis_note(&assumed, rate, Some(&load));
+    let note = load_basis_note(Some(&assumed), rate, Some(&load));
     assert!(
         note.contains("the model at the load the runs measured")
             && note.contains("frontend->checkout's dependency answering in 50.0 ms"),
