@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use breaker::sim::Caller;
@@ -16,7 +15,8 @@ use crate::spec::ExperimentSpec;
 /// the same experiment costs no simulations (each is 40 seeded runs per condition).
 pub const CACHED: usize = 256;
 
-static CACHE: Mutex<VecDeque<(u64, Prediction)>> = Mutex::new(VecDeque::new());
+static CACHE: parking_lot::Mutex<VecDeque<(u64, Prediction)>> =
+    parking_lot::const_mutex(VecDeque::new());
 
 /// What the runs of a condition measured of the two inputs the model takes from the spec but the testbed
 /// decides: the load's checkout rate, and how long each service up the checkout's chain took to answer.
@@ -70,23 +70,20 @@ pub fn predict_at_load(
         return None;
     }
     let key = cache_key(spec, condition, load);
-    let cached = CACHE.lock().ok().and_then(|cache| {
-        (cache.iter())
-            .find(|(k, _)| *k == key)
-            .map(|(_, prediction)| prediction.clone())
-    });
+    let cached = (CACHE.lock().iter())
+        .find(|(k, _)| *k == key)
+        .map(|(_, prediction)| prediction.clone());
     if let Some(prediction) = cached {
         return Some(prediction);
     }
     let index = condition;
     let condition = spec.conditions().into_iter().nth(index)?;
     let prediction = super::predict_condition(spec, &condition, Some(load))?;
-    if let Ok(mut cache) = CACHE.lock() {
-        if cache.len() >= CACHED {
-            cache.pop_front();
-        }
-        cache.push_back((key, prediction.clone()));
+    let mut cache = CACHE.lock();
+    if cache.len() >= CACHED {
+        cache.pop_front();
     }
+    cache.push_back((key, prediction.clone()));
     Some(prediction)
 }
 

@@ -151,7 +151,7 @@ impl PredictedCondition {
         let assumed = self.before_run.as_ref().unwrap_or(p).checkout_rate;
         let rerun = p.at_measured_load.as_ref();
         let mut rows: Vec<PredictionRow<'_>> = (assumed.is_some() || rerun.is_some())
-            .then(|| PredictionRow {
+            .then_some(PredictionRow {
                 metric: MetricName::CheckoutRate,
                 breaker: None,
                 kind: RowKind::LoadBasis {
