@@ -1,5 +1,8 @@
 //! The model given the load that ran: a condition predicted again at the checkout rate and the latencies up the
 //! chain its runs measured ([`predict_at_load`]), each answer kept for the next view that asks ([`CACHED`]).
+//!
+//! In a circle with `mod.rs` and `pool.rs` because a prediction at a measured load is the same simulation as
+//! the one made before the run (`mod.rs`), its pool figures included (`pool.rs`), given another load.
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};

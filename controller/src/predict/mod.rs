@@ -22,6 +22,10 @@
 //! breaker neither open nor closed). Each prediction keeps the checkouts per second its simulations made, and
 //! [`predict_at_load`] runs the same condition again at the measured rate and latencies, so that stats compare
 //! the model with what ran, like with like.
+//!
+//! In a circle with `at_load.rs` and `pool.rs` because the three are one model split by size: this file
+//! simulates a condition, `at_load.rs` runs it again at a measured load and `pool.rs` with a worker pool, each
+//! calling back into the scenario and the simulation here.
 
 mod at_load;
 mod pool;

@@ -1,5 +1,8 @@
 //! A hang's worker-pool exhaustion: the simulator run again with the boutique's pool in front of the dependency,
 //! beside seed 001's arithmetic (workers / (rate × share calling the dependency)).
+//!
+//! In a circle with `mod.rs` and `at_load.rs` because the pool figures are the condition's own simulation
+//! (`mod.rs`) run with a pool, at the spec's load or at the measured one (`at_load.rs`).
 
 use breaker::sim::{self, CallFailure, RawScenario, Scenario};
 use serde::{Deserialize, Serialize};
