@@ -124,9 +124,9 @@ pub async fn load_experiment(
             if let Some(failure) = critical.and_then(|row| row.outcomes.availability()) {
                 run_metrics.values.insert(key, 1.0 - failure);
             }
-            let measured_s = data.run.duration_ms as f64 / 1000.0;
-            if let Some(row) = critical.filter(|_| measured_s > 0.0) {
-                let rate = row.outcomes.total() as f64 / measured_s;
+            let rate =
+                critical.and_then(|row| run::per_measured_second(&data.run, row.outcomes.total()));
+            if let Some(rate) = rate {
                 run_metrics.values.insert(rate_key, rate);
             }
         }

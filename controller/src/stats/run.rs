@@ -95,7 +95,7 @@ impl Window {
         Window {
             // The recorder marks a second warmup while it starts before the warmup ends.
             warmup_s: (warmup_ms + 999) / 1000,
-            duration_s: run.duration_ms.max(0) as f64 / 1000.0,
+            duration_s: measured_seconds(run),
         }
     }
 
@@ -125,6 +125,17 @@ impl Window {
         let bin = (midpoint / self.duration_s.max(f64::MIN_POSITIVE) * bins as f64) as usize;
         Some(bin.min(bins - 1))
     }
+}
+
+/// Seconds of a run's measured window.
+pub(super) fn measured_seconds(run: &RunRow) -> f64 {
+    run.duration_ms.max(0) as f64 / 1000.0
+}
+
+/// `count` per second of `run`'s measured window (`None` for a window of no length).
+pub(super) fn per_measured_second(run: &RunRow, count: u64) -> Option<f64> {
+    let seconds = measured_seconds(run);
+    (seconds > 0.0).then(|| count as f64 / seconds)
 }
 
 fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -180,7 +191,7 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
             );
             put(
                 MetricKey::run(MetricName::CheckoutRate),
-                (measured_s > 0.0).then(|| row.outcomes.total() as f64 / measured_s),
+                per_measured_second(run, row.outcomes.total()),
             );
         }
         let histogram = histogram_of(run.id, &row.endpoint, &row.histogram_v2)?;
