@@ -95,6 +95,17 @@ impl Template {
         Ok(Template { parts })
     }
 
+    /// The text when it has no placeholder (`None` when a drawn value goes into it).
+    pub fn literal(&self) -> Option<String> {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => Some(text.as_str()),
+                Part::Var(_) => None,
+            })
+            .collect()
+    }
+
     /// Indices of the value lists this template draws from.
     pub fn vars(&self) -> impl Iterator<Item = usize> + '_ {
         self.parts.iter().filter_map(|part| match part {
@@ -194,9 +205,13 @@ pub struct CustomWorkload {
 impl CustomWorkload {
     /// The endpoint whose failures are the critical-failure metric, if a task is marked critical.
     pub fn critical_endpoint(&self) -> Option<&str> {
-        let task = &self.tasks[self.critical?];
-        let last = task.requests.last()?;
+        let last = self.critical_request()?;
         self.endpoint_names.get(last.endpoint).map(String::as_str)
+    }
+
+    /// The request whose failures are the critical-failure metric: the critical task's last.
+    pub fn critical_request(&self) -> Option<&RequestTemplate> {
+        self.tasks[self.critical?].requests.last()
     }
 
     /// Draws a task by weight and renders its requests into `steps`; returns the task's index.

@@ -12,8 +12,9 @@
 //! Payment, and up the critical task's call chain the frontend's on Checkout (Checkout answers 5xx when Payment
 //! fails or its breaker rejects; while the frontend's is open Payment's sees no calls), each with its own
 //! config and the boutique's call timeout. Each figure is set beside that breaker's measurement alone, never a
-//! sum over breakers. With a workload of one's own the chain of its critical task is not known: the breakers
-//! upstream are named as not modelled. What else the model leaves out, and so what a flag usually means: no
+//! sum over breakers. A workload of one's own has the same chain when its critical task ends in the boutique
+//! frontend's `POST /cart/checkout` ([`checkouts_through_boutique`]); otherwise the chain of its critical task is
+//! not known and the breakers upstream are named as not modelled. What else the model leaves out, and so what a flag usually means: no
 //! latency or queueing before the call, and checkouts that fail only through the dependency.
 //!
 //! Two inputs the spec does not decide but a run measures outright: the load's checkout rate (full carts slow
@@ -83,9 +84,11 @@ impl Band {
         }
     }
 
-    /// Whether a measured interval `[low, high]` misses the band entirely.
+    /// Whether a measured interval `[low, high]` misses the band entirely. A difference in the last bits of a
+    /// float (a sum over runs or replicas, rounded otherwise than the simulations' sum) is not a miss.
     pub fn misses(&self, low: f64, high: f64) -> bool {
-        high < self.band_low || low > self.band_high
+        let rounding = 1e-9 * self.band_low.abs().max(self.band_high.abs()).max(1.0);
+        high < self.band_low - rounding || low > self.band_high + rounding
     }
 }
 
@@ -212,19 +215,38 @@ fn frontend_breaker() -> String {
     ServiceName::Frontend.breaker_name(ServiceName::Checkout)
 }
 
-/// The breakers up the chain of a workload of one's own: its critical task's chain is not known.
+/// The breakers up the chain of a workload of one's own whose critical request is not the boutique's checkout:
+/// its chain is not known.
 fn unknown_chain() -> Vec<NotModelled> {
     vec![NotModelled {
         breaker: frontend_breaker(),
-        reason: "not modelled: the critical task of [[load.tasks]] does not say which services it calls; this one sees Checkout's 5xx when Payment fails or is rejected".to_owned(),
+        reason: "not modelled: the critical task of [[load.tasks]] does not end in the Online Boutique's POST /cart/checkout, so which services it calls is not known; this one sees Checkout's 5xx when Payment fails or is rejected".to_owned(),
     }]
+}
+
+/// Whether the load's critical requests are the Online Boutique's checkouts, whose chain is known (frontend →
+/// checkout → payment): the mix's, or a critical task of one's own that ends in the frontend's
+/// `POST /cart/checkout` on the testbed's own services (no `[targets]`: embedded, compose, swarm or Kubernetes).
+pub fn checkouts_through_boutique(spec: &ExperimentSpec) -> bool {
+    let Some(custom) = &spec.load.custom else {
+        return true;
+    };
+    let Some(request) = custom.critical_request() else {
+        return false;
+    };
+    spec.targets.is_empty()
+        && spec.load.target.as_str() == ServiceName::Frontend.as_str()
+        && request.method == http::Method::POST
+        && request.path.literal().as_deref() == Some("/cart/checkout")
 }
 
 /// The callers up the critical task's chain from Payment's breaker, outermost first, with their names: the
 /// Online Boutique checkout goes frontend → checkout → payment, the frontend's breaker taking the condition's
 /// config when `breaker.services` includes it (a disabled breaker is not on the path). `None`: not known.
 fn chain(spec: &ExperimentSpec, config: &breaker::BreakerConfig) -> Option<Vec<(String, Caller)>> {
-    spec.load.custom.as_ref().map_or(Some(()), |_| None)?;
+    if !checkouts_through_boutique(spec) {
+        return None;
+    }
     let frontend = crate::target::ServiceId::new(ServiceName::Frontend.as_str()).ok()?;
     Some(if spec.breaker.applies_to(&frontend) {
         vec![(
@@ -465,7 +487,7 @@ pub(super) fn predict_condition(
                 },
             )
             .collect(),
-        not_modelled: if spec.load.custom.is_some() {
+        not_modelled: if !checkouts_through_boutique(spec) {
             unknown_chain()
         } else {
             Vec::new()

@@ -301,6 +301,54 @@ fn predictions_are_per_breaker_with_bands_from_the_seeded_simulations() {
     assert_eq!((band.low, band.high, band.mean), (0.0, 39.0, 19.5));
 }
 
+// A workload of one's own whose critical task ends in the boutique frontend's `POST /cart/checkout` goes through
+// the same chain as the mix's checkouts: the frontend's breaker on Checkout is predicted beside Checkout's. One
+// that ends elsewhere, or sends its load to targets of one's own, names that breaker as not modelled; and with
+// `breaker.services = ["checkout"]` the frontend's breaker is disabled, so no breaker is up the chain.
+#[test]
+fn a_workload_of_ones_own_ending_in_the_boutique_checkout_predicts_the_whole_chain() {
+    let source = include_str!("../../../experiments/pool-exhaustion.toml");
+    let upstream = |spec: &ExperimentSpec| {
+        let p = prediction(spec, 1.0, BreakerMode::Enforce);
+        let up: Vec<String> = p.upstream.iter().map(|b| b.breaker.clone()).collect();
+        let left: Vec<String> = p.not_modelled.iter().map(|b| b.breaker.clone()).collect();
+        (up, left)
+    };
+    let frontend = vec!["frontend->checkout".to_owned()];
+    let boutique = test_support::spec(source);
+    assert!(checkouts_through_boutique(&boutique));
+    assert_eq!(upstream(&boutique), (frontend.clone(), vec![]));
+
+    let elsewhere =
+        test_support::spec(&source.replace("path = \"/cart/checkout\"", "path = \"/buy\""));
+    assert!(!checkouts_through_boutique(&elsewhere));
+    assert_eq!(upstream(&elsewhere), (vec![], frontend.clone()));
+
+    let targets = test_support::spec(&format!(
+        "{source}\n[targets]\nfrontend = \"http://127.0.0.1:9\"\npayment = \"http://127.0.0.1:10\"\n"
+    ));
+    assert!(!checkouts_through_boutique(&targets));
+    assert_eq!(upstream(&targets), (vec![], frontend));
+
+    let storm = shipped("probe-storm-n5.toml");
+    assert!(checkouts_through_boutique(&storm));
+    assert_eq!(upstream(&storm), (vec![], vec![]));
+}
+
+// A band of no width (every simulation agrees) is met by a measurement equal to it up to float rounding — 50
+// replicas' 60.006 s summed is not 3000.3 to the last bit — and missed by anything more.
+#[test]
+fn a_band_is_missed_by_a_difference_not_by_rounding() {
+    let band = Band::of(&[3000.3; 40]);
+    let summed: f64 = std::iter::repeat_n(60.006, 50).sum();
+    assert_ne!(summed, 3000.3);
+    assert!(!band.misses(summed, summed));
+    assert!(band.misses(3000.31, 3000.31));
+    assert!(band.misses(3000.29, 3000.29));
+    assert!(!Band::of(&[0.0; 40]).misses(0.0, 0.0));
+    assert!(Band::of(&[0.0; 40]).misses(1e-6, 1e-6));
+}
+
 // The probe storm at 50 replicas: each replica's breaker sees a fiftieth of the checkouts and opens about as often
 // as one breaker seeing them all (it trips on its own fifth failure), so the opens summed over the instances the
 // spec names are far more than one breaker's.
