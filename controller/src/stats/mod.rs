@@ -279,6 +279,10 @@ impl PredictedCondition {
                         Some((dependency.to_owned(), stats.summary(&key)?.mean))
                     },
                 ),
+                pool_queue: prediction
+                    .pool
+                    .as_ref()
+                    .map(|_| boutique::config::DEFAULT_POOL_QUEUE),
             };
             checks(&prediction, |key| per_breaker_summary(stats, key), evidence)
         });

@@ -242,6 +242,9 @@ pub struct Evidence {
     pub checkout_p50_ms: Option<f64>,
     /// The dependency (`payment`) and its measured mean latency.
     pub dependency_mean_ms: Option<(String, f64)>,
+    /// The queue places of the testbed's pools, when the condition's fault holds calls (a hang fills them): a
+    /// checkout that waits there through the hang's last seconds reaches Payment after it and succeeds.
+    pub pool_queue: Option<usize>,
 }
 
 /// The model assumption most likely behind a measurement of `metric` outside its band, with the measured
@@ -269,9 +272,16 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Eviden
         (MetricName::CheckoutFailure, true) => {
             "in the model a checkout fails only through Payment; in the testbed other calls on the checkout path (and timeouts under load) fail it too".to_owned()
         }
-        (MetricName::PoolRefused, _) => {
-            "the model's pool refuses a request as soon as every worker is busy; the testbed's pools queue up to 1024 first and refuse only when the queue is full too, and every sampled pool's refusals are summed".to_owned()
-        }
+        (MetricName::CheckoutFailure, false) => match evidence.pool_queue {
+            Some(queue) => format!(
+                "the model's pool has no queue; the testbed's pools hold up to {queue} requests waiting for a worker, so the checkouts of the hang's last seconds reach Payment after it ends and succeed ({queueing})"
+            ),
+            None => format!("the model has no latency, queueing or retries ({queueing})"),
+        },
+        (MetricName::PoolRefused, _) => format!(
+            "the model's pool refuses a request as soon as every worker is busy; the testbed's pools queue up to {} first and refuse only when the queue is full too, and every sampled pool's refusals are summed",
+            boutique::config::DEFAULT_POOL_QUEUE
+        ),
         (MetricName::PoolExhaustionS, _) => format!(
             "the model's pool holds only the calls to the dependency; the testbed's frontend pool also holds every other page while it waits, and a saturated machine can fill it before the fault ({queueing})"
         ),
@@ -369,6 +379,7 @@ mod tests {
         let evidence = Evidence {
             checkout_p50_ms: Some(412.0),
             dependency_mean_ms: Some(("payment".to_owned(), 37.25)),
+            pool_queue: None,
         };
         let halved = checks(
             &on,
@@ -385,8 +396,23 @@ mod tests {
         let low = checks(
             &on,
             |key| (key == &MetricKey::run(MetricName::CheckoutFailure)).then(|| summary(0.2)),
-            evidence,
+            evidence.clone(),
         );
-        assert!(low[0].flag.is_some());
+        let reason = low[0].flag.as_deref().expect("flagged");
+        assert!(!reason.contains("no queue"), "{reason}");
+        // A hang's pool queues: a checkout failure below the band names the queue, with its size.
+        let queued = checks(
+            &on,
+            |key| (key == &MetricKey::run(MetricName::CheckoutFailure)).then(|| summary(0.2)),
+            Evidence {
+                pool_queue: Some(1024),
+                ..evidence
+            },
+        );
+        let reason = queued[0].flag.as_deref().expect("flagged");
+        assert!(
+            reason.contains("no queue") && reason.contains("1024 requests"),
+            "{reason}"
+        );
     }
 }
