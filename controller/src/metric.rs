@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::endpoint;
 
-/// One figure per run. Latency percentiles are per endpoint; everything else is per run.
+/// One figure per run. Latency percentiles and the failure rate are per endpoint, some figures per breaker; the
+/// rest per run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricName {
@@ -57,7 +58,9 @@ pub enum MetricName {
     /// own `/metrics`: every request it served), milliseconds; per breaker only, never summed.
     DependencyMeanMs,
     /// Most half-open probes the fault agent counted in one 10 ms bucket of the measured window (its
-    /// `GET /_agent/probes`, summed over agents): the storm's height at the agent's resolution.
+    /// `GET /_agent/probes`, summed over agents): the storm's height at the agent's resolution. Its JSON name is
+    /// its name everywhere else (snake case alone would write `probes_peak_per10ms`, which is still read).
+    #[serde(rename = "probes_peak_per_10ms", alias = "probes_peak_per10ms")]
     ProbesPeakPer10ms,
     /// Most half-open probes the fault agent counted in any 1 s (100 consecutive 10 ms buckets) of the measured
     /// window, not only in the sampler's seconds.
@@ -78,10 +81,14 @@ pub enum MetricName {
     /// `[[load.tasks]]` its critical task's): the rate at which the modelled breaker is called, set beside the
     /// rate the prediction assumed.
     CheckoutRate,
+    /// Share of one endpoint's requests that did not succeed in the measured window (failed, rejected, refused
+    /// by a full pool, timed out): 1 − ok / all of that endpoint; shows an endpoint that never calls the faulty
+    /// dependency failing all the same (a pool that fills refuses it too).
+    FailureRate,
 }
 
 impl MetricName {
-    pub const ALL: [MetricName; 29] = [
+    pub const ALL: [MetricName; 30] = [
         MetricName::Availability,
         MetricName::ThroughputOk,
         MetricName::Rejected,
@@ -111,6 +118,7 @@ impl MetricName {
         MetricName::PoolRefused,
         MetricName::PoolsFullAtFault,
         MetricName::CheckoutRate,
+        MetricName::FailureRate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -144,6 +152,7 @@ impl MetricName {
             MetricName::PoolRefused => "pool_refused",
             MetricName::PoolsFullAtFault => "pools_full_at_fault",
             MetricName::CheckoutRate => "checkout_rate",
+            MetricName::FailureRate => "failure_rate",
         }
     }
 
@@ -160,13 +169,16 @@ impl MetricName {
                 | MetricName::P99Ms
                 | MetricName::P95OkMs
                 | MetricName::P95FailedMs
+                | MetricName::FailureRate
         )
     }
 
     /// Unit for tables and axes.
     pub fn unit(self) -> &'static str {
         match self {
-            MetricName::Availability | MetricName::CheckoutFailure => "fraction",
+            MetricName::Availability | MetricName::CheckoutFailure | MetricName::FailureRate => {
+                "fraction"
+            }
             MetricName::ThroughputOk => "ok/s",
             MetricName::Rejected => "requests",
             MetricName::BreakerOpens => "opens",
@@ -282,4 +294,25 @@ pub fn resolve_endpoint(name: &str) -> String {
             || name.to_owned(),
             |(_, id)| endpoint::NAMES[*id].to_owned(),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A metric has one name: the JSON of a report, the CSV, `[[validate]]` and the docs all use `as_str`'s.
+    #[test]
+    fn every_metric_is_written_and_read_in_json_by_its_one_name() {
+        for metric in MetricName::ALL {
+            let json = serde_json::to_string(&metric).unwrap();
+            assert_eq!(json, format!("\"{}\"", metric.as_str()));
+            assert_eq!(serde_json::from_str::<MetricName>(&json).unwrap(), metric);
+            assert_eq!(MetricName::parse(metric.as_str()), Some(metric));
+        }
+        // What earlier reports wrote for the 10 ms peak is still read.
+        assert_eq!(
+            serde_json::from_str::<MetricName>("\"probes_peak_per10ms\"").unwrap(),
+            MetricName::ProbesPeakPer10ms
+        );
+    }
 }

@@ -184,6 +184,10 @@ pub fn run_metrics(data: &RunData) -> Result<RunMetrics, StatsError> {
     }
 
     for row in &data.endpoint_histograms {
+        put(
+            MetricKey::endpoint(MetricName::FailureRate, row.endpoint.clone()),
+            row.outcomes.availability().map(|ok| 1.0 - ok),
+        );
         if row.endpoint == checkout_endpoint() {
             put(
                 MetricKey::run(MetricName::CheckoutFailure),
@@ -440,9 +444,23 @@ pub fn breaker_time_open(transitions: &[TransitionRecord], from_ms: i64, to_ms: 
         })
 }
 
-/// Per breaker name (`caller->dependency`): opens in `[from_ms, to_ms)` and milliseconds open in it. A breaker
-/// instance is its service and name (each replica's are its own); a name's figures sum its instances'. An
-/// instance's state when the window starts is the target of its last earlier transition (closed if it has none).
+/// The name a breaker's figures are kept under: a further replica's breaker (`checkout#2->payment`, as its
+/// transitions are stored) under its service's (`checkout->payment`), so a scaled service's opens and time open
+/// sum its replicas', as its rejections (one `/metrics` series per replica, summed) and its predictions do.
+pub fn service_breaker_name(breaker: &str) -> String {
+    match breaker.split_once("->") {
+        Some((caller, dependency)) => match crate::target::split_replica(caller) {
+            Some((service, _)) => format!("{service}->{dependency}"),
+            None => breaker.to_owned(),
+        },
+        None => breaker.to_owned(),
+    }
+}
+
+/// Per breaker name (`caller->dependency`, replicas under their service's: [`service_breaker_name`]): opens in
+/// `[from_ms, to_ms)` and milliseconds open in it. A breaker instance is its service and name (each replica's
+/// are its own); a name's figures sum its instances'. An instance's state when the window starts is the target
+/// of its last earlier transition (closed if it has none).
 pub fn per_breaker_time_open(
     transitions: &[TransitionRecord],
     from_ms: i64,
@@ -457,7 +475,7 @@ pub fn per_breaker_time_open(
     }
     let mut figures: BTreeMap<String, (u64, i64)> = BTreeMap::new();
     for ((_, name), mut list) in by_breaker {
-        let (opens, open_ms) = figures.entry(name.to_owned()).or_default();
+        let (opens, open_ms) = figures.entry(service_breaker_name(name)).or_default();
         list.sort_by_key(|t| (t.at_ms, t.seq));
         let mut open_since = None;
         for transition in list {

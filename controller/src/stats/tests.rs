@@ -503,6 +503,40 @@ fn run_metrics_from_hand_built_rows() {
 }
 
 #[test]
+fn failure_rate_is_each_endpoints_own_share_of_requests_that_did_not_succeed() {
+    // A full pool refuses the index too: 30 of its 120 requests were refused (failed), none rejected; checkout
+    // lost 60 of 100 (40 failed, 20 rejected by a breaker). An endpoint with no request has no figure.
+    let mut data = run_data();
+    let row = |endpoint: &str, outcomes| EndpointHistogramRow {
+        endpoint: endpoint.into(),
+        outcomes,
+        latency: StoredLatency::default(),
+        mean_us: 0.0,
+        histogram_v2: histogram_of(&[1_000]),
+        histogram_ok_v2: histogram_of(&[1_000]),
+    };
+    data.endpoint_histograms = vec![
+        row("index", outcomes(90, 30, 0)),
+        row(checkout_endpoint(), outcomes(40, 40, 20)),
+        row("view_cart", outcomes(0, 0, 0)),
+    ];
+    let metrics = run_metrics(&data).unwrap();
+    let failure =
+        |endpoint: &str| metrics.get(&MetricKey::endpoint(MetricName::FailureRate, endpoint));
+    close(failure("index").unwrap(), 0.25, 1e-12);
+    close(failure(checkout_endpoint()).unwrap(), 0.6, 1e-12);
+    assert_eq!(failure("view_cart"), None);
+    // The checkout endpoint's share is the run's checkout failure.
+    close(
+        metrics
+            .get(&MetricKey::run(MetricName::CheckoutFailure))
+            .unwrap(),
+        0.6,
+        1e-12,
+    );
+}
+
+#[test]
 fn checkout_p95_of_successes_is_not_pulled_down_by_fast_rejections() {
     // 10 checkouts succeed after 800–809 ms; 190 are rejected by the open breaker in 1 ms. Mixed, 95 % of the
     // 200 are at most 1 ms: the p95 of every request says checkout is fast, though no user who got an answer
@@ -883,6 +917,35 @@ fn scheduled_fault_periods_are_counted_from_the_warmups_end() {
         )),
         vec![(0.0, 10.0), (40.0, 60.0), (90.0, 100.0)]
     );
+}
+
+// A scaled Checkout's replicas each store their breaker's transitions under their own label (`checkout#2->payment`);
+// the figures are kept under the service's breaker, summed over the replicas, like its rejections and like the
+// predictions of `breaker.instances` replicas: replica 1 opens once for 200 ms, replica 2 twice for 300 ms.
+#[test]
+fn a_scaled_services_replicas_are_summed_under_its_breaker() {
+    let mut transitions = vec![
+        transition("checkout->payment", 100, State::Closed, State::Open),
+        transition("checkout->payment", 300, State::Open, State::Closed),
+        transition("checkout#2->payment", 100, State::Closed, State::Open),
+        transition("checkout#2->payment", 200, State::Open, State::HalfOpen),
+        transition("checkout#2->payment", 500, State::HalfOpen, State::Open),
+        transition("checkout#2->payment", 700, State::Open, State::Closed),
+    ];
+    for t in &mut transitions[2..] {
+        t.service = "checkout#2".into();
+    }
+    let figures = per_breaker_time_open(&transitions, 0, 1000);
+    assert_eq!(figures.len(), 1, "{figures:?}");
+    assert_eq!(figures["checkout->payment"], (3, 500));
+    assert_eq!(
+        super::run::service_breaker_name("checkout#12->payment"),
+        "checkout->payment"
+    );
+    // Not a replica label: kept as written.
+    for name in ["checkout->payment", "checkout#x->payment", "shop"] {
+        assert_eq!(super::run::service_breaker_name(name), name);
+    }
 }
 
 // Two breakers on the checkout path in [0, 1000): the frontend's on Checkout opens at 100 and closes at 400
