@@ -289,6 +289,10 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Eviden
     }
 }
 
+/// Why a breaker up the chain opens more, or longer, than the model's chain: measured on the pool experiment's
+/// transitions (the frontend's breaker on Checkout tripping 1–7 ms before Checkout's on Payment).
+const UP_THE_CHAIN_FIRST: &str = "this breaker's timeout starts with its call, the timeout below it only once the service below calls its dependency, so this breaker trips first and its half-open probe can meet the breaker below still open: a fast failure and one more open; the model's callers start their timeouts together";
+
 /// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured, the
 /// condition's under their run-wide keys and the predicted breaker's under its own (never a sum over breakers).
 pub fn checks(
@@ -314,9 +318,20 @@ pub fn checks(
             let summary = measured(&key)?;
             let low = summary.ci_low.unwrap_or(summary.mean);
             let high = summary.ci_high.unwrap_or(summary.mean);
-            let flag = predicted
-                .misses(low, high)
-                .then(|| likely_reason(key.metric, low > predicted.band_high, &evidence));
+            let above = low > predicted.band_high;
+            let up_the_chain = key
+                .breaker
+                .as_deref()
+                .is_some_and(|breaker| breaker != prediction.breaker);
+            let flag =
+                predicted
+                    .misses(low, high)
+                    .then(|| match (key.metric, above && up_the_chain) {
+                        (MetricName::BreakerOpens | MetricName::TimeOpenS, true) => {
+                            UP_THE_CHAIN_FIRST.to_owned()
+                        }
+                        _ => likely_reason(key.metric, above, &evidence),
+                    });
             Some(Check {
                 metric: key.metric,
                 breaker: key.breaker,
@@ -414,5 +429,23 @@ mod tests {
             reason.contains("no queue") && reason.contains("1024 requests"),
             "{reason}"
         );
+        // The frontend's breaker, up the chain, opening more than its band: its timeout starts first; the same
+        // miss of the breaker in front of Payment keeps the general reason.
+        let frontend = MetricKey::breaker(MetricName::BreakerOpens, "frontend->checkout");
+        let high = on.upstream[0].opens.band_high + 10.0;
+        let up = checks(
+            &on,
+            |key| (key == &frontend).then(|| summary(high)),
+            Evidence::default(),
+        );
+        let reason = up[0].flag.as_deref().expect("flagged");
+        assert!(reason.contains("trips first"), "{reason}");
+        let own = checks(
+            &on,
+            |key| (key == &opens).then(|| summary(on.breaker_opens.band_high + 10.0)),
+            Evidence::default(),
+        );
+        let reason = own[0].flag.as_deref().expect("flagged");
+        assert!(!reason.contains("trips first"), "{reason}");
     }
 }
