@@ -293,6 +293,10 @@ pub fn likely_reason(metric: MetricName, measured_above: bool, evidence: &Eviden
 /// transitions (the frontend's breaker on Checkout tripping 1–7 ms before Checkout's on Payment).
 const UP_THE_CHAIN_FIRST: &str = "this breaker's timeout starts with its call, the timeout below it only once the service below calls its dependency, so this breaker trips first and its half-open probe can meet the breaker below still open: a fast failure and one more open; the model's callers start their timeouts together";
 
+/// How far each measured open's length may be off by its stamps (two whole-millisecond stamps, each up to a
+/// millisecond late): the pool and probe-storm runs measured every open 1 ms longer than the model's window.
+const STAMP_RESOLUTION_S: f64 = 0.002;
+
 /// A prediction's bands beside a condition's measured summaries: one check per predicted metric measured, the
 /// condition's under their run-wide keys and the predicted breaker's under its own (never a sum over breakers).
 pub fn checks(
@@ -316,8 +320,18 @@ pub fn checks(
         .chain(breaker)
         .filter_map(|(key, predicted)| {
             let summary = measured(&key)?;
-            let low = summary.ci_low.unwrap_or(summary.mean);
-            let high = summary.ci_high.unwrap_or(summary.mean);
+            // Transitions are stamped in whole milliseconds, each a millisecond or so after the instant: a
+            // breaker's time open is measured to within STAMP_RESOLUTION_S per open, not to the model's exactness.
+            let stamps = match key.metric {
+                MetricName::TimeOpenS => measured(&MetricKey {
+                    metric: MetricName::BreakerOpens,
+                    ..key.clone()
+                })
+                .map_or(0.0, |opens| opens.mean * STAMP_RESOLUTION_S),
+                _ => 0.0,
+            };
+            let low = summary.ci_low.unwrap_or(summary.mean) - stamps;
+            let high = summary.ci_high.unwrap_or(summary.mean) + stamps;
             let above = low > predicted.band_high;
             let up_the_chain = key
                 .breaker
@@ -447,5 +461,43 @@ mod tests {
         );
         let reason = own[0].flag.as_deref().expect("flagged");
         assert!(!reason.contains("trips first"), "{reason}");
+    }
+
+    // 120 opens of exactly 10 s predicted (a band of no width): measured 1 ms longer each, as the millisecond
+    // stamps give them, is within; 5 ms longer each is not.
+    #[test]
+    fn a_time_open_is_judged_to_the_resolution_of_its_stamps() {
+        let exact = |mean: f64| Summary {
+            n: 2,
+            mean,
+            sd: Some(0.0),
+            half_width: Some(0.0),
+            ci_low: Some(mean),
+            ci_high: Some(mean),
+        };
+        let mut on = seed_study_on();
+        on.breaker_opens = Band::of(&[120.0; 40]);
+        on.time_open_s = Band::of(&[1200.0; 40]);
+        let time = MetricKey::breaker(MetricName::TimeOpenS, on.breaker.clone());
+        let opens = MetricKey::breaker(MetricName::BreakerOpens, on.breaker.clone());
+        let judged = |seconds: f64| {
+            checks(
+                &on,
+                |key| {
+                    if key == &time {
+                        Some(exact(seconds))
+                    } else {
+                        (key == &opens).then(|| exact(120.0))
+                    }
+                },
+                Evidence::default(),
+            )
+            .into_iter()
+            .find(|check| check.metric == MetricName::TimeOpenS)
+            .expect("checked")
+        };
+        assert_eq!(judged(1200.120).flag, None);
+        assert!(judged(1200.600).flag.is_some());
+        assert!(judged(1199.4).flag.is_some());
     }
 }
