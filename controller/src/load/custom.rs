@@ -95,15 +95,13 @@ impl Template {
         Ok(Template { parts })
     }
 
-    /// The text when it has no placeholder (`None` when a drawn value goes into it).
-    pub fn literal(&self) -> Option<String> {
-        self.parts
-            .iter()
-            .map(|part| match part {
-                Part::Text(text) => Some(text.as_str()),
-                Part::Var(_) => None,
-            })
-            .collect()
+    /// Whether the template is exactly `text`, with no placeholder (a drawn value could make it anything else).
+    pub fn is_literally(&self, text: &str) -> bool {
+        match self.parts.as_slice() {
+            [] => text.is_empty(),
+            [Part::Text(only)] => only == text,
+            _ => false,
+        }
     }
 
     /// Indices of the value lists this template draws from.
@@ -390,6 +388,17 @@ mod tests {
         let share = f64::from(counts[0]) / 4_000.0;
         assert!((share - 0.75).abs() < 0.03, "{counts:?}");
         assert_eq!(workload.critical_endpoint(), Some("order"));
+    }
+
+    // A template is literally a text only when no drawn value goes into it.
+    #[test]
+    fn a_template_is_literally_its_text_only_without_placeholders() {
+        let vars = vec!["sku".to_owned()];
+        let parse = |text| Template::parse(text, &vars).unwrap();
+        assert!(parse("/cart/checkout").is_literally("/cart/checkout"));
+        assert!(!parse("/cart/checkout").is_literally("/cart"));
+        assert!(!parse("/cart/{sku}").is_literally("/cart/{sku}"));
+        assert!(parse("").is_literally(""));
     }
 
     #[test]

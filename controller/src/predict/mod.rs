@@ -234,10 +234,14 @@ pub fn checkouts_through_boutique(spec: &ExperimentSpec) -> bool {
     let Some(request) = custom.critical_request() else {
         return false;
     };
+    // The mix's own name of the checkout endpoint (`POST /cart/checkout`), so the path is written once.
+    let Some((method, path)) = crate::metric::checkout_endpoint().split_once(' ') else {
+        return false;
+    };
     spec.targets.is_empty()
         && spec.load.target.as_str() == ServiceName::Frontend.as_str()
-        && request.method == http::Method::POST
-        && request.path.literal().as_deref() == Some("/cart/checkout")
+        && request.method.as_str() == method
+        && request.path.is_literally(path)
 }
 
 /// The callers up the critical task's chain from Payment's breaker, outermost first, with their names: the
